@@ -1,0 +1,49 @@
+"""simhash-store: a persistent, exact near-duplicate index for (mostly Chinese) text in PostgreSQL.
+
+>>> from simhash_store import fingerprint, hamming
+>>> hamming(fingerprint("今天天气很好，我们去公园散步。"), fingerprint("今天天气很好，我们去公园散步吧。")) < 10
+True
+"""
+
+from .bits import blocks, from_hex, from_signed, hamming, join_blocks, similarity, to_hex, to_signed
+from .errors import (
+    ConfigError,
+    DatabaseUnavailableError,
+    InvalidFingerprintError,
+    InvalidKeyError,
+    SchemeError,
+    SchemeMismatchError,
+    SimhashStoreError,
+)
+from .fingerprint import features, fingerprint, fingerprint_features, normalize, parse_weighted, tokens
+from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
+
+__all__ = [
+    "DEFAULT",
+    "DEFAULT_MAX_DISTANCE",
+    "SCHEMES",
+    "ConfigError",
+    "DatabaseUnavailableError",
+    "InvalidFingerprintError",
+    "InvalidKeyError",
+    "Scheme",
+    "SchemeError",
+    "SchemeMismatchError",
+    "SimhashStoreError",
+    "blocks",
+    "features",
+    "fingerprint",
+    "fingerprint_features",
+    "from_hex",
+    "from_signed",
+    "get_scheme",
+    "hamming",
+    "join_blocks",
+    "normalize",
+    "parse_weighted",
+    "register_scheme",
+    "similarity",
+    "to_hex",
+    "to_signed",
+    "tokens",
+]

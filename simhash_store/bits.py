@@ -1,0 +1,112 @@
+"""Fingerprint arithmetic: distance, similarity and the representations at the edges.
+
+A fingerprint is an unsigned integer of 32, 64 or 128 bits. PostgreSQL keeps the
+64-bit ones in a signed ``bigint`` (two's complement) and indexes four 16-bit
+blocks, most significant first:
+
+>>> to_signed(2**64 - 1)
+-1
+>>> blocks(0x0123456789ABCDEF)
+(291, 17767, 35243, 52719)
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import combinations
+
+from .errors import InvalidFingerprintError
+
+WIDTHS = (32, 64, 128)
+BLOCK_BITS = 16
+BLOCK_COUNT = 4
+_U64 = 1 << 64
+_I64_MIN = -(1 << 63)
+
+
+def _check(value: int, bits: int) -> int:
+    if bits not in WIDTHS:
+        raise InvalidFingerprintError(f"fingerprint width must be one of {WIDTHS}, not {bits}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << bits):
+        raise InvalidFingerprintError(
+            f"a {bits}-bit fingerprint is an integer in [0, 2**{bits}), not {value!r}"
+        )
+    return value
+
+
+def hamming(a: int, b: int, bits: int = 64) -> int:
+    """Number of bit positions in which two fingerprints differ."""
+    return (_check(a, bits) ^ _check(b, bits)).bit_count()
+
+
+def similarity(a: int, b: int, bits: int = 64) -> float:
+    """``1 - hamming(a, b) / bits``: 1.0 for equal fingerprints, 0.0 for complements."""
+    return 1.0 - hamming(a, b, bits) / bits
+
+
+def to_signed(value: int) -> int:
+    """The unsigned 64-bit fingerprint as PostgreSQL's signed bigint (two's complement)."""
+    _check(value, 64)
+    return value - _U64 if value >= 1 << 63 else value
+
+
+def from_signed(value: int) -> int:
+    """The unsigned 64-bit fingerprint from a signed bigint."""
+    if not isinstance(value, int) or not _I64_MIN <= value < 1 << 63:
+        raise InvalidFingerprintError(f"a signed bigint lies in [-2**63, 2**63), not {value!r}")
+    return value % _U64
+
+
+def to_hex(value: int, bits: int = 64) -> str:
+    """Fixed-width lower-case hex: 16 digits for 64 bits."""
+    return format(_check(value, bits), f"0{bits // 4}x")
+
+
+def from_hex(text: str, bits: int = 64) -> int:
+    """Parse exactly ``bits // 4`` hex digits (an optional ``0x`` prefix is accepted)."""
+    digits = text.strip()
+    if digits[:2].lower() == "0x":
+        digits = digits[2:]
+    if len(digits) != bits // 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise InvalidFingerprintError(
+            f"expected {bits // 4} hex digits for a {bits}-bit fingerprint, got {text!r}"
+        )
+    return int(digits, 16)
+
+
+def blocks(value: int) -> tuple[int, int, int, int]:
+    """The four 16-bit blocks of a 64-bit fingerprint, most significant first."""
+    _check(value, 64)
+    return tuple((value >> shift) & 0xFFFF for shift in (48, 32, 16, 0))  # type: ignore[return-value]
+
+
+def join_blocks(parts: tuple[int, int, int, int] | list[int]) -> int:
+    """Inverse of :func:`blocks`."""
+    if len(parts) != BLOCK_COUNT or any(not 0 <= p <= 0xFFFF for p in parts):
+        raise InvalidFingerprintError(f"expected four 16-bit blocks, got {parts!r}")
+    value = 0
+    for part in parts:
+        value = (value << BLOCK_BITS) | part
+    return value
+
+
+def block_radius(max_distance: int) -> int:
+    """Pigeonhole: within ``max_distance`` bits, some 16-bit block is within this many bits."""
+    if not 0 <= max_distance <= 64:
+        raise InvalidFingerprintError(f"max distance must be between 0 and 64, not {max_distance}")
+    return max_distance // BLOCK_COUNT
+
+
+@lru_cache(maxsize=None)
+def flip_masks(radius: int) -> tuple[int, ...]:
+    """All 16-bit masks with at most ``radius`` bits set (1, 17, 137, 697, ... of them)."""
+    masks = [0]
+    for ones in range(1, min(radius, BLOCK_BITS) + 1):
+        for positions in combinations(range(BLOCK_BITS), ones):
+            masks.append(sum(1 << p for p in positions))
+    return tuple(masks)
+
+
+def probes(block: int, radius: int) -> list[int]:
+    """Every 16-bit value within ``radius`` bits of ``block`` (multi-index hashing)."""
+    return [block ^ mask for mask in flip_masks(radius)]

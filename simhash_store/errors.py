@@ -1,0 +1,35 @@
+"""One error hierarchy: the library raises these, the CLI prints them as one line."""
+
+from __future__ import annotations
+
+
+class SimhashStoreError(Exception):
+    """Base class of every error simhash-store raises on purpose."""
+
+
+class SchemeError(SimhashStoreError, ValueError):
+    """An unknown scheme, a malformed scheme description, or a scheme used where it cannot be."""
+
+
+class SchemeMismatchError(SimhashStoreError):
+    """The store was created with another fingerprint scheme; the two cannot be mixed."""
+
+
+class ConfigError(SimhashStoreError, ValueError):
+    """A database URL or setting that cannot be used."""
+
+
+class DatabaseUnavailableError(SimhashStoreError):
+    """The database could not be reached, or went away during the work."""
+
+
+class InvalidKeyError(SimhashStoreError, ValueError):
+    """A document key that PostgreSQL cannot store faithfully."""
+
+
+class InvalidFingerprintError(SimhashStoreError, ValueError):
+    """A fingerprint value or text that is not what it should be."""
+
+
+class InputError(SimhashStoreError):
+    """An input file or stream that cannot be used at all."""

@@ -1,0 +1,182 @@
+"""Schemes: every choice that decides a fingerprint, in one immutable, serialisable value.
+
+Fingerprints from different schemes are not comparable, so a scheme is part of the
+data format: the store records the one it was created with and refuses others.
+Changing how a named scheme computes fingerprints means a new name or version,
+never a silent change.
+
+>>> get_scheme("zh-jieba-v1").tokenizer
+'jieba'
+>>> Scheme.from_json(DEFAULT.to_json()) == DEFAULT
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+from .errors import SchemeError
+from .hashing import HASHES
+
+NORMALIZERS = ("nfkc-casefold", "lower", "none")
+TOKENIZERS = ("jieba", "rjieba", "weighted", "char-windows")
+WEIGHTINGS = ("tf", "log-tf", "binary", "tfidf", "log-tfidf", "given")
+STOPWORD_LISTS = ("jieba", "none")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How text becomes a fingerprint.
+
+    ``tokenizer``: ``jieba`` (precise mode), ``rjieba`` (the Rust port, optional extra),
+    ``weighted`` (a ``token^weight`` line, as the seed C++ program reads it), or
+    ``char-windows`` (overlapping character windows of width ``ngram``).
+    ``weighting``: term frequency (``tf``), sublinear ``log-tf`` (1 + ln tf), ``binary``,
+    ``tfidf`` and ``log-tfidf`` with jieba's IDF table, or ``given`` by the input.
+    ``top_k`` keeps only the heaviest features (the classic write-ups keep 50).
+    """
+
+    name: str
+    version: int = 1
+    bits: int = 64
+    normalizer: str = "nfkc-casefold"
+    tokenizer: str = "jieba"
+    hmm: bool = True
+    ngram: int = 1
+    weighting: str = "log-tfidf"
+    top_k: int | None = None
+    stopwords: str = "jieba"
+    extra_stopwords: tuple[str, ...] = ()
+    drop_punctuation: bool = True
+    hash: str = "xxh3_64"
+    user_dict: str | None = None
+    user_dict_sha256: str | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise SchemeError("a scheme needs a non-empty name")
+        choices = {
+            "normalizer": NORMALIZERS,
+            "tokenizer": TOKENIZERS,
+            "weighting": WEIGHTINGS,
+            "stopwords": STOPWORD_LISTS,
+            "hash": tuple(HASHES),
+        }
+        for attribute, allowed in choices.items():
+            if getattr(self, attribute) not in allowed:
+                raise SchemeError(
+                    f"scheme {self.name!r}: {attribute} must be one of {', '.join(allowed)}, "
+                    f"not {getattr(self, attribute)!r}"
+                )
+        if HASHES[self.hash].bits != self.bits:
+            raise SchemeError(
+                f"scheme {self.name!r}: hash {self.hash} gives {HASHES[self.hash].bits} bits, "
+                f"but the scheme asks for {self.bits}"
+            )
+        if self.ngram < 1:
+            raise SchemeError(f"scheme {self.name!r}: ngram must be at least 1, not {self.ngram}")
+        if self.top_k is not None and self.top_k < 1:
+            raise SchemeError(f"scheme {self.name!r}: top_k must be at least 1 or None")
+        if (self.weighting == "given") != (self.tokenizer == "weighted"):
+            raise SchemeError(
+                f"scheme {self.name!r}: weighting 'given' goes with tokenizer 'weighted' and only with it"
+            )
+        if self.user_dict is not None and self.tokenizer not in ("jieba", "rjieba"):
+            raise SchemeError(f"scheme {self.name!r}: a user dictionary needs a jieba tokenizer")
+        object.__setattr__(self, "extra_stopwords", tuple(sorted(set(self.extra_stopwords))))
+
+    def with_user_dict(self, path: str | Path, name: str | None = None) -> "Scheme":
+        """This scheme with a jieba user dictionary; its content digest becomes part of the scheme."""
+        path = Path(path)
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise SchemeError(f"cannot read user dictionary {path}: {exc.strerror}") from None
+        return replace(
+            self,
+            name=name or f"{self.name}+dict-{digest[:8]}",
+            user_dict=str(path.resolve()),
+            user_dict_sha256=digest,
+        )
+
+    def with_stopwords(self, words: list[str] | tuple[str, ...], name: str | None = None) -> "Scheme":
+        """This scheme with extra stop words (part of the scheme, so part of its identity)."""
+        extra = tuple(sorted(set(self.extra_stopwords) | {w.strip() for w in words if w.strip()}))
+        digest = hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8]
+        return replace(self, name=name or f"{self.name}+stop-{digest}", extra_stopwords=extra)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["extra_stopwords"] = list(self.extra_stopwords)
+        return data
+
+    def to_json(self) -> str:
+        """Canonical JSON: equal schemes give equal strings."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Scheme":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise SchemeError(f"unknown scheme fields: {', '.join(sorted(unknown))}")
+        data = dict(data)
+        data["extra_stopwords"] = tuple(data.get("extra_stopwords", ()))
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise SchemeError(f"malformed scheme description: {exc}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "Scheme":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemeError(f"scheme description is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise SchemeError("scheme description must be a JSON object")
+        return cls.from_dict(data)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+SCHEMES: dict[str, Scheme] = {}
+
+
+def register_scheme(scheme: Scheme) -> Scheme:
+    """Name a scheme so that the CLI and ``fingerprint(text, "name")`` can find it."""
+    if scheme.name in SCHEMES and SCHEMES[scheme.name] != scheme:
+        raise SchemeError(f"scheme {scheme.name!r} is already registered differently")
+    SCHEMES[scheme.name] = scheme
+    return scheme
+
+
+def get_scheme(scheme: "Scheme | str") -> Scheme:
+    """A ``Scheme`` as given, or the registered scheme of that name."""
+    if isinstance(scheme, Scheme):
+        return scheme
+    try:
+        return SCHEMES[scheme]
+    except (KeyError, TypeError):
+        raise SchemeError(
+            f"unknown scheme {scheme!r}; known schemes: {', '.join(sorted(SCHEMES))}"
+        ) from None
+
+
+# The project's schemes. Their definitions are frozen: a change is a new name.
+ZH_JIEBA_V1 = register_scheme(Scheme(name="zh-jieba-v1"))
+ZH_RJIEBA_V1 = register_scheme(Scheme(name="zh-rjieba-v1", tokenizer="rjieba"))
+TFIDF_TOP50 = register_scheme(
+    Scheme(name="classic-tfidf-top50", weighting="tfidf", top_k=50)
+)
+
+DEFAULT = ZH_JIEBA_V1
+DEFAULT_MAX_DISTANCE = 3
+WEIGHTED_V1 = register_scheme(
+    Scheme(name="weighted-v1", tokenizer="weighted", weighting="given", normalizer="none", stopwords="none")
+)
