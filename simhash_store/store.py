@@ -1,0 +1,623 @@
+"""The persistent index: fingerprints in PostgreSQL, exact radius search through ``simhash.near``.
+
+The store knows nothing of files or terminals. It takes a URL (or an engine), keeps one
+scheme, writes in batches through COPY, and answers single and batched queries in one
+round trip each. Search runs in the database (``simhash.near``), so applications that
+speak SQL get exactly the answers the library gets.
+
+>>> with Store("postgresql://localhost/news") as store:            # doctest: +SKIP
+...     store.add([NewDocument("a.txt", fingerprint("..."))])
+...     store.query(fingerprint("..."), max_distance=3)
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+import numpy as np
+from psycopg.types.json import Jsonb
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from . import migrate
+from .bits import from_signed, similarity, to_hex, to_signed
+from .config import redact, resolve_url
+from .errors import (
+    DatabaseUnavailableError,
+    InvalidFingerprintError,
+    InvalidKeyError,
+    SchemeError,
+    SchemeMismatchError,
+    SimhashStoreError,
+)
+from .pairs import near_clusters, near_pairs
+from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+
+# PostgreSQL refuses B-tree entries over about 2,700 bytes; keys are unique-indexed.
+MAX_KEY_BYTES = 2048
+DEFAULT_BATCH_SIZE = 5000
+# Serialises check-then-insert of --skip-near-duplicates writers across processes.
+SKIP_NEAR_DUPLICATES_LOCK = 0x53494D48  # "SIMH"
+_RETRYABLE = {"40P01", "40001"}  # deadlock detected, serialization failure
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """A document to store: its key and fingerprint, and optionally what change detection needs."""
+
+    key: str
+    fingerprint: int
+    digest: bytes | None = None
+    length: int | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    key: str
+    fingerprint: int
+    distance: int
+    id: int
+
+    @property
+    def similarity(self) -> float:
+        return 1.0 - self.distance / 64
+
+    @property
+    def hex(self) -> str:
+        return to_hex(self.fingerprint)
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    id: int
+    key: str
+    fingerprint: int
+    digest: bytes | None
+    length: int | None
+    metadata: dict[str, Any] | None
+    added_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str
+    b: str
+    distance: int
+
+
+@dataclass(frozen=True)
+class SkippedNearDuplicate:
+    key: str
+    match: Match
+
+
+@dataclass
+class AddResult:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    near_duplicates: list[SkippedNearDuplicate] = field(default_factory=list)
+
+    def merge(self, other: "AddResult") -> None:
+        self.added += other.added
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.near_duplicates.extend(other.near_duplicates)
+
+
+def validate_key(key: object) -> str:
+    """A key PostgreSQL can store faithfully, or :class:`InvalidKeyError` saying why not."""
+    if not isinstance(key, str) or not key:
+        raise InvalidKeyError(f"a key must be a non-empty string, not {key!r}")
+    if "\x00" in key:
+        raise InvalidKeyError(f"key {key[:80]!r} contains a NUL character, which PostgreSQL text cannot hold")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidKeyError(f"key {key[:80]!r} is not valid Unicode (it holds a lone surrogate)") from None
+    if size > MAX_KEY_BYTES:
+        raise InvalidKeyError(f"key {key[:40]!r}... is {size} bytes long; keys are limited to {MAX_KEY_BYTES} bytes")
+    return key
+
+
+def _validate_fingerprint(value: object) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 0 <= int(value) < 1 << 64:
+        raise InvalidFingerprintError(f"a stored fingerprint is an unsigned 64-bit integer, not {value!r}")
+    return int(value)
+
+
+def _validate_distance(max_distance: int) -> int:
+    if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 64:
+        raise InvalidFingerprintError(f"max distance must be an integer from 0 to 64, not {max_distance!r}")
+    return max_distance
+
+
+def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """Turn lost or refused connections into one clear :class:`DatabaseUnavailableError`."""
+
+    @functools.wraps(method)
+    def wrapper(self: "Store", *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except OperationalError as exc:
+            raise DatabaseUnavailableError(f"database {self.display_url}: {_first_line(exc.orig or exc)}") from None
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise DatabaseUnavailableError(f"database {self.display_url}: connection lost") from None
+            if getattr(exc.orig, "sqlstate", None) == "42501":
+                raise DatabaseUnavailableError(
+                    f"database {self.display_url}: permission denied ({_first_line(exc.orig)})"
+                ) from None
+            raise
+
+    return wrapper
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+class Store:
+    """A near-duplicate index in PostgreSQL.
+
+    ``url``: a PostgreSQL URL, an SQLAlchemy engine, or None for ``SIMHASH_STORE_URL``
+    and else the embedded server. ``scheme``: the scheme this caller computes
+    fingerprints with; None means whatever the store was created with (the default
+    scheme for a new store). Nothing connects until the first call.
+    """
+
+    def __init__(self, url: str | URL | Engine | None = None, *, scheme: Scheme | str | None = None) -> None:
+        self._requested_scheme = get_scheme(scheme) if scheme is not None else None
+        if self._requested_scheme is not None and self._requested_scheme.bits != 64:
+            raise SchemeError(
+                f"the PostgreSQL store keeps 64-bit fingerprints; scheme {self._requested_scheme.name!r} "
+                f"makes {self._requested_scheme.bits}-bit ones"
+            )
+        self._url = url
+        self._engine: Engine | None = url if isinstance(url, Engine) else None
+        self._owns_engine = self._engine is None
+        self._scheme: Scheme | None = None
+        self._ready = False
+
+    # ------------------------------------------------------------ connection
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            url = resolve_url(self._url)  # type: ignore[arg-type]
+            self._engine = create_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=4)
+        return self._engine
+
+    @property
+    def display_url(self) -> str:
+        """The database URL without its password, for messages."""
+        if self._engine is not None:
+            return redact(self._engine.url)
+        if self._url is None or isinstance(self._url, (str, URL)):
+            try:
+                return redact(self._url if self._url is not None else "embedded")
+            except Exception:  # noqa: BLE001 - a bad URL must not break an error message
+                return "<database>"
+        return "<database>"
+
+    def close(self) -> None:
+        if self._engine is not None and self._owns_engine:
+            self._engine.dispose()
+            self._engine = None
+        self._ready = False
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ schema and scheme
+
+    @_database_errors
+    def init(self, scheme: Scheme | str | None = None) -> Scheme:
+        """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme."""
+        if scheme is not None:
+            self._requested_scheme = get_scheme(scheme)
+        self._ready = False
+        return self._prepare(record=True)
+
+    @property
+    def scheme(self) -> Scheme:
+        """The scheme of the store (recorded, or the one that will be recorded on first write)."""
+        return self._prepare(record=False)
+
+    @_database_errors
+    def _prepare(self, record: bool) -> Scheme:
+        if self._ready and (self._scheme is not None or not record):
+            return self._scheme or self._requested_scheme or DEFAULT
+        if migrate.current_revision(self.engine) != migrate.head_revision():
+            migrate.upgrade(self.engine)
+        with self.engine.begin() as connection:
+            stored = self._stored_scheme(connection)
+            if stored is None and record:
+                wanted = self._requested_scheme or DEFAULT
+                connection.execute(
+                    text(
+                        "INSERT INTO simhash.store_info (singleton, scheme_name, scheme) "
+                        "VALUES (true, :name, CAST(:scheme AS jsonb)) ON CONFLICT (singleton) DO NOTHING"
+                    ),
+                    {"name": wanted.name, "scheme": wanted.to_json()},
+                )
+                stored = self._stored_scheme(connection)
+        if stored is not None and self._requested_scheme is not None and stored != self._requested_scheme:
+            raise SchemeMismatchError(
+                f"the store was created with scheme {stored.label}, not {self._requested_scheme.label}; "
+                "fingerprints of different schemes cannot be compared (use another database, "
+                f"or --scheme {stored.name})"
+            )
+        self._scheme = stored
+        self._ready = True
+        return stored or self._requested_scheme or DEFAULT
+
+    @staticmethod
+    def _stored_scheme(connection: Connection) -> Scheme | None:
+        row = connection.execute(text("SELECT scheme FROM simhash.store_info")).first()
+        if row is None:
+            return None
+        try:
+            return Scheme.from_dict(row.scheme)
+        except SchemeError as exc:
+            raise SchemeError(f"the store records a scheme this version cannot read: {exc}") from None
+
+    # ------------------------------------------------------------ writing
+
+    @_database_errors
+    def add(
+        self,
+        documents: Iterable[NewDocument],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        skip_near_duplicates: bool = False,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+    ) -> AddResult:
+        """Store documents, each batch in one transaction through COPY.
+
+        A key already stored with the same fingerprint and digest is left alone
+        (``unchanged``); with another, it is updated. With ``skip_near_duplicates``,
+        a document is stored only if nothing within ``max_distance`` is stored yet,
+        counting documents earlier in the same call; writers doing this in several
+        processes take turns on an advisory lock, so two near-duplicates added at
+        the same time cannot both get in.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+        _validate_distance(max_distance)
+        self._prepare(record=True)
+        result = AddResult()
+        batch: list[NewDocument] = []
+        for document in documents:
+            batch.append(document)
+            if len(batch) >= batch_size:
+                result.merge(self.add_batch(batch, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance))
+                batch = []
+        if batch:
+            result.merge(self.add_batch(batch, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance))
+        return result
+
+    @_database_errors
+    def add_batch(
+        self,
+        documents: Sequence[NewDocument],
+        *,
+        skip_near_duplicates: bool = False,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+    ) -> AddResult:
+        """Store one batch in one transaction (the unit of progress of an interrupted run)."""
+        self._prepare(record=True)
+        latest: dict[str, NewDocument] = {}
+        for document in documents:
+            validate_key(document.key)
+            _validate_fingerprint(document.fingerprint)
+            latest.pop(document.key, None)  # the last of repeated keys wins, in its place
+            latest[document.key] = document
+        # Input order matters to --skip-near-duplicates (the first of near-duplicates is kept);
+        # the INSERT sorts by key, so concurrent writers lock rows in one order.
+        ordered = list(latest.values())
+        repeated = len(documents) - len(ordered)
+        result = self._retry(lambda: self._write(ordered, skip_near_duplicates, max_distance))
+        result.unchanged += repeated
+        return result
+
+    def _retry(self, work: Callable[[], T], attempts: int = 6) -> T:
+        for attempt in range(attempts):
+            try:
+                return work()
+            except DBAPIError as exc:
+                if getattr(exc.orig, "sqlstate", None) not in _RETRYABLE or attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _write(self, documents: list[NewDocument], skip_near_duplicates: bool, max_distance: int) -> AddResult:
+        result = AddResult()
+        with self.engine.begin() as connection:
+            if skip_near_duplicates and documents:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": SKIP_NEAR_DUPLICATES_LOCK})
+                documents, result.near_duplicates = self._drop_near_duplicates(connection, documents, max_distance)
+            if not documents:
+                return result
+            raw = connection.connection.driver_connection
+            with raw.cursor() as cursor:
+                cursor.execute(
+                    "CREATE TEMP TABLE IF NOT EXISTS simhash_incoming "
+                    "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb) "
+                    "ON COMMIT DELETE ROWS"
+                )
+                with cursor.copy(
+                    "COPY simhash_incoming (key, fingerprint, digest, length, metadata) FROM STDIN (FORMAT BINARY)"
+                ) as copy:
+                    copy.set_types(["text", "int8", "bytea", "int4", "jsonb"])
+                    for d in documents:
+                        metadata = Jsonb(d.metadata) if d.metadata is not None else None
+                        copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata))
+                cursor.execute(
+                    """
+                    WITH written AS (
+                        INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata)
+                        SELECT key, fingerprint, digest, length, metadata FROM simhash_incoming ORDER BY key
+                        ON CONFLICT (key) DO UPDATE
+                            SET fingerprint = excluded.fingerprint, digest = excluded.digest,
+                                length = excluded.length, metadata = excluded.metadata, updated_at = now()
+                            WHERE (d.fingerprint, d.digest, d.length, d.metadata)
+                                  IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length, excluded.metadata)
+                        RETURNING (xmax = 0) AS inserted
+                    )
+                    SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
+                    """
+                )
+                added, updated = cursor.fetchone()
+        result.added, result.updated = added, updated
+        result.unchanged += len(documents) - added - updated
+        return result
+
+    def _drop_near_duplicates(
+        self, connection: Connection, documents: list[NewDocument], max_distance: int
+    ) -> tuple[list[NewDocument], list[SkippedNearDuplicate]]:
+        """Keep documents with no near-duplicate stored or kept before them (under the advisory lock)."""
+        matches = self._query_many(connection, [d.fingerprint for d in documents], max_distance, None)
+        kept: list[NewDocument] = []
+        kept_values = np.empty(len(documents), dtype=np.uint64)
+        skipped: list[SkippedNearDuplicate] = []
+        for document, found in zip(documents, matches):
+            others = [m for m in found if m.key != document.key]
+            if others:
+                skipped.append(SkippedNearDuplicate(document.key, others[0]))
+                continue
+            if kept:
+                distances = np.bitwise_count(kept_values[: len(kept)] ^ np.uint64(document.fingerprint))
+                nearest = int(np.argmin(distances))
+                if distances[nearest] <= max_distance:
+                    twin = kept[nearest]
+                    skipped.append(
+                        SkippedNearDuplicate(document.key, Match(twin.key, twin.fingerprint, int(distances[nearest]), 0))
+                    )
+                    continue
+            kept_values[len(kept)] = document.fingerprint
+            kept.append(document)
+        return kept, skipped
+
+    @_database_errors
+    def remove(self, keys: Iterable[str]) -> int:
+        """Delete documents by key; returns how many were there."""
+        keys = list(keys)
+        self._prepare(record=False)
+        with self.engine.begin() as connection:
+            return connection.execute(
+                text("DELETE FROM simhash.documents WHERE key = ANY(:keys)"), {"keys": keys}
+            ).rowcount
+
+    @_database_errors
+    def optimize(self) -> None:
+        """VACUUM ANALYZE: sets the visibility map so block probes stay index-only after bulk loads."""
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(text("VACUUM (ANALYZE) simhash.documents"))
+
+    # ------------------------------------------------------------ reading
+
+    @_database_errors
+    def query(
+        self, fingerprint: int, max_distance: int = DEFAULT_MAX_DISTANCE, *, limit: int | None = None, method: str = "auto"
+    ) -> list[Match]:
+        """Stored documents within ``max_distance`` bits of a fingerprint, nearest first (exact)."""
+        return self.query_many([fingerprint], max_distance, limit=limit, method=method)[0]
+
+    @_database_errors
+    def query_many(
+        self,
+        fingerprints: Sequence[int],
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+        *,
+        limit: int | None = None,
+        method: str = "auto",
+    ) -> list[list[Match]]:
+        """:meth:`query` for many fingerprints in one round trip; results in the same order."""
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return self._query_many(connection, fingerprints, max_distance, limit, method)
+
+    def _query_many(
+        self,
+        connection: Connection,
+        fingerprints: Sequence[int],
+        max_distance: int,
+        limit: int | None,
+        method: str = "auto",
+    ) -> list[list[Match]]:
+        _validate_distance(max_distance)
+        if method not in ("auto", "probe", "scan"):
+            raise ValueError(f"method must be auto, probe or scan, not {method!r}")
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        signed = [to_signed(_validate_fingerprint(f)) for f in fingerprints]
+        results: list[list[Match]] = [[] for _ in signed]
+        if not signed:
+            return results
+        limit_clause = "LIMIT :limit" if limit is not None else ""
+        rows = connection.execute(
+            text(
+                "SELECT q.ordinality, n.id, n.key, n.fingerprint, n.distance "
+                "FROM unnest(CAST(:fingerprints AS bigint[])) WITH ORDINALITY AS q(fingerprint, ordinality) "
+                f"CROSS JOIN LATERAL (SELECT * FROM simhash.near(q.fingerprint, :k, :method) {limit_clause}) AS n"
+            ),
+            {"fingerprints": signed, "k": max_distance, "method": method, "limit": limit},
+        )
+        for ordinality, id_, key, value, distance in rows:
+            results[ordinality - 1].append(Match(key, from_signed(value), distance, id_))
+        return results
+
+    @_database_errors
+    def get(self, key: str) -> StoredDocument | None:
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                text(
+                    "SELECT id, key, fingerprint, digest, length, metadata, added_at, updated_at "
+                    "FROM simhash.documents WHERE key = :key"
+                ),
+                {"key": key},
+            ).first()
+        if row is None:
+            return None
+        return StoredDocument(
+            row.id, row.key, from_signed(row.fingerprint), row.digest, row.length, row.metadata, row.added_at, row.updated_at
+        )
+
+    @_database_errors
+    def digests(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        """Stored digests of the given keys that exist (for skipping unchanged inputs)."""
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT key, digest FROM simhash.documents WHERE key = ANY(:keys)"), {"keys": list(keys)}
+            )
+            return {key: bytes(digest) if digest is not None else None for key, digest in rows}
+
+    @_database_errors
+    def count(self) -> int:
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()
+
+    # ------------------------------------------------------------ all pairs
+
+    def _all_fingerprints(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (id, fingerprint), read with one binary COPY straight into numpy."""
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            raw = connection.connection.driver_connection
+            buffer = bytearray()
+            with raw.cursor() as cursor:
+                with cursor.copy("COPY (SELECT id, fingerprint FROM simhash.documents) TO STDOUT (FORMAT BINARY)") as copy:
+                    for chunk in copy:
+                        buffer += chunk
+        # Header: 11-byte signature, 4-byte flags, 4-byte extension length; trailer: int16 -1.
+        body = memoryview(buffer)[19:-2]
+        row = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("fp_len", ">i4"), ("fp", ">i8")])
+        rows = np.frombuffer(body, dtype=row)
+        return rows["id"].astype(np.int64), rows["fp"].astype(np.int64).view(np.uint64)
+
+    def _keys_of(self, ids: np.ndarray) -> dict[int, str]:
+        keys: dict[int, str] = {}
+        with self.engine.connect() as connection:
+            for start in range(0, len(ids), 50_000):
+                chunk = [int(i) for i in ids[start : start + 50_000]]
+                for id_, key in connection.execute(
+                    text("SELECT id, key FROM simhash.documents WHERE id = ANY(:ids)"), {"ids": chunk}
+                ):
+                    keys[id_] = key
+        return keys
+
+    @_database_errors
+    def pairs(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[Pair]:
+        """Every pair of stored documents within ``max_distance`` bits, nearest first (exact)."""
+        _validate_distance(max_distance)
+        ids, values = self._all_fingerprints()
+        left, right, distance = near_pairs(values, max_distance)
+        keys = self._keys_of(np.unique(np.concatenate([ids[left], ids[right]])))
+        return [
+            Pair(*sorted((keys[int(ids[i])], keys[int(ids[j])])), int(d))
+            for i, j, d in zip(left.tolist(), right.tolist(), distance.tolist())
+        ]
+
+    @_database_errors
+    def clusters(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[list[str]]:
+        """Groups of two or more documents connected by near-duplicate links, largest first."""
+        _validate_distance(max_distance)
+        ids, values = self._all_fingerprints()
+        labels = near_clusters(values, max_distance)
+        sizes = np.bincount(labels, minlength=len(labels))
+        members = np.flatnonzero(sizes[labels] > 1)
+        keys = self._keys_of(ids[members])
+        groups: dict[int, list[str]] = {}
+        for position in members.tolist():
+            groups.setdefault(int(labels[position]), []).append(keys[int(ids[position])])
+        return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))
+
+    # ------------------------------------------------------------ statistics
+
+    @_database_errors
+    def stats(self, buckets: int = 5) -> dict[str, Any]:
+        """Size and shape of the store: documents, scheme, database size, largest block buckets."""
+        scheme = self._prepare(record=False)
+        with self.engine.connect() as connection:
+            documents = connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()
+            sizes = connection.execute(
+                text(
+                    "SELECT pg_total_relation_size('simhash.documents') AS total, "
+                    "pg_relation_size('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
+                    "current_setting('server_version') AS version"
+                )
+            ).one()
+            largest = {}
+            for n in range(4):
+                rows = connection.execute(
+                    text(
+                        f"SELECT block{n} AS value, count(*) AS documents FROM simhash.documents "
+                        f"GROUP BY block{n} ORDER BY count(*) DESC, block{n} LIMIT :buckets"
+                    ),
+                    {"buckets": buckets},
+                )
+                largest[f"block{n}"] = [{"value": f"{r.value:04x}", "documents": r.documents} for r in rows]
+        return {
+            "database": self.display_url,
+            "server_version": sizes.version,
+            "documents": documents,
+            "scheme": scheme.name,
+            "scheme_version": scheme.version,
+            "scheme_recorded": self._scheme is not None,
+            "default_max_distance": DEFAULT_MAX_DISTANCE,
+            "table_bytes": sizes.total,
+            "heap_bytes": sizes.heap,
+            "database_bytes": sizes.database,
+            "largest_block_buckets": largest,
+        }
+
+
+__all__ = [
+    "AddResult",
+    "Match",
+    "NewDocument",
+    "Pair",
+    "SimhashStoreError",
+    "SkippedNearDuplicate",
+    "Store",
+    "StoredDocument",
+    "similarity",
+    "validate_key",
+]

@@ -1,0 +1,259 @@
+"""The PostgreSQL store against brute force, on every backend that is switched on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, text
+
+from simhash_store import SchemeMismatchError, fingerprint, get_scheme, to_signed
+from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, SchemeError
+from simhash_store.store import MAX_KEY_BYTES, NewDocument, Store
+
+U64 = st.integers(min_value=0, max_value=2**64 - 1)
+DB_SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+
+
+def flip(value: int, positions) -> int:
+    for p in positions:
+        value ^= 1 << p
+    return value
+
+
+def brute_force(stored: dict[str, int], query: int, k: int) -> list[tuple[int, str]]:
+    return sorted(((value ^ query).bit_count(), key) for key, value in stored.items() if (value ^ query).bit_count() <= k)
+
+
+def reset(store: Store, stored: dict[str, int]) -> None:
+    with store.engine.begin() as connection:
+        connection.execute(text("TRUNCATE simhash.documents"))
+    store.add(NewDocument(key, value) for key, value in stored.items())
+
+
+@st.composite
+def planted(draw):
+    """A query, and stored fingerprints at every distance 0..64 from it, differences placed in each block."""
+    query = draw(U64)
+    stored = {}
+    for index in range(draw(st.integers(0, 30))):
+        stored[f"random-{index}"] = draw(U64)
+    for distance in draw(st.lists(st.integers(0, 64), max_size=20)):
+        # Put the flipped bits in a chosen block first, then anywhere.
+        block = draw(st.integers(0, 3))
+        block_bits = list(range(48 - 16 * block, 64 - 16 * block))
+        others = [b for b in range(64) if b not in block_bits]
+        ordered = draw(st.permutations(block_bits)) + draw(st.permutations(others))
+        stored[f"at-{distance}-b{block}-{len(stored)}"] = flip(query, ordered[:distance])
+    stored["identical"] = query if draw(st.booleans()) else draw(U64)
+    return query, stored
+
+
+@DB_SETTINGS
+@given(case=planted(), k=st.integers(0, 64), method=st.sampled_from(["auto", "probe", "scan"]))
+def test_query_equals_brute_force(store, case, k, method):
+    query, stored = case
+    reset(store, stored)
+    found = store.query(query, k, method=method)
+    assert [(m.distance, m.key) for m in found] == brute_force(stored, query, k)
+    assert all(m.fingerprint == stored[m.key] for m in found)
+
+
+@DB_SETTINGS
+@given(case=planted(), k=st.integers(0, 16))
+def test_query_many_equals_single_queries(store, case, k):
+    query, stored = case
+    reset(store, stored)
+    queries = [query, *list(stored.values())[:5], 0, 2**64 - 1]
+    batched = store.query_many(queries, k)
+    assert [[(m.distance, m.key) for m in result] for result in batched] == [brute_force(stored, q, k) for q in queries]
+
+
+def test_sql_near_is_exact_for_every_distance(store):
+    rng = np.random.default_rng(7)
+    query = int(rng.integers(0, 2**64 - 1, dtype=np.uint64))
+    stored = {f"d{d}": flip(query, rng.choice(64, d, replace=False).tolist()) for d in range(65)}
+    store.add(NewDocument(k, v) for k, v in stored.items())
+    with store.engine.connect() as connection:
+        for k in range(65):
+            rows = connection.execute(
+                text("SELECT key, distance FROM simhash.near(:q, :k)"), {"q": to_signed(query), "k": k}
+            ).all()
+            assert [(r.distance, r.key) for r in rows] == brute_force(stored, query, k)
+            # The default is the project's max distance.
+        default = connection.execute(text("SELECT count(*) FROM simhash.near(:q)"), {"q": to_signed(query)}).scalar()
+        assert default == len(brute_force(stored, query, 3))
+        assert connection.execute(text("SELECT simhash.distance(0, -1)")).scalar() == 64
+
+
+def test_application_inserting_plain_sql_is_indexed(store):
+    value = 0xFEDCBA9876543210
+    with store.engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO simhash.documents (key, fingerprint) VALUES ('from-sql', :f)"), {"f": to_signed(value)}
+        )
+        blocks = connection.execute(
+            text("SELECT block0, block1, block2, block3 FROM simhash.documents WHERE key = 'from-sql'")
+        ).one()
+    assert tuple(blocks) == (0xFEDC, 0xBA98, 0x7654, 0x3210)
+    assert [m.key for m in store.query(value ^ 0b111, 3, method="probe")] == ["from-sql"]
+
+
+def test_add_is_idempotent_and_updates_changed_documents(store):
+    first = store.add([NewDocument("a", 1, b"x"), NewDocument("b", 2, b"y")])
+    assert (first.added, first.updated, first.unchanged) == (2, 0, 0)
+    again = store.add([NewDocument("a", 1, b"x"), NewDocument("b", 3, b"z")])
+    assert (again.added, again.updated, again.unchanged) == (0, 1, 1)
+    assert store.get("b").fingerprint == 3 and store.get("b").digest == b"z"
+    assert store.count() == 2
+
+
+def test_repeated_key_in_one_batch_keeps_the_last(store):
+    result = store.add([NewDocument("a", 1), NewDocument("a", 2)])
+    assert (result.added, result.unchanged) == (1, 1)
+    assert store.get("a").fingerprint == 2
+
+
+def test_remove_get_count(store):
+    store.add([NewDocument("a", 1, metadata={"url": "https://例子.cn"}), NewDocument("b", 2)])
+    assert store.get("a").metadata == {"url": "https://例子.cn"}
+    assert store.remove(["a", "missing"]) == 1
+    assert store.get("a") is None
+    assert store.count() == 1
+
+
+@pytest.mark.parametrize(
+    "key, message",
+    [
+        ("a\x00b", "NUL"),
+        ("x" * (MAX_KEY_BYTES + 1), "bytes long"),
+        ("\ud800", "lone surrogate"),
+        ("", "non-empty"),
+    ],
+)
+def test_bad_keys_are_refused_and_nothing_is_written(store, key, message):
+    with pytest.raises(InvalidKeyError, match=message):
+        store.add([NewDocument("fine", 1), NewDocument(key, 2)])
+    assert store.count() == 0
+
+
+def test_awkward_keys_are_stored_faithfully(store):
+    keys = ["it's", 'say "hi"', "a;DROP TABLE simhash.documents;--", "back\\slash", "new\nline", "中文/路径.txt",
+            "x" * MAX_KEY_BYTES]
+    store.add(NewDocument(k, i) for i, k in enumerate(keys))
+    assert sorted(m.key for m in store.query(0, 64)) == sorted(keys)
+
+
+def test_bad_fingerprints_are_refused(store):
+    with pytest.raises(InvalidFingerprintError):
+        store.add([NewDocument("a", 2**64)])
+    with pytest.raises(InvalidFingerprintError):
+        store.add([NewDocument("a", -1)])
+    with pytest.raises(InvalidFingerprintError):
+        store.query(0, 65)
+
+
+def test_scheme_is_recorded_and_another_is_refused(database_url):
+    with Store(database_url) as store:
+        store.add([NewDocument("a", fingerprint("今天天气很好"))])
+        recorded = store.scheme
+    with Store(database_url, scheme=recorded.name) as same:
+        assert same.count() == 1
+    other = next(s for s in ("classic-tfidf-top50", "zh-rjieba-v1") if get_scheme(s) != recorded)
+    with Store(database_url, scheme=other) as mismatched:
+        with pytest.raises(SchemeMismatchError, match="created with scheme"):
+            mismatched.add([NewDocument("b", 1)])
+        with pytest.raises(SchemeMismatchError):
+            mismatched.query(1)
+    with Store(database_url) as store:
+        assert store.count() == 1  # nothing written by the refused writer
+
+
+def test_store_refuses_other_widths():
+    narrow = get_scheme("zh-jieba-v1").__class__(name="narrow", bits=32, hash="xxh32")
+    with pytest.raises(SchemeError, match="64-bit"):
+        Store("postgresql://localhost/none", scheme=narrow)
+
+
+def test_pairs_and_clusters_equal_brute_force(store):
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**64 - 1, size=300, dtype=np.uint64).tolist()
+    stored = {f"r{i}": int(v) for i, v in enumerate(base)}
+    for i in range(60):
+        stored[f"n{i}"] = flip(int(base[i % 20]), rng.choice(64, int(rng.integers(0, 8)), replace=False).tolist())
+    store.add(NewDocument(k, v) for k, v in stored.items())
+    keys = sorted(stored)
+    for k in (0, 3, 6):
+        expected = sorted(
+            (min(a, b), max(a, b), (stored[a] ^ stored[b]).bit_count())
+            for i, a in enumerate(keys)
+            for b in keys[i + 1 :]
+            if (stored[a] ^ stored[b]).bit_count() <= k
+        )
+        assert sorted((p.a, p.b, p.distance) for p in store.pairs(k)) == expected
+    clusters = store.clusters(3)
+    in_clusters = {key for cluster in clusters for key in cluster}
+    linked = {key for pair in store.pairs(3) for key in (pair.a, pair.b)}
+    assert in_clusters == linked
+    for cluster in clusters:
+        for key in cluster:
+            # Every member is linked to some other member of its own cluster.
+            assert any((stored[key] ^ stored[o]).bit_count() <= 3 for o in cluster if o != key)
+
+
+def test_skip_near_duplicates_within_a_call_and_against_the_store(store):
+    store.add([NewDocument("old", 0)])
+    result = store.add(
+        [NewDocument("near-old", 0b11), NewDocument("fresh", 2**64 - 1), NewDocument("a-near-fresh", 2**64 - 2)],
+        skip_near_duplicates=True,
+        max_distance=3,
+    )
+    assert result.added == 1
+    assert {(s.key, s.match.key) for s in result.near_duplicates} == {("near-old", "old"), ("a-near-fresh", "fresh")}
+    assert sorted(m.key for m in store.query(0, 64)) == ["fresh", "old"]
+
+
+def test_unreachable_database_is_one_clear_error():
+    from simhash_store import DatabaseUnavailableError
+
+    with Store("postgresql://nobody:secret@127.0.0.1:9/none?connect_timeout=2") as store:
+        with pytest.raises(DatabaseUnavailableError) as caught:
+            store.count()
+    assert "secret" not in str(caught.value)
+    assert "127.0.0.1" in str(caught.value)
+
+
+def test_migrations_round_trip_on_an_empty_database(empty_database_url):
+    from simhash_store import migrate
+
+    engine = create_engine(empty_database_url)
+    try:
+        assert migrate.current_revision(engine) is None
+        migrate.upgrade(engine)
+        assert migrate.current_revision(engine) == migrate.head_revision()
+        migrate.downgrade(engine, "base")
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT to_regclass('simhash.documents')")).scalar() is None
+        migrate.upgrade(engine)
+        assert migrate.current_revision(engine) == migrate.head_revision()
+    finally:
+        engine.dispose()
+
+
+def test_alembic_check_finds_no_drift(database_url):
+    from alembic import command
+
+    from simhash_store import migrate
+
+    engine = create_engine(database_url)
+    config = migrate.alembic_config()
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.check(config)  # raises if models and migrations disagree
+    finally:
+        config.attributes.pop("connection", None)
+        engine.dispose()
