@@ -17,6 +17,7 @@ from .errors import (
 )
 from .fingerprint import features, fingerprint, fingerprint_features, normalize, parse_weighted, tokens
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
+from .seed_format import parse_seed_line
 
 __all__ = [
     "DEFAULT",
@@ -40,6 +41,7 @@ __all__ = [
     "hamming",
     "join_blocks",
     "normalize",
+    "parse_seed_line",
     "parse_weighted",
     "register_scheme",
     "similarity",

@@ -23,7 +23,8 @@ import numpy as np
 
 from .errors import SchemeError
 from .hashing import HASHES
-from .scheme import DEFAULT, Scheme, get_scheme
+from .scheme import DEFAULT, WEIGHTED_TOKENIZERS, Scheme, get_scheme
+from .seed_format import parse_seed_line
 
 Feature = tuple[str, float]
 
@@ -99,9 +100,22 @@ def _segment(text: str, scheme: Scheme) -> list[str]:
             raise SchemeError("rjieba cannot load a user dictionary; use the jieba tokenizer")
         return _rjieba().cut(text, scheme.hmm)
     if scheme.tokenizer == "char-windows":
-        width = scheme.ngram
-        return [text[i : i + width] for i in range(max(len(text) - width + 1, 1))] if text else []
+        return _windows(text, scheme.ngram) if text else []
+    if scheme.tokenizer == "pypi-char-windows":
+        # The PyPI simhash package slides over its word characters only, joined across the
+        # gaps, and gives a text without any the single feature "" (not no feature).
+        return _windows("".join(_PYPI_SIMHASH_WORDS.findall(text)), scheme.ngram)
     raise SchemeError(f"tokenizer {scheme.tokenizer!r} does not segment plain text")
+
+
+_CHARACTER_WINDOW_TOKENIZERS = ("char-windows", "pypi-char-windows")
+# The PyPI simhash package's default "letters"; \w already holds all of U+4E00-U+9FCC today.
+_PYPI_SIMHASH_WORDS = re.compile(r"[\w\u4e00-\u9fcc]+")
+
+
+def _windows(text: str, width: int) -> list[str]:
+    """Overlapping windows of ``width`` characters; a shorter text is its own single window."""
+    return [text[i : i + width] for i in range(max(len(text) - width + 1, 1))]
 
 
 def _is_content(token: str) -> bool:
@@ -125,9 +139,12 @@ def _stopwords(scheme: Scheme) -> frozenset[str]:
 def tokens(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
     """The scheme's tokens of a text, in order, after normalisation and filtering."""
     scheme = get_scheme(scheme)
-    if scheme.tokenizer == "weighted":
-        return [token for token, _ in parse_weighted(text)]
+    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
+        return [token for token, _ in _given_features(text, scheme)]
     segmented = _segment(normalize(text, scheme.normalizer), scheme)
+    if scheme.tokenizer == "pypi-char-windows":
+        # The package's windows are its features as they come, the empty window included.
+        return segmented
     stop = _stopwords(scheme)
     drop_punctuation = scheme.drop_punctuation
     kept = [
@@ -135,7 +152,7 @@ def tokens(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
         for t in segmented
         if t not in stop and (_is_content(t) if drop_punctuation else not t.isspace())
     ]
-    if scheme.ngram > 1 and scheme.tokenizer != "char-windows":
+    if scheme.ngram > 1 and scheme.tokenizer not in _CHARACTER_WINDOW_TOKENIZERS:
         n = scheme.ngram
         kept = ["\x1f".join(kept[i : i + n]) for i in range(max(len(kept) - n + 1, 1))] if kept else []
     return kept
@@ -156,7 +173,7 @@ def _idf_function(scheme: Scheme):
     """IDF of a feature from jieba's table (its median for unknown words; the mean over an n-gram)."""
     extractor = _jieba_analyse()
     table, median = extractor.idf_freq, extractor.median_idf
-    if scheme.ngram == 1 or scheme.tokenizer == "char-windows":
+    if scheme.ngram == 1 or scheme.tokenizer in _CHARACTER_WINDOW_TOKENIZERS:
         return lambda token, get=table.get: get(token, median)
     return lambda token: sum(table.get(p, median) for p in token.split("\x1f")) / scheme.ngram
 
@@ -186,8 +203,8 @@ def parse_weighted(line: str) -> list[Feature]:
 def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
     """The weighted features a scheme extracts from a text (heaviest first when ``top_k`` is set)."""
     scheme = get_scheme(scheme)
-    if scheme.tokenizer == "weighted":
-        return parse_weighted(text)
+    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
+        return _given_features(text, scheme)
     counts = Counter(tokens(text, scheme))
     weighting = scheme.weighting
     if weighting == "tf":
@@ -210,6 +227,11 @@ def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
     return weighted
 
 
+def _given_features(line: str, scheme: Scheme) -> list[Feature]:
+    """The items of a caller-weighted line; the seed program's reading keeps order and repeats."""
+    return parse_seed_line(line) if scheme.tokenizer == "seed-weighted" else parse_weighted(line)
+
+
 # ---------------------------------------------------------------- hashing and summing
 
 
@@ -223,29 +245,65 @@ def fingerprint_features(weighted: Iterable[Feature] | Iterable[str], scheme: Sc
     >>> fingerprint_features([("中国", 2.0), ("知乎", 1.0), ("读者", 2.0)]) == fingerprint("中国^2 知乎^1 读者^2", "weighted-v1")
     True
     """
+    scheme = get_scheme(scheme)
+    if scheme.tokenizer in _IN_ORDER_TOKENIZERS:
+        pairs = [(item, 1.0) if isinstance(item, str) else (item[0], float(item[1])) for item in weighted]
+        return _simhash_in_order([t for t, _ in pairs], [w for _, w in pairs], scheme)
     totals: dict[str, float] = {}
     for item in weighted:
         token, weight = (item, 1.0) if isinstance(item, str) else item
         totals[token] = totals.get(token, 0.0) + float(weight)
-    return _simhash(list(totals), list(totals.values()), get_scheme(scheme))
+    return _simhash(list(totals), list(totals.values()), scheme)
 
 
 def _simhash(unique_tokens: list[str], weights: list[float], scheme: Scheme) -> int:
     """The weighted bit sums of distinct tokens, vectorised: one matrix product, no loop over bits."""
     if not unique_tokens:
         return 0
+    bits = _hash_bits(unique_tokens, scheme)
+    weight_vector = np.array(weights, dtype=np.float64)
+    signed_sums = 2.0 * (weight_vector @ bits) - weight_vector.sum()
+    return _pack(signed_sums > 0)
+
+
+def _hash_bits(feature_tokens: list[str], scheme: Scheme) -> np.ndarray:
+    """One row of 0/1 per feature: bit i of the feature's hash in column i."""
     hash_function = HASHES[scheme.hash].function
     nbytes = scheme.bits // 8
     hashed = b"".join(
-        [hash_function(token.encode("utf-8", "surrogatepass")).to_bytes(nbytes, "little") for token in unique_tokens]
+        [hash_function(token.encode("utf-8", "surrogatepass")).to_bytes(nbytes, "little") for token in feature_tokens]
     )
-    # One row of bits per feature, bit i of the hash in column i.
-    bits = np.unpackbits(
-        np.frombuffer(hashed, dtype=np.uint8).reshape(len(unique_tokens), nbytes), axis=1, bitorder="little"
+    return np.unpackbits(
+        np.frombuffer(hashed, dtype=np.uint8).reshape(len(feature_tokens), nbytes), axis=1, bitorder="little"
     )
-    weight_vector = np.array(weights, dtype=np.float64)
-    signed_sums = 2.0 * (weight_vector @ bits) - weight_vector.sum()
-    return int.from_bytes(np.packbits(signed_sums > 0, bitorder="little").tobytes(), "little")
+
+
+def _pack(set_bits: np.ndarray) -> int:
+    """The integer whose bit i is ``set_bits[i]``."""
+    return int.from_bytes(np.packbits(set_bits, bitorder="little").tobytes(), "little")
+
+
+# Schemes that reproduce a program summing in floating point, feature after feature, must
+# add in that order: rounding makes the sums order-dependent, and near zero the order can
+# flip a bit (1e16 + 1 - 1e16 is 0 in doubles, 1 exactly). So no merging of repeated
+# tokens and no matrix product, whose order BLAS chooses.
+_IN_ORDER_TOKENIZERS = ("seed-weighted",)
+
+
+def _simhash_in_order(feature_tokens: list[str], weights: list[float], scheme: Scheme) -> int:
+    """The bit sums in input order, per bit exactly as ``bits[i] += w`` / ``bits[i] -= w`` in doubles."""
+    if not feature_tokens:
+        return 0
+    bits = _hash_bits(feature_tokens, scheme).astype(bool)
+    weight_column = np.array(weights, dtype=np.float64)[:, None]
+    # Subtracting w and adding -w round identically in IEEE 754.
+    signed_rows = np.where(bits, weight_column, -weight_column)
+    sums = np.zeros(scheme.bits, dtype=np.float64)
+    # inf, nan and overflow are valid weights and sums in the program too: no warnings.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for row in signed_rows:  # elementwise adds, one feature at a time
+            sums += row
+    return _pack(sums > 0)
 
 
 def fingerprint(text: str, scheme: Scheme | str = DEFAULT) -> int:
@@ -256,6 +314,6 @@ def fingerprint(text: str, scheme: Scheme | str = DEFAULT) -> int:
     """
     scheme = get_scheme(scheme)
     weighted = features(text, scheme)
-    if scheme.tokenizer == "weighted":
+    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return fingerprint_features(weighted, scheme)
     return _simhash([t for t, _ in weighted], [w for _, w in weighted], scheme)

@@ -22,7 +22,9 @@ from .errors import SchemeError
 from .hashing import HASHES
 
 NORMALIZERS = ("nfkc-casefold", "lower", "none")
-TOKENIZERS = ("jieba", "rjieba", "weighted", "char-windows")
+TOKENIZERS = ("jieba", "rjieba", "weighted", "char-windows", "seed-weighted", "pypi-char-windows")
+# Tokenizers that read caller-weighted "token^weight" items instead of segmenting text.
+WEIGHTED_TOKENIZERS = ("weighted", "seed-weighted")
 WEIGHTINGS = ("tf", "log-tf", "binary", "tfidf", "log-tfidf", "given")
 STOPWORD_LISTS = ("jieba", "none")
 
@@ -32,8 +34,11 @@ class Scheme:
     """How text becomes a fingerprint.
 
     ``tokenizer``: ``jieba`` (precise mode), ``rjieba`` (the Rust port, optional extra),
-    ``weighted`` (a ``token^weight`` line, as the seed C++ program reads it), or
-    ``char-windows`` (overlapping character windows of width ``ngram``).
+    ``weighted`` (whitespace-separated ``token^weight`` items), ``seed-weighted`` (a
+    ``token^weight`` line read exactly as the seed C++ program reads it, summed in its
+    order), ``char-windows`` (overlapping character windows of width ``ngram``) or
+    ``pypi-char-windows`` (the PyPI ``simhash`` package's windows: only its word
+    characters, joined, and one window even for a text without any).
     ``weighting``: term frequency (``tf``), sublinear ``log-tf`` (1 + ln tf), ``binary``,
     ``tfidf`` and ``log-tfidf`` with jieba's IDF table, or ``given`` by the input.
     ``top_k`` keeps only the heaviest features (the classic write-ups keep 50).
@@ -80,9 +85,17 @@ class Scheme:
             raise SchemeError(f"scheme {self.name!r}: ngram must be at least 1, not {self.ngram}")
         if self.top_k is not None and self.top_k < 1:
             raise SchemeError(f"scheme {self.name!r}: top_k must be at least 1 or None")
-        if (self.weighting == "given") != (self.tokenizer == "weighted"):
+        if (self.weighting == "given") != (self.tokenizer in WEIGHTED_TOKENIZERS):
             raise SchemeError(
-                f"scheme {self.name!r}: weighting 'given' goes with tokenizer 'weighted' and only with it"
+                f"scheme {self.name!r}: weighting 'given' goes with the tokenizers "
+                f"{', '.join(WEIGHTED_TOKENIZERS)} and only with them"
+            )
+        if self.tokenizer == "pypi-char-windows" and (
+            self.stopwords != "none" or self.extra_stopwords or self.drop_punctuation
+        ):
+            raise SchemeError(
+                f"scheme {self.name!r}: the pypi-char-windows tokenizer keeps every window, as the "
+                "package does; it needs stopwords 'none', no extra stop words and drop_punctuation False"
             )
         if self.user_dict is not None and self.tokenizer not in ("jieba", "rjieba"):
             raise SchemeError(f"scheme {self.name!r}: a user dictionary needs a jieba tokenizer")
@@ -179,4 +192,42 @@ DEFAULT = ZH_JIEBA_V1
 DEFAULT_MAX_DISTANCE = 3
 WEIGHTED_V1 = register_scheme(
     Scheme(name="weighted-v1", tokenizer="weighted", weighting="given", normalizer="none", stopwords="none")
+)
+
+# Compatibility schemes: fingerprints equal to those of other programs, bit for bit.
+# The seed C++ program (MurmurHash64A or MurmurHash2, seed 999999937, over token^weight lines).
+SEED_MURMUR64 = register_scheme(
+    Scheme(
+        name="seed-murmur64",
+        tokenizer="seed-weighted",
+        weighting="given",
+        normalizer="none",
+        stopwords="none",
+        hash="murmurhash64a_seed999999937",
+    )
+)
+SEED_MURMUR32 = register_scheme(
+    Scheme(
+        name="seed-murmur32",
+        bits=32,
+        tokenizer="seed-weighted",
+        weighting="given",
+        normalizer="none",
+        stopwords="none",
+        hash="murmurhash2_seed999999937",
+    )
+)
+# simhash.Simhash(text).value of the PyPI simhash package 2.1.2: lower-cased, width-4 windows
+# over its word characters, window counts as weights, the last 64 bits of MD5.
+PYPI_SIMHASH = register_scheme(
+    Scheme(
+        name="pypi-simhash",
+        normalizer="lower",
+        tokenizer="pypi-char-windows",
+        ngram=4,
+        weighting="tf",
+        stopwords="none",
+        drop_punctuation=False,
+        hash="md5_last64",
+    )
 )

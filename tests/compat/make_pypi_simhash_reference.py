@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import unicodedata
+from functools import lru_cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,7 +136,7 @@ def reference_cases() -> list[dict]:
     cases: list[dict] = [{"text": text, "kind": "edge"} for text in EDGE]
     cases += [{"text": text, "kind": "english"} for text in ENGLISH]
     cases += [{"text": text, "kind": "mixed"} for text in MIXED]
-    wiki_lines = _corpus_text(WIKI).split("\n")
+    wiki_lines = _corpus_lines(WIKI)
     for line in range(0, len(wiki_lines) - 1, 10):
         text = json.loads(wiki_lines[line])["text"]
         cases.append({"corpus": WIKI, "line": line, "start": 0, "end": len(text)})
@@ -156,6 +157,7 @@ def reference_cases() -> list[dict]:
     return cases
 
 
+@lru_cache(maxsize=None)
 def _corpus_text(relative: str, corpus: Path = CORPUS) -> str:
     # Decoded from bytes so that no newline translation happens.
     return (corpus / relative).read_bytes().decode("utf-8")
@@ -165,10 +167,16 @@ def case_text(case: dict, corpus: Path = CORPUS) -> str:
     """The text of a case: its literal text, or its slice of a corpus file (or JSONL record)."""
     if "text" in case:
         return case["text"]
-    text = _corpus_text(case["corpus"], corpus)
     if "line" in case:
-        text = json.loads(text.split("\n")[case["line"]])["text"]
+        text = json.loads(_corpus_lines(case["corpus"], corpus)[case["line"]])["text"]
+    else:
+        text = _corpus_text(case["corpus"], corpus)
     return text[case["start"] : case["end"]]
+
+
+@lru_cache(maxsize=None)
+def _corpus_lines(relative: str, corpus: Path = CORPUS) -> list[str]:
+    return _corpus_text(relative, corpus).split("\n")
 
 
 def _package_values(cases: list[dict]) -> list[str]:
