@@ -251,3 +251,10 @@ def test_compat_schemes_are_registered_with_their_widths():
     assert get_scheme("pypi-simhash").bits == 64
     for name in ("seed-murmur64", "seed-murmur32", "pypi-simhash"):
         assert Scheme.from_json(get_scheme(name).to_json()) == get_scheme(name)
+
+
+def test_pypi_windows_refuse_filters_the_package_does_not_apply():
+    pypi = get_scheme("pypi-simhash")
+    for change in ({"stopwords": "jieba"}, {"drop_punctuation": True}, {"extra_stopwords": ("的",)}):
+        with pytest.raises(SchemeError, match="keeps every window"):
+            dataclasses.replace(pypi, name="pypi-filtered", **change)
