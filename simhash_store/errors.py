@@ -19,8 +19,16 @@ class ConfigError(SimhashStoreError, ValueError):
     """A database URL or setting that cannot be used."""
 
 
-class DatabaseUnavailableError(SimhashStoreError):
+class DatabaseError(SimhashStoreError):
+    """The database refused or failed the work (not a bug in the caller's input)."""
+
+
+class DatabaseUnavailableError(DatabaseError):
     """The database could not be reached, or went away during the work."""
+
+
+class PermissionDeniedError(DatabaseError):
+    """The database role may not do this (for example a read-only role writing)."""
 
 
 class InvalidKeyError(SimhashStoreError, ValueError):

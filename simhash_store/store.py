@@ -25,12 +25,13 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from . import migrate
-from .bits import from_signed, similarity, to_hex, to_signed
+from .bits import from_signed, to_hex, to_signed
 from .config import redact, resolve_url
 from .errors import (
     DatabaseUnavailableError,
     InvalidFingerprintError,
     InvalidKeyError,
+    PermissionDeniedError,
     SchemeError,
     SchemeMismatchError,
     SimhashStoreError,
@@ -154,9 +155,7 @@ def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
             if exc.connection_invalidated:
                 raise DatabaseUnavailableError(f"database {self.display_url}: connection lost") from None
             if getattr(exc.orig, "sqlstate", None) == "42501":
-                raise DatabaseUnavailableError(
-                    f"database {self.display_url}: permission denied ({_first_line(exc.orig)})"
-                ) from None
+                raise PermissionDeniedError(f"database {self.display_url}: {_first_line(exc.orig)}") from None
             raise
 
     return wrapper
@@ -618,6 +617,5 @@ __all__ = [
     "SkippedNearDuplicate",
     "Store",
     "StoredDocument",
-    "similarity",
     "validate_key",
 ]

@@ -1,0 +1,462 @@
+"""The ``simhash-store`` command: parse, call the library, render. No algorithm lives here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from . import corpus, ingest
+from .bits import from_hex, to_hex
+from .config import URL_VARIABLE
+from .errors import SimhashStoreError
+from .scheme import DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
+from .store import NewDocument, Store
+
+app = typer.Typer(
+    name="simhash-store",
+    help="Find near-duplicate documents in large (mostly Chinese) text collections, and remember them.\n\n"
+    "Fingerprints live in PostgreSQL: --db URL or SIMHASH_STORE_URL, else a private embedded server.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DbOption = Annotated[
+    Optional[str],
+    typer.Option("--db", envvar=URL_VARIABLE, show_envvar=True, help="PostgreSQL URL (default: the embedded server)."),
+]
+MaxDistance = Annotated[
+    int, typer.Option("--max-distance", "-k", min=0, max=64, help="Largest Hamming distance (bits) that counts as near.")
+]
+SchemeOption = Annotated[
+    Optional[str],
+    typer.Option("--scheme", help="Fingerprint scheme (default: the store's, or zh-jieba-v1 for a new store)."),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
+Jobs = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
+
+
+class State:
+    db: str | None = None
+
+
+state = State()
+
+
+@app.callback()
+def main_options(db: DbOption = None) -> None:
+    state.db = db
+
+
+@contextlib.contextmanager
+def opened_store(scheme: str | None = None) -> Iterator[Store]:
+    """The store for this command; library errors become one line on stderr and exit status 1."""
+    try:
+        with Store(state.db, scheme=scheme) as store:
+            yield store
+    except SimhashStoreError as exc:
+        fail(str(exc))
+
+
+def fail(message: str, code: int = 1) -> None:
+    err.print(Text(f"Error: {message}"))
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    err.print(Text(message))
+
+
+# ------------------------------------------------------------ commands
+
+
+@app.command()
+def init(scheme: SchemeOption = None) -> None:
+    """Create or upgrade the schema and record the fingerprint scheme.
+
+    Example: simhash-store --db postgresql://localhost/news init --scheme zh-jieba-v1
+    """
+    with opened_store(scheme) as store:
+        recorded = store.init()
+        out.print(f"store ready at {store.display_url}: scheme {recorded.label}, {store.count()} documents")
+
+
+@app.command()
+def add(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Files and directories (recursive).")] = None,
+    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="JSONL file of records ('-' for stdin).")] = None,
+    key_field: Annotated[str, typer.Option(help="JSONL field holding the key.")] = "key",
+    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
+    include: Annotated[Optional[list[str]], typer.Option("--include", help="Only files matching this glob.")] = None,
+    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="Leave out files matching this glob.")] = None,
+    hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and directories.")] = False,
+    prefix: Annotated[str, typer.Option(help="Prepended to every key.")] = "",
+    skip_near_duplicates: Annotated[
+        bool, typer.Option("--skip-near-duplicates", help="Store a document only if nothing near it is stored.")
+    ] = False,
+    max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
+    scheme: SchemeOption = None,
+    jobs: Jobs = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Documents per transaction.")] = 2000,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
+) -> None:
+    """Fingerprint files (or JSONL records) and store them; unchanged inputs are skipped.
+
+    Example: simhash-store add corpus/ --include '*.txt' --skip-near-duplicates
+    """
+    if not paths and jsonl is None:
+        raise typer.BadParameter("give files or directories to add, or --jsonl FILE", param_hint="PATHS")
+    inputs: list = list(corpus.walk(paths or [], include=include or [], exclude=exclude or [], hidden=hidden, prefix=prefix))
+    stream = None
+    if jsonl is not None:
+        stream = sys.stdin.buffer if jsonl == "-" else _open_binary(jsonl)
+        records = corpus.read_jsonl(stream, jsonl, key_field=key_field, text_field=text_field, prefix=prefix)
+    else:
+        records = iter(())
+    total_documents = sum(isinstance(i, corpus.Source) for i in inputs) if jsonl is None else None
+    total_bytes = sum(i.size for i in inputs if isinstance(i, corpus.Source))
+    with opened_store(scheme) as store, _progress(quiet, total_documents, total_bytes) as progress:
+        started = time.perf_counter()
+        try:
+            summary = ingest.add(
+                store,
+                _chain(inputs, records),
+                jobs=jobs,
+                batch_size=batch_size,
+                skip_near_duplicates=skip_near_duplicates,
+                max_distance=max_distance,
+                progress=progress,
+            )
+        except KeyboardInterrupt:
+            warn("Interrupted: every finished batch is stored; run the same command again to finish.")
+            raise typer.Exit(130)
+        finally:
+            if stream is not None and stream is not sys.stdin.buffer:
+                stream.close()
+        elapsed = time.perf_counter() - started
+        if summary.added + summary.updated > max(10_000, store.count() // 10):
+            store.optimize()  # keeps block probes index-only after a bulk load
+    for failure in summary.failures:
+        warn(f"failed: {failure}")
+    if not quiet:
+        _print_add_summary(summary, elapsed)
+    if summary.failures:
+        raise typer.Exit(1)
+
+
+@app.command("import")
+def import_(
+    file: Annotated[str, typer.Argument(help="CSV (with a header) or JSONL file of key and fingerprint ('-' for stdin).")],
+    scheme: Annotated[str, typer.Option("--scheme", help="The scheme that computed these fingerprints.")],
+    format: Annotated[str, typer.Option("--format", help="csv, jsonl, or auto (by file name).")] = "auto",
+    key_field: Annotated[str, typer.Option(help="Column or field holding the key.")] = "key",
+    fingerprint_field: Annotated[str, typer.Option(help="Column or field holding the fingerprint.")] = "fingerprint",
+    fingerprint_format: Annotated[
+        str, typer.Option(help="auto (16 characters = hex, else decimal), hex, or decimal.")
+    ] = "auto",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Load existing fingerprints computed elsewhere; bad rows are reported by line and skipped.
+
+    Example: simhash-store import legacy.csv --scheme pypi-simhash
+    """
+    if format not in ("auto", "csv", "jsonl"):
+        raise typer.BadParameter("must be csv, jsonl or auto", param_hint="--format")
+    if fingerprint_format not in ("auto", "hex", "decimal"):
+        raise typer.BadParameter("must be auto, hex or decimal", param_hint="--fingerprint-format")
+    stream = sys.stdin.buffer if file == "-" else _open_binary(file)
+    skipped: list[corpus.Skip] = []
+
+    def documents() -> Iterator[NewDocument]:
+        for row in corpus.read_fingerprints(
+            stream, file, format=format, key_field=key_field,
+            fingerprint_field=fingerprint_field, fingerprint_form=fingerprint_format,
+        ):
+            if isinstance(row, corpus.Skip):
+                skipped.append(row)
+            else:
+                yield NewDocument(row.key, row.fingerprint)
+
+    with opened_store(_known_scheme(scheme)) as store:
+        result = store.add(documents())
+    for skip in skipped:
+        warn(f"failed: {skip}")
+    if not quiet:
+        out.print(
+            f"imported: {result.added} added, {result.updated} updated, {result.unchanged} unchanged, "
+            f"{len(skipped)} bad rows"
+        )
+    if skipped:
+        raise typer.Exit(1)
+
+
+@app.command()
+def query(
+    files: Annotated[Optional[list[str]], typer.Argument(help="Documents to look up ('-' for stdin).")] = None,
+    fingerprint: Annotated[
+        Optional[list[str]], typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
+    ] = None,
+    max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many matches per query.")] = None,
+    as_json: JsonFlag = False,
+    scheme: SchemeOption = None,
+    jobs: Jobs = None,
+) -> None:
+    """Find stored documents near each given document, nearest first.
+
+    Example: simhash-store query edited-copy.txt -k 3 --json
+    """
+    if not files and not fingerprint:
+        raise typer.BadParameter("give documents to look up, '-' for stdin, or --fingerprint HEX", param_hint="FILES")
+    queries: list[tuple[str, int]] = []
+    for value in fingerprint or []:
+        try:
+            queries.append((value, from_hex(value)))
+        except SimhashStoreError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
+    failed = False
+    with opened_store(scheme) as store:
+        queries += list(_fingerprint_arguments(files or [], store.scheme, jobs))
+        failed = len(queries) < len(files or []) + len(fingerprint or [])
+        for start in range(0, len(queries), 1000):
+            batch = queries[start : start + 1000]
+            results = store.query_many([value for _, value in batch], max_distance, limit=limit)
+            for (name, value), matches in zip(batch, results):
+                _print_matches(name, value, matches, max_distance, as_json)
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def dups(
+    max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
+    clusters: Annotated[bool, typer.Option("--clusters", help="Connected groups instead of pairs.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Every near-duplicate pair (or group) among stored documents, exactly.
+
+    Example: simhash-store dups -k 3 --clusters --json
+    """
+    with opened_store() as store:
+        if clusters:
+            groups = store.clusters(max_distance)
+            for group in groups:
+                out.print(json.dumps({"keys": group}, ensure_ascii=False) if as_json else "  ".join(group), markup=False)
+            if not as_json:
+                err.print(f"{len(groups)} groups within {max_distance} bits")
+        else:
+            pairs = store.pairs(max_distance)
+            for pair in pairs:
+                line = (
+                    json.dumps({"a": pair.a, "b": pair.b, "distance": pair.distance}, ensure_ascii=False)
+                    if as_json
+                    else f"{pair.distance:>2}  {pair.a}  {pair.b}"
+                )
+                out.print(line, markup=False)
+            if not as_json:
+                err.print(f"{len(pairs)} pairs within {max_distance} bits")
+
+
+@app.command("fingerprint")
+def fingerprint_command(
+    files: Annotated[list[str], typer.Argument(help="Documents ('-' for stdin).")],
+    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = "zh-jieba-v1",
+    jobs: Jobs = None,
+) -> None:
+    """Print the fingerprint of each document (hex), without touching any database.
+
+    Example: simhash-store fingerprint news.txt
+    """
+    printed = 0
+    for name, value in _fingerprint_arguments(files, _known_scheme(scheme), jobs):
+        out.print(f"{to_hex(value)}  {name}", markup=False)
+        printed += 1
+    if printed < len(files):
+        raise typer.Exit(1)
+
+
+@app.command()
+def remove(keys: Annotated[list[str], typer.Argument(help="Keys of documents to delete.")]) -> None:
+    """Delete documents by key.
+
+    Example: simhash-store remove news/2024/0001.txt
+    """
+    with opened_store() as store:
+        removed = store.remove(keys)
+    out.print(f"removed {removed} of {len(keys)}")
+
+
+@app.command()
+def stats(as_json: JsonFlag = False) -> None:
+    """Documents, scheme, default distance, database size and the largest block buckets.
+
+    Example: simhash-store stats --json
+    """
+    with opened_store() as store:
+        info = store.stats()
+    if as_json:
+        out.print(json.dumps(info, ensure_ascii=False), markup=False)
+        return
+    table = Table(show_header=False, box=None)
+    for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
+        table.add_row(name.replace("_", " "), str(info[name]))
+    table.add_row("table + indexes", _megabytes(info["table_bytes"]))
+    table.add_row("database size", _megabytes(info["database_bytes"]))
+    for block, buckets in info["largest_block_buckets"].items():
+        table.add_row(f"largest {block} buckets", ", ".join(f"{b['value']}: {b['documents']}" for b in buckets) or "-")
+    out.print(table)
+
+
+@app.command()
+def schemes() -> None:
+    """List the named fingerprint schemes.
+
+    Example: simhash-store schemes
+    """
+    for name in sorted(SCHEMES):
+        s = SCHEMES[name]
+        top = f", top {s.top_k}" if s.top_k else ""
+        out.print(f"{name:<24} {s.bits}-bit {s.tokenizer}, {s.weighting}{top}, {s.hash}", markup=False)
+
+
+# ------------------------------------------------------------ helpers
+
+
+def _known_scheme(name: str):
+    try:
+        return get_scheme(name)
+    except SimhashStoreError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--scheme") from None
+
+
+def _open_binary(path: str):
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        fail(f"cannot open {path}: {exc.strerror}")
+
+
+def _chain(*iterables):
+    for iterable in iterables:
+        yield from iterable
+
+
+def _fingerprint_arguments(files: list[str], scheme, jobs) -> Iterator[tuple[str, int]]:
+    """(argument as given, fingerprint) for each readable document; failures reported on stderr."""
+    sources: list = []
+    for name in files:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+            try:
+                sources.append(corpus.Source("-", text=corpus.decode(data).text, size=len(data)))
+            except corpus.DecodeError as exc:
+                sources.append(corpus.Skip("-", exc.reason, exc.detail))
+        else:
+            sources.append(corpus.file_source(name))
+    names = iter(files)
+    for item in ingest.fingerprint_sources(sources, scheme, jobs=jobs):
+        name = next(names)
+        if item.skip is not None:
+            warn(f"failed: {item.skip}")
+        else:
+            yield name, item.fingerprint
+
+
+def _print_matches(name: str, value: int, matches, max_distance: int, as_json: bool) -> None:
+    if as_json:
+        record = {
+            "query": name,
+            "fingerprint": to_hex(value),
+            "matches": [
+                {"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in matches
+            ],
+        }
+        out.print(json.dumps(record, ensure_ascii=False), markup=False)
+        return
+    if not matches:
+        out.print(f"{name} ({to_hex(value)}): nothing stored within {max_distance} bits", markup=False)
+        return
+    table = Table(title=f"{name} ({to_hex(value)})", title_justify="left")
+    table.add_column("key")
+    table.add_column("distance", justify="right")
+    table.add_column("similarity", justify="right")
+    for match in matches:
+        table.add_row(Text(match.key), str(match.distance), f"{match.similarity:.3f}")
+    out.print(table)
+
+
+def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
+    rate = summary.documents / elapsed if elapsed > 0 else 0.0
+    out.print(
+        f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
+        f"skipped {len(summary.skipped)} in {elapsed:.1f} s ({rate:,.0f} documents/s, "
+        f"{summary.bytes / elapsed / 1e6 if elapsed > 0 else 0:.2f} MB/s)",
+        markup=False,
+    )
+    for reason, count in sorted(summary.skipped_by_reason().items()):
+        out.print(f"  skipped {count}: {reason}", markup=False)
+    if summary.near_duplicates:
+        out.print(f"  not stored, near-duplicates of stored documents: {len(summary.near_duplicates)}", markup=False)
+        for skipped in summary.near_duplicates[:20]:
+            out.print(f"    {skipped.key} ~ {skipped.match.key} (distance {skipped.match.distance})", markup=False)
+        if len(summary.near_duplicates) > 20:
+            out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
+
+
+class _ThroughputColumn(ProgressColumn):
+    """documents/s and MB/s since the start."""
+
+    def render(self, task) -> Text:
+        elapsed = task.elapsed or 0
+        if not elapsed:
+            return Text("")
+        megabytes = task.fields.get("bytes", 0) / 1e6
+        return Text(f"{task.completed / elapsed:,.0f} docs/s  {megabytes / elapsed:.2f} MB/s")
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool, total_documents: int | None, total_bytes: int):
+    """A progress callback: a rich bar on a terminal, nothing otherwise."""
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    progress = Progress(
+        TextColumn("adding"), BarColumn(), TaskProgressColumn(), TextColumn("{task.completed:,} docs"),
+        _ThroughputColumn(), TimeElapsedColumn(), console=err, transient=True,
+    )
+    task = progress.add_task("add", total=total_documents, bytes=0)
+    done_bytes = 0
+
+    def advance(documents: int, size: int) -> None:
+        nonlocal done_bytes
+        done_bytes += size
+        progress.update(task, advance=documents, bytes=done_bytes)
+
+    with progress:
+        yield advance
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""Corpus to store: read and fingerprint in parallel, skip what did not change, write in batches.
+
+This is the library behind ``simhash-store add`` and ``query``: it takes Sources from
+:mod:`corpus`, fingerprints them on all cores, and hands batches to :class:`Store`.
+Each batch is one transaction, so an interrupted run leaves a consistent store and
+a re-run picks up where it stopped (unchanged inputs are recognised by digest and
+not fingerprinted again).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Callable, Iterable, Iterator, Sequence
+
+from .corpus import BAD_KEY, NO_WORDS, UNREADABLE, DecodeError, Skip, Source, decode, digest
+from .errors import InvalidKeyError
+from .fingerprint import features, fingerprint_features
+from .scheme import DEFAULT_MAX_DISTANCE, Scheme
+from .store import DEFAULT_BATCH_SIZE, NewDocument, SkippedNearDuplicate, Store, validate_key
+
+Progress = Callable[[int, int], None]  # (documents done, bytes done)
+
+# Below this many documents in a batch, starting worker processes costs more than it saves.
+_PARALLEL_THRESHOLD = 16
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A Source read and fingerprinted (or found unchanged, or skipped)."""
+
+    key: str
+    size: int
+    fingerprint: int | None = None
+    digest: bytes | None = None
+    length: int | None = None
+    unchanged: bool = False
+    skip: Skip | None = None
+
+
+@dataclass
+class IngestSummary:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    documents: int = 0
+    bytes: int = 0
+    skipped: list[Skip] = field(default_factory=list)
+    near_duplicates: list[SkippedNearDuplicate] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[Skip]:
+        """Inputs that should have been stored but could not be read, decoded or keyed."""
+        return [s for s in self.skipped if not s.deliberate]
+
+    def skipped_by_reason(self) -> dict[str, int]:
+        return dict(Counter(s.reason for s in self.skipped))
+
+
+# ------------------------------------------------------------ the per-document work (runs in workers)
+
+_worker_scheme: Scheme | None = None
+
+
+def _init_worker(scheme: Scheme) -> None:
+    global _worker_scheme
+    _worker_scheme = scheme
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+
+
+def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prepared:
+    """Read, decode and fingerprint one Source; unchanged when its digest equals ``stored_digest``."""
+    where = str(source.path) if source.path is not None else source.key
+    if source.text is not None:
+        raw = source.text.encode("utf-8", "surrogatepass")
+        text = source.text
+    else:
+        try:
+            with open(source.path, "rb") as handle:  # type: ignore[arg-type]
+                raw = handle.read()
+        except OSError as exc:
+            return Prepared(source.key, source.size, skip=Skip(where, UNREADABLE, exc.strerror or str(exc)))
+        text = None
+    content_digest = digest(raw)
+    if stored_digest is not None and stored_digest == content_digest:
+        return Prepared(source.key, len(raw), digest=content_digest, unchanged=True)
+    if text is None:
+        try:
+            text = decode(raw).text
+        except DecodeError as exc:
+            return Prepared(source.key, len(raw), skip=Skip(where, exc.reason, exc.detail))
+    del raw
+    weighted = features(text, scheme)
+    if not weighted:
+        return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS))
+    return Prepared(
+        source.key,
+        source.size,
+        fingerprint=fingerprint_features(weighted, scheme),
+        digest=content_digest,
+        length=len(text),
+    )
+
+
+def _prepare_in_worker(task: tuple[Source, bytes | None]) -> Prepared:
+    source, stored_digest = task
+    assert _worker_scheme is not None
+    return prepare(source, stored_digest, _worker_scheme)
+
+
+class Fingerprinter:
+    """Runs :func:`prepare` over many Sources, on ``jobs`` processes when there is enough work."""
+
+    def __init__(self, scheme: Scheme, jobs: int | None = None) -> None:
+        self.scheme = scheme
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self._pool = None
+
+    def _get_pool(self):
+        if self._pool is None:
+            # Load dictionaries once here; forked workers share them instead of each loading its own.
+            features("预热", self.scheme)
+            context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+            self._pool = context.Pool(self.jobs, initializer=_init_worker, initargs=(self.scheme,))
+        return self._pool
+
+    def submit(self, tasks: Sequence[tuple[Source, bytes | None]]):
+        """Start work on a batch; returns a callable that waits for its results, in order."""
+        if self.jobs == 1 or len(tasks) < _PARALLEL_THRESHOLD:
+            results = [prepare(source, stored, self.scheme) for source, stored in tasks]
+            return lambda: results
+        chunksize = max(1, min(32, len(tasks) // (self.jobs * 4)))
+        pending = self._get_pool().map_async(_prepare_in_worker, tasks, chunksize)
+        return lambda: pending.get()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+
+    def terminate(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def __enter__(self) -> "Fingerprinter":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.terminate()
+
+
+def _batches(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _split(batch: list[Source | Skip], summary: IngestSummary) -> list[Source]:
+    sources = []
+    for item in batch:
+        if isinstance(item, Skip):
+            summary.skipped.append(item)
+            continue
+        try:
+            validate_key(item.key)
+        except InvalidKeyError as exc:
+            summary.skipped.append(Skip(str(item.path or item.key), BAD_KEY, str(exc)))
+            continue
+        sources.append(item)
+    return sources
+
+
+def add(
+    store: Store,
+    inputs: Iterable[Source | Skip],
+    *,
+    jobs: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    skip_near_duplicates: bool = False,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Fingerprint and store every input; returns what happened to each kind of input.
+
+    While the workers fingerprint one batch, the previous one is written, so the
+    database and the CPUs work at the same time.
+    """
+    scheme = store.init()
+    summary = IngestSummary()
+    with Fingerprinter(scheme, jobs) as fingerprinter:
+        in_flight = None
+        for batch in _batches(inputs, batch_size):
+            sources = _split(batch, summary)
+            stored = store.digests([s.key for s in sources]) if sources else {}
+            waiting = fingerprinter.submit([(s, stored.get(s.key)) for s in sources])
+            if in_flight is not None:
+                _write(store, in_flight(), summary, skip_near_duplicates, max_distance, progress)
+            in_flight = waiting
+        if in_flight is not None:
+            _write(store, in_flight(), summary, skip_near_duplicates, max_distance, progress)
+    return summary
+
+
+def _write(
+    store: Store,
+    prepared: list[Prepared],
+    summary: IngestSummary,
+    skip_near_duplicates: bool,
+    max_distance: int,
+    progress: Progress | None,
+) -> None:
+    documents = []
+    for item in prepared:
+        summary.documents += 1
+        summary.bytes += item.size
+        if item.skip is not None:
+            summary.skipped.append(item.skip)
+        elif item.unchanged:
+            summary.unchanged += 1
+        else:
+            documents.append(NewDocument(item.key, item.fingerprint, item.digest, item.length))
+    if documents:
+        result = store.add_batch(documents, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance)
+        summary.added += result.added
+        summary.updated += result.updated
+        summary.unchanged += result.unchanged
+        summary.near_duplicates.extend(result.near_duplicates)
+    if progress is not None:
+        progress(len(prepared), sum(item.size for item in prepared))
+
+
+def fingerprint_sources(
+    inputs: Iterable[Source | Skip], scheme: Scheme, *, jobs: int | None = None, batch_size: int = 1000
+) -> Iterator[Prepared]:
+    """Fingerprints of inputs in order (Skips pass through as skipped Prepared values)."""
+    with Fingerprinter(scheme, jobs) as fingerprinter:
+        for batch in _batches(inputs, batch_size):
+            sources = [item for item in batch if isinstance(item, Source)]
+            results = iter(fingerprinter.submit([(s, None) for s in sources])())
+            for item in batch:
+                yield next(results) if isinstance(item, Source) else Prepared(item.where, 0, skip=item)

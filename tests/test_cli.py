@@ -1,0 +1,328 @@
+"""The command line as users meet it: exit codes, exact messages, JSON that parses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from simhash_store import fingerprint, hamming, to_hex
+from simhash_store.cli import app
+from simhash_store.scheme import DEFAULT_MAX_DISTANCE
+from simhash_store.store import Store
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TRADITIONAL = (
+    "臺北市立圖書館今日宣布，總館夜間閱覽室將延長開放時間至晚上十一點，方便上班族與學生在下班、放學後前來閱讀。"
+    "館方表示，閱覽室座位共二百四十個，並提供插座與檯燈，讀者憑借書證即可入場。"
+)
+
+
+def url_text(url) -> str:
+    return url.render_as_string(hide_password=False)
+
+
+def invoke(url, *args: str, input: str | bytes | None = None):
+    runner = CliRunner()
+    env = {"SIMHASH_STORE_URL": url_text(url)} if url is not None else {}
+    return runner.invoke(app, list(args), env=env, input=input, catch_exceptions=False)
+
+
+def run_process(url, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("SIMHASH_STORE_URL", None)
+    if url is not None:
+        env["SIMHASH_STORE_URL"] = url_text(url)
+    return subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", *args], env=env, capture_output=True, text=True, timeout=300, **kwargs
+    )
+
+
+def write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path.write_bytes(data)
+    return path
+
+
+def stored(url) -> dict[str, int]:
+    with Store(url) as store:
+        return {m.key: m.fingerprint for m in store.query(0, 64)}
+
+
+# ------------------------------------------------------------ no database needed
+
+
+def test_every_command_has_help_with_an_example():
+    command = get_command(app)
+    for name, sub in command.commands.items():
+        result = CliRunner().invoke(app, [name, "--help"])
+        assert result.exit_code == 0, name
+        assert "Example: simhash-store" in result.output, f"{name} --help shows no example"
+
+
+def test_fingerprint_is_the_same_in_every_encoding(tmp_path):
+    law = (Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt")
+    simplified = next(iter(sorted(law))).read_text(encoding="utf-8")[:3000]
+    cases = {
+        "utf8.txt": simplified.encode("utf-8"),
+        "utf8-bom.txt": b"\xef\xbb\xbf" + simplified.encode("utf-8"),
+        "utf16.txt": simplified.encode("utf-16"),
+        "gb18030.txt": simplified.encode("gb18030"),
+        "trad-utf8.txt": TRADITIONAL.encode("utf-8"),
+        "trad-big5.txt": TRADITIONAL.encode("big5"),
+        "trad-utf16be.txt": b"\xfe\xff" + TRADITIONAL.encode("utf-16-be"),
+        "trad-gb18030.txt": TRADITIONAL.encode("gb18030"),
+    }
+    files = [str(write(tmp_path / name, data)) for name, data in cases.items()]
+    result = invoke(None, "fingerprint", *files)
+    assert result.exit_code == 0, result.output
+    printed = dict(reversed(line.split("  ", 1)) for line in result.output.splitlines())
+    assert printed[files[0]] == printed[files[1]] == printed[files[2]] == printed[files[3]] == to_hex(fingerprint(simplified))
+    assert len({printed[f] for f in files[4:]}) == 1
+    assert printed[files[4]] == to_hex(fingerprint(TRADITIONAL))
+
+
+def test_usage_errors_exit_2():
+    assert CliRunner().invoke(app, ["add"]).exit_code == 2
+    assert CliRunner().invoke(app, ["query"]).exit_code == 2
+    assert CliRunner().invoke(app, ["query", "-k", "65", "x"]).exit_code == 2
+    assert CliRunner().invoke(app, ["fingerprint", "--scheme", "nope", "x"]).exit_code == 2
+    assert CliRunner().invoke(app, ["query", "--fingerprint", "xyz"]).exit_code == 2
+
+
+def test_bad_url_is_one_line_without_password(tmp_path):
+    result = invoke(None, "--db", "mysql://user:hunter2@localhost/db", "stats")
+    assert result.exit_code == 1
+    assert result.output.strip().startswith("Error: unsupported database URL scheme 'mysql'")
+    assert "hunter2" not in result.output
+
+
+def test_unreachable_database_is_one_line_no_traceback():
+    result = run_process(None, "--db", "postgresql://me:hunter2@127.0.0.1:9/none", "stats")
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("Error: database postgresql+psycopg://me:***@127.0.0.1:9/none")
+    assert "hunter2" not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------ with a database
+
+
+def test_add_then_query_finds_the_repost(database_url):
+    result = invoke(database_url, "add", str(EXAMPLES / "corpus"))
+    assert result.exit_code == 0, result.output
+    assert "added 5, updated 0, unchanged 0, skipped 0" in result.output
+    repost = EXAMPLES / "query" / "library-repost.txt"
+    unrelated = EXAMPLES / "query" / "rail-line-unrelated.txt"
+    result = invoke(database_url, "query", "--json", "-k", str(DEFAULT_MAX_DISTANCE), str(repost), str(unrelated))
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert [line["query"] for line in lines] == [str(repost), str(unrelated)]
+    assert lines[0]["fingerprint"] == to_hex(fingerprint(repost.read_text(encoding="utf-8")))
+    assert [m["key"] for m in lines[0]["matches"]] == ["library-night-reading.txt"]
+    match = lines[0]["matches"][0]
+    assert match["similarity"] == pytest.approx(1 - match["distance"] / 64)
+    assert lines[1]["matches"] == []
+
+
+def test_keys_are_relative_to_directory_arguments_and_as_given_for_files(database_url, tmp_path):
+    write(tmp_path / "root" / "a" / "one.txt", "第一篇文章的内容，讲的是城市图书馆。")
+    write(tmp_path / "root" / ".hidden" / "two.txt", "隐藏目录里的文章不应该被收录。")
+    write(tmp_path / "root" / "notes.md", "一篇不是文本后缀的文章，讲的是社区菜园。")
+    single = write(tmp_path / "single.txt", "直接点名的文件，以给出的路径作为键。")
+    result = invoke(database_url, "add", str(tmp_path / "root"), str(single), "--prefix", "crawl:", "--exclude", "*.md")
+    assert result.exit_code == 0, result.output
+    assert set(stored(database_url)) == {"crawl:a/one.txt", f"crawl:{single}"}
+
+
+def test_bad_inputs_are_reported_and_the_rest_stored(database_url, tmp_path):
+    root = tmp_path / "mixed"
+    write(root / "good.txt", "正常的文章内容，讲述了水库蓄水量回升的情况。")
+    write(root / "empty.txt", b"")
+    write(root / "image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    write(root / "garbage.txt", b"\x80\xff" * 20)
+    (root / "broken.txt").symlink_to(root / "missing-target.txt")
+    (root / "loop").symlink_to(root / "loop")
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to(root)
+    os.mkfifo(root / "pipe.txt")
+    result = run_process(database_url, "add", str(root))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    failures = sorted(line for line in result.stderr.splitlines())
+    assert failures == sorted(
+        [
+            f"failed: {root / 'broken.txt'}: broken symlink",
+            f"failed: {root / 'garbage.txt'}: undecodable (not UTF-8, UTF-16 with BOM, GB18030 or Big5)",
+            f"failed: {root / 'loop'}: symlink loop (Too many levels of symbolic links)",
+            f"failed: {root / 'pipe.txt'}: unreadable (not a regular file)",
+            f"failed: {root / 'sub' / 'up'}: symlink loop (directory already visited)",
+        ]
+    )
+    assert "added 1," in result.stdout
+    assert "skipped 1: binary" in result.stdout and "skipped 1: empty" in result.stdout
+    assert list(stored(database_url)) == ["good.txt"]
+
+
+def test_only_deliberate_skips_exit_0(database_url, tmp_path):
+    write(tmp_path / "good.txt", "正常的文章内容，讲述了城际铁路开通的消息。")
+    write(tmp_path / "empty.txt", b"   \n")
+    write(tmp_path / "blob.bin", bytes(range(256)) * 4)
+    result = invoke(database_url, "add", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "added 1, updated 0, unchanged 0, skipped 2" in result.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_is_a_failure(database_url, tmp_path):
+    secret = write(tmp_path / "secret.txt", "读不到的文件。")
+    secret.chmod(0)
+    result = invoke(database_url, "add", str(tmp_path))
+    assert result.exit_code == 1
+    assert f"failed: {secret}: unreadable (Permission denied)" in result.output
+
+
+def test_readd_is_idempotent_and_changed_files_are_updated(database_url, tmp_path):
+    for name in ("a", "b", "c"):
+        write(tmp_path / f"{name}.txt", f"文章{name}：" + "城市的公共交通在不断发展，地铁线路越来越多。" * 3)
+    first = invoke(database_url, "add", str(tmp_path))
+    assert "added 3, updated 0, unchanged 0" in first.output
+    again = invoke(database_url, "add", str(tmp_path))
+    assert "added 0, updated 0, unchanged 3" in again.output
+    write(tmp_path / "b.txt", "完全不同的新内容：老旧小区的空地变成了社区菜园，居民们轮流照看。")
+    changed = invoke(database_url, "add", str(tmp_path))
+    assert "added 0, updated 1, unchanged 2" in changed.output
+    assert stored(database_url)["b.txt"] == fingerprint((tmp_path / "b.txt").read_text(encoding="utf-8"))
+
+
+def test_jsonl_from_stdin_with_broken_lines(database_url):
+    lines = [
+        json.dumps({"id": "n1", "body": "第一条新闻：市图书馆夜间阅览室正式开放。"}, ensure_ascii=False),
+        "{not json",
+        json.dumps({"id": "n2"}),
+        json.dumps({"id": "n3", "body": "第三条新闻：城际铁路东线本月底开通运营。"}, ensure_ascii=False),
+    ]
+    result = invoke(database_url, "add", "--jsonl", "-", "--key-field", "id", "--text-field", "body",
+                    input="\n".join(lines) + "\n")
+    assert result.exit_code == 1
+    assert "failed: -:2: bad record (not valid JSON:" in result.output
+    assert "failed: -:3: bad record (no 'body' field with a string)" in result.output
+    assert sorted(stored(database_url)) == ["n1", "n3"]
+
+
+def test_skip_near_duplicates_keeps_the_first_of_each_group(database_url, tmp_path):
+    original = (EXAMPLES / "corpus" / "library-night-reading.txt").read_text(encoding="utf-8")
+    write(tmp_path / "1-original.txt", original)
+    write(tmp_path / "2-copy.txt", original.replace("本报讯", "本报讯（记者 王芳）"))
+    write(tmp_path / "3-other.txt", (EXAMPLES / "corpus" / "rail-line-opening.txt").read_text(encoding="utf-8"))
+    assert hamming(fingerprint(original), fingerprint(original.replace("本报讯", "本报讯（记者 王芳）"))) <= 3
+    result = invoke(database_url, "add", str(tmp_path), "--skip-near-duplicates")
+    assert result.exit_code == 0, result.output
+    assert "2-copy.txt ~ 1-original.txt" in result.output
+    assert sorted(stored(database_url)) == ["1-original.txt", "3-other.txt"]
+
+
+def test_scheme_mismatch_is_refused(database_url, tmp_path):
+    write(tmp_path / "a.txt", "一篇文章。")
+    assert invoke(database_url, "add", str(tmp_path)).exit_code == 0
+    other = "classic-tfidf-top50"
+    result = invoke(database_url, "add", str(tmp_path), "--scheme", other)
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: the store was created with scheme")
+
+
+def test_dups_equals_brute_force(database_url, tmp_path):
+    texts = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))[:12]
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        write(tmp_path / path.name, text)
+        write(tmp_path / f"copy-{path.name}", "来源：法律法规数据库\n" + text)
+    assert invoke(database_url, "add", str(tmp_path)).exit_code == 0
+    values = stored(database_url)
+    for k in (0, 3, 8):
+        result = invoke(database_url, "dups", "-k", str(k), "--json")
+        got = sorted((p["a"], p["b"], p["distance"]) for p in map(json.loads, result.output.splitlines()))
+        keys = sorted(values)
+        expected = sorted(
+            (a, b, hamming(values[a], values[b])) for i, a in enumerate(keys) for b in keys[i + 1 :]
+            if hamming(values[a], values[b]) <= k
+        )
+        assert got == expected
+    clusters = invoke(database_url, "dups", "-k", "8", "--clusters", "--json")
+    groups = [json.loads(line)["keys"] for line in clusters.output.splitlines()]
+    assert all(len(group) >= 2 for group in groups)
+
+
+def test_import_round_trip_then_query_finds_imported(database_url, tmp_path):
+    repost = (EXAMPLES / "query" / "library-repost.txt").read_text(encoding="utf-8")
+    originals = {p.name: fingerprint(p.read_text(encoding="utf-8")) for p in (EXAMPLES / "corpus").glob("*.txt")}
+    names = sorted(originals)
+    signed = lambda v: v - 2**64 if v >= 2**63 else v  # noqa: E731
+    csv_rows = ["key,fingerprint"] + [f"{names[0]},{to_hex(originals[names[0]])}",
+                                      f"{names[1]},{originals[names[1]]}", "broken,12345zz"]
+    write(tmp_path / "legacy.csv", "\n".join(csv_rows) + "\n")
+    jsonl_rows = [json.dumps({"key": n, "fingerprint": signed(originals[n])}) for n in names[2:]] + ["{oops"]
+    write(tmp_path / "legacy.jsonl", "\n".join(jsonl_rows) + "\n")
+    for file, bad_line in (("legacy.csv", 4), ("legacy.jsonl", len(names) - 1)):
+        result = invoke(database_url, "import", str(tmp_path / file), "--scheme", "zh-jieba-v1")
+        assert result.exit_code == 1
+        assert f"failed: {tmp_path / file}:{bad_line}: bad record" in result.output
+    assert stored(database_url) == originals
+    again = invoke(database_url, "import", str(tmp_path / "legacy.csv"), "--scheme", "zh-jieba-v1")
+    assert "0 added, 0 updated, 2 unchanged, 1 bad rows" in again.output
+    result = invoke(database_url, "query", "-", "--json", "-k", "12", input=repost.encode("utf-8"))
+    assert "library-night-reading.txt" in [m["key"] for m in json.loads(result.output)["matches"]]
+
+
+def test_remove_and_stats(database_url):
+    invoke(database_url, "add", str(EXAMPLES / "corpus"))
+    result = invoke(database_url, "remove", "community-garden.txt", "nope")
+    assert result.output.strip() == "removed 1 of 2"
+    info = json.loads(invoke(database_url, "stats", "--json").output)
+    assert info["documents"] == 4 and info["default_max_distance"] == DEFAULT_MAX_DISTANCE
+    assert set(info["largest_block_buckets"]) == {"block0", "block1", "block2", "block3"}
+
+
+@pytest.mark.slow
+def test_killed_add_then_rerun_gives_the_clean_store(database_url, pg_server, tmp_path):
+    laws = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))[:120]
+    for path in laws:
+        write(tmp_path / "laws" / path.name, path.read_bytes())
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simhash_store.cli", "add", str(tmp_path / "laws"), "--batch-size", "10", "-j", "1"],
+        env=dict(os.environ, SIMHASH_STORE_URL=url_text(database_url)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        with Store(database_url) as store:
+            if store.count() >= 20:
+                break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    partial = stored(database_url)
+    assert 20 <= len(partial) < len(laws)
+    for key, value in partial.items():  # whatever got in is right
+        assert value == fingerprint((tmp_path / "laws" / key).read_text(encoding="utf-8"))
+    rerun = run_process(database_url, "add", str(tmp_path / "laws"))
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"unchanged {len(partial)}" in rerun.stdout
+    clean_name = pg_server.create_database()
+    try:
+        clean_url = pg_server.url(clean_name)
+        assert run_process(clean_url, "add", str(tmp_path / "laws")).returncode == 0
+        assert stored(database_url) == stored(clean_url)
+    finally:
+        pg_server.drop_database(clean_name)
