@@ -321,6 +321,17 @@ def stats(as_json: JsonFlag = False) -> None:
     out.print(table)
 
 
+@app.command("grant-read")
+def grant_read(role: Annotated[str, typer.Argument(help="An existing PostgreSQL role.")]) -> None:
+    """Let another application's role search and read the store in SQL, but not write.
+
+    Example: simhash-store grant-read news_reader
+    """
+    with opened_store() as store:
+        store.grant_read_only(role)
+    out.print(f"{role} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
+
+
 @app.command()
 def schemes() -> None:
     """List the named fingerprint schemes.

