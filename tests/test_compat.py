@@ -258,3 +258,17 @@ def test_pypi_windows_refuse_filters_the_package_does_not_apply():
     for change in ({"stopwords": "jieba"}, {"drop_punctuation": True}, {"extra_stopwords": ("的",)}):
         with pytest.raises(SchemeError, match="keeps every window"):
             dataclasses.replace(pypi, name="pypi-filtered", **change)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "text"),
+    [
+        ("seed-murmur64", "a^1e16 b^1 a^-1e16 中国^0.1 中国^0.2 读者^-0.3"),
+        ("seed-murmur32", "a^1e16 b^1 a^-1e16 中国^0.1 中国^0.2 读者^-0.3"),
+        ("pypi-simhash", "Hello, 世界! Hello, 世界!"),
+        ("pypi-simhash", ""),
+    ],
+)
+def test_fingerprint_of_the_features_equals_the_fingerprint_of_the_text(scheme, text):
+    # The importer fingerprints features(text) rather than text: the two must agree.
+    assert fingerprint_features(features(text, scheme), scheme) == fingerprint(text, scheme)
