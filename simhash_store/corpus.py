@@ -101,8 +101,16 @@ def _looks_binary(data: bytes) -> bool:
 def decode(data: bytes) -> Decoded:
     """Text of a file's bytes: UTF-8 (BOM or not), UTF-16/32 with BOM, GB18030/GBK or Big5.
 
-    Raises :class:`DecodeError` with reason ``empty``, ``binary`` or ``undecodable``.
+    Raises :class:`DecodeError` with reason ``empty`` (nothing but whitespace),
+    ``binary`` or ``undecodable``.
     """
+    decoded = _decode(data)
+    if not decoded.text.strip():
+        raise DecodeError(EMPTY)
+    return decoded
+
+
+def _decode(data: bytes) -> Decoded:
     if not data.strip():
         raise DecodeError(EMPTY)
     for bom, encoding in _BOMS:
@@ -121,10 +129,10 @@ def decode(data: bytes) -> Decoded:
 
     best = from_bytes(data, cp_isolation=_LEGACY).best()
     if best is not None:
-        encoding = best.encoding.replace("_", "")
+        encoding = "big5" if best.encoding.replace("_", "") == "big5" else "gb18030"
         try:
-            return Decoded(data.decode(best.encoding), "big5" if encoding == "big5" else "gb18030")
-        except (UnicodeDecodeError, LookupError):
+            return Decoded(data.decode(encoding), encoding)
+        except UnicodeDecodeError:
             pass
     raise DecodeError(UNDECODABLE, "not UTF-8, UTF-16 with BOM, GB18030 or Big5")
 

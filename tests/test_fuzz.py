@@ -1,0 +1,69 @@
+"""Hostile input never crashes the readers or the fingerprint: a value, or a clear error."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_store import fingerprint
+from simhash_store.corpus import DecodeError, FingerprintRecord, Skip, decode, parse_fingerprint, read_fingerprints, read_jsonl
+
+NASTY_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(),  # includes lone surrogates
+        st.sampled_from(["\x00", "\r", "\n", "\u2028", "\ufeff", "\u200b", "。", "，", "中", "国", " ", "^", "\x1f"]),
+    ),
+    max_size=400,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_decode_gives_text_or_a_reason(data):
+    try:
+        decoded = decode(data)
+    except DecodeError as exc:
+        assert exc.reason in {"empty", "binary", "undecodable"}
+    else:
+        assert isinstance(decoded.text, str) and decoded.text.strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(NASTY_TEXT)
+def test_fingerprint_of_any_text_is_a_64_bit_value(text):
+    value = fingerprint(text)
+    assert 0 <= value < 2**64
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1000, 200_000))
+def test_very_long_lines_and_control_characters(length):
+    text = ("中文\x00\x07长行" * length)[:length]
+    assert 0 <= fingerprint(text) < 2**64
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=200), max_size=20))
+def test_jsonl_reader_never_raises(lines):
+    stream = io.BytesIO(b"\n".join(line.replace(b"\n", b" ") for line in lines))
+    for item in read_jsonl(stream, "in.jsonl"):
+        assert isinstance(item, Skip) or (item.key and isinstance(item.text, str))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=100), max_size=20), st.sampled_from(["csv", "jsonl"]))
+def test_fingerprint_file_reader_never_raises(lines, format):
+    stream = io.BytesIO(b"key,fingerprint\n" + b"\n".join(lines))
+    for item in read_fingerprints(stream, f"in.{format}", format=format):
+        assert isinstance(item, Skip) or (isinstance(item, FingerprintRecord) and 0 <= item.fingerprint < 2**64)
+
+
+@given(st.one_of(st.integers(), st.text(max_size=30), st.none(), st.floats(), st.booleans()))
+def test_parse_fingerprint_value_or_value_error(value):
+    try:
+        parsed = parse_fingerprint(value)
+    except ValueError:
+        return
+    assert 0 <= parsed < 2**64
