@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from simhash_store import SchemeMismatchError, fingerprint, get_scheme, to_signed
 from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, SchemeError
@@ -257,3 +258,25 @@ def test_alembic_check_finds_no_drift(database_url):
     finally:
         config.attributes.pop("connection", None)
         engine.dispose()
+
+
+@pytest.mark.parametrize("ping_after_idle", [0.0, 3600.0])
+def test_queries_survive_pooled_connections_killed_by_the_server(store, monkeypatch, ping_after_idle):
+    # Pinged on checkout (idle) or retried on a fresh connection (in steady use): either way no error.
+    from simhash_store import store as store_module
+
+    monkeypatch.setattr(store_module, "PING_AFTER_IDLE_SECONDS", ping_after_idle)
+    store.add([NewDocument("a", 0b1011)])
+    assert [m.key for m in store.query(0b1001, 3)] == ["a"]
+    outside = create_engine(store.engine.url, poolclass=NullPool)  # not one of the store's pooled connections
+    with outside.connect() as connection:
+        killed = connection.execute(
+            text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        ).scalar()
+    outside.dispose()
+    assert killed >= 1
+    assert [m.key for m in store.query(0b1001, 3)] == ["a"]
+    assert [[m.key for m in found] for found in store.query_many([0b1001, 0], 3)] == [["a"], ["a"]]
