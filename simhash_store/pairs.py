@@ -1,9 +1,11 @@
 """All near-duplicate pairs among many 64-bit fingerprints, exactly, with numpy. Pure: no I/O.
 
 The same pigeonhole as the index: two fingerprints within ``k`` bits have a 16-bit
-block within ``k // 4`` bits. For each block and each flip mask, fingerprints are
-matched by sorted block value; a pair is kept only from the first block that finds
-it, so nothing is reported twice, and every candidate is verified on all 64 bits.
+block within ``k // 4`` bits. For each block, fingerprints are sorted by its value
+(a radix sort of 16-bit keys): equal blocks are pairs inside runs of the sorted order,
+walked one offset at a time; blocks that differ by a flip mask are found by looking up
+the run of ``block ^ mask``. A pair is kept only from the first block that finds it, so
+nothing is reported twice, and every candidate is verified on all 64 bits.
 Identical fingerprints are grouped first, so a heavily duplicated corpus does not
 blow up the candidate lists.
 
@@ -24,7 +26,7 @@ _CHUNK = 1 << 21  # candidate pairs handled at once: bounds memory at a few hund
 
 
 def _block(values: np.ndarray, shift: int) -> np.ndarray:
-    return ((values >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.int64)
+    return ((values >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
 
 
 def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -46,38 +48,61 @@ def _chunks(counts: np.ndarray) -> list[slice]:
     return [slice(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo]
 
 
+def _same_key_candidates(sorted_keys: np.ndarray):
+    """Pairs (p, p + offset) of sorted positions with equal keys, one offset at a time.
+
+    Runs of equal keys are contiguous once sorted, so every pair inside a run is some
+    p and p + offset; positions whose run ends before p + offset drop out as offset grows.
+    """
+    alive = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    offset = 1
+    while len(alive):
+        yield alive, alive + offset
+        offset += 1
+        alive = alive[alive + offset < len(sorted_keys)]
+        alive = alive[sorted_keys[alive + offset] == sorted_keys[alive]]
+
+
+def _flipped_key_candidates(sorted_keys: np.ndarray, starts: np.ndarray, counts: np.ndarray, mask: int):
+    """Pairs of sorted positions whose keys differ by ``mask``, from the side with the smaller key.
+
+    ``starts`` and ``counts`` locate each key's run in ``sorted_keys``: a lookup, not a search.
+    """
+    sources = np.flatnonzero((sorted_keys ^ np.uint16(mask)) > sorted_keys)
+    targets = sorted_keys[sources] ^ np.uint16(mask)
+    lo, found = starts[targets], counts[targets]
+    for piece in _chunks(found):
+        yield np.repeat(sources[piece], found[piece]), _expand(lo[piece], found[piece])
+
+
 def _unique_pairs(values: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (a < b) of distinct values within ``max_distance``, each found once."""
     radius = block_radius(max_distance)
+    limit = np.uint8(max_distance)
     found_left, found_right, found_distance = [], [], []
     for block_number, shift in enumerate(_SHIFTS):
         keys = _block(values, shift)
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        for mask in flip_masks(radius):
-            # Each unordered pair is seen from the side whose key is smaller (or both, for mask 0).
-            sources = np.flatnonzero((keys ^ mask) >= keys) if mask else np.arange(len(values))
-            targets = keys[sources] ^ mask
-            lo = np.searchsorted(sorted_keys, targets, "left")
-            counts = np.searchsorted(sorted_keys, targets, "right") - lo
-            for piece in _chunks(counts):
-                left = np.repeat(sources[piece], counts[piece])
-                right = order[_expand(lo[piece], counts[piece])]
-                if mask == 0:
-                    keep = left < right
-                    left, right = left[keep], right[keep]
-                xor = values[left] ^ values[right]
-                distance = np.bitwise_count(xor).astype(np.int64)
-                keep = distance <= max_distance
+        order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys
+        sorted_keys, sorted_values = keys[order], values[order]
+        candidates = [_same_key_candidates(sorted_keys)]
+        if radius:
+            counts = np.bincount(sorted_keys, minlength=1 << 16)
+            starts = np.cumsum(counts) - counts
+            candidates += [_flipped_key_candidates(sorted_keys, starts, counts, m) for m in flip_masks(radius)[1:]]
+        for source in candidates:
+            for left, right in source:
+                xor = sorted_values[left] ^ sorted_values[right]
+                distance = np.bitwise_count(xor)
+                keep = np.flatnonzero(distance <= limit)
+                xor, left, right, distance = xor[keep], left[keep], right[keep], distance[keep]
+                new = np.ones(len(keep), dtype=bool)
                 for earlier in _SHIFTS[:block_number]:
                     # Found by an earlier block already: drop it here.
-                    keep &= np.bitwise_count((xor >> np.uint64(earlier)) & np.uint64(0xFFFF)) > radius
-                left, right, distance = left[keep], right[keep], distance[keep]
-                swap = left > right
-                left[swap], right[swap] = right[swap], left[swap].copy()
-                found_left.append(left)
-                found_right.append(right)
-                found_distance.append(distance)
+                    new &= np.bitwise_count((xor >> np.uint64(earlier)) & np.uint64(0xFFFF)) > radius
+                left, right = order[left[new]], order[right[new]]
+                found_left.append(np.minimum(left, right))
+                found_right.append(np.maximum(left, right))
+                found_distance.append(distance[new].astype(np.int64))
     if not found_left:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty
