@@ -10,7 +10,7 @@ Identical fingerprints are grouped first, so a heavily duplicated corpus does no
 blow up the candidate lists.
 
 >>> import numpy as np
->>> left, right, distance = near_pairs(np.array([0b1011, 0b1001, 1 << 40], dtype=np.uint64), 3)
+>>> left, right, distance = near_pairs(np.array([0b1011, 0b1001, 0xFFFF << 40], dtype=np.uint64), 3)
 >>> list(zip(left.tolist(), right.tolist(), distance.tolist()))
 [(0, 1, 1)]
 """
