@@ -125,8 +125,8 @@ class Fingerprinter:
 
     def _get_pool(self):
         if self._pool is None:
-            # Load dictionaries once here; forked workers share them instead of each loading its own.
-            features("预热", self.scheme)
+            # Dictionaries load lazily in each worker, and only if something needs fingerprinting:
+            # re-adding an unchanged corpus never pays for them.
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
             self._pool = context.Pool(self.jobs, initializer=_init_worker, initargs=(self.scheme,))
         return self._pool
@@ -136,9 +136,18 @@ class Fingerprinter:
         if self.jobs == 1 or len(tasks) < _PARALLEL_THRESHOLD:
             results = [prepare(source, stored, self.scheme) for source, stored in tasks]
             return lambda: results
-        chunksize = max(1, min(32, len(tasks) // (self.jobs * 4)))
-        pending = self._get_pool().map_async(_prepare_in_worker, tasks, chunksize)
-        return lambda: pending.get()
+        # Largest first, in small chunks: no worker is left alone with a long tail at the end.
+        order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0].size)
+        chunksize = max(1, min(16, len(tasks) // (self.jobs * 16)))
+        pending = self._get_pool().map_async(_prepare_in_worker, [tasks[i] for i in order], chunksize)
+
+        def results() -> list[Prepared]:
+            in_order: list[Prepared] = [None] * len(tasks)  # type: ignore[list-item]
+            for index, prepared in zip(order, pending.get()):
+                in_order[index] = prepared
+            return in_order
+
+        return results
 
     def close(self) -> None:
         if self._pool is not None:
