@@ -109,10 +109,10 @@ def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prep
     )
 
 
-def _prepare_in_worker(task: tuple[Source, bytes | None]) -> Prepared:
-    source, stored_digest = task
+def _prepare_indexed_in_worker(task: tuple[int, tuple[Source, bytes | None]]) -> tuple[int, Prepared]:
+    index, (source, stored_digest) = task
     assert _worker_scheme is not None
-    return prepare(source, stored_digest, _worker_scheme)
+    return index, prepare(source, stored_digest, _worker_scheme)
 
 
 class Fingerprinter:
@@ -131,23 +131,36 @@ class Fingerprinter:
             self._pool = context.Pool(self.jobs, initializer=_init_worker, initargs=(self.scheme,))
         return self._pool
 
-    def submit(self, tasks: Sequence[tuple[Source, bytes | None]]):
-        """Start work on a batch; returns a callable that waits for its results, in order."""
+    def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
+        """Start work on a batch; returns a function that collects the results in input order,
+        reporting each document to ``progress`` as it completes."""
         if self.jobs == 1 or len(tasks) < _PARALLEL_THRESHOLD:
-            results = [prepare(source, stored, self.scheme) for source, stored in tasks]
-            return lambda: results
+
+            def collect_here(progress: Progress | None) -> list[Prepared]:
+                results = []
+                for source, stored in tasks:
+                    results.append(prepare(source, stored, self.scheme))
+                    if progress is not None:
+                        progress(1, results[-1].size)
+                return results
+
+            return collect_here
         # Largest first, in small chunks: no worker is left alone with a long tail at the end.
         order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0].size)
         chunksize = max(1, min(16, len(tasks) // (self.jobs * 16)))
-        pending = self._get_pool().map_async(_prepare_in_worker, [tasks[i] for i in order], chunksize)
+        pending = self._get_pool().imap_unordered(
+            _prepare_indexed_in_worker, [(i, tasks[i]) for i in order], chunksize
+        )
 
-        def results() -> list[Prepared]:
+        def collect(progress: Progress | None) -> list[Prepared]:
             in_order: list[Prepared] = [None] * len(tasks)  # type: ignore[list-item]
-            for index, prepared in zip(order, pending.get()):
+            for index, prepared in pending:
                 in_order[index] = prepared
+                if progress is not None:
+                    progress(1, prepared.size)
             return in_order
 
-        return results
+        return collect
 
     def close(self) -> None:
         if self._pool is not None:
@@ -210,16 +223,16 @@ def add(
     scheme = store.init()
     summary = IngestSummary()
     with Fingerprinter(scheme, jobs) as fingerprinter:
-        in_flight = None
+        finished: list[Prepared] | None = None
         for batch in _batches(inputs, batch_size):
             sources = _split(batch, summary)
             stored = store.digests([s.key for s in sources]) if sources else {}
-            waiting = fingerprinter.submit([(s, stored.get(s.key)) for s in sources])
-            if in_flight is not None:
-                _write(store, in_flight(), summary, skip_near_duplicates, max_distance, progress)
-            in_flight = waiting
-        if in_flight is not None:
-            _write(store, in_flight(), summary, skip_near_duplicates, max_distance, progress)
+            collect = fingerprinter.submit([(s, stored.get(s.key)) for s in sources])
+            if finished is not None:
+                _write(store, finished, summary, skip_near_duplicates, max_distance)
+            finished = collect(progress)
+        if finished is not None:
+            _write(store, finished, summary, skip_near_duplicates, max_distance)
     return summary
 
 
@@ -229,7 +242,6 @@ def _write(
     summary: IngestSummary,
     skip_near_duplicates: bool,
     max_distance: int,
-    progress: Progress | None,
 ) -> None:
     documents = []
     for item in prepared:
@@ -247,8 +259,6 @@ def _write(
         summary.updated += result.updated
         summary.unchanged += result.unchanged
         summary.near_duplicates.extend(result.near_duplicates)
-    if progress is not None:
-        progress(len(prepared), sum(item.size for item in prepared))
 
 
 def fingerprint_sources(
@@ -258,6 +268,6 @@ def fingerprint_sources(
     with Fingerprinter(scheme, jobs) as fingerprinter:
         for batch in _batches(inputs, batch_size):
             sources = [item for item in batch if isinstance(item, Source)]
-            results = iter(fingerprinter.submit([(s, None) for s in sources])())
+            results = iter(fingerprinter.submit([(s, None) for s in sources])(None))
             for item in batch:
                 yield next(results) if isinstance(item, Source) else Prepared(item.where, 0, skip=item)
