@@ -38,6 +38,8 @@ CREATE TYPE simhash.match AS (id bigint, key text, fingerprint bigint, distance 
 # their four 16-bit blocks differs in at most k/4 bits. So probe each block index with
 # every value within k/4 bits of the query's block, keep candidates whose full distance
 # is at most k, and fall back to a scan when the probes would read more than a scan.
+# For k < 4 the probes are the query's own four blocks: built without any SQL, and
+# always cheaper than a scan.
 NEAR = """
 CREATE FUNCTION simhash.near(fingerprint bigint, max_distance integer DEFAULT 3, method text DEFAULT 'auto')
 RETURNS SETOF simhash.match
@@ -47,9 +49,12 @@ DECLARE
     query bigint := near.fingerprint;
     k integer := near.max_distance;
     radius integer;
-    masks integer[];
     estimated_rows double precision;
     probes integer;
+    probes0 integer[];
+    probes1 integer[];
+    probes2 integer[];
+    probes3 integer[];
 BEGIN
     IF query IS NULL THEN
         RETURN;
@@ -61,7 +66,9 @@ BEGIN
         RAISE EXCEPTION 'method must be auto, probe or scan, not %', method USING ERRCODE = '22023';
     END IF;
     radius := least(k / 4, 16);
-    IF method = 'auto' THEN
+    IF method = 'auto' AND radius = 0 THEN
+        method := 'probe';
+    ELSIF method = 'auto' THEN
         -- About 100 bytes a row; the file size is always current, unlike reltuples.
         estimated_rows := pg_relation_size('simhash.documents'::regclass) / 100.0;
         probes := (ARRAY[{probes}])[radius + 1];
@@ -77,27 +84,30 @@ BEGIN
         RETURN;
     END IF;
     IF radius = 0 THEN
-        masks := ARRAY[0];
+        probes0 := ARRAY[((query >> 48) & 65535)::integer];
+        probes1 := ARRAY[((query >> 32) & 65535)::integer];
+        probes2 := ARRAY[((query >> 16) & 65535)::integer];
+        probes3 := ARRAY[(query & 65535)::integer];
     ELSE
-        masks := ARRAY(SELECT m.mask FROM simhash.block_masks m WHERE m.weight <= radius);
+        SELECT array_agg(((query >> 48) & 65535)::integer # m.mask), array_agg(((query >> 32) & 65535)::integer # m.mask),
+               array_agg(((query >> 16) & 65535)::integer # m.mask), array_agg((query & 65535)::integer # m.mask)
+        INTO probes0, probes1, probes2, probes3
+        FROM simhash.block_masks m WHERE m.weight <= radius;
     END IF;
+    -- Each branch is an index-only scan (the block indexes INCLUDE fingerprint and id).
     RETURN QUERY
         WITH hits AS (
             SELECT c.id FROM simhash.documents c
-            WHERE c.block0 = ANY (ARRAY(SELECT ((query >> 48) & 65535)::integer # x FROM unnest(masks) x))
-              AND bit_count((c.fingerprint # query)::bit(64)) <= k
+            WHERE c.block0 = ANY (probes0) AND bit_count((c.fingerprint # query)::bit(64)) <= k
             UNION
             SELECT c.id FROM simhash.documents c
-            WHERE c.block1 = ANY (ARRAY(SELECT ((query >> 32) & 65535)::integer # x FROM unnest(masks) x))
-              AND bit_count((c.fingerprint # query)::bit(64)) <= k
+            WHERE c.block1 = ANY (probes1) AND bit_count((c.fingerprint # query)::bit(64)) <= k
             UNION
             SELECT c.id FROM simhash.documents c
-            WHERE c.block2 = ANY (ARRAY(SELECT ((query >> 16) & 65535)::integer # x FROM unnest(masks) x))
-              AND bit_count((c.fingerprint # query)::bit(64)) <= k
+            WHERE c.block2 = ANY (probes2) AND bit_count((c.fingerprint # query)::bit(64)) <= k
             UNION
             SELECT c.id FROM simhash.documents c
-            WHERE c.block3 = ANY (ARRAY(SELECT (query & 65535)::integer # x FROM unnest(masks) x))
-              AND bit_count((c.fingerprint # query)::bit(64)) <= k
+            WHERE c.block3 = ANY (probes3) AND bit_count((c.fingerprint # query)::bit(64)) <= k
         )
         SELECT d.id, d.key, d.fingerprint, bit_count((d.fingerprint # query)::bit(64))::integer
         FROM hits JOIN simhash.documents d ON d.id = hits.id
