@@ -364,20 +364,29 @@ def bench_add(store: Store, size: int, rows: list[Row], notes: list[str], args) 
     rng = np.random.default_rng(args.seed + 1)
     values = rng.integers(0, 2**64, size=args.add_rows, dtype=np.uint64).tolist()
     documents = [NewDocument(f"new{i:010d}", v) for i, v in enumerate(values)]
+    wal_before = wal_position(store)
     started = time.perf_counter()
     result = store.add(documents)
     elapsed = time.perf_counter() - started
+    wal_bytes = wal_position(store) - wal_before
     assert result.added == len(documents), result
     load = load_now()
     rate = len(documents) / elapsed
     rows.append(Row(size, f"bulk add {len(documents):,} new (Store.add)", f"{rate:,.0f} fp/s", "", "",
                     ">= 100,000 fp/s", "yes" if rate >= 100_000 else "no", load))
+    notes.append(f"{size:,}: bulk add wrote {wal_bytes / len(documents) / 1024:.1f} KiB of WAL per added row "
+                 f"({wal_bytes / 2**20:,.0f} MiB in {elapsed:.1f} s)")
     started = time.perf_counter()
     again = store.add(documents)
     elapsed = time.perf_counter() - started
     assert again.unchanged == len(documents), again
     rows.append(Row(size, f"re-add the same {len(documents):,} (all unchanged)", f"{len(documents) / elapsed:,.0f} fp/s",
                     "", "", "", "", load_now()))
+
+
+def wal_position(store: Store) -> int:
+    with store.engine.connect() as connection:
+        return int(connection.exec_driver_sql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')").scalar())
 
 
 def table(rows: list[Row]) -> str:
