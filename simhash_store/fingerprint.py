@@ -136,21 +136,40 @@ def _stopwords(scheme: Scheme) -> frozenset[str]:
     return base | frozenset(scheme.extra_stopwords)
 
 
+def segment(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
+    """Normalise and segment a text, keeping every piece: the expensive step of a fingerprint.
+
+    It depends only on the scheme's normalizer, tokenizer, ``hmm`` and user dictionary,
+    so schemes that share those can share one segmentation (see :func:`fingerprint_segmented`).
+    """
+    scheme = get_scheme(scheme)
+    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
+        raise SchemeError("a weighted scheme reads token^weight items; it does not segment text")
+    return _segment(normalize(text, scheme.normalizer), scheme)
+
+
 def tokens(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
     """The scheme's tokens of a text, in order, after normalisation and filtering."""
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return [token for token, _ in _given_features(text, scheme)]
-    segmented = _segment(normalize(text, scheme.normalizer), scheme)
+    return _select(segment(text, scheme), scheme)
+
+
+def _select(segmented: list[str], scheme: Scheme) -> list[str]:
+    """The features of a segmentation before weighting: filtered tokens, or n-grams of them."""
     if scheme.tokenizer == "pypi-char-windows":
         # The package's windows are its features as they come, the empty window included.
         return segmented
     stop = _stopwords(scheme)
     drop_punctuation = scheme.drop_punctuation
+    min_length = scheme.min_token_length
     kept = [
         t
         for t in segmented
-        if t not in stop and (_is_content(t) if drop_punctuation else not t.isspace())
+        if len(t) >= min_length
+        and t not in stop
+        and (_is_content(t) if drop_punctuation else not t.isspace())
     ]
     if scheme.ngram > 1 and scheme.tokenizer not in _CHARACTER_WINDOW_TOKENIZERS:
         n = scheme.ngram
@@ -205,7 +224,16 @@ def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return _given_features(text, scheme)
-    counts = Counter(tokens(text, scheme))
+    return _weigh(tokens(text, scheme), scheme)
+
+
+def _given_features(line: str, scheme: Scheme) -> list[Feature]:
+    """The items of a caller-weighted line; the seed program's reading keeps order and repeats."""
+    return parse_seed_line(line) if scheme.tokenizer == "seed-weighted" else parse_weighted(line)
+
+
+def _weigh(selected: list[str], scheme: Scheme) -> list[Feature]:
+    counts = Counter(selected)
     weighting = scheme.weighting
     if weighting == "tf":
         weighted = [(t, float(c)) for t, c in counts.items()]
@@ -225,11 +253,6 @@ def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
         weighted.sort(key=lambda item: (-item[1], item[0]))
         weighted = weighted[: scheme.top_k]
     return weighted
-
-
-def _given_features(line: str, scheme: Scheme) -> list[Feature]:
-    """The items of a caller-weighted line; the seed program's reading keeps order and repeats."""
-    return parse_seed_line(line) if scheme.tokenizer == "seed-weighted" else parse_weighted(line)
 
 
 # ---------------------------------------------------------------- hashing and summing
@@ -313,7 +336,17 @@ def fingerprint(text: str, scheme: Scheme | str = DEFAULT) -> int:
     True
     """
     scheme = get_scheme(scheme)
-    weighted = features(text, scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
-        return fingerprint_features(weighted, scheme)
+        return fingerprint_features(_given_features(text, scheme), scheme)
+    return fingerprint_segmented(segment(text, scheme), scheme)
+
+
+def fingerprint_segmented(segmented: list[str], scheme: Scheme | str = DEFAULT) -> int:
+    """The fingerprint of a text from its :func:`segment` output under the same scheme.
+
+    >>> fingerprint_segmented(segment("保护人民，制定本法。")) == fingerprint("保护人民，制定本法。")
+    True
+    """
+    scheme = get_scheme(scheme)
+    weighted = _weigh(_select(segmented, scheme), scheme)
     return _simhash([t for t, _ in weighted], [w for _, w in weighted], scheme)

@@ -56,6 +56,7 @@ class Scheme:
     stopwords: str = "jieba"
     extra_stopwords: tuple[str, ...] = ()
     drop_punctuation: bool = True
+    min_token_length: int = 1
     hash: str = "xxh3_64"
     user_dict: str | None = None
     user_dict_sha256: str | None = field(default=None)
@@ -80,6 +81,10 @@ class Scheme:
             raise SchemeError(
                 f"scheme {self.name!r}: hash {self.hash} gives {HASHES[self.hash].bits} bits, "
                 f"but the scheme asks for {self.bits}"
+            )
+        if not isinstance(self.min_token_length, int) or self.min_token_length < 1:
+            raise SchemeError(
+                f"scheme {self.name!r}: min_token_length must be an integer of at least 1, not {self.min_token_length!r}"
             )
         if self.ngram < 1:
             raise SchemeError(f"scheme {self.name!r}: ngram must be at least 1, not {self.ngram}")
