@@ -20,6 +20,7 @@ the numbers; ratios against baselines measured in the same run are what to compa
 
     python benchmarks/store_speed.py --sizes 100000                  # a quick run
     python benchmarks/store_speed.py --sizes 1000000 10000000        # the README numbers
+    python benchmarks/store_speed.py --embedded --sizes 1000000      # on the embedded PostgreSQL 18
 
 Loading the bulk of the rows takes the fastest honest path (one binary COPY built with
 numpy, block indexes created after the load, exactly as the migration defines them);
@@ -33,8 +34,8 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,8 +250,8 @@ def bench_size(args, size: int, rows: list[Row], notes: list[str]) -> None:
     database = f"{args.database}_{size}"
     admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     admin_execute(args.admin_url, f'CREATE DATABASE "{database}"')
-    url = str(normalize_url(args.admin_url).set(database=database).set(drivername="postgresql"))
-    raw_url = url.split("?")[0]
+    url = normalize_url(args.admin_url).set(database=database, drivername="postgresql").render_as_string(hide_password=False)
+    raw_url = url  # libpq reads the same URL (host= for a Unix socket, connect_timeout)
     print(f"\n== {size:,} fingerprints in {database} (load {load_now()})", flush=True)
 
     stored, points = make_data(size, args.queries, args.seed)
@@ -258,6 +259,14 @@ def bench_size(args, size: int, rows: list[Row], notes: list[str]) -> None:
     store.init()
     loaded = bulk_load(raw_url, stored)
     print(f"loaded in {loaded:.1f} s", flush=True)
+
+    if args.prewarm:
+        with psycopg.connect(raw_url, autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            connection.execute(
+                "SELECT pg_prewarm(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'simhash' AND c.relkind IN ('r', 'i')"
+            )
 
     relation_sizes = sizes(raw_url)
     total = relation_sizes["documents"]
@@ -412,12 +421,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--keep", action="store_true", help="keep the databases")
     parser.add_argument("--verbose", action="store_true", help="print the probe plan")
+    parser.add_argument("--prewarm", action="store_true",
+                        help="load the table and its indexes into shared buffers first (pg_prewarm), as a long-running "
+                             "server whose shared_buffers hold them would have them")
+    parser.add_argument("--embedded", action="store_true",
+                        help="run on a throwaway embedded PostgreSQL server (simhash_store.embedded) instead")
     args = parser.parse_args()
+    if args.embedded:
+        from simhash_store.embedded import server_for
+
+        directory = Path(tempfile.mkdtemp(prefix="simhash-store-bench-"))
+        args.admin_url = server_for(directory / "pgdata", cleanup_mode="delete").get_uri()
 
     with psycopg.connect(args.admin_url) as connection:
         server = connection.execute("SELECT version()").fetchone()[0]
         settings = dict(connection.execute(
-            "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN "
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name IN "
             "('shared_buffers', 'synchronous_commit', 'max_wal_size', 'work_mem', 'jit')"
         ).fetchall())
     print(f"machine: {machine()}")
