@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -42,6 +43,11 @@ class Scheme:
     ``weighting``: term frequency (``tf``), sublinear ``log-tf`` (1 + ln tf), ``binary``,
     ``tfidf`` and ``log-tfidf`` with jieba's IDF table, or ``given`` by the input.
     ``top_k`` keeps only the heaviest features (the classic write-ups keep 50).
+    ``min_token_length`` drops shorter words (jieba's keyword extractor drops single
+    characters). ``known_words_only`` keeps only words that jieba's IDF table (or the
+    user dictionary) knows: typos, the pieces jieba's HMM glues out of them, numbers and
+    URLs go. ``bigram_weight`` adds each pair of adjacent kept words as one more feature,
+    weighted that much relative to a single word (0: words only).
     """
 
     name: str
@@ -57,6 +63,8 @@ class Scheme:
     extra_stopwords: tuple[str, ...] = ()
     drop_punctuation: bool = True
     min_token_length: int = 1
+    known_words_only: bool = False
+    bigram_weight: float = 0.0
     hash: str = "xxh3_64"
     user_dict: str | None = None
     user_dict_sha256: str | None = field(default=None)
@@ -82,12 +90,29 @@ class Scheme:
                 f"scheme {self.name!r}: hash {self.hash} gives {HASHES[self.hash].bits} bits, "
                 f"but the scheme asks for {self.bits}"
             )
-        if not isinstance(self.min_token_length, int) or self.min_token_length < 1:
+        if isinstance(self.min_token_length, bool) or not isinstance(self.min_token_length, int) or self.min_token_length < 1:
             raise SchemeError(
                 f"scheme {self.name!r}: min_token_length must be an integer of at least 1, not {self.min_token_length!r}"
             )
         if self.ngram < 1:
             raise SchemeError(f"scheme {self.name!r}: ngram must be at least 1, not {self.ngram}")
+        word_tokenizer = self.tokenizer in ("jieba", "rjieba")
+        if not isinstance(self.known_words_only, bool):
+            raise SchemeError(f"scheme {self.name!r}: known_words_only must be true or false")
+        if self.known_words_only and not word_tokenizer:
+            raise SchemeError(f"scheme {self.name!r}: known_words_only needs a jieba tokenizer")
+        if (
+            isinstance(self.bigram_weight, bool)
+            or not isinstance(self.bigram_weight, (int, float))
+            or not math.isfinite(self.bigram_weight)
+            or self.bigram_weight < 0
+        ):
+            raise SchemeError(
+                f"scheme {self.name!r}: bigram_weight must be a finite number of at least 0, not {self.bigram_weight!r}"
+            )
+        if self.bigram_weight and not (word_tokenizer and self.ngram == 1):
+            raise SchemeError(f"scheme {self.name!r}: bigram_weight adds word pairs to single words: it needs a jieba tokenizer and ngram 1")
+        object.__setattr__(self, "bigram_weight", float(self.bigram_weight))
         if self.top_k is not None and self.top_k < 1:
             raise SchemeError(f"scheme {self.name!r}: top_k must be at least 1 or None")
         if (self.weighting == "given") != (self.tokenizer in WEIGHTED_TOKENIZERS):
