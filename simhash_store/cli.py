@@ -283,9 +283,12 @@ def fingerprint_command(
     """
     printed = 0
     chosen = _known_scheme(scheme)
-    for name, value in _fingerprint_arguments(files, chosen, jobs):
-        out.print(f"{to_hex(value, chosen.bits)}  {name}", markup=False)
-        printed += 1
+    try:
+        for name, value in _fingerprint_arguments(files, chosen, jobs):
+            out.print(f"{to_hex(value, chosen.bits)}  {name}", markup=False)
+            printed += 1
+    except SimhashStoreError as exc:  # a worker died: no database here, so no opened_store to catch it
+        fail(str(exc))
     if printed < len(files):
         raise typer.Exit(1)
 

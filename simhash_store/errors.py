@@ -41,3 +41,7 @@ class InvalidFingerprintError(SimhashStoreError, ValueError):
 
 class InputError(SimhashStoreError):
     """An input file or stream that cannot be used at all."""
+
+
+class WorkerDiedError(SimhashStoreError):
+    """A fingerprinting worker process died (killed, or out of memory) before its documents were done."""

@@ -13,12 +13,14 @@ import multiprocessing
 import os
 import signal
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .corpus import BAD_KEY, BAD_RECORD, NO_WORDS, UNREADABLE, DecodeError, Skip, Source, decode, digest
-from .errors import InvalidKeyError, SchemeError
+from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import features, fingerprint_features
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .store import DEFAULT_BATCH_SIZE, NewDocument, SkippedNearDuplicate, Store, validate_key
@@ -109,10 +111,9 @@ def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prep
     )
 
 
-def _prepare_indexed_in_worker(task: tuple[int, tuple[Source, bytes | None]]) -> tuple[int, Prepared]:
-    index, (source, stored_digest) = task
+def _prepare_indexed_in_worker(tasks: list[tuple[int, tuple[Source, bytes | None]]]) -> list[tuple[int, Prepared]]:
     assert _worker_scheme is not None
-    return index, prepare(source, stored_digest, _worker_scheme)
+    return [(index, prepare(source, stored_digest, _worker_scheme)) for index, (source, stored_digest) in tasks]
 
 
 class Fingerprinter:
@@ -128,7 +129,11 @@ class Fingerprinter:
             # Dictionaries load lazily in each worker, and only if something needs fingerprinting:
             # re-adding an unchanged corpus never pays for them.
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-            self._pool = context.Pool(self.jobs, initializer=_init_worker, initargs=(self.scheme,))
+            # An executor, not multiprocessing.Pool: when a worker dies (kill -9, the kernel's OOM
+            # killer) Pool starts another and waits forever for the lost tasks; the executor raises.
+            self._pool = ProcessPoolExecutor(
+                self.jobs, mp_context=context, initializer=_init_worker, initargs=(self.scheme,)
+            )
         return self._pool
 
     def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
@@ -148,30 +153,43 @@ class Fingerprinter:
         # Largest first, in small chunks: no worker is left alone with a long tail at the end.
         order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0].size)
         chunksize = max(1, min(16, len(tasks) // (self.jobs * 16)))
-        pending = self._get_pool().imap_unordered(
-            _prepare_indexed_in_worker, [(i, tasks[i]) for i in order], chunksize
-        )
+        pool = self._get_pool()
+        pending = [
+            pool.submit(_prepare_indexed_in_worker, [(i, tasks[i]) for i in order[start : start + chunksize]])
+            for start in range(0, len(order), chunksize)
+        ]
 
         def collect(progress: Progress | None) -> list[Prepared]:
             in_order: list[Prepared] = [None] * len(tasks)  # type: ignore[list-item]
-            for index, prepared in pending:
-                in_order[index] = prepared
-                if progress is not None:
-                    progress(1, prepared.size)
+            try:
+                for chunk in as_completed(pending):
+                    for index, prepared in chunk.result():
+                        in_order[index] = prepared
+                        if progress is not None:
+                            progress(1, prepared.size)
+            except BrokenProcessPool:
+                raise WorkerDiedError(
+                    "a fingerprinting worker process died (killed, perhaps by the kernel for lack of memory) "
+                    "before this batch was done; every earlier batch is stored: run the same command again to continue"
+                ) from None
             return in_order
 
         return collect
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
+            self._pool.shutdown(wait=True)
             self._pool = None
 
     def terminate(self) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            # The executor cannot stop running work before Python 3.14 (terminate_workers): stop its processes.
+            workers = list((getattr(self._pool, "_processes", None) or {}).values())
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:
+                worker.terminate()
+            for worker in workers:
+                worker.join()
             self._pool = None
 
     def __enter__(self) -> "Fingerprinter":
