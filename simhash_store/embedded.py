@@ -43,28 +43,49 @@ def _prune_dead_users(pgdata: Path) -> None:
         users.put(alive)
 
 
+def _is_running_server(pid: int) -> bool:
+    """A live postgres process has this pid (not a zombie, not another program that reused it)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and process.name() == "postgres"
+    except psutil.Error:
+        return False
+
+
 def _remove_stale_pid_file(pgdata: Path) -> None:
     """Forget a server that died hard (kill -9, power loss) so that a new one is started.
 
     The package takes any live process with the recorded pid for the server; a killed
     postmaster left as a zombie, or a pid reused by another program, would fool it and
-    every connection would be refused.
+    every connection would be refused. PostgreSQL itself is fooled the same way by the
+    lock file of the server's socket, and would refuse to start.
     """
-    import psutil
-
     pid_file = pgdata / "postmaster.pid"
+    socket_directories = {pgdata}
     try:
-        pid = int(pid_file.read_text().split("\n", 1)[0])
+        lines = pid_file.read_text().split("\n")
+        pid = int(lines[0])
     except (OSError, ValueError):
-        return
-    try:
-        process = psutil.Process(pid)
-        if process.status() != psutil.STATUS_ZOMBIE and process.name() == "postgres":
+        pid = None
+    if pid is not None:
+        if _is_running_server(pid):
             return  # a real server: join it
-    except psutil.Error:
-        pass
-    _log.info("removing stale %s (pid %s is not a running server)", pid_file, pid)
-    pid_file.unlink(missing_ok=True)
+        if len(lines) > 4 and lines[4].strip():
+            socket_directories.add(Path(lines[4].strip()))  # line 5: where its socket is
+        _log.info("removing stale %s (pid %s is not a running server)", pid_file, pid)
+        pid_file.unlink(missing_ok=True)
+    # Checked even without a pid file: a start that failed on the lock has already removed it.
+    for directory in socket_directories:
+        for lock in directory.glob(".s.PGSQL.*.lock"):
+            try:
+                owner = int(lock.read_text().split("\n", 1)[0])
+            except (OSError, ValueError):
+                continue
+            if not _is_running_server(owner):
+                _log.info("removing stale %s (pid %s is not a running server)", lock, owner)
+                lock.unlink(missing_ok=True)
 
 
 def _quiet_cleanup(server) -> None:
