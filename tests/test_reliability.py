@@ -248,6 +248,36 @@ def test_embedded_server_killed_hard_leaves_a_stale_pid_file_that_is_recovered(t
     assert "added 5" in out
 
 
+def test_socket_lock_file_of_a_dead_server_does_not_stop_the_next_one(tmp_path):
+    # A postmaster killed with -9 stays a zombie until PID 1 reaps it (in some containers never),
+    # and its pid can be reused; PostgreSQL then takes the socket's lock file for a live server's
+    # and refuses to start. Made deterministic: the files name a live process that is no server.
+    data_dir = Path(tempfile.mkdtemp(prefix="simhash-store-lock-"))
+    pgdata = (data_dir / "pgdata").resolve()
+    code, _, err = finish(cli("init", data_dir=str(data_dir)))
+    assert code == 0, err
+    holder = hold_embedded_server(data_dir)
+    server_user = _postgres_processes(pgdata)[0].username()  # PostgreSQL can only probe its own user's pids
+    for process in _postgres_processes(pgdata):
+        process.kill()
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    impostor = subprocess.Popen(["sleep", "600"], user=server_user if os.geteuid() == 0 else None)
+    try:
+        locks = list(pgdata.glob(".s.PGSQL.*.lock"))
+        assert locks, "the killed server should have left its socket lock file"
+        for path in [pgdata / "postmaster.pid", *locks]:
+            lines = path.read_text().split("\n")
+            path.write_text("\n".join([str(impostor.pid), *lines[1:]]))
+        code, out, err = finish(cli("stats", "--json", data_dir=str(data_dir)))
+        assert code == 0, err
+        assert json.loads(out)["documents"] == 0
+        assert impostor.poll() is None  # nothing was done to the process the files named
+    finally:
+        impostor.kill()
+        impostor.wait()
+
+
 def test_two_cli_processes_share_a_fresh_embedded_server(tmp_path):
     data_dir = Path(tempfile.mkdtemp(prefix="simhash-store-shared-"))
     examples = Path(__file__).parent.parent / "examples"
@@ -265,3 +295,35 @@ def test_two_cli_processes_share_a_fresh_embedded_server(tmp_path):
     while time.time() < deadline and _postgres_processes(pgdata):
         time.sleep(0.2)
     assert not _postgres_processes(pgdata)
+
+
+def test_a_killed_fingerprinting_worker_fails_the_add_instead_of_hanging(database_url, tmp_path):
+    # The kernel's OOM killer picks the worker that fingerprints a huge document. multiprocessing.Pool
+    # replaced such a worker and waited for its lost tasks forever; the add must stop and say so.
+    laws = sorted((CORPUS / "zh-laws").glob("*.txt"))[:150]
+    (tmp_path / "laws").mkdir()
+    for path in laws:
+        (tmp_path / "laws" / path.name).write_bytes(path.read_bytes())
+    process = cli("add", str(tmp_path / "laws"), "--batch-size", "30", "-j", "2", url=url_text(database_url))
+    deadline = time.time() + 120
+    with Store(database_url) as store:  # one batch stored, the next ones being fingerprinted
+        while time.time() < deadline and process.poll() is None and store.count() < 30:
+            time.sleep(0.05)
+    workers = psutil.Process(process.pid).children()
+    assert process.poll() is None and workers, "the add should be fingerprinting its second batch"
+    workers[0].kill()
+    try:
+        code, out, err = finish(process, timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("the add hung after one of its workers was killed")
+    assert code == 1
+    assert err.startswith("Error: a fingerprinting worker process died") and err.count("\n") == 1, err
+    expected = {path.name: fingerprint(path.read_text(encoding="utf-8")) for path in laws}
+    partial = stored(database_url)
+    assert 30 <= len(partial) < len(laws)
+    assert all(expected[key] == value for key, value in partial.items())  # what got in is right
+    code, out, err = finish(cli("add", str(tmp_path / "laws"), url=url_text(database_url)))
+    assert code == 0, err
+    assert stored(database_url) == expected
