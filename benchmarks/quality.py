@@ -17,7 +17,7 @@ the script creates it when missing) and the classic recipe of the write-ups (jie
 
     python benchmarks/quality.py                       # the final table, all documents
     python benchmarks/quality.py --explore --every 3   # the design-space sweep on a third of them
-    python benchmarks/quality.py --plot docs/quality.png --json docs/quality.json
+    python benchmarks/quality.py --plot docs/quality.png   # and draw the curves
 
 Segmentations, keywords and PyPI values are cached in benchmarks/.cache/ (keyed by text digest).
 """
@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -76,6 +76,7 @@ class Method:
     label: str
     scheme: Scheme | None = None  # None for the baselines below
     baseline: str | None = None  # "pypi-simhash" or "classic-extract-tags"
+    compared: bool = True  # False for variations of a scheme: summary tables only
 
 
 def _digest(text: str) -> str:
@@ -314,10 +315,12 @@ class Result:
     """One method's numbers; arrays are indexed by k = 0..MAX_K."""
 
     label: str
+    compared: bool = True
     recall: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # collection -> kind -> by k
     false_matches: dict[str, list[int]] = field(default_factory=dict)  # collection -> count by k
     false_match_rate: dict[str, list[float]] = field(default_factory=dict)
     revision_distances: list[int] = field(default_factory=list)
+    unrelated_pairs: int = 0
 
     def light(self, collection: str = "all") -> np.ndarray:
         return np.mean([self.recall[collection][kind] for kind in LIGHT], axis=0)
@@ -341,13 +344,14 @@ COLLECTIONS = ("all", "laws", "wiki")
 
 def evaluate(
     label: str,
+    compared: bool,
     documents: list[Document],
     originals: np.ndarray,
     variants: dict[str, np.ndarray],
     overlap: Overlap,
     revisions: tuple[np.ndarray, np.ndarray],
 ) -> Result:
-    result = Result(label)
+    result = Result(label, compared)
     collection_of = np.array([d.collection for d in documents])
     members = {"all": np.ones(len(documents), bool)} | {c: collection_of == c for c in COLLECTIONS[1:]}
     ks = np.arange(MAX_K + 1)
@@ -377,6 +381,7 @@ def finish_rates(results: list[Result], documents: list[Document], overlap: Over
             1 for i, j in related if collection == "all" or collection_of[i] == collection_of[j] == collection
         )
     for result in results:
+        result.unrelated_pairs = pairs["all"]
         result.false_match_rate = {
             c: [count / pairs[c] for count in counts] for c, counts in result.false_matches.items()
         }
@@ -401,27 +406,54 @@ def project_schemes() -> list[Method]:
     return [Method(name, scheme=SCHEMES[name]) for name in names]
 
 
+def ablations() -> list[Method]:
+    """The default scheme with one choice changed at a time: what each choice is worth."""
+    changes: dict[str, dict] = {
+        "default but all words (known_words_only off)": dict(known_words_only=False),
+        "default but single characters too (min_token_length 1)": dict(min_token_length=1),
+        "default but words only (bigram_weight 0)": dict(bigram_weight=0.0),
+        "default but pairs at full weight (bigram_weight 1)": dict(bigram_weight=1.0),
+        "default but linear tf (tfidf)": dict(weighting="tfidf"),
+        "default but no idf (log-tf)": dict(weighting="log-tf"),
+        "default but top 100 features": dict(top_k=100),
+        "default but no HMM": dict(hmm=False),
+        "default but lower-casing only (normalizer lower)": dict(normalizer="lower"),
+    }
+    methods = [Method("first draft: log-tfidf, all words", scheme=Scheme(name="draft"), compared=False)]
+    methods += [
+        Method(label, scheme=replace(DEFAULT, name=f"ablation:{label}", **change), compared=False)
+        for label, change in changes.items()
+    ]
+    return methods
+
+
 def exploration_schemes() -> list[Method]:
-    """The design space, one choice at a time around a few centres."""
-    base = Scheme(name="x")
-    variations: dict[str, dict] = {
+    """The design space the default was chosen from (run it on a subset: --every 3)."""
+    grid: dict[str, dict] = {
+        "tf": dict(weighting="tf"),
+        "log-tf": dict(weighting="log-tf"),
         "tfidf": dict(weighting="tfidf"),
-        "log-tfidf min2": dict(min_token_length=2),
-        "tfidf min2": dict(weighting="tfidf", min_token_length=2),
+        "log-tfidf": dict(),
         "tfidf top50": dict(weighting="tfidf", top_k=50),
         "tfidf top50 min2": dict(weighting="tfidf", top_k=50, min_token_length=2),
-        "tfidf top30 min2": dict(weighting="tfidf", top_k=30, min_token_length=2),
         "tfidf top100 min2": dict(weighting="tfidf", top_k=100, min_token_length=2),
         "tfidf top200 min2": dict(weighting="tfidf", top_k=200, min_token_length=2),
         "log-tfidf top50 min2": dict(top_k=50, min_token_length=2),
-        "tf top50 min2": dict(weighting="tf", top_k=50, min_token_length=2),
-        "tfidf top50 min2 no-hmm": dict(weighting="tfidf", top_k=50, min_token_length=2, hmm=False),
-        "tfidf top50 min2 no-stop": dict(weighting="tfidf", top_k=50, min_token_length=2, stopwords="none"),
-        "tfidf top50 bigram": dict(weighting="tfidf", top_k=50, ngram=2),
-        "tfidf top100 min2 bigram": dict(weighting="tfidf", top_k=100, min_token_length=2, ngram=2),
-        "tfidf min2 bigram": dict(weighting="tfidf", min_token_length=2, ngram=2),
+        "tfidf min2 no-hmm": dict(weighting="tfidf", min_token_length=2, hmm=False),
+        "tfidf bigrams (ngram 2)": dict(weighting="tfidf", ngram=2),
+        "log-tfidf bigrams (ngram 2) min2": dict(ngram=2, min_token_length=2),
+        "tfidf known": dict(weighting="tfidf", known_words_only=True),
+        "tfidf known min2": dict(weighting="tfidf", known_words_only=True, min_token_length=2),
+        "log-tfidf known": dict(known_words_only=True),
+        "log-tfidf known min2": dict(known_words_only=True, min_token_length=2),
+        "log-tfidf known min2 +pairs 0.3": dict(known_words_only=True, min_token_length=2, bigram_weight=0.3),
+        "log-tfidf known min2 +pairs 0.5": dict(known_words_only=True, min_token_length=2, bigram_weight=0.5),
+        "log-tfidf known min2 +pairs 0.7": dict(known_words_only=True, min_token_length=2, bigram_weight=0.7),
+        "log-tfidf known min2 +pairs 1": dict(known_words_only=True, min_token_length=2, bigram_weight=1.0),
+        "tfidf known min2 +pairs 1": dict(weighting="tfidf", known_words_only=True, min_token_length=2, bigram_weight=1.0),
     }
-    return [Method(label, scheme=replace(base, name=f"explore:{label}", **changes)) for label, changes in variations.items()]
+    base = Scheme(name="explore")
+    return [Method(label, scheme=replace(base, name=f"explore:{label}", **change), compared=False) for label, change in grid.items()]
 
 
 # ---------------------------------------------------------------- report
@@ -450,26 +482,32 @@ def report(results: list[Result], pairs: dict[str, int], revision_jaccards: np.n
             rows.append([r.label, k, f"{r.light()[k]:.3f}", f"{r.heavy()[k]:.3f}", _rate(r.false_match_rate['all'][k])])
     out.append(_markdown(["method", "lowest k", "light", "heavy", "false matches / pair"], rows))
 
+    compared = [r for r in results if r.compared]
+    variations = [r for r in results if not r.compared]
+
+    def at(r: Result, k: int) -> list:
+        return [f"{r.light()[k]:.3f}", f"{r.heavy()[k]:.3f}", _rate(r.false_match_rate['all'][k]),
+                f"{r.light('laws')[k]:.3f}", f"{r.heavy('laws')[k]:.3f}", _rate(r.false_match_rate['laws'][k]),
+                f"{r.light('wiki')[k]:.3f}", f"{r.heavy('wiki')[k]:.3f}", _rate(r.false_match_rate['wiki'][k])]
+
+    columns = ["light", "heavy", "false/pair", "laws light", "laws heavy", "laws false/pair",
+               "wiki light", "wiki heavy", "wiki false/pair"]
     for k in headline_ks:
         out.append(f"\n### At k = {k}\n")
-        rows = [
-            [r.label, f"{r.light()[k]:.3f}", f"{r.heavy()[k]:.3f}", _rate(r.false_match_rate['all'][k]),
-             f"{r.light('laws')[k]:.3f}", f"{r.heavy('laws')[k]:.3f}", _rate(r.false_match_rate['laws'][k]),
-             f"{r.light('wiki')[k]:.3f}", f"{r.heavy('wiki')[k]:.3f}", _rate(r.false_match_rate['wiki'][k])]
-            for r in results
-        ]
-        out.append(_markdown(["method", "light", "heavy", "false/pair", "laws light", "laws heavy", "laws false/pair",
-                              "wiki light", "wiki heavy", "wiki false/pair"], rows))
+        out.append(_markdown(["method"] + columns, [[r.label] + at(r, k) for r in compared]))
+    if variations:
+        out.append(f"\n### Variations at k = {default_k}\n")
+        out.append(_markdown(["variation"] + columns, [[r.label] + at(r, default_k) for r in variations]))
 
     out.append(f"\n### Recall per variant kind at k = {default_k} (laws / wiki)\n")
     rows = [[r.label] + [f"{r.recall['laws'][kind][default_k]:.2f} / {r.recall['wiki'][kind][default_k]:.2f}" for kind in KINDS]
-            for r in results]
+            for r in compared]
     out.append(_markdown(["method"] + list(KINDS), rows))
 
     out.append("\n### By max distance k (all documents): light recall / heavy recall / false matches (count)\n")
-    rows = [[k] + [f"{r.light()[k]:.3f} / {r.heavy()[k]:.3f} / {r.false_matches['all'][k]}" for r in results]
+    rows = [[k] + [f"{r.light()[k]:.3f} / {r.heavy()[k]:.3f} / {r.false_matches['all'][k]}" for r in compared]
             for k in range(MAX_K + 1)]
-    out.append(_markdown(["k"] + [r.label for r in results], rows))
+    out.append(_markdown(["k"] + [r.label for r in compared], rows))
 
     out.append("\n### Law revision pairs: median distance (and share within k = "
                f"{default_k}) by shingle Jaccard of the two versions\n")
@@ -477,7 +515,7 @@ def report(results: list[Result], pairs: dict[str, int], revision_jaccards: np.n
     header = ["method"] + [f"J {low:.1f}-{min(high, 1):.1f} ({np.count_nonzero((revision_jaccards >= low) & (revision_jaccards < high))})"
                            for low, high in buckets]
     rows = []
-    for r in results:
+    for r in compared:
         d = np.array(r.revision_distances)
         cells = []
         for low, high in buckets:
@@ -495,26 +533,44 @@ def plot(results: list[Result], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    compared = [r for r in results if r.compared]
     ks = np.arange(MAX_K + 1)
-    figure, (recall_axes, false_axes) = plt.subplots(1, 2, figsize=(13, 5))
-    for index, r in enumerate(results):
+    # Zero false matches cannot sit on a log scale: they are drawn on a floor line instead.
+    floor = 0.5 / compared[0].unrelated_pairs
+    figure, (recall_axes, false_axes) = plt.subplots(1, 2, figsize=(13, 5.4))
+    drawn: list[Result] = []
+    for index, r in enumerate(compared):
         colour = f"C{index % 10}"
-        recall_axes.plot(ks, r.light(), "-o", color=colour, markersize=3, label=f"{r.label} light")
-        recall_axes.plot(ks, r.heavy(), "--s", color=colour, markersize=3, label=f"{r.label} heavy")
-        rates = np.array(r.false_match_rate["all"])
-        false_axes.plot(ks, np.where(rates > 0, rates, np.nan), "-o", color=colour, markersize=3, label=r.label)
-    recall_axes.axhline(TARGET_LIGHT, color="grey", linewidth=0.8, linestyle=":")
-    recall_axes.axhline(TARGET_HEAVY, color="grey", linewidth=0.8, linestyle=":")
-    recall_axes.set(xlabel="max distance k", ylabel="recall (solid: light, dashed: heavy)", ylim=(0, 1.01),
-                    title="Recall of near-duplicate variants")
-    false_axes.axhline(TARGET_FALSE_MATCHES, color="grey", linewidth=0.8, linestyle=":")
-    false_axes.set(xlabel="max distance k", ylabel="false matches per unrelated pair", yscale="log",
-                   title="False matches between unrelated documents")
+        # A curve equal to one already drawn (the rjieba twin) goes dotted on top, so both show.
+        twin = any(np.allclose(r.light(), o.light(), atol=2e-3) and np.allclose(r.heavy(), o.heavy(), atol=2e-3) for o in drawn)
+        width = 2.4 if r.label == DEFAULT.name else 1.3
+        light_style, heavy_style = (":", ":") if twin else ("-", "--")
+        recall_axes.plot(ks, r.light(), light_style, marker="o", color=colour, markersize=3, linewidth=width, label=r.label)
+        recall_axes.plot(ks, r.heavy(), heavy_style, marker="s", color=colour, markersize=3, linewidth=width)
+        rates = np.maximum(np.array(r.false_match_rate["all"]), floor)
+        false_axes.plot(ks, rates, light_style, marker="o", color=colour, markersize=3, linewidth=width, label=r.label)
+        drawn.append(r)
     for axes in (recall_axes, false_axes):
+        # Index cost: probes per 16-bit block grow in steps of four bits of distance.
+        for start, probes_per_block in ((0, 1), (4, 17), (8, 137), (12, 697)):
+            if start % 8 == 4:
+                axes.axvspan(start - 0.5, min(start + 3.5, MAX_K + 0.5), color="grey", alpha=0.07, linewidth=0)
+            axes.text(min(start + 1.5, MAX_K), 1.0, f"{probes_per_block} probe{'s' if probes_per_block > 1 else ''}/block",
+                      transform=axes.get_xaxis_transform(), ha="center", va="bottom", fontsize=7, color="dimgrey")
         axes.set_xticks(ks)
+        axes.set_xlim(-0.5, MAX_K + 0.5)
         axes.grid(alpha=0.3)
+    recall_axes.axhline(TARGET_LIGHT, color="black", linewidth=0.8, linestyle=":")
+    recall_axes.axhline(TARGET_HEAVY, color="black", linewidth=0.8, linestyle=":")
+    recall_axes.set(xlabel="max distance k", ylabel="recall (solid: light variants, dashed: heavy)", ylim=(0, 1.01))
+    recall_axes.set_title("Recall of near-duplicate variants (targets dotted)", pad=16)
+    false_axes.axhline(TARGET_FALSE_MATCHES, color="black", linewidth=0.8, linestyle=":")
+    false_axes.axhline(floor, color="grey", linewidth=0.6)
+    false_axes.text(0, floor * 1.15, "no false match", fontsize=7, color="dimgrey", va="bottom")
+    false_axes.set(xlabel="max distance k", ylabel="false matches per unrelated pair", yscale="log")
+    false_axes.set_title("False matches between unrelated documents (target dotted)", pad=16)
+    recall_axes.legend(fontsize=7, loc="lower right")
     false_axes.legend(fontsize=7, loc="upper left")
-    recall_axes.legend(fontsize=6, loc="lower right", ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
@@ -522,7 +578,9 @@ def plot(results: list[Result], path: Path) -> None:
 # ---------------------------------------------------------------- main
 
 
-def run(methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = DEFAULT_MAX_DISTANCE) -> list[Result]:
+def run(
+    methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = DEFAULT_MAX_DISTANCE, seed: str = ""
+) -> list[Result]:
     """Fingerprint the originals, their variants and the revision pairs with every method; print the report."""
     laws, wiki = load_laws()[::every], load_wiki()[::every]
     documents = laws + wiki
@@ -531,7 +589,7 @@ def run(methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = D
     for collection in (laws, wiki):
         for i, document in enumerate(collection):
             donors[document.key] = collection[(i + 7) % len(collection)].text
-    variant_texts = {kind: [make_variant(kind, d.key, d.text, donors[d.key]) for d in documents] for kind in KINDS}
+    variant_texts = {kind: [make_variant(kind, d.key, d.text, donors[d.key], seed) for d in documents] for kind in KINDS}
     revisions = load_revision_pairs()
     revision_jaccards = np.array([p.jaccard for p in revisions])
 
@@ -551,10 +609,10 @@ def run(methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = D
         v = values[method.label]
         variants = {kind: v[n * (1 + i) : n * (2 + i)] for i, kind in enumerate(KINDS)}
         tail = v[n * (1 + len(KINDS)) :]
-        results.append(evaluate(method.label, documents, v[:n], variants, overlap, (tail[:r], tail[r:])))
+        results.append(evaluate(method.label, method.compared, documents, v[:n], variants, overlap, (tail[:r], tail[r:])))
     pairs = finish_rates(results, documents, overlap)
 
-    headline_ks = sorted({3, 7, default_k, 11} | {k for x in results if (k := x.lowest_k()) is not None})
+    headline_ks = sorted({3, 7, default_k} | {k for x in results if x.compared and (k := x.lowest_k()) is not None})
     print(f"Near-duplicate quality: {len(laws)} laws + {len(wiki)} Wikipedia paragraphs, one variant of each of "
           f"{len(KINDS)} kinds per document; {os.cpu_count()} CPUs; numpy {np.__version__}, jieba {version('jieba')}\n")
     print(report(results, pairs, revision_jaccards, default_k, headline_ks))
@@ -564,18 +622,19 @@ def run(methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = D
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--every", type=int, default=1, help="use every n-th document (exploration)")
-    parser.add_argument("--explore", action="store_true", help="sweep the design space instead of the final set")
+    parser.add_argument("--explore", action="store_true", help="sweep the design space instead of the ablations of the default")
     parser.add_argument("--only", nargs="*", help="labels of methods to run (substring match)")
     parser.add_argument("--jobs", type=int, default=1, help="processes for segmentation (the machine is shared)")
     parser.add_argument("--default-k", type=int, default=DEFAULT_MAX_DISTANCE)
+    parser.add_argument("--seed", default="", help="draw another set of variants (the tables use the default, empty seed)")
     parser.add_argument("--plot", type=Path, help="write recall and false-match curves to this PNG")
     parser.add_argument("--json", type=Path, help="write every number to this JSON file")
     args = parser.parse_args()
 
-    methods = baselines() + (exploration_schemes() if args.explore else project_schemes())
+    methods = baselines() + project_schemes() + (exploration_schemes() if args.explore else ablations())
     if args.only:
         methods = [m for m in methods if any(part in m.label for part in args.only)]
-    results = run(methods, every=args.every, jobs=args.jobs, default_k=args.default_k)
+    results = run(methods, every=args.every, jobs=args.jobs, default_k=args.default_k, seed=args.seed)
 
     if args.plot:
         plot(results, args.plot)

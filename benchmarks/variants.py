@@ -202,6 +202,7 @@ HEAVY: dict[str, Variant] = {
 KINDS: dict[str, Variant] = LIGHT | HEAVY
 
 
-def make_variant(kind: str, key: str, text: str, donor: str) -> str:
-    """The variant of one kind of one document; the generator is seeded by both names."""
-    return KINDS[kind](random.Random(f"{kind}|{key}"), text, donor)
+def make_variant(kind: str, key: str, text: str, donor: str, seed: str = "") -> str:
+    """The variant of one kind of one document; the generator is seeded by both names
+    (and ``seed``, to draw another set of variants of the same kinds)."""
+    return KINDS[kind](random.Random(f"{seed}{kind}|{key}"), text, donor)
