@@ -226,7 +226,7 @@ def test_skip_near_duplicates_keeps_the_first_of_each_group(database_url, tmp_pa
     write(tmp_path / "1-original.txt", original)
     write(tmp_path / "2-copy.txt", original.replace("本报讯", "本报讯（记者 王芳）"))
     write(tmp_path / "3-other.txt", (EXAMPLES / "corpus" / "rail-line-opening.txt").read_text(encoding="utf-8"))
-    assert hamming(fingerprint(original), fingerprint(original.replace("本报讯", "本报讯（记者 王芳）"))) <= 3
+    assert hamming(fingerprint(original), fingerprint(original.replace("本报讯", "本报讯（记者 王芳）"))) <= DEFAULT_MAX_DISTANCE
     result = invoke(database_url, "add", str(tmp_path), "--skip-near-duplicates")
     assert result.exit_code == 0, result.output
     assert "2-copy.txt ~ 1-original.txt" in result.output
