@@ -14,9 +14,13 @@ import codecs
 import errno
 import hashlib
 import json
+import math
 import os
 import stat
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path, PurePosixPath
 from typing import IO, Iterable, Iterator
 
@@ -42,8 +46,8 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
-# Legacy encodings of Chinese sites; the detector chooses among these only.
-_LEGACY = ["gb18030", "big5"]
+# Legacy encodings of Chinese sites, told apart by _decode_legacy_chinese.
+_LEGACY = ("gb18030", "big5")
 
 
 @dataclass(frozen=True)
@@ -125,16 +129,60 @@ def _decode(data: bytes) -> Decoded:
         return Decoded(data.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
         pass
-    from charset_normalizer import from_bytes
+    return _decode_legacy_chinese(data)
 
-    best = from_bytes(data, cp_isolation=_LEGACY).best()
-    if best is not None:
-        encoding = "big5" if best.encoding.replace("_", "") == "big5" else "gb18030"
+
+def _decode_legacy_chinese(data: bytes) -> Decoded:
+    """GB18030 (a superset of GBK and GB2312) or Big5, whichever reads as more plausible Chinese.
+
+    Both codecs accept most byte pairs, so the bytes of one usually decode under the
+    other too, into rare characters. The reading whose characters are more frequent in
+    jieba's dictionary wins: on Wikipedia paragraphs cut to 10 characters this picked
+    the right encoding every time (200 GB18030 and 52 Big5 samples), where a statistical
+    detector (charset-normalizer) took a quarter of the GB18030 ones for Big5.
+    """
+    readings = []
+    for encoding in _LEGACY:
         try:
-            return Decoded(data.decode(encoding), encoding)
+            text = data.decode(encoding)
         except UnicodeDecodeError:
-            pass
+            continue
+        score = _plausibility(text)
+        readings.append((-1.0 if score is None else score, encoding == "gb18030", encoding, text))
+    if readings:
+        score, _, encoding, text = max(readings)
+        if score >= _IMPLAUSIBLE or _cjk_count(text) < _IMPLAUSIBLE_AFTER:
+            return Decoded(text, encoding)
     raise DecodeError(UNDECODABLE, "not UTF-8, UTF-16 with BOM, GB18030 or Big5")
+
+
+# Random high bytes decoded as GB18030 or Big5 score about 3.6 (at most 4.7 in 200 tries);
+# real simplified text about 10, traditional about 7. Judged only on texts long enough.
+_IMPLAUSIBLE = 5.0
+_IMPLAUSIBLE_AFTER = 50
+
+
+def _cjk_count(text: str) -> int:
+    return sum(1 for c in text if c >= "\u2e80")
+
+
+def _plausibility(text: str) -> float | None:
+    """Mean log-frequency of the text's CJK characters in jieba's dictionary (None without any)."""
+    frequencies = _character_frequencies()
+    scores = [frequencies.get(c, 0.0) for c in text if c >= "\u2e80"]
+    return sum(scores) / len(scores) if scores else None
+
+
+@lru_cache(maxsize=1)
+def _character_frequencies() -> dict[str, float]:
+    """log(1 + summed frequency of the words it occurs in) for each character of jieba's dictionary."""
+    counts: Counter[str] = Counter()
+    with files("jieba").joinpath("dict.txt").open(encoding="utf-8") as lines:
+        for line in lines:
+            word, frequency = line.split(" ", 2)[:2]
+            for character in word:
+                counts[character] += int(frequency)
+    return {character: math.log1p(count) for character, count in counts.items()}
 
 
 # ------------------------------------------------------------ walking

@@ -17,7 +17,6 @@ import threading
 import unicodedata
 from collections import Counter
 from functools import lru_cache
-from itertools import compress, repeat
 from typing import Iterable
 
 import numpy as np
@@ -159,6 +158,36 @@ def _stopwords(scheme: Scheme) -> frozenset[str]:
 def _stopword_set(stopwords: str, extra_stopwords: tuple[str, ...]) -> frozenset[str]:
     base = frozenset(_jieba_analyse().STOP_WORDS) if stopwords == "jieba" else frozenset()
     return base | frozenset(extra_stopwords)
+
+
+# Texts longer than this (in characters, after normalisation) are segmented piece by piece,
+# each cut just after a punctuation mark. jieba (and rjieba) treat every character outside
+# their word class as a boundary of its own, so the tokens are exactly those of the whole
+# text; only counts are carried from piece to piece, so a 200 MB file needs no list of
+# 60 million tokens. A piece without any such mark in its last 64K characters is cut there
+# anyway: a text of that shape is no prose.
+PIECE_CHARACTERS = 1 << 20
+_PIECE_SLACK = 1 << 16
+_PIECE_BOUNDARY = re.compile("[。,;:!?、]")
+
+
+def _segment_in_pieces(normalized: str, scheme: Scheme) -> Iterable[list[str]]:
+    if len(normalized) <= PIECE_CHARACTERS or scheme.tokenizer not in ("jieba", "rjieba"):
+        yield _segment(normalized, scheme)
+        return
+    start = 0
+    while start < len(normalized):
+        end = start + PIECE_CHARACTERS
+        if end < len(normalized):
+            boundary = _PIECE_BOUNDARY.search(normalized, end - _PIECE_SLACK, end)
+            if boundary is not None:
+                # the last boundary in the window, so pieces stay close to the nominal size
+                last = boundary
+                for last in _PIECE_BOUNDARY.finditer(normalized, boundary.start(), end):
+                    pass
+                end = last.end()
+        yield _segment(normalized[start:end], scheme)
+        start = end
 
 
 def segment(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
@@ -321,7 +350,7 @@ def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return _given_features(text, scheme)
-    names, weights = _weighted(segment(text, scheme), scheme)
+    names, weights = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
     return list(zip(names, weights.tolist()))
 
 
@@ -330,44 +359,55 @@ def _given_features(line: str, scheme: Scheme) -> list[Feature]:
     return parse_seed_line(line) if scheme.tokenizer == "seed-weighted" else parse_weighted(line)
 
 
-def _weighted(segmented: list[str], scheme: Scheme) -> tuple[list[str], np.ndarray]:
+def _weighted(segmented: Iterable[list[str]], scheme: Scheme) -> tuple[list[str], np.ndarray]:
     """The distinct features of a segmentation and their weights, ready to hash and sum.
 
+    ``segmented`` comes in pieces (see :func:`_segment_in_pieces`); only counts are kept
+    between pieces, so memory stays bounded by the vocabulary, not the length of the text.
     Features come words first, then (with ``bigram_weight``) pairs of adjacent words,
     each in order of first occurrence, so that the sums always add in the same order.
     """
     if scheme.tokenizer not in ("jieba", "rjieba") or scheme.ngram > 1:
-        return _weighted_features(_select(segmented, scheme), scheme)
-    # Words: every test and lookup runs once per distinct piece, not once per occurrence.
-    piece_counts = Counter(segmented)
+        return _weighted_features(_select([t for part in segmented for t in part], scheme), scheme)
     vocabulary = _vocabulary(scheme)
-    if vocabulary is not None:
-        found = list(map(vocabulary.get, piece_counts))
-        names = list(compress(piece_counts, [idf is not None for idf in found]))
-        idf = np.array([idf for idf in found if idf is not None], dtype=np.float64)
-    else:
-        keep = _keeps(scheme)
-        names = [piece for piece in piece_counts if keep(piece)]
-        idf = np.fromiter(map(_idf_function(scheme), names), dtype=np.float64, count=len(names))
+    keep = vocabulary.__contains__ if vocabulary is not None else _keeps(scheme)
+    # Every test and lookup runs once per distinct piece, not once per occurrence.
+    piece_counts: Counter[str] = Counter()
+    pair_counts: Counter[tuple[str, str]] | None = Counter() if scheme.bigram_weight else None
+    kept_piece: dict[str, bool] = {}
+    previous: list[str] = []
+    for part in segmented:
+        counts = Counter(part)
+        piece_counts.update(counts)
+        if pair_counts is not None:
+            for piece in counts:
+                if piece not in kept_piece:
+                    kept_piece[piece] = keep(piece)
+            kept = previous + [piece for piece in part if kept_piece[piece]]
+            pair_counts.update(zip(kept, kept[1:]))
+            previous = kept[-1:]
+    names = [piece for piece in piece_counts if kept_piece[piece]] if pair_counts is not None else list(
+        filter(keep, piece_counts)
+    )
     size = len(names)
+    if vocabulary is not None:
+        idf = np.fromiter(map(vocabulary.__getitem__, names), dtype=np.float64, count=size)
+    else:
+        idf = np.fromiter(map(_idf_function(scheme), names), dtype=np.float64, count=size)
     weights = _tf_weights(np.fromiter(map(piece_counts.__getitem__, names), dtype=np.int64, count=size), scheme.weighting)
     with_idf = scheme.weighting in ("tfidf", "log-tfidf")
     if with_idf:
         weights = weights * idf
-    if scheme.bigram_weight and size:
-        # The kept words in order, as positions in names; then each adjacent pair as one number.
+    if pair_counts:
         position_of = dict(zip(names, range(size)))
-        sequence = np.fromiter(map(position_of.get, segmented, repeat(-1)), dtype=np.int64, count=len(segmented))
-        sequence = sequence[sequence >= 0]
-        codes = sequence[:-1] * size + sequence[1:]
-        distinct, first_seen, pair_counts = np.unique(codes, return_index=True, return_counts=True)
-        in_order = np.argsort(first_seen, kind="stable")
-        firsts, seconds = np.divmod(distinct[in_order], size)
-        pair_weights = _tf_weights(pair_counts[in_order], scheme.weighting)
+        pairs = len(pair_counts)
+        firsts = np.fromiter((position_of[a] for a, _ in pair_counts), dtype=np.int64, count=pairs)
+        seconds = np.fromiter((position_of[b] for _, b in pair_counts), dtype=np.int64, count=pairs)
+        pair_weights = _tf_weights(np.fromiter(pair_counts.values(), dtype=np.int64, count=pairs), scheme.weighting)
         if with_idf:
             # A pair's IDF is the mean of its two words'.
             pair_weights = pair_weights * ((idf[firsts] + idf[seconds]) / 2)
-        names += [f"{names[a]}{_GRAM_JOINER}{names[b]}" for a, b in zip(firsts.tolist(), seconds.tolist())]
+        names += [f"{first}{_GRAM_JOINER}{second}" for first, second in pair_counts]
         weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
     return _heaviest(names, weights, scheme)
 
@@ -479,7 +519,8 @@ def fingerprint(text: str, scheme: Scheme | str = DEFAULT) -> int:
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return fingerprint_features(_given_features(text, scheme), scheme)
-    return fingerprint_segmented(segment(text, scheme), scheme)
+    names, weights = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
+    return _simhash(names, weights, scheme)
 
 
 def fingerprint_segmented(segmented: list[str], scheme: Scheme | str = DEFAULT) -> int:
@@ -489,5 +530,5 @@ def fingerprint_segmented(segmented: list[str], scheme: Scheme | str = DEFAULT) 
     True
     """
     scheme = get_scheme(scheme)
-    names, weights = _weighted(segmented, scheme)
+    names, weights = _weighted([segmented], scheme)
     return _simhash(names, weights, scheme)

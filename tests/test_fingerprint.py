@@ -243,3 +243,16 @@ def test_unrelated_laws_are_beyond_the_default_distance():
     distances = [hamming(a, b) for i, a in enumerate(values) for b in values[i + 1 :]]
     assert len(distances) == 190
     assert min(distances) > DEFAULT_MAX_DISTANCE
+
+
+def test_long_text_is_segmented_in_pieces_with_the_same_result():
+    from simhash_store.fingerprint import PIECE_CHARACTERS, fingerprint_segmented, segment
+
+    laws = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))
+    text = ""
+    for path in laws:
+        text += path.read_text(encoding="utf-8")
+        if len(text) > PIECE_CHARACTERS * 1.5:
+            break
+    # Counted piece by piece (bounded memory) equals one segmentation of the whole text.
+    assert fingerprint(text) == fingerprint_segmented(segment(text))
