@@ -12,6 +12,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -68,10 +70,26 @@ class IngestSummary:
 _worker_scheme: Scheme | None = None
 
 
-def _init_worker(scheme: Scheme) -> None:
+def _init_worker(scheme: Scheme, parent: int) -> None:
     global _worker_scheme
     _worker_scheme = scheme
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    _exit_with(parent)
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker when the process that started it is gone (kill -9, SIGTERM): nothing else would.
+
+    Forked workers hold both ends of their task pipes, so they wait for work forever, with
+    their memory and the parent's output pipes, once the parent has died without stopping them.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prepared:
@@ -132,7 +150,7 @@ class Fingerprinter:
             # An executor, not multiprocessing.Pool: when a worker dies (kill -9, the kernel's OOM
             # killer) Pool starts another and waits forever for the lost tasks; the executor raises.
             self._pool = ProcessPoolExecutor(
-                self.jobs, mp_context=context, initializer=_init_worker, initargs=(self.scheme,)
+                self.jobs, mp_context=context, initializer=_init_worker, initargs=(self.scheme, os.getpid())
             )
         return self._pool
 

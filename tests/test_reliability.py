@@ -327,3 +327,26 @@ def test_a_killed_fingerprinting_worker_fails_the_add_instead_of_hanging(databas
     code, out, err = finish(cli("add", str(tmp_path / "laws"), url=url_text(database_url)))
     assert code == 0, err
     assert stored(database_url) == expected
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_fingerprinting_workers_exit_when_the_add_is_killed(database_url, tmp_path, how):
+    # Forked workers waited for work from a dead parent forever, holding their memory.
+    laws = sorted((CORPUS / "zh-laws").glob("*.txt"))[:200]
+    (tmp_path / "laws").mkdir()
+    for path in laws:
+        (tmp_path / "laws" / path.name).write_bytes(path.read_bytes())
+    process = cli("add", str(tmp_path / "laws"), "--batch-size", "100", "-j", "2", url=url_text(database_url))
+    parent = psutil.Process(process.pid)
+    deadline = time.time() + 120
+    while time.time() < deadline and process.poll() is None and len(parent.children()) < 2:
+        time.sleep(0.05)
+    workers = parent.children()
+    assert len(workers) == 2, "the add should have started its two workers"
+    process.send_signal(how)
+    process.wait()  # not communicate(): workers that outlive the add hold its output pipes open
+    gone, alive = psutil.wait_procs(workers, timeout=15)
+    for worker in alive:
+        worker.kill()
+    process.communicate()
+    assert not alive, f"workers outlived the add: {[w.pid for w in alive]}"
