@@ -11,6 +11,7 @@ from sqlalchemy.pool import NullPool
 
 from simhash_store import SchemeMismatchError, fingerprint, get_scheme, to_signed
 from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, SchemeError
+from simhash_store.scheme import DEFAULT_MAX_DISTANCE
 from simhash_store.store import MAX_KEY_BYTES, NewDocument, Store
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
@@ -84,9 +85,9 @@ def test_sql_near_is_exact_for_every_distance(store):
                 text("SELECT key, distance FROM simhash.near(:q, :k)"), {"q": to_signed(query), "k": k}
             ).all()
             assert [(r.distance, r.key) for r in rows] == brute_force(stored, query, k)
-            # The default is the project's max distance.
+        # The SQL default is the project's default max distance.
         default = connection.execute(text("SELECT count(*) FROM simhash.near(:q)"), {"q": to_signed(query)}).scalar()
-        assert default == len(brute_force(stored, query, 3))
+        assert default == len(brute_force(stored, query, DEFAULT_MAX_DISTANCE))
         assert connection.execute(text("SELECT simhash.distance(0, -1)")).scalar() == 64
 
 

@@ -44,8 +44,11 @@ CREATE TYPE simhash.match AS (id bigint, key text, fingerprint bigint, distance 
 # (it cannot see that a probe array holds 1 value, not 10), so PostgreSQL would plan the
 # four-way probe afresh on every call: about 150 us of a 250 us query. The generic plan
 # is the same plan, so keep it.
+# The default max distance is the project's (simhash_store.scheme.DEFAULT_MAX_DISTANCE when
+# this revision was written, chosen by benchmarks/quality.py). It is written out, not
+# imported: a revision must create the same function whatever the code says later.
 NEAR = """
-CREATE FUNCTION simhash.near(fingerprint bigint, max_distance integer DEFAULT 3, method text DEFAULT 'auto')
+CREATE FUNCTION simhash.near(fingerprint bigint, max_distance integer DEFAULT 11, method text DEFAULT 'auto')
 RETURNS SETOF simhash.match
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET plan_cache_mode = force_generic_plan
