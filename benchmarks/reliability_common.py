@@ -46,12 +46,17 @@ def admin_url_for(choice: str) -> Iterator[str]:
     if choice != "embedded":
         yield choice
         return
+    import atexit
+    import shutil
     import tempfile
 
     from simhash_store.embedded import server_for
 
-    # A fresh directory the server's own system user can reach when this runs as root.
-    server = server_for(Path(tempfile.mkdtemp(prefix="simhash-bench-")) / "pgdata", cleanup_mode="delete")
+    # A fresh directory the server's own system user can reach when this runs as root;
+    # removed at exit, after the server has stopped (exit handlers run last registered first).
+    directory = Path(tempfile.mkdtemp(prefix="simhash-bench-"))
+    atexit.register(shutil.rmtree, directory, True)
+    server = server_for(directory / "pgdata", cleanup_mode="delete")
     yield plain_url(server.get_uri())
 
 
