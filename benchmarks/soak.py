@@ -6,7 +6,7 @@ after it (``store_speed.bulk_load``: the fastest honest path; the add under test
 through the CLI). Then three windows of ``--seconds`` each:
 
 1. **clients + add**: ``--clients`` query processes, each with its own ``Store``, issue
-   single ``Store.query`` calls at k=3 as fast as they can, while a ``simhash-store add
+   single ``Store.query`` calls as fast as they can, while a ``simhash-store add
    --jsonl -`` process is fed the shared corpus (600 laws and 1,104 Wikipedia paragraphs)
    over and over under new key prefixes, so that it fingerprints and writes for the
    whole window;
@@ -17,8 +17,8 @@ through the CLI). Then three windows of ``--seconds`` each:
 The add's rate is what it committed in the window (rows and their characters), so it
 runs with small batches (``--add-batch-size``, 100) to make that count fine-grained.
 
-Queries are a mix: a third are planted points (three stored neighbours at distances
-1 to 3), a third are stored fingerprints with 0 to 3 bits flipped, a third are random.
+Queries (at ``--max-distance``, 3) are a mix: a third are planted points (stored neighbours
+at distances 1 to 10), a third are stored fingerprints with 0 to k bits flipped, a third are random.
 Every answer is compared with brute force over the bulk rows (computed with numpy
 before the windows), so a wrong answer counts as well as an exception. After the
 second window the add's input is closed; it must exit 0, and every record it was given must
@@ -62,7 +62,6 @@ from reliability_common import (
     server_version,
 )
 
-K = 3
 
 
 # ------------------------------------------------------------------ queries and their answers
@@ -70,12 +69,13 @@ K = 3
 
 @dataclass
 class Workload:
+    max_distance: int
     fingerprints: list[int]
     kinds: list[str]
     expected: list[list[tuple[str, int]]]  # (key, distance) among the bulk rows, nearest first
 
 
-def build_workload(stored: np.ndarray, points: np.ndarray, per_kind: int, seed: int) -> Workload:
+def build_workload(stored: np.ndarray, points: np.ndarray, per_kind: int, max_distance: int, seed: int) -> Workload:
     from store_speed import key_of
 
     rng = np.random.default_rng(seed)
@@ -83,7 +83,7 @@ def build_workload(stored: np.ndarray, points: np.ndarray, per_kind: int, seed: 
     near_stored = []
     for index in rng.choice(len(stored), per_kind, replace=False).tolist():
         value = int(stored[index])
-        for bit in rng.choice(64, int(rng.integers(0, K + 1)), replace=False).tolist():
+        for bit in rng.choice(64, int(rng.integers(0, max_distance + 1)), replace=False).tolist():
             value ^= 1 << bit
         near_stored.append(value)
     randoms = rng.integers(0, 2**64, size=per_kind, dtype=np.uint64).tolist()
@@ -92,9 +92,9 @@ def build_workload(stored: np.ndarray, points: np.ndarray, per_kind: int, seed: 
     expected = []
     for value in fingerprints:
         distances = np.bitwise_count(stored ^ np.uint64(value))
-        hits = np.flatnonzero(distances <= K)
+        hits = np.flatnonzero(distances <= max_distance)
         expected.append([(key_of(int(i)), int(distances[i])) for i in sorted(hits.tolist(), key=lambda i: (distances[i], i))])
-    return Workload(fingerprints, kinds, expected)
+    return Workload(max_distance, fingerprints, kinds, expected)
 
 
 # ------------------------------------------------------------------ one query client (its own process)
@@ -110,7 +110,7 @@ def client(number: int, url: str, workload: Workload, ready, go, deadline_holder
     wrong = 0
     with Store(url) as store:
         for i in order[:50]:  # warm up: connection, prepared statement, function plans
-            store.query(workload.fingerprints[i], K)
+            store.query(workload.fingerprints[i], workload.max_distance)
         ready.put(number)
         go.wait()
         deadline = deadline_holder.value
@@ -120,7 +120,7 @@ def client(number: int, url: str, workload: Workload, ready, go, deadline_holder
             if started >= deadline:
                 break
             try:
-                matches = store.query(workload.fingerprints[i], K)
+                matches = store.query(workload.fingerprints[i], workload.max_distance)
             except Exception as exc:  # noqa: BLE001 - counted and reported, never hidden
                 errors[f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"] += 1
                 latencies.append(time.perf_counter() - started)
@@ -311,6 +311,7 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=1_000_000, help="fingerprints in the store before the windows")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each window")
     parser.add_argument("--clients", type=int, default=8, help="query processes")
+    parser.add_argument("--max-distance", "-k", type=int, default=3, help="the queries' max distance")
     parser.add_argument("--queries-per-kind", type=int, default=1000, help="distinct queries of each kind (planted, near stored, random)")
     parser.add_argument("--add-batch-size", type=int, default=100,
                         help="the add's --batch-size (small, so that its committed rows measure its rate within the window)")
@@ -332,7 +333,7 @@ def main() -> None:
         stored, points = make_data(args.documents, args.queries_per_kind, args.seed)
         loaded = bulk_load(url, stored)
         print(f"loaded {args.documents:,} fingerprints in {loaded:.1f} s", flush=True)
-        workload = build_workload(stored, points, args.queries_per_kind, args.seed + 2)
+        workload = build_workload(stored, points, args.queries_per_kind, args.max_distance, args.seed + 2)
         print(f"{len(workload.fingerprints):,} distinct queries, "
               f"{sum(map(len, workload.expected)):,} expected matches among the bulk rows", flush=True)
 
@@ -362,7 +363,7 @@ def main() -> None:
                 print(f"- {window.name}: {count} x {error}")
         for note in notes:
             print(f"- {note}")
-        print(f"- {args.documents:,} bulk fingerprints; k={K}; {args.clients} client processes; "
+        print(f"- {args.documents:,} bulk fingerprints; k={args.max_distance}; {args.clients} client processes; "
               f"add batch size {args.add_batch_size}; corpus {len(documents):,} texts per repetition")
         print(f"- load at end: {load_now()}")
 
