@@ -16,7 +16,9 @@ import re
 import threading
 import unicodedata
 from collections import Counter
+from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import compress, repeat
 from typing import Iterable
 
 import numpy as np
@@ -243,6 +245,7 @@ def _keeps(scheme: Scheme):
 # Joins the words of an n-gram feature. It is a control character, which the normaliser
 # removes and jieba never puts inside a word, so no single word contains it.
 _GRAM_JOINER = "\x1f"
+_GRAM_JOINER_BYTES = _GRAM_JOINER.encode()
 
 
 def _vocabulary(scheme: Scheme) -> dict[str, float] | None:
@@ -273,8 +276,11 @@ def _known_vocabulary(
             for line in lines:
                 if line.strip():
                     known.setdefault(line.split()[0], extractor.median_idf)
+    # One float object per distinct IDF (about 3,000 of them): lookups then read values
+    # that stay in cache instead of 260,000 scattered ones.
+    shared: dict[float, float] = {}
     return {
-        word: idf
+        word: shared.setdefault(idf, idf)
         for word, idf in known.items()
         if len(word) >= min_length
         and word not in stop
@@ -350,8 +356,8 @@ def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return _given_features(text, scheme)
-    names, weights = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
-    return list(zip(names, weights.tolist()))
+    weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
+    return list(zip(weighted.names(), weighted.weights.tolist()))
 
 
 def _given_features(line: str, scheme: Scheme) -> list[Feature]:
@@ -359,76 +365,119 @@ def _given_features(line: str, scheme: Scheme) -> list[Feature]:
     return parse_seed_line(line) if scheme.tokenizer == "seed-weighted" else parse_weighted(line)
 
 
-def _weighted(segmented: Iterable[list[str]], scheme: Scheme) -> tuple[list[str], np.ndarray]:
+@dataclass
+class _Features:
+    """Distinct features and their weights: the words, then pairs of them by position."""
+
+    words: list[str]
+    weights: np.ndarray  # the words', then the pairs'
+    firsts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    seconds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def names(self) -> list[str]:
+        words = self.words
+        pairs = zip(self.firsts.tolist(), self.seconds.tolist())
+        return words + [f"{words[a]}{_GRAM_JOINER}{words[b]}" for a, b in pairs]
+
+    def encoded(self) -> list[bytes]:
+        """UTF-8 of each feature's name; a pair's joins its words' bytes, with no string built."""
+        words = _encode(self.words)
+        if not len(self.firsts):
+            return words
+        with_joiner = [word + _GRAM_JOINER_BYTES for word in words]
+        firsts = map(with_joiner.__getitem__, self.firsts.tolist())
+        seconds = map(words.__getitem__, self.seconds.tolist())
+        return words + list(map(bytes.__add__, firsts, seconds))
+
+
+def _weighted(segmented: Iterable[list[str]], scheme: Scheme) -> _Features:
     """The distinct features of a segmentation and their weights, ready to hash and sum.
 
     ``segmented`` comes in pieces (see :func:`_segment_in_pieces`); only counts are kept
     between pieces, so memory stays bounded by the vocabulary, not the length of the text.
     Features come words first, then (with ``bigram_weight``) pairs of adjacent words,
-    each in order of first occurrence, so that the sums always add in the same order.
+    each in order of first occurrence.
     """
     if scheme.tokenizer not in ("jieba", "rjieba") or scheme.ngram > 1:
         return _weighted_features(_select([t for part in segmented for t in part], scheme), scheme)
     vocabulary = _vocabulary(scheme)
-    keep = vocabulary.__contains__ if vocabulary is not None else _keeps(scheme)
-    # Every test and lookup runs once per distinct piece, not once per occurrence.
-    piece_counts: Counter[str] = Counter()
-    pair_counts: Counter[tuple[str, str]] | None = Counter() if scheme.bigram_weight else None
-    kept_piece: dict[str, bool] = {}
-    previous: list[str] = []
+    keep = _keeps(scheme) if vocabulary is None else None
+    piece_counts: Counter[str] | None = None
+    words: list[str] = []  # the kept words, in order of first occurrence
+    word_idf: list[float] = []  # and their IDF, when the vocabulary gives it
+    position_of: dict[str, int] = {}
+    pair_counts: Counter[int] = Counter()  # pairs as numbers (see _PAIR_SPAN), in order of first occurrence
+    last_word = np.zeros(0, dtype=np.int64)  # the last kept word of the piece before, which pairs with the next
     for part in segmented:
         counts = Counter(part)
-        piece_counts.update(counts)
-        if pair_counts is not None:
-            for piece in counts:
-                if piece not in kept_piece:
-                    kept_piece[piece] = keep(piece)
-            kept = previous + [piece for piece in part if kept_piece[piece]]
-            pair_counts.update(zip(kept, kept[1:]))
-            previous = kept[-1:]
-    names = [piece for piece in piece_counts if kept_piece[piece]] if pair_counts is not None else list(
-        filter(keep, piece_counts)
-    )
-    size = len(names)
+        # Tests and lookups run once per distinct piece, not once per occurrence; with a
+        # vocabulary one lookup answers both "is it kept?" and "what is its IDF?".
+        found = list(map(vocabulary.get, counts)) if vocabulary is not None else None
+        kept = [idf is not None for idf in found] if found is not None else list(map(keep, counts))
+        if piece_counts is None:
+            piece_counts = counts
+            words = list(compress(counts, kept))
+            word_idf = list(compress(found, kept)) if found is not None else []
+            position_of = dict(zip(words, range(len(words))))
+        else:
+            piece_counts.update(counts)
+            idfs = compress(found, kept) if found is not None else repeat(0.0)
+            for word, idf in zip(compress(counts, kept), idfs):
+                if word not in position_of:
+                    position_of[word] = len(words)
+                    words.append(word)
+                    word_idf.append(idf)
+        if scheme.bigram_weight:
+            sequence = np.fromiter(map(position_of.get, part, repeat(-1)), dtype=np.int64, count=len(part))
+            sequence = sequence[sequence >= 0]
+            if len(last_word):
+                sequence = np.concatenate([last_word, sequence])
+            if len(sequence) > 1:
+                pair_counts.update((sequence[:-1] * _PAIR_SPAN + sequence[1:]).tolist())
+                last_word = sequence[-1:]
+    size = len(words)
     if vocabulary is not None:
-        idf = np.fromiter(map(vocabulary.__getitem__, names), dtype=np.float64, count=size)
+        idf = np.array(word_idf, dtype=np.float64)
     else:
-        idf = np.fromiter(map(_idf_function(scheme), names), dtype=np.float64, count=size)
-    weights = _tf_weights(np.fromiter(map(piece_counts.__getitem__, names), dtype=np.int64, count=size), scheme.weighting)
+        idf = np.fromiter(map(_idf_function(scheme), words), dtype=np.float64, count=size)
+    counts_of_words = np.fromiter(map((piece_counts or Counter()).__getitem__, words), dtype=np.int64, count=size)
+    weights = _tf_weights(counts_of_words, scheme.weighting)
     with_idf = scheme.weighting in ("tfidf", "log-tfidf")
     if with_idf:
         weights = weights * idf
-    if pair_counts:
-        position_of = dict(zip(names, range(size)))
-        pairs = len(pair_counts)
-        firsts = np.fromiter((position_of[a] for a, _ in pair_counts), dtype=np.int64, count=pairs)
-        seconds = np.fromiter((position_of[b] for _, b in pair_counts), dtype=np.int64, count=pairs)
-        pair_weights = _tf_weights(np.fromiter(pair_counts.values(), dtype=np.int64, count=pairs), scheme.weighting)
-        if with_idf:
-            # A pair's IDF is the mean of its two words'.
-            pair_weights = pair_weights * ((idf[firsts] + idf[seconds]) / 2)
-        names += [f"{first}{_GRAM_JOINER}{second}" for first, second in pair_counts]
-        weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
-    return _heaviest(names, weights, scheme)
+    if not pair_counts:
+        return _heaviest(_Features(words, weights), scheme)
+    pairs = len(pair_counts)
+    firsts, seconds = np.divmod(np.fromiter(pair_counts, dtype=np.int64, count=pairs), _PAIR_SPAN)
+    pair_weights = _tf_weights(np.fromiter(pair_counts.values(), dtype=np.int64, count=pairs), scheme.weighting)
+    if with_idf:
+        # A pair's IDF is the mean of its two words'.
+        pair_weights = pair_weights * ((idf[firsts] + idf[seconds]) / 2)
+    weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
+    return _heaviest(_Features(words, weights, firsts, seconds), scheme)
 
 
-def _weighted_features(selected: list[str], scheme: Scheme) -> tuple[list[str], np.ndarray]:
+# A pair of words as one number: first word's number * _PAIR_SPAN + second word's number.
+_PAIR_SPAN = 1 << 31
+
+
+def _weighted_features(selected: list[str], scheme: Scheme) -> _Features:
     """Count and weigh selected features (character windows and word n-grams), in order of first occurrence."""
     counts = Counter(selected)
     names = list(counts)
     weights = _tf_weights(np.fromiter(counts.values(), dtype=np.int64, count=len(names)), scheme.weighting)
     if scheme.weighting in ("tfidf", "log-tfidf"):
         weights = weights * np.fromiter(map(_idf_function(scheme), names), dtype=np.float64, count=len(names))
-    return _heaviest(names, weights, scheme)
+    return _heaviest(_Features(names, weights), scheme)
 
 
-def _heaviest(names: list[str], weights: np.ndarray, scheme: Scheme) -> tuple[list[str], np.ndarray]:
+def _heaviest(features: _Features, scheme: Scheme) -> _Features:
     """With ``top_k``: the heaviest features, heaviest first, ties in code point order."""
-    if scheme.top_k is None or len(names) <= scheme.top_k:
-        return names, weights
-    listed = weights.tolist()
+    if scheme.top_k is None or len(features.weights) <= scheme.top_k:
+        return features
+    names, listed = features.names(), features.weights.tolist()
     order = sorted(range(len(names)), key=lambda i: (-listed[i], names[i]))[: scheme.top_k]
-    return [names[i] for i in order], weights[order]
+    return _Features([names[i] for i in order], features.weights[order])
 
 
 # ---------------------------------------------------------------- hashing and summing
@@ -456,30 +505,64 @@ def fingerprint_features(weighted: Iterable[Feature] | Iterable[str], scheme: Sc
 
 
 def _simhash(unique_tokens: list[str], weights: list[float] | np.ndarray, scheme: Scheme) -> int:
-    """The weighted bit sums of distinct tokens, vectorised: one matrix product, no loop over bits."""
-    if not unique_tokens:
+    """The weighted bit sums of distinct tokens (see :func:`_simhash_encoded`)."""
+    return _simhash_encoded(_encode(unique_tokens), weights, scheme)
+
+
+def _simhash_encoded(encoded: list[bytes], weights: list[float] | np.ndarray, scheme: Scheme) -> int:
+    """The weighted bit sums of distinct features, vectorised: one product, no loop over bits.
+
+    The weights are rounded to whole units first (see :func:`_whole_units`), so every
+    sum is an exact integer: the same on every machine, in any order of addition. Float
+    sums would differ in the last bit between BLAS builds, and a sum near zero flips its
+    bit. einsum also keeps BLAS, and its threads, out of worker processes.
+    """
+    if not encoded:
         return 0
-    bits = _hash_bits(unique_tokens, scheme)
-    weight_vector = np.array(weights, dtype=np.float64)
-    signed_sums = 2.0 * (weight_vector @ bits) - weight_vector.sum()
+    bits = _bits_of(encoded, scheme)
+    units = _whole_units(np.asarray(weights, dtype=np.float64))
+    signed_sums = 2.0 * np.einsum("i,ij->j", units, bits) - units.sum()
     return _pack(signed_sums > 0)
+
+
+def _whole_units(weights: np.ndarray) -> np.ndarray:
+    """The weights as integers (in float64) on one power-of-two scale, their absolute sum below 2**53.
+
+    The largest weight keeps about 52 - log2(len(weights)) bits, so the rounding is
+    far below anything that decides a bit, and every partial sum is exactly representable.
+    """
+    largest = float(np.abs(weights).max())
+    if not math.isfinite(largest):
+        raise SchemeError("feature weights must be finite numbers")
+    if largest == 0.0:
+        return weights
+    # Each |weight| < 2**exponent, so each unit count stays below 2**52 / len(weights).
+    exponent = math.frexp(largest)[1]
+    return np.rint(np.ldexp(weights, 52 - len(weights).bit_length() - exponent))
 
 
 def _hash_bits(feature_tokens: list[str], scheme: Scheme) -> np.ndarray:
     """One row of 0/1 per feature: bit i of the feature's hash in column i."""
+    return _bits_of(_encode(feature_tokens), scheme)
+
+
+def _encode(tokens: list[str]) -> list[bytes]:
+    try:
+        return list(map(str.encode, tokens))
+    except UnicodeEncodeError:  # lone surrogates, which only unnormalised text keeps
+        return [token.encode("utf-8", "surrogatepass") for token in tokens]
+
+
+def _bits_of(encoded: list[bytes], scheme: Scheme) -> np.ndarray:
+    """One row of 0/1 per encoded feature: bit i of its hash in column i."""
     hash_function = HASHES[scheme.hash].function
     nbytes = scheme.bits // 8
-    try:
-        encoded = list(map(str.encode, feature_tokens))
-    except UnicodeEncodeError:  # lone surrogates, which only unnormalised text keeps
-        encoded = [token.encode("utf-8", "surrogatepass") for token in feature_tokens]
     if nbytes in (4, 8):
         # Hash values as little-endian machine integers: no bytes object per feature.
-        values = np.array(list(map(hash_function, encoded)), dtype=f"<u{nbytes}")
-        hashed = values.view(np.uint8)
+        hashed = np.array(list(map(hash_function, encoded)), dtype=f"<u{nbytes}").view(np.uint8)
     else:
         hashed = np.frombuffer(b"".join([hash_function(e).to_bytes(nbytes, "little") for e in encoded]), dtype=np.uint8)
-    return np.unpackbits(hashed.reshape(len(feature_tokens), nbytes), axis=1, bitorder="little")
+    return np.unpackbits(hashed.reshape(len(encoded), nbytes), axis=1, bitorder="little")
 
 
 def _pack(set_bits: np.ndarray) -> int:
@@ -519,8 +602,8 @@ def fingerprint(text: str, scheme: Scheme | str = DEFAULT) -> int:
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return fingerprint_features(_given_features(text, scheme), scheme)
-    names, weights = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
-    return _simhash(names, weights, scheme)
+    weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
+    return _simhash_encoded(weighted.encoded(), weighted.weights, scheme)
 
 
 def fingerprint_segmented(segmented: list[str], scheme: Scheme | str = DEFAULT) -> int:
@@ -530,5 +613,5 @@ def fingerprint_segmented(segmented: list[str], scheme: Scheme | str = DEFAULT) 
     True
     """
     scheme = get_scheme(scheme)
-    names, weights = _weighted([segmented], scheme)
-    return _simhash(names, weights, scheme)
+    weighted = _weighted([segmented], scheme)
+    return _simhash_encoded(weighted.encoded(), weighted.weights, scheme)

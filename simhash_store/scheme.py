@@ -90,10 +90,9 @@ class Scheme:
                 f"scheme {self.name!r}: hash {self.hash} gives {HASHES[self.hash].bits} bits, "
                 f"but the scheme asks for {self.bits}"
             )
-        if isinstance(self.min_token_length, bool) or not isinstance(self.min_token_length, int) or self.min_token_length < 1:
-            raise SchemeError(
-                f"scheme {self.name!r}: min_token_length must be an integer of at least 1, not {self.min_token_length!r}"
-            )
+        length = self.min_token_length
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise SchemeError(f"scheme {self.name!r}: min_token_length must be an integer of at least 1, not {length!r}")
         if self.ngram < 1:
             raise SchemeError(f"scheme {self.name!r}: ngram must be at least 1, not {self.ngram}")
         word_tokenizer = self.tokenizer in ("jieba", "rjieba")
@@ -111,7 +110,10 @@ class Scheme:
                 f"scheme {self.name!r}: bigram_weight must be a finite number of at least 0, not {self.bigram_weight!r}"
             )
         if self.bigram_weight and not (word_tokenizer and self.ngram == 1):
-            raise SchemeError(f"scheme {self.name!r}: bigram_weight adds word pairs to single words: it needs a jieba tokenizer and ngram 1")
+            raise SchemeError(
+                f"scheme {self.name!r}: bigram_weight adds pairs of words to single words, "
+                "so it needs a jieba tokenizer and ngram 1"
+            )
         object.__setattr__(self, "bigram_weight", float(self.bigram_weight))
         if self.top_k is not None and self.top_k < 1:
             raise SchemeError(f"scheme {self.name!r}: top_k must be at least 1 or None")
