@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -276,6 +277,10 @@ def test_socket_lock_file_of_a_dead_server_does_not_stop_the_next_one(tmp_path):
     finally:
         impostor.kill()
         impostor.wait()
+    deadline = time.time() + 30
+    while time.time() < deadline and _postgres_processes(pgdata):
+        time.sleep(0.2)
+    shutil.rmtree(data_dir, ignore_errors=True)  # a whole cluster: do not leave it in /tmp
 
 
 def test_two_cli_processes_share_a_fresh_embedded_server(tmp_path):
