@@ -168,6 +168,14 @@ def test_weighted_line_equals_weighted_pairs():
     assert fingerprint("中国 知乎", "weighted-v1") == fingerprint_features(["中国", "知乎"])
 
 
+def test_bit_sums_are_exact_ties_give_zero_and_the_majority_wins():
+    """Sums are exact integers, so a tie is a tie on every machine (and never a rounding error)."""
+    a, b, c = (HASHES["xxh3_64"].function(word.encode()) for word in ("甲", "乙", "丙"))
+    assert fingerprint_features(["甲", "乙"]) == a & b
+    assert fingerprint_features(["甲", "乙", "丙"]) == (a & b) | (a & c) | (b & c)
+    assert fingerprint_features([("甲", 1e-300), ("乙", 1e300)]) == b
+
+
 def test_a_weight_that_is_not_a_number_is_refused():
     with pytest.raises(SchemeError, match="not a number"):
         fingerprint("中国^abc", "weighted-v1")
