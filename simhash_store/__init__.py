@@ -16,7 +16,7 @@ from .errors import (
     SchemeMismatchError,
     SimhashStoreError,
 )
-from .fingerprint import features, fingerprint, fingerprint_features, normalize, parse_weighted, tokens
+from .fingerprint import features, fingerprint, fingerprint_features, fingerprint_if_any, normalize, parse_weighted, tokens
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
 from .seed_format import parse_seed_line
 
@@ -37,6 +37,7 @@ __all__ = [
     "features",
     "fingerprint",
     "fingerprint_features",
+    "fingerprint_if_any",
     "from_hex",
     "from_signed",
     "get_scheme",

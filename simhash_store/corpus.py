@@ -55,7 +55,7 @@ class Source:
     """A document to read: its key and where its bytes are (a file) or its text (a JSONL record)."""
 
     key: str
-    path: Path | None = None
+    path: str | None = None  # a file's path as a string: cheaper to make and to send to workers than Path
     text: str | None = None
     size: int = 0
 
@@ -236,13 +236,13 @@ def file_source(argument: str | Path, key: str | None = None) -> Source | Skip:
         return Skip(shown, UNREADABLE, "a directory")
     if not stat.S_ISREG(info.st_mode):
         return Skip(shown, UNREADABLE, "not a regular file")
-    return Source(key if key is not None else shown.replace(os.sep, "/"), path, size=info.st_size)
+    return Source(key if key is not None else shown.replace(os.sep, "/"), shown, size=info.st_size)
 
 
 def _walk_directory(root: Path, prefix: str, wanted, hidden: bool) -> Iterator[Source | Skip]:
     root_info = root.stat()
     visited = {(root_info.st_dev, root_info.st_ino)}
-    stack = [(root, "")]
+    stack = [(str(root), "")]
     while stack:
         directory, relative_dir = stack.pop()
         try:
@@ -259,24 +259,24 @@ def _walk_directory(root: Path, prefix: str, wanted, hidden: bool) -> Iterator[S
                 info = entry.stat(follow_symlinks=True)
             except FileNotFoundError:
                 if wanted(relative):
-                    yield Skip(str(Path(entry.path)), BROKEN_SYMLINK)
+                    yield Skip(entry.path, BROKEN_SYMLINK)
                 continue
             except OSError as exc:
                 if wanted(relative):
-                    yield Skip(str(Path(entry.path)), SYMLINK_LOOP if exc.errno == errno.ELOOP else UNREADABLE, exc.strerror or "")
+                    yield Skip(entry.path, SYMLINK_LOOP if exc.errno == errno.ELOOP else UNREADABLE, exc.strerror or "")
                 continue
             if stat.S_ISDIR(info.st_mode):
                 identity = (info.st_dev, info.st_ino)
                 if identity in visited:
-                    yield Skip(str(Path(entry.path)), SYMLINK_LOOP, "directory already visited")
+                    yield Skip(entry.path, SYMLINK_LOOP, "directory already visited")
                     continue
                 visited.add(identity)
-                subdirectories.append((Path(entry.path), relative + "/"))
+                subdirectories.append((entry.path, relative + "/"))
             elif stat.S_ISREG(info.st_mode):
                 if wanted(relative):
-                    yield Source(prefix + relative, Path(entry.path), size=info.st_size)
+                    yield Source(prefix + relative, entry.path, size=info.st_size)
             elif wanted(relative):
-                yield Skip(str(Path(entry.path)), UNREADABLE, "not a regular file")
+                yield Skip(entry.path, UNREADABLE, "not a regular file")
         stack.extend(reversed(subdirectories))
 
 

@@ -144,12 +144,24 @@ def _is_content(token: str) -> bool:
     return token.isalnum() or any(c.isalnum() for c in token)
 
 
-@lru_cache(maxsize=1)
-def _jieba_analyse():
-    """jieba's keyword extractor: its IDF table and its stop-word list."""
-    import jieba.analyse
+# jieba's keyword-extraction stop words (jieba 0.42.1, jieba.analyse.tfidf.KeywordExtractor.STOP_WORDS),
+# written out because importing jieba.analyse parses its whole IDF table a second time;
+# a test checks that they are still jieba's.
+JIEBA_STOP_WORDS = frozenset(
+    "an and are as at be by can for from has have if in is it not of on one or that the then this to we which "
+    "with you all".split()
+)
 
-    return jieba.analyse.default_tfidf
+
+@lru_cache(maxsize=1)
+def _idf_table() -> tuple[dict[str, float], float]:
+    """jieba's IDF table (jieba/analyse/idf.txt) and its median, exactly as jieba.analyse reads them."""
+    from importlib.resources import files
+
+    content = (files("jieba") / "analyse" / "idf.txt").read_text(encoding="utf-8")
+    words_and_values = content.split()  # "word idf" per line; no word holds whitespace
+    table = dict(zip(words_and_values[0::2], map(float, words_and_values[1::2])))
+    return table, sorted(table.values())[len(table) // 2]
 
 
 def _stopwords(scheme: Scheme) -> frozenset[str]:
@@ -158,7 +170,7 @@ def _stopwords(scheme: Scheme) -> frozenset[str]:
 
 @lru_cache(maxsize=16)
 def _stopword_set(stopwords: str, extra_stopwords: tuple[str, ...]) -> frozenset[str]:
-    base = frozenset(_jieba_analyse().STOP_WORDS) if stopwords == "jieba" else frozenset()
+    base = JIEBA_STOP_WORDS if stopwords == "jieba" else frozenset()
     return base | frozenset(extra_stopwords)
 
 
@@ -269,13 +281,13 @@ def _known_vocabulary(
 
     A word of the user dictionary that the table lacks gets the median IDF, as any unknown word would.
     """
-    extractor = _jieba_analyse()
-    known = dict(extractor.idf_freq)
+    table, median = _idf_table()
+    known = dict(table)
     if user_dict:
         with open(user_dict, encoding="utf-8") as lines:
             for line in lines:
                 if line.strip():
-                    known.setdefault(line.split()[0], extractor.median_idf)
+                    known.setdefault(line.split()[0], median)
     # One float object per distinct IDF (about 3,000 of them): lookups then read values
     # that stay in cache instead of 260,000 scattered ones.
     shared: dict[float, float] = {}
@@ -316,8 +328,7 @@ def _tf_weights(counts: np.ndarray, weighting: str) -> np.ndarray:
 
 def _idf_function(scheme: Scheme):
     """IDF of a feature from jieba's table (its median for unknown words; the mean over an n-gram)."""
-    extractor = _jieba_analyse()
-    table, median = extractor.idf_freq, extractor.median_idf
+    table, median = _idf_table()
     get = table.get
     if scheme.tokenizer in _CHARACTER_WINDOW_TOKENIZERS or scheme.ngram == 1:
         return lambda token: get(token, median)
@@ -599,10 +610,23 @@ def fingerprint(text: str, scheme: Scheme | str = DEFAULT) -> int:
     >>> fingerprint("") == 0
     True
     """
+    value = fingerprint_if_any(text, scheme)
+    return 0 if value is None else value
+
+
+def fingerprint_if_any(text: str, scheme: Scheme | str = DEFAULT) -> int | None:
+    """Like :func:`fingerprint`, but None for a text in which the scheme finds no features.
+
+    >>> fingerprint_if_any("，。！") is None
+    True
+    """
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
-        return fingerprint_features(_given_features(text, scheme), scheme)
+        given = _given_features(text, scheme)
+        return fingerprint_features(given, scheme) if given else None
     weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
+    if not weighted.words:
+        return None
     return _simhash_encoded(weighted.encoded(), weighted.weights, scheme)
 
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from .corpus import BAD_KEY, BAD_RECORD, NO_WORDS, UNREADABLE, DecodeError, Skip, Source, decode, digest
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
-from .fingerprint import features, fingerprint_features
+from .fingerprint import fingerprint_if_any
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .store import DEFAULT_BATCH_SIZE, NewDocument, SkippedNearDuplicate, Store, validate_key
 
@@ -115,18 +115,12 @@ def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prep
             return Prepared(source.key, len(raw), skip=Skip(where, exc.reason, exc.detail))
     del raw
     try:
-        weighted = features(text, scheme)
+        value = fingerprint_if_any(text, scheme)
     except SchemeError as exc:  # e.g. a malformed token^weight line for the weighted schemes
         return Prepared(source.key, source.size, skip=Skip(where, BAD_RECORD, str(exc)))
-    if not weighted:
+    if value is None:
         return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS))
-    return Prepared(
-        source.key,
-        source.size,
-        fingerprint=fingerprint_features(weighted, scheme),
-        digest=content_digest,
-        length=len(text),
-    )
+    return Prepared(source.key, source.size, fingerprint=value, digest=content_digest, length=len(text))
 
 
 def _prepare_indexed_in_worker(tasks: list[tuple[int, tuple[Source, bytes | None]]]) -> list[tuple[int, Prepared]]:

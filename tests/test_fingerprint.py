@@ -264,3 +264,14 @@ def test_long_text_is_segmented_in_pieces_with_the_same_result():
             break
     # Counted piece by piece (bounded memory) equals one segmentation of the whole text.
     assert fingerprint(text) == fingerprint_segmented(segment(text))
+
+
+def test_copied_stop_words_and_idf_reader_are_jiebas():
+    import jieba.analyse
+
+    from simhash_store.fingerprint import JIEBA_STOP_WORDS, _idf_table
+
+    extractor = jieba.analyse.default_tfidf
+    assert JIEBA_STOP_WORDS == frozenset(extractor.STOP_WORDS)
+    table, median = _idf_table()
+    assert table == extractor.idf_freq and median == extractor.median_idf
