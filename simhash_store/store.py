@@ -291,7 +291,7 @@ class Store:
     def _prepare(self, record: bool) -> Scheme:
         if self._ready and (self._scheme is not None or not record):
             return self._scheme or self._requested_scheme or DEFAULT
-        if migrate.current_revision(self.engine) != migrate.head_revision():
+        if migrate.current_revision(self.engine) != migrate.HEAD_REVISION:
             migrate.upgrade(self.engine)
         with self.engine.begin() as connection:
             stored = self._stored_scheme(connection)

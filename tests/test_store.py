@@ -245,6 +245,12 @@ def test_migrations_round_trip_on_an_empty_database(empty_database_url):
         engine.dispose()
 
 
+def test_head_revision_constant_is_alembics_head():
+    from simhash_store import migrate
+
+    assert migrate.HEAD_REVISION == migrate.head_revision()
+
+
 def test_alembic_check_finds_no_drift(database_url):
     from alembic import command
 
