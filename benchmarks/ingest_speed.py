@@ -79,26 +79,35 @@ def main() -> None:
 
     import psycopg
 
-    env = dict(os.environ)
-    database = None
     scratch = Path(tempfile.mkdtemp(prefix="simhash-ingest-bench-"))
-    if options.db == "embedded":
-        env.pop("SIMHASH_STORE_URL", None)
-        env["SIMHASH_STORE_DATA_DIR"] = str(scratch / "embedded")
-        url_of = lambda name: None  # noqa: E731
-    else:
-        database = f"simhash_ingest_bench_{uuid.uuid4().hex[:8]}"
+    databases: list[str] = []
+
+    def fresh_store() -> dict[str, str]:
+        """Environment for simhash-store pointing at a new, empty store."""
+        env = dict(os.environ)
+        if options.db == "embedded":
+            env.pop("SIMHASH_STORE_URL", None)
+            env["SIMHASH_STORE_DATA_DIR"] = str(scratch / f"embedded-{len(databases)}")
+            databases.append("")
+            return env
+        name = f"simhash_ingest_bench_{uuid.uuid4().hex[:8]}"
         with psycopg.connect(options.admin_url, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{database}"')
-        env["SIMHASH_STORE_URL"] = options.admin_url.rsplit("/", 1)[0] + f"/{database}"
+            admin.execute(f'CREATE DATABASE "{name}"')
+        databases.append(name)
+        env["SIMHASH_STORE_URL"] = options.admin_url.rsplit("/", 1)[0] + f"/{name}"
+        return env
+
     rows = []
     try:
+        env = fresh_store()
         laws = sorted((CORPUS / "zh-laws").glob("*.txt"))
         megabytes = sum(p.stat().st_size for p in laws) / 1e6
         baseline = raw_jieba_seconds(laws)
         add_laws = run(["add", str(CORPUS / "zh-laws"), "--prefix", "laws/"], env)
         rows.append(("add zh-laws (600 files, %.1f MB)" % megabytes, add_laws, "jieba.lcut, 1 process", baseline,
                      "<= 0.70"))
+        add_laws_rjieba = run(["add", str(CORPUS / "zh-laws"), "--scheme", "zh-rjieba-v1"], fresh_store())
+        rows.append(("  the same with --scheme zh-rjieba-v1", add_laws_rjieba, "jieba.lcut, 1 process", baseline, ""))
 
         small = scratch / "small"
         small_bytes = make_small_files(small, options.small_files)
@@ -114,9 +123,9 @@ def main() -> None:
                      "fingerprint the same files", fingerprint_time, "< 2.0"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        if database:
+        for name in filter(None, databases):
             with psycopg.connect(options.admin_url, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     load = os.getloadavg()
     print(f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "

@@ -108,6 +108,12 @@ def add(
     skip_near_duplicates: Annotated[
         bool, typer.Option("--skip-near-duplicates", help="Store a document only if nothing near it is stored.")
     ] = False,
+    checksum: Annotated[
+        bool,
+        typer.Option(
+            "--checksum", help="Read every file to find changes, instead of trusting unchanged size and modification time."
+        ),
+    ] = False,
     max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
     scheme: SchemeOption = None,
     jobs: Jobs = None,
@@ -140,6 +146,7 @@ def add(
                 skip_near_duplicates=skip_near_duplicates,
                 max_distance=max_distance,
                 progress=progress,
+                checksum=checksum,
             )
         except KeyboardInterrupt:
             warn("Interrupted: every finished batch is stored; run the same command again to finish.")

@@ -58,6 +58,7 @@ class Source:
     path: str | None = None  # a file's path as a string: cheaper to make and to send to workers than Path
     text: str | None = None
     size: int = 0
+    stamp: str | None = None  # "size:mtime_ns" of a file, to recognise it unchanged without reading it
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,11 @@ def file_source(argument: str | Path, key: str | None = None) -> Source | Skip:
         return Skip(shown, UNREADABLE, "a directory")
     if not stat.S_ISREG(info.st_mode):
         return Skip(shown, UNREADABLE, "not a regular file")
-    return Source(key if key is not None else shown.replace(os.sep, "/"), shown, size=info.st_size)
+    return Source(key if key is not None else shown.replace(os.sep, "/"), shown, size=info.st_size, stamp=_stamp(info))
+
+
+def _stamp(info: os.stat_result) -> str:
+    return f"{info.st_size}:{info.st_mtime_ns}"
 
 
 def _walk_directory(root: Path, prefix: str, wanted, hidden: bool) -> Iterator[Source | Skip]:
@@ -274,7 +279,7 @@ def _walk_directory(root: Path, prefix: str, wanted, hidden: bool) -> Iterator[S
                 subdirectories.append((entry.path, relative + "/"))
             elif stat.S_ISREG(info.st_mode):
                 if wanted(relative):
-                    yield Source(prefix + relative, entry.path, size=info.st_size)
+                    yield Source(prefix + relative, entry.path, size=info.st_size, stamp=_stamp(info))
             elif wanted(relative):
                 yield Skip(entry.path, UNREADABLE, "not a regular file")
         stack.extend(reversed(subdirectories))

@@ -44,6 +44,7 @@ class Prepared:
     length: int | None = None
     unchanged: bool = False
     skip: Skip | None = None
+    stamp: str | None = None
 
 
 @dataclass
@@ -107,7 +108,7 @@ def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prep
         text = None
     content_digest = digest(raw)
     if stored_digest is not None and stored_digest == content_digest:
-        return Prepared(source.key, len(raw), digest=content_digest, unchanged=True)
+        return Prepared(source.key, len(raw), digest=content_digest, unchanged=True, stamp=source.stamp)
     if text is None:
         try:
             text = decode(raw).text
@@ -120,7 +121,9 @@ def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prep
         return Prepared(source.key, source.size, skip=Skip(where, BAD_RECORD, str(exc)))
     if value is None:
         return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS))
-    return Prepared(source.key, source.size, fingerprint=value, digest=content_digest, length=len(text))
+    return Prepared(
+        source.key, source.size, fingerprint=value, digest=content_digest, length=len(text), stamp=source.stamp
+    )
 
 
 def _prepare_indexed_in_worker(tasks: list[tuple[int, tuple[Source, bytes | None]]]) -> list[tuple[int, Prepared]]:
@@ -244,11 +247,14 @@ def add(
     skip_near_duplicates: bool = False,
     max_distance: int = DEFAULT_MAX_DISTANCE,
     progress: Progress | None = None,
+    checksum: bool = False,
 ) -> IngestSummary:
     """Fingerprint and store every input; returns what happened to each kind of input.
 
-    While the workers fingerprint one batch, the previous one is written, so the
-    database and the CPUs work at the same time.
+    A file whose size and modification time are those stored is unchanged without
+    being read (``checksum``: read it and compare its content digest, as for every
+    other input). While the workers fingerprint one batch, the previous one is
+    written, so the database and the CPUs work at the same time.
     """
     scheme = store.init()
     summary = IngestSummary()
@@ -256,11 +262,20 @@ def add(
         finished: list[Prepared] | None = None
         for batch in _batches(inputs, batch_size):
             sources = _split(batch, summary)
-            stored = store.digests([s.key for s in sources]) if sources else {}
-            collect = fingerprinter.submit([(s, stored.get(s.key)) for s in sources])
+            stored = store.versions([s.key for s in sources]) if sources else {}
+            tasks, unchanged = [], []
+            for source in sources:
+                digest_stored, stamp_stored = stored.get(source.key, (None, None))
+                if not checksum and source.stamp is not None and source.stamp == stamp_stored:
+                    unchanged.append(Prepared(source.key, source.size, unchanged=True, stamp=source.stamp))
+                else:
+                    tasks.append((source, digest_stored))
+            collect = fingerprinter.submit(tasks)
             if finished is not None:
                 _write(store, finished, summary, skip_near_duplicates, max_distance)
-            finished = collect(progress)
+            if progress is not None and unchanged:
+                progress(len(unchanged), sum(item.size for item in unchanged))
+            finished = collect(progress) + unchanged
         if finished is not None:
             _write(store, finished, summary, skip_near_duplicates, max_distance)
     return summary
@@ -274,6 +289,7 @@ def _write(
     max_distance: int,
 ) -> None:
     documents = []
+    touched: dict[str, str] = {}  # same content, new size or modification time: record the new stamp
     for item in prepared:
         summary.documents += 1
         summary.bytes += item.size
@@ -281,8 +297,12 @@ def _write(
             summary.skipped.append(item.skip)
         elif item.unchanged:
             summary.unchanged += 1
+            if item.digest is not None and item.stamp is not None:
+                touched[item.key] = item.stamp
         else:
-            documents.append(NewDocument(item.key, item.fingerprint, item.digest, item.length))
+            documents.append(NewDocument(item.key, item.fingerprint, item.digest, item.length, stamp=item.stamp))
+    if touched:
+        store.set_stamps(touched)
     if documents:
         result = store.add_batch(documents, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance)
         summary.added += result.added

@@ -62,6 +62,7 @@ class Document(Base):
     block2: Mapped[int] = mapped_column(Integer, _block(16), comment="bits 31..16")
     block3: Mapped[int] = mapped_column(Integer, _block(0), comment="bits 15..0")
     digest: Mapped[bytes | None] = mapped_column(LargeBinary, comment="content digest, for change detection")
+    stamp: Mapped[str | None] = mapped_column(Text, comment="size:mtime_ns of the file read, to skip unchanged files")
     length: Mapped[int | None] = mapped_column(Integer, comment="characters of decoded text")
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
     added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -74,6 +74,9 @@ class NewDocument:
     fingerprint: int
     digest: bytes | None = None
     length: int | None = None
+    # Size and modification time of the file it came from ("size:mtime_ns"): a re-run
+    # that finds the same stamp knows the file is unchanged without reading it.
+    stamp: str | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -406,26 +409,28 @@ class Store:
             with raw.cursor() as cursor:
                 cursor.execute(
                     "CREATE TEMP TABLE IF NOT EXISTS simhash_incoming "
-                    "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb) "
+                    "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb, stamp text) "
                     "ON COMMIT DELETE ROWS"
                 )
                 with cursor.copy(
-                    "COPY simhash_incoming (key, fingerprint, digest, length, metadata) FROM STDIN (FORMAT BINARY)"
+                    "COPY simhash_incoming (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY)"
                 ) as copy:
-                    copy.set_types(["text", "int8", "bytea", "int4", "jsonb"])
+                    copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text"])
                     for d in documents:
                         metadata = Jsonb(d.metadata) if d.metadata is not None else None
-                        copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata))
+                        copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp))
                 cursor.execute(
                     """
                     WITH written AS (
-                        INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata)
-                        SELECT key, fingerprint, digest, length, metadata FROM simhash_incoming ORDER BY key
+                        INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata, stamp)
+                        SELECT key, fingerprint, digest, length, metadata, stamp FROM simhash_incoming ORDER BY key
                         ON CONFLICT (key) DO UPDATE
                             SET fingerprint = excluded.fingerprint, digest = excluded.digest,
-                                length = excluded.length, metadata = excluded.metadata, updated_at = now()
-                            WHERE (d.fingerprint, d.digest, d.length, d.metadata)
-                                  IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length, excluded.metadata)
+                                length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
+                                updated_at = now()
+                            WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
+                                  IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
+                                                    excluded.metadata, excluded.stamp)
                         RETURNING (xmax = 0) AS inserted
                     )
                     SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
@@ -563,14 +568,28 @@ class Store:
         )
 
     @_database_errors
-    def digests(self, keys: Sequence[str]) -> dict[str, bytes | None]:
-        """Stored digests of the given keys that exist (for skipping unchanged inputs)."""
+    def set_stamps(self, stamps: dict[str, str]) -> None:
+        """Record new file stamps of stored documents whose content did not change."""
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "UPDATE simhash.documents AS d SET stamp = s.stamp "
+                    "FROM unnest(CAST(:keys AS text[]), CAST(:stamps AS text[])) AS s(key, stamp) "
+                    "WHERE d.key = s.key AND d.stamp IS DISTINCT FROM s.stamp"
+                ),
+                {"keys": list(stamps), "stamps": list(stamps.values())},
+            )
+
+    @_database_errors
+    def versions(self, keys: Sequence[str]) -> dict[str, tuple[bytes | None, str | None]]:
+        """(digest, stamp) of each of the given keys that is stored: how a re-run skips unchanged inputs."""
         self._prepare(record=False)
         with self.engine.connect() as connection:
             rows = connection.execute(
-                text("SELECT key, digest FROM simhash.documents WHERE key = ANY(:keys)"), {"keys": list(keys)}
+                text("SELECT key, digest, stamp FROM simhash.documents WHERE key = ANY(:keys)"), {"keys": list(keys)}
             )
-            return {key: bytes(digest) if digest is not None else None for key, digest in rows}
+            return {key: (bytes(digest) if digest is not None else None, stamp) for key, digest, stamp in rows}
 
     @_database_errors
     def count(self) -> int:

@@ -326,3 +326,20 @@ def test_killed_add_then_rerun_gives_the_clean_store(database_url, pg_server, tm
         assert stored(database_url) == stored(clean_url)
     finally:
         pg_server.drop_database(clean_name)
+
+
+def test_unchanged_size_and_time_skip_reading_and_checksum_reads(database_url, tmp_path):
+    path = write(tmp_path / "a.txt", "城际铁路东线本月底开通运营，全长六十二公里。")
+    assert "added 1," in invoke(database_url, "add", str(tmp_path)).output
+    before = path.stat()
+    # Same size, same modification time, other content: only --checksum can tell.
+    write(path, "城际铁路西线本月底开通运营，全长六十二公里。")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert "updated 0, unchanged 1" in invoke(database_url, "add", str(tmp_path)).output
+    assert "updated 1, unchanged 0" in invoke(database_url, "add", str(tmp_path), "--checksum").output
+    assert stored(database_url)["a.txt"] == fingerprint(path.read_text(encoding="utf-8"))
+    # Touched but identical: not fingerprinted again, and its new stamp is recorded.
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    assert "updated 0, unchanged 1" in invoke(database_url, "add", str(tmp_path)).output
+    with Store(database_url) as store:
+        assert store.versions(["a.txt"])["a.txt"][1] == f"{path.stat().st_size}:{path.stat().st_mtime_ns}"

@@ -138,6 +138,7 @@ def upgrade() -> None:
         sa.Column("block2", sa.Integer(), sa.Computed("((fingerprint >> 16) & 65535)::integer", persisted=True), nullable=False, comment="bits 31..16"),
         sa.Column("block3", sa.Integer(), sa.Computed("((fingerprint >> 0) & 65535)::integer", persisted=True), nullable=False, comment="bits 15..0"),
         sa.Column("digest", sa.LargeBinary(), nullable=True, comment="content digest, for change detection"),
+        sa.Column("stamp", sa.Text(), nullable=True, comment="size:mtime_ns of the file read, to skip unchanged files"),
         sa.Column("length", sa.Integer(), nullable=True, comment="characters of decoded text"),
         sa.Column("metadata", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
         sa.Column("added_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
