@@ -292,17 +292,9 @@ def read_jsonl(
     stream: IO[bytes], name: str, *, key_field: str = "key", text_field: str = "text", prefix: str = ""
 ) -> Iterator[Source | Skip]:
     """Records of a JSONL stream, one object per line; broken lines become Skips naming the line."""
-    for number, raw in enumerate(stream, start=1):
-        where = f"{name}:{number}"
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            yield Skip(where, BAD_RECORD, f"not valid JSON: {exc}")
-            continue
-        if not isinstance(record, dict):
-            yield Skip(where, BAD_RECORD, "not a JSON object")
+    for where, record in _jsonl_rows(stream, name):
+        if isinstance(record, Skip):
+            yield record
             continue
         key, text = record.get(key_field), record.get(text_field)
         if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
@@ -311,7 +303,7 @@ def read_jsonl(
         if not isinstance(text, str):
             yield Skip(where, BAD_RECORD, f"no {text_field!r} field with a string")
             continue
-        yield Source(prefix + str(key), text=text, size=len(raw))
+        yield Source(prefix + str(key), text=text, size=len(text.encode("utf-8", "surrogatepass")))
 
 
 # ------------------------------------------------------------ existing fingerprints (import)
