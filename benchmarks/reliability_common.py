@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 import threading
-import time
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator

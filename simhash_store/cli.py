@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from . import corpus, ingest
 from .bits import from_hex, to_hex
 from .config import URL_VARIABLE
 from .errors import SimhashStoreError
-from .scheme import DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
+from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
 from .store import NewDocument, Store
 
 app = typer.Typer(
@@ -281,7 +280,7 @@ def dups(
 @app.command("fingerprint")
 def fingerprint_command(
     files: Annotated[list[str], typer.Argument(help="Documents ('-' for stdin).")],
-    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = "zh-jieba-v1",
+    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
     jobs: Jobs = None,
 ) -> None:
     """Print the fingerprint of each document (hex), without touching any database.
