@@ -10,7 +10,6 @@ import contextlib
 import os
 import sys
 import threading
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
