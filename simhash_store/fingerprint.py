@@ -18,7 +18,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import compress, repeat
+from itertools import repeat
 from typing import Iterable
 
 import numpy as np
@@ -260,8 +260,8 @@ _GRAM_JOINER = "\x1f"
 _GRAM_JOINER_BYTES = _GRAM_JOINER.encode()
 
 
-def _vocabulary(scheme: Scheme) -> dict[str, float] | None:
-    """For ``known_words_only`` schemes: every word they keep, with its IDF; else None."""
+def _vocabulary(scheme: Scheme) -> _Vocabulary | None:
+    """For ``known_words_only`` schemes: every word they keep, numbered; else None."""
     if not scheme.known_words_only:
         return None
     return _known_vocabulary(
@@ -273,10 +273,74 @@ def _vocabulary(scheme: Scheme) -> dict[str, float] | None:
     )
 
 
+class _Vocabulary:
+    """The words a ``known_words_only`` scheme keeps, numbered from 0; a word's number
+    indexes its IDF and, once a hash has been asked for, its feature hash."""
+
+    def __init__(self, idf_of: dict[str, float]) -> None:
+        self.words = list(idf_of)
+        self.number = dict(zip(self.words, range(len(self.words))))
+        self.idf = np.fromiter(idf_of.values(), dtype=np.float64, count=len(self.words))
+        self.encoded = _encode(self.words)
+        self.encoded_joined = [word + _GRAM_JOINER_BYTES for word in self.encoded]
+        self._hashes: dict[tuple[str, int], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    hashed = True  # it gives every word's hash
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.number
+
+    def numbers(self, part: list[str]) -> np.ndarray:
+        """The numbers of the pieces it keeps, in order."""
+        sequence = np.fromiter(map(self.number.get, part, repeat(-1)), dtype=np.int64, count=len(part))
+        return sequence[sequence >= 0]
+
+    def idf_of(self, numbers: np.ndarray) -> np.ndarray:
+        return self.idf[numbers]
+
+    def hashes(self, hash_name: str, nbytes: int) -> np.ndarray:
+        """Every word's hash under ``hash_name``, by number, as little-endian integers of ``nbytes``."""
+        key = (hash_name, nbytes)
+        if key not in self._hashes:
+            with self._lock:
+                if key not in self._hashes:
+                    function = HASHES[hash_name].function
+                    self._hashes[key] = np.fromiter(
+                        map(function, self.encoded), dtype=f"<u{nbytes}", count=len(self.encoded)
+                    )
+        return self._hashes[key]
+
+
+class _SeenWords:
+    """For schemes without a fixed vocabulary: the kept words of one text, numbered as they come."""
+
+    hashed = False
+
+    def __init__(self, scheme: Scheme) -> None:
+        self.keep = _keeps(scheme)
+        self.idf = _idf_function(scheme)
+        self.number: dict[str, int] = {}
+        self.words: list[str] = []
+
+    def numbers(self, part: list[str]) -> np.ndarray:
+        number = self.number
+        for word in filter(self.keep, dict.fromkeys(part)):
+            if word not in number:
+                number[word] = len(self.words)
+                self.words.append(word)
+        sequence = np.fromiter(map(number.get, part, repeat(-1)), dtype=np.int64, count=len(part))
+        return sequence[sequence >= 0]
+
+    def idf_of(self, numbers: np.ndarray) -> np.ndarray:
+        words = self.words
+        return np.fromiter((self.idf(words[i]) for i in numbers.tolist()), dtype=np.float64, count=len(numbers))
+
+
 @lru_cache(maxsize=8)
 def _known_vocabulary(
     user_dict: str | None, user_dict_sha256: str | None, stop: frozenset[str], min_length: int, drop_punctuation: bool
-) -> dict[str, float]:
+) -> _Vocabulary:
     """The words of jieba's IDF table and of the user dictionary that pass the scheme's filters.
 
     A word of the user dictionary that the table lacks gets the median IDF, as any unknown word would.
@@ -288,16 +352,15 @@ def _known_vocabulary(
             for line in lines:
                 if line.strip():
                     known.setdefault(line.split()[0], median)
-    # One float object per distinct IDF (about 3,000 of them): lookups then read values
-    # that stay in cache instead of 260,000 scattered ones.
-    shared: dict[float, float] = {}
-    return {
-        word: shared.setdefault(idf, idf)
-        for word, idf in known.items()
-        if len(word) >= min_length
-        and word not in stop
-        and (_is_content(word) if drop_punctuation else not word.isspace())
-    }
+    return _Vocabulary(
+        {
+            word: idf
+            for word, idf in known.items()
+            if len(word) >= min_length
+            and word not in stop
+            and (_is_content(word) if drop_punctuation else not word.isspace())
+        }
+    )
 
 
 # ---------------------------------------------------------------- weighting
@@ -367,7 +430,7 @@ def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
     scheme = get_scheme(scheme)
     if scheme.tokenizer in WEIGHTED_TOKENIZERS:
         return _given_features(text, scheme)
-    weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
+    weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme, in_order=True)
     return list(zip(weighted.names(), weighted.weights.tolist()))
 
 
@@ -384,6 +447,7 @@ class _Features:
     weights: np.ndarray  # the words', then the pairs'
     firsts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     seconds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    hashes: np.ndarray | None = None  # every feature's hash, when already known
 
     def names(self) -> list[str]:
         words = self.words
@@ -401,75 +465,126 @@ class _Features:
         return words + list(map(bytes.__add__, firsts, seconds))
 
 
-def _weighted(segmented: Iterable[list[str]], scheme: Scheme) -> _Features:
+def _weighted(segmented: Iterable[list[str]], scheme: Scheme, in_order: bool = False) -> _Features:
     """The distinct features of a segmentation and their weights, ready to hash and sum.
 
     ``segmented`` comes in pieces (see :func:`_segment_in_pieces`); only counts are kept
     between pieces, so memory stays bounded by the vocabulary, not the length of the text.
-    Features come words first, then (with ``bigram_weight``) pairs of adjacent words,
-    each in order of first occurrence.
+    Features come words first, then (with ``bigram_weight``) pairs of adjacent words;
+    with ``in_order`` each in order of first occurrence. Order changes no fingerprint:
+    the sums are exact (see :func:`_whole_units`).
     """
-    if scheme.tokenizer not in ("jieba", "rjieba") or scheme.ngram > 1:
-        return _weighted_features(_select([t for part in segmented for t in part], scheme), scheme)
-    vocabulary = _vocabulary(scheme)
-    keep = _keeps(scheme) if vocabulary is None else None
-    piece_counts: Counter[str] | None = None
-    words: list[str] = []  # the kept words, in order of first occurrence
-    word_idf: list[float] = []  # and their IDF, when the vocabulary gives it
-    position_of: dict[str, int] = {}
-    pair_counts: Counter[int] = Counter()  # pairs as numbers (see _PAIR_SPAN), in order of first occurrence
-    last_word = np.zeros(0, dtype=np.int64)  # the last kept word of the piece before, which pairs with the next
-    for part in segmented:
-        counts = Counter(part)
-        # Tests and lookups run once per distinct piece, not once per occurrence; with a
-        # vocabulary one lookup answers both "is it kept?" and "what is its IDF?".
-        found = list(map(vocabulary.get, counts)) if vocabulary is not None else None
-        kept = [idf is not None for idf in found] if found is not None else list(map(keep, counts))
-        if piece_counts is None:
-            piece_counts = counts
-            words = list(compress(counts, kept))
-            word_idf = list(compress(found, kept)) if found is not None else []
-            position_of = dict(zip(words, range(len(words))))
-        else:
-            piece_counts.update(counts)
-            idfs = compress(found, kept) if found is not None else repeat(0.0)
-            for word, idf in zip(compress(counts, kept), idfs):
-                if word not in position_of:
-                    position_of[word] = len(words)
-                    words.append(word)
-                    word_idf.append(idf)
-        if scheme.bigram_weight:
-            sequence = np.fromiter(map(position_of.get, part, repeat(-1)), dtype=np.int64, count=len(part))
-            sequence = sequence[sequence >= 0]
-            if len(last_word):
-                sequence = np.concatenate([last_word, sequence])
-            if len(sequence) > 1:
-                pair_counts.update((sequence[:-1] * _PAIR_SPAN + sequence[1:]).tolist())
-                last_word = sequence[-1:]
-    size = len(words)
-    if vocabulary is not None:
-        idf = np.array(word_idf, dtype=np.float64)
-    else:
-        idf = np.fromiter(map(_idf_function(scheme), words), dtype=np.float64, count=size)
-    counts_of_words = np.fromiter(map((piece_counts or Counter()).__getitem__, words), dtype=np.int64, count=size)
-    weights = _tf_weights(counts_of_words, scheme.weighting)
-    with_idf = scheme.weighting in ("tfidf", "log-tfidf")
-    if with_idf:
-        weights = weights * idf
-    if not pair_counts:
-        return _heaviest(_Features(words, weights), scheme)
-    pairs = len(pair_counts)
-    firsts, seconds = np.divmod(np.fromiter(pair_counts, dtype=np.int64, count=pairs), _PAIR_SPAN)
-    pair_weights = _tf_weights(np.fromiter(pair_counts.values(), dtype=np.int64, count=pairs), scheme.weighting)
-    if with_idf:
-        # A pair's IDF is the mean of its two words'.
-        pair_weights = pair_weights * ((idf[firsts] + idf[seconds]) / 2)
-    weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
-    return _heaviest(_Features(words, weights, firsts, seconds), scheme)
+    if scheme.tokenizer in ("jieba", "rjieba") and scheme.ngram == 1:
+        vocabulary = _vocabulary(scheme) or _SeenWords(scheme)
+        return _heaviest(_weighted_numbered(segmented, scheme, vocabulary, in_order), scheme)
+    return _weighted_features(_select([t for part in segmented for t in part], scheme), scheme)
 
 
 # A pair of words as one number: first word's number * _PAIR_SPAN + second word's number.
 _PAIR_SPAN = 1 << 31
+
+
+def _weighted_numbered(
+    segmented: Iterable[list[str]], scheme: Scheme, vocabulary: _Vocabulary | _SeenWords, in_order: bool
+) -> _Features:
+    """:func:`_weighted` for word features, on word numbers in numpy.
+
+    Every kept piece becomes its number in the vocabulary, which gives its IDF and (for
+    a fixed vocabulary) its hash without a lookup by string; words and pairs are counted
+    by sorting numbers.
+    """
+    words = _Counts(in_order)
+    pairs = _Counts(in_order)
+    last = np.zeros(0, dtype=np.int64)  # the last kept word of the piece before, which pairs with the next
+    offset = 0  # of the piece in the sequence of kept words, for the order of first occurrence
+    for part in segmented:
+        sequence = vocabulary.numbers(part)
+        words.add(sequence, offset)
+        if scheme.bigram_weight:
+            joined = np.concatenate([last, sequence])
+            pairs.add(joined[:-1] * _PAIR_SPAN + joined[1:], offset - len(last))
+            last = joined[-1:]
+        offset += len(sequence)
+    word_numbers, word_counts = words.result()
+    idf = vocabulary.idf_of(word_numbers)
+    weights = _tf_weights(word_counts, scheme.weighting)
+    with_idf = scheme.weighting in ("tfidf", "log-tfidf")
+    if with_idf:
+        weights = weights * idf
+    names = list(map(vocabulary.words.__getitem__, word_numbers.tolist()))
+    nbytes = scheme.bits // 8
+    hashes = vocabulary.hashes(scheme.hash, nbytes)[word_numbers] if vocabulary.hashed and nbytes in (4, 8) else None
+    pair_numbers, pair_counts = pairs.result()
+    if not len(pair_numbers):
+        return _Features(names, weights, hashes=hashes)
+    first_words, second_words = np.divmod(pair_numbers, _PAIR_SPAN)
+    # Positions of the pair's words among the features: where their numbers sit in word_numbers.
+    position = np.empty(len(vocabulary.words), dtype=np.int64) if in_order else None
+    if position is not None:
+        position[word_numbers] = np.arange(len(word_numbers))
+        firsts, seconds = position[first_words], position[second_words]
+    else:  # word_numbers is sorted
+        firsts, seconds = np.searchsorted(word_numbers, first_words), np.searchsorted(word_numbers, second_words)
+    pair_weights = _tf_weights(pair_counts, scheme.weighting)
+    if with_idf:
+        # A pair's IDF is the mean of its two words'.
+        pair_weights = pair_weights * ((idf[firsts] + idf[seconds]) / 2)
+    weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
+    if hashes is not None:
+        function = HASHES[scheme.hash].function
+        joined = map(bytes.__add__, map(vocabulary.encoded_joined.__getitem__, first_words.tolist()),
+                     map(vocabulary.encoded.__getitem__, second_words.tolist()))
+        pair_hashes = np.fromiter(map(function, joined), dtype=hashes.dtype, count=len(pair_numbers))
+        hashes = np.concatenate([hashes, pair_hashes])
+    return _Features(names, weights, firsts, seconds, hashes)
+
+
+def _distinct(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(numbers, return_counts=True)``, at a third less cost for the short arrays of one text."""
+    if not len(numbers):
+        return numbers, numbers
+    ordered = np.sort(numbers)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    counts = np.empty(len(starts), dtype=np.int64)
+    counts[:-1] = starts[1:] - starts[:-1]
+    counts[-1] = len(ordered) - starts[-1]
+    return ordered[starts], counts
+
+
+class _Counts:
+    """Distinct numbers and how often each came, over pieces; sorted, or in order of first occurrence."""
+
+    def __init__(self, in_order: bool) -> None:
+        self.in_order = in_order
+        self.numbers = np.zeros(0, dtype=np.int64)
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.firsts = np.zeros(0, dtype=np.int64)  # position of each number's first occurrence
+
+    def add(self, sequence: np.ndarray, offset: int) -> None:
+        if self.in_order:
+            numbers, firsts, counts = np.unique(sequence, return_index=True, return_counts=True)
+            firsts += offset
+        else:
+            numbers, counts = _distinct(sequence)
+            firsts = self.firsts[:0]
+        if not len(self.numbers):
+            self.numbers, self.counts, self.firsts = numbers, counts, firsts
+            return
+        # Later pieces: merge, keeping one entry per number (memory bounded by the distinct numbers).
+        merged, inverse = np.unique(np.concatenate([self.numbers, numbers]), return_inverse=True)
+        total = np.zeros(len(merged), dtype=np.int64)
+        np.add.at(total, inverse, np.concatenate([self.counts, counts]))
+        if self.in_order:
+            first = np.full(len(merged), np.iinfo(np.int64).max)
+            np.minimum.at(first, inverse, np.concatenate([self.firsts, firsts]))
+            self.firsts = first
+        self.numbers, self.counts = merged, total
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.in_order:
+            return self.numbers, self.counts
+        order = np.argsort(self.firsts, kind="stable")
+        return self.numbers[order], self.counts[order]
 
 
 def _weighted_features(selected: list[str], scheme: Scheme) -> _Features:
@@ -530,7 +645,11 @@ def _simhash_encoded(encoded: list[bytes], weights: list[float] | np.ndarray, sc
     """
     if not encoded:
         return 0
-    bits = _bits_of(encoded, scheme)
+    return _simhash_bits(_bits_of(encoded, scheme), weights)
+
+
+def _simhash_bits(bits: np.ndarray, weights: list[float] | np.ndarray) -> int:
+    """The signs of the weighted bit sums, one row of ``bits`` per feature (see :func:`_simhash_encoded`)."""
     units = _whole_units(np.asarray(weights, dtype=np.float64))
     signed_sums = 2.0 * np.einsum("i,ij->j", units, bits) - units.sum()
     return _pack(signed_sums > 0)
@@ -574,6 +693,34 @@ def _bits_of(encoded: list[bytes], scheme: Scheme) -> np.ndarray:
     else:
         hashed = np.frombuffer(b"".join([hash_function(e).to_bytes(nbytes, "little") for e in encoded]), dtype=np.uint8)
     return np.unpackbits(hashed.reshape(len(encoded), nbytes), axis=1, bitorder="little")
+
+
+# Bit j of each byte value, as a 256 x 8 matrix.
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.float64)
+
+
+def _simhash_values(values: np.ndarray, weights: np.ndarray) -> int:
+    """:func:`_simhash_bits` of hash values, without unpacking their bits one per byte.
+
+    The weights are summed per byte position and byte value first (a bincount, 256 sums
+    for each of the 4 or 8 byte positions), and each byte value's bits then pick up
+    those sums: exact integers again, so the result is :func:`_simhash_bits`'s.
+    """
+    nbytes = values.dtype.itemsize
+    units = _whole_units(np.asarray(weights, dtype=np.float64))
+    by_byte = values.view(np.uint8).reshape(len(values), nbytes) + _BYTE_OFFSETS[:nbytes]
+    sums = np.bincount(by_byte.ravel(), weights=np.repeat(units, nbytes), minlength=256 * nbytes)
+    set_weight = (sums.reshape(nbytes, 256) @ _BYTE_BITS).ravel()  # bit 8k + j: byte k, bit j
+    return _pack(2.0 * set_weight - units.sum() > 0)
+
+
+_BYTE_OFFSETS = np.arange(8, dtype=np.intp) * 256
+
+
+def _simhash_weighted(weighted: _Features, scheme: Scheme) -> int:
+    if weighted.hashes is not None:
+        return _simhash_values(weighted.hashes, weighted.weights) if len(weighted.hashes) else 0
+    return _simhash_encoded(weighted.encoded(), weighted.weights, scheme)
 
 
 def _pack(set_bits: np.ndarray) -> int:
@@ -627,7 +774,7 @@ def fingerprint_if_any(text: str, scheme: Scheme | str = DEFAULT) -> int | None:
     weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)
     if not weighted.words:
         return None
-    return _simhash_encoded(weighted.encoded(), weighted.weights, scheme)
+    return _simhash_weighted(weighted, scheme)
 
 
 def fingerprint_segmented(segmented: list[str], scheme: Scheme | str = DEFAULT) -> int:
@@ -637,5 +784,4 @@ def fingerprint_segmented(segmented: list[str], scheme: Scheme | str = DEFAULT) 
     True
     """
     scheme = get_scheme(scheme)
-    weighted = _weighted([segmented], scheme)
-    return _simhash_encoded(weighted.encoded(), weighted.weights, scheme)
+    return _simhash_weighted(_weighted([segmented], scheme), scheme)

@@ -266,6 +266,17 @@ def test_long_text_is_segmented_in_pieces_with_the_same_result():
     assert fingerprint(text) == fingerprint_segmented(segment(text))
 
 
+@needs_corpus
+@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "classic-tfidf-top50"])
+def test_fingerprint_is_the_simhash_of_its_features(scheme):
+    # The default schemes sum hash values looked up by word number (and pairs hashed from
+    # their words' bytes); hashing each feature's name must give the same bits.
+    laws = sorted((CORPUS / "zh-laws").glob("*.txt"))[::60]
+    texts = [path.read_text(encoding="utf-8") for path in laws] + [CRIMINAL_LAW, RAILWAY]
+    for text in texts:
+        assert fingerprint(text, scheme) == fingerprint_features(features(text, scheme), scheme)
+
+
 def test_copied_stop_words_and_idf_reader_are_jiebas():
     import jieba.analyse
 
