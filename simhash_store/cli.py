@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -20,7 +20,12 @@ from .bits import from_hex, to_hex
 from .config import URL_VARIABLE
 from .errors import SimhashStoreError
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
-from .store import NewDocument, Store
+
+if TYPE_CHECKING:
+    from .store import Store
+
+# The store module (SQLAlchemy, psycopg) is imported by the commands that use it:
+# `add` starts its workers before that import (see ingest.Fingerprinter.start).
 
 app = typer.Typer(
     name="simhash-store",
@@ -64,6 +69,8 @@ def main_options(db: DbOption = None) -> None:
 @contextlib.contextmanager
 def opened_store(scheme: str | None = None) -> Iterator[Store]:
     """The store for this command; library errors become one line on stderr and exit status 1."""
+    from .store import Store
+
     try:
         with Store(state.db, scheme=scheme) as store:
             yield store
@@ -134,18 +141,22 @@ def add(
         records = iter(())
     total_documents = sum(isinstance(i, corpus.Source) for i in inputs) if jsonl is None else None
     total_bytes = sum(i.size for i in inputs if isinstance(i, corpus.Source))
-    with opened_store(scheme) as store, _progress(quiet, total_documents, total_bytes) as progress:
+    fingerprinter = ingest.Fingerprinter(SCHEMES.get(scheme or DEFAULT.name, DEFAULT), jobs)
+    if total_documents is None or total_documents >= ingest.PARALLEL_THRESHOLD:
+        # The workers load their dictionaries while this process opens the store.
+        fingerprinter.start()
+    with fingerprinter, opened_store(scheme) as store, _progress(quiet, total_documents, total_bytes) as progress:
         started = time.perf_counter()
         try:
             summary = ingest.add(
                 store,
                 _chain(inputs, records),
-                jobs=jobs,
                 batch_size=batch_size,
                 skip_near_duplicates=skip_near_duplicates,
                 max_distance=max_distance,
                 progress=progress,
                 checksum=checksum,
+                fingerprinter=fingerprinter,
             )
         except KeyboardInterrupt:
             warn("Interrupted: every finished batch is stored; run the same command again to finish.")
@@ -186,6 +197,8 @@ def import_(
         raise typer.BadParameter("must be auto, hex or decimal", param_hint="--fingerprint-format")
     stream = sys.stdin.buffer if file == "-" else _open_binary(file)
     skipped: list[corpus.Skip] = []
+
+    from .store import NewDocument
 
     def documents() -> Iterator[NewDocument]:
         for row in corpus.read_fingerprints(

@@ -14,10 +14,15 @@ import os
 import warnings
 from pathlib import Path
 
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError, DatabaseUnavailableError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+# SQLAlchemy is imported where a URL is parsed, not with this module: the CLI reads
+# URL_VARIABLE before it starts its workers, which should not inherit SQLAlchemy.
 
 URL_VARIABLE = "SIMHASH_STORE_URL"
 DATA_DIR_VARIABLE = "SIMHASH_STORE_DATA_DIR"
@@ -29,6 +34,9 @@ _POSTGRES_DRIVERS = {"postgresql", "postgres", "postgresql+psycopg", "postgresql
 
 def redact(url: URL | str) -> str:
     """A URL as it may be shown to people: the password replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     if isinstance(url, str):
         try:
             url = make_url(url)
@@ -43,6 +51,9 @@ def normalize_url(raw: str) -> URL:
     A connection timeout is added unless the URL sets one, so no command hangs forever
     on an unreachable server.
     """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         url = make_url(raw.strip())
     except ArgumentError:
@@ -60,6 +71,8 @@ def normalize_url(raw: str) -> URL:
 
 def resolve_url(url: str | URL | None = None) -> URL:
     """The database URL to use; starts the embedded server when none is configured."""
+    from sqlalchemy.engine import URL
+
     if isinstance(url, URL):
         return normalize_url(url.render_as_string(hide_password=False))
     raw = url if url is not None else os.environ.get(URL_VARIABLE, "")

@@ -19,18 +19,24 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from .corpus import BAD_KEY, BAD_RECORD, NO_WORDS, UNREADABLE, DecodeError, Skip, Source, decode, digest
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
-from .store import DEFAULT_BATCH_SIZE, NewDocument, SkippedNearDuplicate, Store, validate_key
+
+if TYPE_CHECKING:
+    from .store import SkippedNearDuplicate, Store
+
+# The store (SQLAlchemy, psycopg) is imported where it is used, not with this module, so
+# that the CLI can start its workers first and let them load their dictionaries while it
+# imports the database side (see Fingerprinter.start).
 
 Progress = Callable[[int, int], None]  # (documents done, bytes done)
 
 # Below this many documents in a batch, starting worker processes costs more than it saves.
-_PARALLEL_THRESHOLD = 16
+PARALLEL_THRESHOLD = 16
 
 
 @dataclass(frozen=True)
@@ -68,14 +74,13 @@ class IngestSummary:
 
 # ------------------------------------------------------------ the per-document work (runs in workers)
 
-_worker_scheme: Scheme | None = None
-
-
 def _init_worker(scheme: Scheme, parent: int) -> None:
-    global _worker_scheme
-    _worker_scheme = scheme
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
     _exit_with(parent)
+    try:
+        fingerprint_if_any("预热", scheme)  # load the scheme's dictionaries before the first task
+    except SchemeError:
+        pass  # e.g. rjieba not installed: the tasks report it, document by document
 
 
 def _exit_with(parent: int) -> None:
@@ -126,9 +131,10 @@ def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prep
     )
 
 
-def _prepare_indexed_in_worker(tasks: list[tuple[int, tuple[Source, bytes | None]]]) -> list[tuple[int, Prepared]]:
-    assert _worker_scheme is not None
-    return [(index, prepare(source, stored_digest, _worker_scheme)) for index, (source, stored_digest) in tasks]
+def _prepare_indexed_in_worker(
+    scheme: Scheme, tasks: list[tuple[int, tuple[Source, bytes | None]]]
+) -> list[tuple[int, Prepared]]:
+    return [(index, prepare(source, stored_digest, scheme)) for index, (source, stored_digest) in tasks]
 
 
 class Fingerprinter:
@@ -139,10 +145,17 @@ class Fingerprinter:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self._pool = None
 
+    def start(self) -> None:
+        """Start the workers now, loading their dictionaries while this process does other work.
+
+        Otherwise they start with the first batch that needs fingerprinting, so that
+        re-adding an unchanged corpus never pays for the dictionaries.
+        """
+        if self.jobs > 1:
+            self._get_pool().submit(int)  # the executor starts its processes with the first task
+
     def _get_pool(self):
         if self._pool is None:
-            # Dictionaries load lazily in each worker, and only if something needs fingerprinting:
-            # re-adding an unchanged corpus never pays for them.
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
             # An executor, not multiprocessing.Pool: when a worker dies (kill -9, the kernel's OOM
             # killer) Pool starts another and waits forever for the lost tasks; the executor raises.
@@ -154,7 +167,7 @@ class Fingerprinter:
     def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
         """Start work on a batch; returns a function that collects the results in input order,
         reporting each document to ``progress`` as it completes."""
-        if self.jobs == 1 or len(tasks) < _PARALLEL_THRESHOLD:
+        if self.jobs == 1 or len(tasks) < PARALLEL_THRESHOLD:
 
             def collect_here(progress: Progress | None) -> list[Prepared]:
                 results = []
@@ -170,7 +183,7 @@ class Fingerprinter:
         chunksize = max(1, min(16, len(tasks) // (self.jobs * 16)))
         pool = self._get_pool()
         pending = [
-            pool.submit(_prepare_indexed_in_worker, [(i, tasks[i]) for i in order[start : start + chunksize]])
+            pool.submit(_prepare_indexed_in_worker, self.scheme, [(i, tasks[i]) for i in order[start : start + chunksize]])
             for start in range(0, len(order), chunksize)
         ]
 
@@ -224,6 +237,8 @@ def _batches(items: Iterable, size: int) -> Iterator[list]:
 
 
 def _split(batch: list[Source | Skip], summary: IngestSummary) -> list[Source]:
+    from .store import validate_key
+
     sources = []
     for item in batch:
         if isinstance(item, Skip):
@@ -243,22 +258,30 @@ def add(
     inputs: Iterable[Source | Skip],
     *,
     jobs: int | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int | None = None,
     skip_near_duplicates: bool = False,
     max_distance: int = DEFAULT_MAX_DISTANCE,
     progress: Progress | None = None,
     checksum: bool = False,
+    fingerprinter: Fingerprinter | None = None,
 ) -> IngestSummary:
     """Fingerprint and store every input; returns what happened to each kind of input.
 
     A file whose size and modification time are those stored is unchanged without
     being read (``checksum``: read it and compare its content digest, as for every
     other input). While the workers fingerprint one batch, the previous one is
-    written, so the database and the CPUs work at the same time.
+    written, so the database and the CPUs work at the same time. A ``fingerprinter``
+    given (perhaps started early, see :meth:`Fingerprinter.start`) works for the store's
+    scheme and is closed at the end.
     """
+    from .store import DEFAULT_BATCH_SIZE
+
     scheme = store.init()
     summary = IngestSummary()
-    with Fingerprinter(scheme, jobs) as fingerprinter:
+    batch_size = batch_size or DEFAULT_BATCH_SIZE
+    if fingerprinter is not None:
+        fingerprinter.scheme = scheme
+    with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
         finished: list[Prepared] | None = None
         for batch in _batches(inputs, batch_size):
             sources = _split(batch, summary)
@@ -288,6 +311,8 @@ def _write(
     skip_near_duplicates: bool,
     max_distance: int,
 ) -> None:
+    from .store import NewDocument
+
     documents = []
     touched: dict[str, str] = {}  # same content, new size or modification time: record the new stamp
     for item in prepared:
