@@ -141,10 +141,7 @@ def add(
         records = iter(())
     total_documents = sum(isinstance(i, corpus.Source) for i in inputs) if jsonl is None else None
     total_bytes = sum(i.size for i in inputs if isinstance(i, corpus.Source))
-    fingerprinter = ingest.Fingerprinter(SCHEMES.get(scheme or DEFAULT.name, DEFAULT), jobs)
-    if total_documents is None or total_documents >= ingest.PARALLEL_THRESHOLD:
-        # The workers load their dictionaries while this process opens the store.
-        fingerprinter.start()
+    fingerprinter = _early_fingerprinter(scheme, jobs, total_documents)
     with fingerprinter, opened_store(scheme) as store, _progress(quiet, total_documents, total_bytes) as progress:
         started = time.perf_counter()
         try:
@@ -248,8 +245,9 @@ def query(
         except SimhashStoreError as exc:
             raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
     failed = False
-    with opened_store(scheme) as store:
-        queries += list(_fingerprint_arguments(files or [], store.scheme, jobs))
+    fingerprinter = _early_fingerprinter(scheme, jobs, len(files or []))
+    with fingerprinter, opened_store(scheme) as store:
+        queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter))
         failed = len(queries) < len(files or []) + len(fingerprint or [])
         for start in range(0, len(queries), 1000):
             batch = queries[start : start + 1000]
@@ -389,7 +387,18 @@ def _chain(*iterables):
         yield from iterable
 
 
-def _fingerprint_arguments(files: list[str], scheme, jobs) -> Iterator[tuple[str, int]]:
+def _early_fingerprinter(scheme: str | None, jobs: int | None, documents: int | None) -> ingest.Fingerprinter:
+    """Workers for the store's scheme (guessed: the one named, else the default), started now
+    when there is enough to do, so they load their dictionaries while this process opens the store."""
+    fingerprinter = ingest.Fingerprinter(SCHEMES.get(scheme or DEFAULT.name, DEFAULT), jobs)
+    if documents is None or documents >= ingest.PARALLEL_THRESHOLD:
+        fingerprinter.start()
+    return fingerprinter
+
+
+def _fingerprint_arguments(
+    files: list[str], scheme, jobs, fingerprinter: ingest.Fingerprinter | None = None
+) -> Iterator[tuple[str, int]]:
     """(argument as given, fingerprint) for each readable document; failures reported on stderr."""
     sources: list = []
     for name in files:
@@ -402,7 +411,7 @@ def _fingerprint_arguments(files: list[str], scheme, jobs) -> Iterator[tuple[str
         else:
             sources.append(corpus.file_source(name))
     names = iter(files)
-    for item in ingest.fingerprint_sources(sources, scheme, jobs=jobs):
+    for item in ingest.fingerprint_sources(sources, scheme, jobs=jobs, fingerprinter=fingerprinter):
         name = next(names)
         if item.skip is not None:
             warn(f"failed: {item.skip}")

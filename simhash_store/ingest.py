@@ -337,10 +337,20 @@ def _write(
 
 
 def fingerprint_sources(
-    inputs: Iterable[Source | Skip], scheme: Scheme, *, jobs: int | None = None, batch_size: int = 1000
+    inputs: Iterable[Source | Skip],
+    scheme: Scheme,
+    *,
+    jobs: int | None = None,
+    batch_size: int = 1000,
+    fingerprinter: Fingerprinter | None = None,
 ) -> Iterator[Prepared]:
-    """Fingerprints of inputs in order (Skips pass through as skipped Prepared values)."""
-    with Fingerprinter(scheme, jobs) as fingerprinter:
+    """Fingerprints of inputs in order (Skips pass through as skipped Prepared values).
+
+    A ``fingerprinter`` given (perhaps started early) works for ``scheme`` and is closed at the end.
+    """
+    if fingerprinter is not None:
+        fingerprinter.scheme = scheme
+    with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
         for batch in _batches(inputs, batch_size):
             sources = [item for item in batch if isinstance(item, Source)]
             results = iter(fingerprinter.submit([(s, None) for s in sources])(None))
