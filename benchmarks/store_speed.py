@@ -10,6 +10,8 @@ four), makes the store index-only (VACUUM ANALYZE), and measures:
 * ``Store.query_many`` in batches of 1,000 at k = 3;
 * all pairs within k = 3 (``Store.pairs``) against the C++ ``find_all`` of the PyPI
   package ``simhash-pybind``, checking that both find the same pairs;
+* the bulk load itself, through ``Store.load`` into the empty store (one transaction,
+  rows first, then the key, id and block indexes built over them);
 * bulk add through ``Store.add`` into the already-loaded store (new keys, then the
   same documents again, which must all come back unchanged);
 * the database size per million fingerprints (table and its indexes).
@@ -21,11 +23,11 @@ the numbers; ratios against baselines measured in the same run are what to compa
     python benchmarks/store_speed.py --sizes 100000                  # a quick run
     python benchmarks/store_speed.py --sizes 1000000 10000000        # the README numbers
     python benchmarks/store_speed.py --embedded --sizes 1000000      # on the embedded PostgreSQL 18
+    python benchmarks/store_speed.py --sizes 10000000 --only-writes  # the bulk load and add alone
 
-Loading the bulk of the rows takes the fastest honest path (one binary COPY built with
-numpy, block indexes created after the load, exactly as the migration defines them);
-the bulk-add figure is measured through ``Store.add`` only. The database is dropped at
-the end unless ``--keep`` is given.
+The bulk of the rows is loaded through ``Store.load`` (timed, documents made from the
+numpy arrays as they are sent); the bulk-add figure is measured through ``Store.add``
+only. The database is dropped at the end unless ``--keep`` is given.
 """
 
 from __future__ import annotations
@@ -149,7 +151,10 @@ def admin_execute(admin_url: str, statement: str) -> None:
 
 
 def bulk_load(url: str, fingerprints: np.ndarray) -> float:
-    """Load with block indexes dropped and re-created from their own definitions; seconds taken."""
+    """Load with block indexes dropped and re-created from their own definitions; seconds taken.
+
+    The other benchmarks' loader (soak, migrations); this one times ``Store.load`` instead.
+    """
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as connection:
         definitions = [
@@ -265,8 +270,23 @@ def bench_size(args, size: int, rows: list[Row], notes: list[str]) -> None:
     stored, points = make_data(size, args.queries, args.seed)
     store = Store(url)
     store.init()
-    loaded = bulk_load(raw_url, stored)
-    print(f"loaded in {loaded:.1f} s", flush=True)
+    documents = (NewDocument(key_of(i), value) for i, value in enumerate(stored.tolist()))
+    started = time.perf_counter()
+    result = store.load(documents)
+    loaded = time.perf_counter() - started
+    assert result.added == size, result
+    started = time.perf_counter()
+    store.optimize()
+    optimized = time.perf_counter() - started
+    print(f"loaded in {loaded:.1f} s, VACUUM ANALYZE {optimized:.1f} s", flush=True)
+    rows.append(Row(size, f"bulk load {size:,} into the empty store (Store.load)", f"{size / loaded:,.0f} fp/s",
+                    "", "", ">= 100,000 fp/s", verdict(size, size / loaded >= 100_000), load_now()))
+    notes.append(f"{size:,}: Store.load {loaded:.1f} s, then VACUUM ANALYZE {optimized:.1f} s")
+    if args.only_writes:
+        bench_add(store, size, rows, notes, args)
+        store.close()
+        admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        return
 
     if args.prewarm:
         with psycopg.connect(raw_url, autocommit=True) as connection:
@@ -428,6 +448,7 @@ def main() -> None:
     parser.add_argument("--pairs-sizes", type=int, nargs="*", default=[1_000_000], help="sizes at which to time all pairs")
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--keep", action="store_true", help="keep the databases")
+    parser.add_argument("--only-writes", action="store_true", help="measure the bulk load and bulk add only")
     parser.add_argument("--verbose", action="store_true", help="print the probe plan")
     parser.add_argument("--prewarm", action="store_true",
                         help="load the table and its indexes into shared buffers first (pg_prewarm), as a long-running "

@@ -182,6 +182,14 @@ def import_(
     fingerprint_format: Annotated[
         str, typer.Option(help="auto (16 characters = hex, else decimal), hex, or decimal.")
     ] = "auto",
+    bulk: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--bulk/--no-bulk",
+            help="Load in one transaction and build the block indexes afterwards: many times faster for "
+            "millions of rows, but queries wait meanwhile (default: when the store is empty).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Load existing fingerprints computed elsewhere; bad rows are reported by line and skipped.
@@ -208,7 +216,11 @@ def import_(
                 yield NewDocument(row.key, row.fingerprint)
 
     with opened_store(_known_scheme(scheme)) as store:
-        result = store.add(documents())
+        if bulk if bulk is not None else store.is_empty():
+            result = store.load(documents())
+            store.optimize()
+        else:
+            result = store.add(documents())
     for skip in skipped:
         warn(f"failed: {skip}")
     if not quiet:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection
@@ -133,6 +134,24 @@ class AddResult:
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.near_duplicates.extend(other.near_duplicates)
+
+
+def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument]) -> int:
+    """Binary COPY of documents (validated) into ``table``; returns how many."""
+    count = 0
+    with cursor.copy(
+        sql.SQL("COPY {} (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY)").format(
+            sql.SQL(table)
+        )
+    ) as copy:
+        copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text"])
+        for d in documents:
+            validate_key(d.key)
+            _validate_fingerprint(d.fingerprint)
+            metadata = Jsonb(d.metadata) if d.metadata is not None else None
+            copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp))
+            count += 1
+    return count
 
 
 def validate_key(key: object) -> str:
@@ -364,6 +383,106 @@ class Store:
         return result
 
     @_database_errors
+    def load(self, documents: Iterable[NewDocument], *, index_memory: str = "1GB") -> AddResult:
+        """Bulk load: all documents in one transaction, the block indexes built after the rows.
+
+        For filling a new or small store with millions of fingerprints (importing
+        existing ones): building a block index over sorted rows is many times cheaper
+        than inserting each row into four B-trees. Into an empty store the rows are
+        copied straight into the table and the key and id indexes are built after them
+        too. Adding fewer rows than the store holds is cheaper with :meth:`add`, which
+        keeps the indexes. The table is locked for the whole load, so queries and other
+        writers wait; an interrupted load stores nothing and leaves the indexes as they
+        were (the transaction rolls back). Keys repeated in the input: the last one
+        wins, as in :meth:`add`. ``index_memory`` is ``maintenance_work_mem`` for the
+        index builds.
+        """
+        self._prepare(record=True)
+        result = AddResult()
+        with self.engine.begin() as connection:
+            raw = connection.connection.driver_connection
+            with raw.cursor() as cursor:
+                cursor.execute("LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE")
+                cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", (index_memory,))
+                cursor.execute("SELECT NOT EXISTS (SELECT FROM simhash.documents)")
+                empty = cursor.fetchone()[0]
+                cursor.execute(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'simhash' "
+                    "AND tablename = 'documents' AND indexname LIKE 'ix_documents_block_' ORDER BY indexname"
+                )
+                block_indexes = cursor.fetchall()
+                for name, _ in block_indexes:
+                    cursor.execute(sql.SQL("DROP INDEX simhash.{}").format(sql.Identifier(name)))
+                if empty:
+                    received, result.added = self._load_into_empty(cursor, documents)
+                else:
+                    received = self._load_through_upsert(cursor, documents, result)
+                for _, definition in block_indexes:
+                    cursor.execute(definition)
+        result.unchanged = received - result.added - result.updated
+        return result
+
+    def _load_into_empty(self, cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> tuple[int, int]:
+        """COPY straight into the empty table with its key and id constraints dropped, then
+        rebuild them; if keys repeat, the earlier rows of each go first. (received, stored)"""
+        cursor.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'simhash.documents'::regclass AND contype IN ('p', 'u') ORDER BY conname"
+        )
+        constraints = cursor.fetchall()
+        for name, _ in constraints:
+            cursor.execute(sql.SQL("ALTER TABLE simhash.documents DROP CONSTRAINT {}").format(sql.Identifier(name)))
+        received = _copy_documents(cursor, "simhash.documents", documents)
+        add_constraints = sql.SQL("ALTER TABLE simhash.documents {}").format(
+            sql.SQL(", ").join(
+                sql.SQL("ADD CONSTRAINT {} {}").format(sql.Identifier(name), sql.SQL(definition))
+                for name, definition in constraints
+            )
+        )
+        repeated = 0
+        cursor.execute("SAVEPOINT simhash_constraints")
+        try:
+            cursor.execute(add_constraints)
+        except psycopg.errors.UniqueViolation:
+            # Repeated keys: identity ids follow input order, so the last of each has the largest.
+            cursor.execute("ROLLBACK TO SAVEPOINT simhash_constraints")
+            cursor.execute(
+                "DELETE FROM simhash.documents d USING "
+                "(SELECT key, max(id) AS last FROM simhash.documents GROUP BY key HAVING count(*) > 1) r "
+                "WHERE d.key = r.key AND d.id < r.last"
+            )
+            repeated = cursor.rowcount
+            cursor.execute(add_constraints)
+        return received, received - repeated
+
+    def _load_through_upsert(self, cursor: psycopg.Cursor, documents: Iterable[NewDocument], result: AddResult) -> int:
+        """COPY into a temporary table, then one upsert of the last row of each key; returns rows received."""
+        cursor.execute(
+            "CREATE TEMP TABLE simhash_loading (key text, fingerprint bigint, digest bytea, "
+            "length integer, metadata jsonb, stamp text, position bigint GENERATED ALWAYS AS IDENTITY) ON COMMIT DROP"
+        )
+        received = _copy_documents(cursor, "simhash_loading", documents)
+        cursor.execute(
+            """
+            WITH written AS (
+                INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata, stamp)
+                SELECT DISTINCT ON (key) key, fingerprint, digest, length, metadata, stamp
+                FROM simhash_loading ORDER BY key, position DESC
+                ON CONFLICT (key) DO UPDATE
+                    SET fingerprint = excluded.fingerprint, digest = excluded.digest,
+                        length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
+                        updated_at = now()
+                    WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
+                          IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
+                                            excluded.metadata, excluded.stamp)
+                RETURNING (xmax = 0) AS inserted
+            )
+            SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
+            """
+        )
+        result.added, result.updated = cursor.fetchone()
+        return received
+
     def add_batch(
         self,
         documents: Sequence[NewDocument],
@@ -596,6 +715,11 @@ class Store:
         self._prepare(record=False)
         with self.engine.connect() as connection:
             return connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()
+
+    def is_empty(self) -> bool:
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT NOT EXISTS (SELECT FROM simhash.documents)")).scalar_one()
 
     # ------------------------------------------------------------ all pairs
 

@@ -119,6 +119,66 @@ def test_repeated_key_in_one_batch_keeps_the_last(store):
     assert store.get("a").fingerprint == 2
 
 
+def _block_indexes(store: Store) -> list[str]:
+    with store.engine.connect() as connection:
+        return list(
+            connection.execute(
+                text(
+                    "SELECT indexdef FROM pg_indexes WHERE schemaname = 'simhash' AND tablename = 'documents' "
+                    "AND indexname LIKE 'ix_documents_block_' ORDER BY indexname"
+                )
+            ).scalars()
+        )
+
+
+def test_bulk_load_equals_add_and_rebuilds_the_same_indexes(store):
+    indexes = _block_indexes(store)
+    assert len(indexes) == 4
+    rng = np.random.default_rng(7)
+    stored = {f"k{i}": int(v) for i, v in enumerate(rng.integers(0, 2**64, size=3000, dtype=np.uint64))}
+    query = next(iter(stored.values()))
+    stored["near"] = flip(query, [1, 20, 40])
+    store.add([NewDocument("k0", 5), NewDocument("k1", stored["k1"]), NewDocument("kept", 9)])
+    result = store.load(NewDocument(key, value) for key, value in stored.items())
+    # k0 changed, k1 unchanged, "kept" untouched, the rest new.
+    assert (result.added, result.updated, result.unchanged) == (len(stored) - 2, 1, 1)
+    assert _block_indexes(store) == indexes
+    stored["kept"] = 9
+    for k in (0, 3, 11):
+        expected = brute_force(stored, query, k)
+        assert [(m.distance, m.key) for m in store.query(query, k, method="probe")] == expected
+
+
+def test_bulk_load_keeps_the_last_of_repeated_keys(store):
+    result = store.load([NewDocument("a", 1), NewDocument("b", 2), NewDocument("a", 3), NewDocument("a", 4)])
+    assert (result.added, result.unchanged) == (2, 2)
+    assert store.get("a").fingerprint == 4 and store.count() == 2
+    assert [m.key for m in store.query(4, 0, method="probe")] == ["a"]
+
+
+def test_bulk_load_into_an_empty_store_leaves_no_schema_drift(store, database_url):
+    store.load(NewDocument(f"k{i}", i * 7919) for i in range(100))
+    test_alembic_check_finds_no_drift(database_url)  # the constraints and indexes rebuilt are the models'
+
+
+@pytest.mark.parametrize("stored_before", [0, 1], ids=["into-empty", "into-nonempty"])
+def test_interrupted_bulk_load_stores_nothing_and_keeps_the_indexes(store, stored_before):
+    store.add([NewDocument("before", 1)][:stored_before])
+    indexes = _block_indexes(store)
+
+    def documents():
+        yield NewDocument("fine", 2)
+        yield NewDocument("bad\x00key", 3)
+
+    with pytest.raises(InvalidKeyError):
+        store.load(documents())
+    assert store.count() == stored_before and store.get("fine") is None
+    assert _block_indexes(store) == indexes
+    store.add([NewDocument("after", 1)])  # the key constraint is back: a repeated key updates
+    store.add([NewDocument("after", 2)])
+    assert store.count() == stored_before + 1 and store.get("after").fingerprint == 2
+
+
 def test_remove_get_count(store):
     store.add([NewDocument("a", 1, metadata={"url": "https://例子.cn"}), NewDocument("b", 2)])
     assert store.get("a").metadata == {"url": "https://例子.cn"}
