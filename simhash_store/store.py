@@ -136,6 +136,25 @@ class AddResult:
         self.near_duplicates.extend(other.near_duplicates)
 
 
+# Insert or update from a staging table (``rows`` selects at most one row per key); returns
+# the counts of inserted and updated rows. An unchanged row is left alone.
+_UPSERT = """
+    WITH written AS (
+        INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata, stamp)
+        {rows}
+        ON CONFLICT (key) DO UPDATE
+            SET fingerprint = excluded.fingerprint, digest = excluded.digest,
+                length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
+                updated_at = now()
+            WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
+                  IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
+                                    excluded.metadata, excluded.stamp)
+        RETURNING (xmax = 0) AS inserted
+    )
+    SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
+"""
+
+
 def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument]) -> int:
     """Binary COPY of documents (validated) into ``table``; returns how many."""
     count = 0
@@ -463,22 +482,10 @@ class Store:
         )
         received = _copy_documents(cursor, "simhash_loading", documents)
         cursor.execute(
-            """
-            WITH written AS (
-                INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata, stamp)
-                SELECT DISTINCT ON (key) key, fingerprint, digest, length, metadata, stamp
-                FROM simhash_loading ORDER BY key, position DESC
-                ON CONFLICT (key) DO UPDATE
-                    SET fingerprint = excluded.fingerprint, digest = excluded.digest,
-                        length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
-                        updated_at = now()
-                    WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
-                          IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
-                                            excluded.metadata, excluded.stamp)
-                RETURNING (xmax = 0) AS inserted
+            _UPSERT.format(
+                rows="SELECT DISTINCT ON (key) key, fingerprint, digest, length, metadata, stamp "
+                "FROM simhash_loading ORDER BY key, position DESC"
             )
-            SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
-            """
         )
         result.added, result.updated = cursor.fetchone()
         return received
@@ -531,29 +538,12 @@ class Store:
                     "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb, stamp text) "
                     "ON COMMIT DELETE ROWS"
                 )
-                with cursor.copy(
-                    "COPY simhash_incoming (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY)"
-                ) as copy:
-                    copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text"])
-                    for d in documents:
-                        metadata = Jsonb(d.metadata) if d.metadata is not None else None
-                        copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp))
+                _copy_documents(cursor, "simhash_incoming", documents)
+                # Sorted by key, so concurrent writers lock rows in one order.
                 cursor.execute(
-                    """
-                    WITH written AS (
-                        INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata, stamp)
-                        SELECT key, fingerprint, digest, length, metadata, stamp FROM simhash_incoming ORDER BY key
-                        ON CONFLICT (key) DO UPDATE
-                            SET fingerprint = excluded.fingerprint, digest = excluded.digest,
-                                length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
-                                updated_at = now()
-                            WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
-                                  IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
-                                                    excluded.metadata, excluded.stamp)
-                        RETURNING (xmax = 0) AS inserted
+                    _UPSERT.format(
+                        rows="SELECT key, fingerprint, digest, length, metadata, stamp FROM simhash_incoming ORDER BY key"
                     )
-                    SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
-                    """
                 )
                 added, updated = cursor.fetchone()
         result.added, result.updated = added, updated
