@@ -67,6 +67,23 @@ def test_read_only_role_can_search_and_cannot_write(database_url, reader_role):
         assert store.count() == 2
 
 
+def test_a_writer_that_does_not_own_the_table_can_bulk_load(database_url, reader_role):
+    # A role with write privileges but not the table's owner cannot drop and rebuild
+    # the indexes; its bulk load keeps them and still stores everything in one go.
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{reader_role}"'))
+        connection.execute(text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{reader_role}"'))
+    admin.dispose()
+    writer_url = database_url.set(username=reader_role, password=None)
+    with Store(writer_url) as as_writer:
+        result = as_writer.load(NewDocument(f"k{i}", i * 2654435761) for i in range(50))
+        assert result.added == 50
+        assert [m.key for m in as_writer.query(7 * 2654435761, 0)] == ["k7"]
+    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "stats", "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["documents"] == 50
+
+
 def test_grant_to_a_missing_role_is_a_clear_error(database_url):
     result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "grant-read", "nobody_here"])
     assert result.exit_code == 1
