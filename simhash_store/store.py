@@ -155,8 +155,14 @@ _UPSERT = """
 """
 
 
+def _validated(document: NewDocument) -> NewDocument:
+    validate_key(document.key)
+    _validate_fingerprint(document.fingerprint)
+    return document
+
+
 def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument]) -> int:
-    """Binary COPY of documents (validated) into ``table``; returns how many."""
+    """Binary COPY of (already validated) documents into ``table``; returns how many."""
     count = 0
     with cursor.copy(
         sql.SQL("COPY {} (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY)").format(
@@ -165,8 +171,6 @@ def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewD
     ) as copy:
         copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text"])
         for d in documents:
-            validate_key(d.key)
-            _validate_fingerprint(d.fingerprint)
             metadata = Jsonb(d.metadata) if d.metadata is not None else None
             copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp))
             count += 1
@@ -418,6 +422,7 @@ class Store:
         build indexes) loads with the indexes in place: still one transaction, not faster.
         """
         self._prepare(record=True)
+        documents = map(_validated, documents)  # checked as they stream in, before COPY sends them
         result = AddResult()
         with self.engine.begin() as connection:
             raw = connection.connection.driver_connection
