@@ -45,3 +45,7 @@ class InputError(SimhashStoreError):
 
 class WorkerDiedError(SimhashStoreError):
     """A fingerprinting worker process died (killed, or out of memory) before its documents were done."""
+
+
+class LockTimeoutError(DatabaseError):
+    """A lock another session holds was not granted within the lock timeout (SIMHASH_STORE_LOCK_TIMEOUT)."""
