@@ -122,13 +122,13 @@ def _parse(raw: str) -> URL:
         location = head
     host = location.split("/", 1)[0]
     if host.count("[") != host.count("]"):
-        raise ConfigError(f"unclosed '[' in the host of the database URL {host!r} (IPv6 hosts are written [::1])")
+        raise ConfigError("unclosed '[' in the host of the database URL (IPv6 hosts are written [::1])")
     try:
         return make_url(f"{scheme}://{rest}")
     except ValueError as exc:  # ArgumentError is one; a bad port is a bare ValueError
         port = host.rsplit("]", 1)[-1].rpartition(":")[2]
         if port and not port.isdigit():
-            raise ConfigError(f"bad port {port!r} in the database URL: a number from 1 to 65535") from None
+            raise ConfigError("bad port in the database URL: a number from 1 to 65535") from None
         raise ConfigError("not a database URL (expected postgresql://user@host:port/database)") from exc.__cause__
 
 
@@ -165,7 +165,8 @@ def _check_options(url: URL) -> None:
         if name in _INTEGER_OPTIONS:
             for item in value if isinstance(value, tuple) else (value,):
                 if not item.strip().lstrip("-").isdigit():
-                    raise ConfigError(f"bad {name} {item!r} in the database URL: a whole number (seconds, or ms for tcp_user_timeout)")
+                    # The value is not shown: a mistyped URL may have run a password into it.
+                    raise ConfigError(f"bad {name} in the database URL: a whole number (seconds, or ms for tcp_user_timeout)")
 
 
 def _seconds_setting(variable: str, default: float) -> float:
