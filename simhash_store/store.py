@@ -226,6 +226,8 @@ def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
             return method(self, *args, **kwargs)
         except (DBAPIError, psycopg.Error) as exc:
             driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
+            # Cleaning up after a silent server fails in turn ("the connection is closed"): say why.
+            driver_error = _silent_server_in(exc) or driver_error
             message = f"database {self.display_url}: {scrub(_first_line(driver_error or exc), self._secrets)}"
             sqlstate = getattr(driver_error, "sqlstate", None)
             if sqlstate == "55P03":
@@ -244,6 +246,22 @@ def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
             raise
 
     return wrapper
+
+
+class _ServerSilentError(psycopg.OperationalError):
+    """The server sent nothing for the network timeout and took no new connection."""
+
+
+def _silent_server_in(error: BaseException | None) -> _ServerSilentError | None:
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, _ServerSilentError):
+            return error
+        if isinstance(error, DBAPIError) and isinstance(error.orig, _ServerSilentError):
+            return error.orig
+        error = error.__cause__ or error.__context__
+    return None
 
 
 class _WatchedConnection(psycopg.Connection):
@@ -278,7 +296,7 @@ class _WatchedConnection(psycopg.Connection):
                 elif now - heard >= self.silence:
                     if not self._server_answers():
                         self.pgconn.finish()
-                        raise psycopg.OperationalError(
+                        raise _ServerSilentError(
                             f"the server sent nothing for {self.silence:g} s and takes no new connection: "
                             f"it is unreachable or frozen (SIMHASH_STORE_NETWORK_TIMEOUT sets the wait)"
                         )
