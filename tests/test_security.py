@@ -141,6 +141,8 @@ CREATE OPERATOR public.& (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = publi
 CREATE FUNCTION public.bxor(bigint, integer) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
   AS $$ BEGIN PERFORM public.trap('bigint # integer'); RETURN $1 OPERATOR(pg_catalog.#) $2::bigint; END $$;
 CREATE OPERATOR public.# (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = public.bxor);
+CREATE FUNCTION public.bit_count(bit) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
+  AS $$ BEGIN PERFORM public.trap('bit_count(bit)'); RETURN pg_catalog.bit_count($1); END $$;
 """
 
 
@@ -192,6 +194,8 @@ def test_look_alike_functions_in_public_never_run_in_library_sessions(database_u
             store.clusters(3)
             store.remove(["k1"])
         if not isinstance(target, type(database_url)):
+            with target.connect() as connection:  # the caller's own sessions are left as they were
+                assert connection.execute(text("SHOW search_path")).scalar() == '"$user", public'
             target.dispose()
     runner = CliRunner()
     plain = database_url.render_as_string(hide_password=False)
@@ -330,3 +334,33 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
                 assert secret not in " ".join(each.info["cmdline"] or [])
     finally:
         process.communicate(b"", timeout=120)
+
+
+# ------------------------------------------------------------ malformed URLs
+
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("postgresql://app:pw-secret@127.0.0.1:99999/news", "bad port 99999"),
+        ("postgresql://app:pw-secret@127.0.0.1:54x2/news", "bad port"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news?sslmod=require", "unknown option 'sslmod'"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news?connect_timeout=ten", "bad connect_timeout"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news?connect_timeout=5?password=pw-secret", "bad connect_timeout"),
+        ("postgresql://app:pw-secret@[::1:5432/news", "unclosed '['"),
+        ("mysql://app:pw-secret@127.0.0.1/news", "unsupported database URL scheme"),
+        ("app:pw-secret@127.0.0.1/news", "not a database URL"),
+    ],
+)
+def test_malformed_url_is_one_line_exit_1(url, says):
+    result = CliRunner().invoke(app, ["--db", url, "stats"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: "), result.output
+    assert says in result.output and "pw-secret" not in result.output
+
+
+@pytest.mark.parametrize("variable", ["SIMHASH_STORE_LOCK_TIMEOUT", "SIMHASH_STORE_NETWORK_TIMEOUT", "SIMHASH_STORE_STATEMENT_TIMEOUT"])
+def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
+    monkeypatch.setenv(variable, "soon")
+    result = CliRunner().invoke(app, ["--db", "postgresql://app@127.0.0.1:5432/news", "stats"])
+    assert result.exit_code == 1
+    assert result.output == f"Error: {variable} must be a number of seconds (0 for no limit), not 'soon'\n"
