@@ -32,9 +32,8 @@ from .config import SEARCH_PATH, lock_timeout, network_timeout, redact, resolve_
 from .errors import (
     DatabaseError,
     DatabaseUnavailableError,
-    InvalidFingerprintError,
+    InvalidValueError,
     LockTimeoutError,
-    InvalidKeyError,
     PermissionDeniedError,
     SchemeError,
     SchemeMismatchError,
@@ -42,9 +41,18 @@ from .errors import (
 )
 from .pairs import near_clusters, near_pairs
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+from .validation import (
+    INT4,
+    MAX_KEY_BYTES,
+    validate_integer,
+    validate_key,
+    validate_metadata,
+    validate_optional_bytes,
+    validate_optional_text,
+)
+from .validation import validate_distance as _validate_distance
+from .validation import validate_fingerprint as _validate_fingerprint
 
-# PostgreSQL refuses B-tree entries over about 2,700 bytes; keys are unique-indexed.
-MAX_KEY_BYTES = 2048
 DEFAULT_BATCH_SIZE = 5000
 # Advisory locks of the project: the two-integer key space, first key "SIMH", so no other
 # application's single-bigint locks (or hashtext() keys) collide with ours by chance.
@@ -161,8 +169,17 @@ _UPSERT = """
 
 
 def _validated(document: NewDocument) -> NewDocument:
+    """The document, if every field fits its column; else the field's SimhashStoreError."""
     validate_key(document.key)
     _validate_fingerprint(document.fingerprint)
+    if document.length is not None:
+        validate_integer(document.length, f"length of {document.key!r}", 0, INT4[1])
+    validate_optional_bytes(document.digest, f"digest of {document.key!r}")
+    validate_optional_text(document.stamp, f"stamp of {document.key!r}")
+    try:
+        validate_metadata(document.metadata)
+    except InvalidValueError as exc:
+        raise InvalidValueError(f"document {document.key!r}: {exc}") from None
     return document
 
 
@@ -180,33 +197,6 @@ def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewD
             copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp))
             count += 1
     return count
-
-
-def validate_key(key: object) -> str:
-    """A key PostgreSQL can store faithfully, or :class:`InvalidKeyError` saying why not."""
-    if not isinstance(key, str) or not key:
-        raise InvalidKeyError(f"a key must be a non-empty string, not {key!r}")
-    if "\x00" in key:
-        raise InvalidKeyError(f"key {key[:80]!r} contains a NUL character, which PostgreSQL text cannot hold")
-    try:
-        size = len(key.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidKeyError(f"key {key[:80]!r} is not valid Unicode (it holds a lone surrogate)") from None
-    if size > MAX_KEY_BYTES:
-        raise InvalidKeyError(f"key {key[:40]!r}... is {size} bytes long; keys are limited to {MAX_KEY_BYTES} bytes")
-    return key
-
-
-def _validate_fingerprint(value: object) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 0 <= int(value) < 1 << 64:
-        raise InvalidFingerprintError(f"a stored fingerprint is an unsigned 64-bit integer, not {value!r}")
-    return int(value)
-
-
-def _validate_distance(max_distance: int) -> int:
-    if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 64:
-        raise InvalidFingerprintError(f"max distance must be an integer from 0 to 64, not {max_distance!r}")
-    return max_distance
 
 
 def _check_query_options(max_distance: int, limit: int | None, method: str) -> None:
@@ -639,9 +629,7 @@ class Store:
         """Store one batch in one transaction (the unit of progress of an interrupted run)."""
         self._prepare(record=True)
         latest: dict[str, NewDocument] = {}
-        for document in documents:
-            validate_key(document.key)
-            _validate_fingerprint(document.fingerprint)
+        for document in map(_validated, documents):
             latest.pop(document.key, None)  # the last of repeated keys wins, in its place
             latest[document.key] = document
         # Input order matters to --skip-near-duplicates (the first of near-duplicates is kept);
