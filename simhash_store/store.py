@@ -762,9 +762,10 @@ class Store:
                             return work(cursor)
                     return work(cursor)
             except psycopg.OperationalError as exc:
-                if not raw.broken or attempt == 2:
-                    raise
-                pooled.invalidate(exc)
+                if raw.broken:
+                    pooled.invalidate(exc)  # closed, not reset: a rollback on it would fail and be logged
+                if not raw.broken or attempt == 2 or isinstance(exc, _ServerSilentError):
+                    raise  # a server found silent is not asked again: that would wait out a connect timeout
             finally:
                 if not raw.broken:
                     raw.autocommit = False
