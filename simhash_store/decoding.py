@@ -81,19 +81,19 @@ def _decode(data: bytes) -> Decoded:
         raise DecodeError(EMPTY)
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            text, replaced = _decode_counting(data, encoding)
-            if replaced > _tolerated(data):
-                raise DecodeError(UNDECODABLE, f"{encoding} byte order mark, then {replaced} invalid bytes")
-            return Decoded(text, encoding, replaced)
+            decoded = _decode_counting(data, encoding)
+            if decoded is None:
+                raise DecodeError(UNDECODABLE, f"{encoding} byte order mark, then more than a few invalid bytes")
+            return Decoded(decoded[0], encoding, decoded[1])
     sample = data[:SAMPLE_BYTES]
     if _looks_binary(sample):
         encoding = _utf16_parity(sample)
         if encoding is None:
             raise DecodeError(BINARY)
-        text, replaced = _decode_counting(data, encoding)
-        if replaced > _tolerated(data):
+        decoded = _decode_counting(data, encoding)
+        if decoded is None:
             raise DecodeError(BINARY)  # UTF-16 text at the start, something else after it
-        return Decoded(text, encoding, replaced)
+        return Decoded(decoded[0], encoding, decoded[1])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -107,22 +107,32 @@ def _decode(data: bytes) -> Decoded:
 _counts = threading.local()
 
 
+class _TooMany(Exception):
+    pass
+
+
 def _count_and_replace(error: UnicodeDecodeError) -> tuple[str, int]:
     _counts.value += error.end - error.start
+    if _counts.value > _counts.limit:
+        raise _TooMany  # stop early: text in another encoding fails every few bytes
     return "\ufffd", error.end
 
 
 codecs.register_error("simhash-store-count", _count_and_replace)
 
 
-def _decode_counting(data: bytes, encoding: str) -> tuple[str, int]:
-    """(text, number of invalid bytes), each run of invalid bytes replaced by one U+FFFD."""
+def _decode_counting(data: bytes, encoding: str, limit: int | None = None) -> tuple[str, int] | None:
+    """(text, number of invalid bytes), each run of invalid bytes replaced by one U+FFFD;
+    None when there are more than ``limit`` (by default what _tolerated allows)."""
     try:
         return data.decode(encoding), 0
     except UnicodeDecodeError:
         pass
-    _counts.value = 0
-    text = data.decode(encoding, "simhash-store-count")
+    _counts.value, _counts.limit = 0, _tolerated(data) if limit is None else limit
+    try:
+        text = data.decode(encoding, "simhash-store-count")
+    except _TooMany:
+        return None
     return text, _counts.value
 
 
@@ -204,7 +214,7 @@ def _utf8_or_legacy(data: bytes, text: str) -> Decoded:
     if common * 2 > len(found):
         return Decoded(text, "utf-8")
     legacy = _best_legacy_reading(data, strict=True)
-    if legacy is not None and legacy.score >= _CONVINCING and legacy.foreign == 0:
+    if legacy is not None and legacy.score >= _CONVINCING and _foreign(legacy.text) == 0:
         return Decoded(legacy.text, legacy.encoding)
     return Decoded(text, "utf-8")
 
@@ -248,13 +258,18 @@ _LATIN_EXTENDED_B_IN_USE = frozenset({0x01A0, 0x01A1, 0x01AF, 0x01B0, 0x0218, 0x
 
 def _decode_invalid_utf8(data: bytes) -> Decoded:
     """Not valid UTF-8: UTF-8 with a few bytes replaced, or GB18030, or Big5, whichever reads best."""
-    utf8_text, utf8_replaced = _decode_counting(data, "utf-8")
+    utf8 = _decode_counting(data, "utf-8")
     legacy = _best_legacy_reading(data, strict=False)
-    if len(data) % 2 == 0 and (encoding := _utf16_parity(data[:SAMPLE_BYTES], convincing=True)):
-        text, replaced = _decode_counting(data, encoding)
-        if replaced <= _tolerated(data) and (legacy is None or _plausibility(text) > legacy.score):
-            return Decoded(text, encoding, replaced)
-    if utf8_replaced <= _tolerated(data):
+    if (
+        (legacy is None or legacy.score < _CONVINCING)
+        and len(data) % 2 == 0
+        and (encoding := _utf16_parity(data[:SAMPLE_BYTES], convincing=True))
+    ):
+        utf16 = _decode_counting(data, encoding)
+        if utf16 is not None and (legacy is None or _plausibility(utf16[0]) > legacy.score):
+            return Decoded(utf16[0], encoding, utf16[1])
+    if utf8 is not None:
+        utf8_text, utf8_replaced = utf8
         # U+FFFD counts as a character of score 0 here, so that a reading is not made
         # more plausible by the bytes it could not read.
         utf8_score = _non_ascii_plausibility(utf8_text)
@@ -277,7 +292,6 @@ class _Reading:
     encoding: str
     replaced: int
     score: float  # _plausibility, -1 without CJK characters
-    foreign: int  # characters outside CJK and ASCII that GB18030 and Big5 text seldom holds
 
 
 def _best_legacy_reading(data: bytes, *, strict: bool) -> _Reading | None:
@@ -292,21 +306,29 @@ def _best_legacy_reading(data: bytes, *, strict: bool) -> _Reading | None:
     """
     readings = []
     for encoding in _LEGACY:
-        if strict:
-            try:
-                text, replaced = data.decode(encoding), 0
-            except UnicodeDecodeError:
-                continue
-        else:
-            text, replaced = _decode_counting(data, encoding)
-            if replaced > _tolerated(data):
-                continue
-        score = _plausibility(text, replacements=True)
-        foreign = sum(1 for c in _NON_ASCII.findall(text[:SAMPLE_BYTES]) if "\u0080" <= c < "\u2e80")
-        readings.append(_Reading(text, encoding, replaced, -1.0 if score is None else score, foreign))
+        try:
+            readings.append(_reading(data.decode(encoding), encoding, 0))
+        except UnicodeDecodeError:
+            continue
+    if not strict and not any(r.score >= _IMPLAUSIBLE for r in readings):
+        # No plausible clean reading: let readings with a few invalid bytes take part (slower).
+        for encoding in _LEGACY:
+            decoded = _decode_counting(data, encoding)
+            if decoded is not None and decoded[1]:
+                readings.append(_reading(decoded[0], encoding, decoded[1]))
     if not readings:
         return None
     return max(readings, key=lambda r: (r.score, -r.replaced, r.encoding == "gb18030"))
+
+
+def _reading(text: str, encoding: str, replaced: int) -> _Reading:
+    score = _plausibility(text, replacements=True)
+    return _Reading(text, encoding, replaced, -1.0 if score is None else score)
+
+
+def _foreign(text: str) -> int:
+    """Characters outside CJK and ASCII, which GB18030 and Big5 text seldom holds."""
+    return sum(1 for c in _NON_ASCII.findall(text) if c < "\u2e80")
 
 
 # Random high bytes decoded as GB18030 or Big5 score about 3.6 (at most 4.7 in 200 tries);
@@ -332,9 +354,10 @@ def _plausibility(text: str, *, replacements: bool = False) -> float | None:
     With ``replacements``, each U+FFFD counts as a character of frequency 0, so that a
     reading does not gain from the bytes it could not read.
     """
-    frequencies = _character_frequencies()
-    scores = [frequencies.get(c, 0.0) for c in text if c >= "\u2e80" and (replacements or c != "\ufffd")]
-    return sum(scores) / len(scores) if scores else None
+    frequencies = _character_frequencies()  # has no U+FFFD: it scores 0
+    scores = [frequencies.get(c, 0.0) for c in text if c >= "\u2e80"]
+    counted = len(scores) if replacements else len(scores) - text.count("\ufffd")
+    return sum(scores) / counted if counted else None
 
 
 def _non_ascii_plausibility(text: str) -> float:

@@ -31,7 +31,6 @@ from .validation import validate_key
 # read into memory whole (where a 60 GB file would end in MemoryError or the OOM killer).
 DEFAULT_MAX_BYTES = 1 << 30
 _CHUNK = 1 << 20
-_LINE_END = re.compile(rb"\r\n|\r|\n")
 # JSON integers longer than this are kept as HugeInteger: nothing here needs more than 20
 # digits, and Python refuses to convert more than 4,300 (and is slow at it).
 _MAX_INTEGER_DIGITS = 40
@@ -45,26 +44,30 @@ def lines(stream: IO[bytes], max_line_bytes: int = DEFAULT_MAX_BYTES) -> Iterato
     read = getattr(stream, "read1", stream.read)
     number, parts, size, too_long, carriage_return = 0, [], 0, False, False
     while chunk := read(_CHUNK):
-        start = 0
-        if carriage_return:
-            carriage_return = False
-            if chunk.startswith(b"\n"):
-                start = 1  # the "\n" of a "\r\n" split between two chunks
-        for end in _LINE_END.finditer(chunk, start):
+        if carriage_return and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # the "\n" of a "\r\n" split between two reads
+        carriage_return = False
+        for piece in chunk.splitlines(keepends=True):  # bytes split at \n, \r\n and \r only
+            if piece.endswith(b"\n"):
+                body = piece[:-2] if piece.endswith(b"\r\n") else piece[:-1]
+            elif piece.endswith(b"\r"):
+                body = piece[:-1]
+                carriage_return = True  # only matters for the last piece of the chunk
+            else:  # the start of a line that goes on in the next read
+                size += len(piece)
+                if size > max_line_bytes:
+                    parts, too_long = [], True  # keep reading to the line's end, not its bytes
+                elif not too_long:
+                    parts.append(piece)
+                continue
             number += 1
-            if too_long or size + end.start() - start > max_line_bytes:
+            if too_long or size + len(body) > max_line_bytes:
                 yield number, None
             else:
-                yield number, b"".join(parts) + chunk[start : end.start()] if parts else chunk[start : end.start()]
+                yield number, b"".join(parts) + body if parts else body
             parts, size, too_long = [], 0, False
-            start = end.end()
-            carriage_return = end.group() == b"\r" and start == len(chunk)
-        if start < len(chunk) and not too_long:
-            size += len(chunk) - start
-            if size > max_line_bytes:
-                parts, too_long = [], True  # keep reading to the line's end, not its bytes
-            else:
-                parts.append(chunk[start:])
+        if not chunk.endswith(b"\r"):
+            carriage_return = False
     if parts or too_long:
         yield number + 1, None if too_long else b"".join(parts)
 
