@@ -149,7 +149,7 @@ def add(
     if not paths and jsonl is None:
         raise typer.BadParameter("give files or directories to add, or --jsonl FILE", param_hint="PATHS")
     max_bytes = _size(max_file_size, "--max-file-size")
-    inputs: list = list(_walk(paths or [], include, exclude, hidden, prefix))
+    inputs = _walk(paths or [], include, exclude, hidden, prefix)
     stream = None
     if jsonl is not None:
         stream = sys.stdin.buffer if jsonl == "-" else _open_binary(jsonl)
@@ -483,10 +483,10 @@ def _fingerprint_arguments(
             warn(f"failed: {item.skip}")
 
 
-def _walk(paths, include, exclude, hidden: bool, prefix: str):
+def _walk(paths, include, exclude, hidden: bool, prefix: str) -> list:
     try:
-        return corpus.walk(paths, include=include or [], exclude=exclude or [], hidden=hidden, prefix=prefix)
-    except ValueError as exc:
+        return list(corpus.walk(paths, include=include or [], exclude=exclude or [], hidden=hidden, prefix=prefix))
+    except ValueError as exc:  # an empty pattern
         raise typer.BadParameter(str(exc), param_hint="--include/--exclude") from None
 
 
