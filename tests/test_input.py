@@ -179,6 +179,11 @@ def test_exclude_reads_patterns_as_gitignore_does(tmp_path):
     assert not Pattern("drafts/*").matches("notes/drafts/d.txt")
 
 
+def test_an_empty_pattern_is_a_usage_error(tmp_path):
+    result = invoke(None, "add", str(tmp_path), "--exclude", "")
+    assert result.exit_code == 2 and "empty pattern" in result.output
+
+
 def _in_thread(work, timeout: float = 20.0):
     result = []
     thread = threading.Thread(target=lambda: result.append(work()), daemon=True)
