@@ -458,7 +458,10 @@ def _fingerprint_arguments(
     sources: list = []
     for name in files:
         if name == "-":
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(records.DEFAULT_MAX_BYTES + 1)
+            if len(data) > records.DEFAULT_MAX_BYTES:
+                sources.append(corpus.Skip("-", corpus.TOO_LARGE, f"over {records.DEFAULT_MAX_BYTES:,} bytes"))
+                continue
             try:
                 sources.append(corpus.Source("-", text=corpus.decode(data).text, size=len(data)))
             except corpus.DecodeError as exc:
