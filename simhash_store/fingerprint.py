@@ -27,20 +27,8 @@ from .dictionaries import idf_table as _idf_table  # noqa: F401  (tests check it
 from .errors import SchemeError
 from .hashing import HASHES
 from .scheme import DEFAULT, Scheme, get_scheme
-from .tokenizers import Feature, parse_weighted, segment_text, tokenizer_of
+from .tokenizers import Feature, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
 
-__all__ = [
-    "Feature",
-    "features",
-    "fingerprint",
-    "fingerprint_features",
-    "fingerprint_if_any",
-    "fingerprint_segmented",
-    "normalize",
-    "parse_weighted",
-    "segment",
-    "tokens",
-]
 
 # ---------------------------------------------------------------- normalisation
 
@@ -94,7 +82,7 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     return _DROPPED_SPACE.sub("", text)
 
 
-# ---------------------------------------------------------------- segmentation (see tokenizers.py)
+# ---------------------------------------------------------------- segmenting (the tokenizers are in tokenizers.py) and keeping words
 
 
 # jieba's keyword-extraction stop words (jieba 0.42.1, jieba.analyse.tfidf.KeywordExtractor.STOP_WORDS),
