@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, text
 
-
 if TYPE_CHECKING:
     from alembic.config import Config
 
