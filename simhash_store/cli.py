@@ -296,7 +296,7 @@ def query(
         except SimhashStoreError as exc:
             raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
     failures: list[corpus.Skip] = []
-    fingerprinter = _early_fingerprinter(scheme, jobs, len(files or []))
+    fingerprinter = _early_fingerprinter(scheme, jobs, len(files or []), few_too=True)
     with fingerprinter, opened_store(scheme) as store:
         queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter, failures))
         for start in range(0, len(queries), 1000):
@@ -436,12 +436,21 @@ def _chain(*iterables):
         yield from iterable
 
 
-def _early_fingerprinter(scheme: str | None, jobs: int | None, documents: int | None) -> ingest.Fingerprinter:
+def _early_fingerprinter(
+    scheme: str | None, jobs: int | None, documents: int | None, few_too: bool = False
+) -> ingest.Fingerprinter:
     """Workers for the store's scheme (guessed: the one named, else the default), started now
-    when there is enough to do, so they load their dictionaries while this process opens the store."""
+    when there is enough to do, so they load their dictionaries while this process opens the store.
+
+    ``few_too``: for a handful of documents, one worker, which the command waits for anyway
+    (a query cannot start before its fingerprints); it makes loading the dictionaries and
+    opening the store run side by side.
+    """
     fingerprinter = ingest.Fingerprinter(SCHEMES.get(scheme or DEFAULT.name, DEFAULT), jobs)
     if documents is None or documents >= ingest.PARALLEL_THRESHOLD:
         fingerprinter.start()
+    elif documents and few_too:
+        fingerprinter.start(workers=1)
     return fingerprinter
 
 

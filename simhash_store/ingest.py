@@ -9,15 +9,12 @@ not fingerprinted again).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import stat
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
@@ -54,7 +51,8 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]  # (documents done, bytes done)
 
-# Below this many documents in a batch, starting worker processes costs more than it saves.
+# Below this many documents in a batch, starting worker processes costs more than it saves,
+# unless they were started early (Fingerprinter.start) to load dictionaries meanwhile.
 PARALLEL_THRESHOLD = 16
 
 
@@ -233,29 +231,37 @@ class Fingerprinter:
         self.max_file_bytes = max_file_bytes
         self._pool = None
 
-    def start(self) -> None:
-        """Start the workers now, loading their dictionaries while this process does other work.
+    def start(self, workers: int | None = None) -> None:
+        """Start ``workers`` (at most ``jobs``; default all) now, loading their dictionaries
+        while this process does other work; from then on every batch goes to them.
 
         Otherwise they start with the first batch that needs fingerprinting, so that
-        re-adding an unchanged corpus never pays for the dictionaries.
+        re-adding an unchanged corpus never pays for the dictionaries. With ``jobs`` 1 there
+        are no workers: everything runs in this process.
         """
         if self.jobs > 1:
-            self._get_pool().submit(int)  # the executor starts its processes with the first task
+            self._get_pool(workers).submit(int)  # the executor starts its processes with the first task
 
-    def _get_pool(self):
+    def _get_pool(self, workers: int | None = None):
         if self._pool is None:
+            import multiprocessing  # here, not at the top: most one-file commands never start workers
+            from concurrent.futures import ProcessPoolExecutor
+
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
             # An executor, not multiprocessing.Pool: when a worker dies (kill -9, the kernel's OOM
             # killer) Pool starts another and waits forever for the lost tasks; the executor raises.
             self._pool = ProcessPoolExecutor(
-                self.jobs, mp_context=context, initializer=_init_worker, initargs=(self.scheme, os.getpid())
+                min(self.jobs, workers or self.jobs),
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(self.scheme, os.getpid()),
             )
         return self._pool
 
     def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
         """Start work on a batch; returns a function that collects the results in input order,
         reporting each document to ``progress`` as it completes."""
-        if self.jobs == 1 or len(tasks) < PARALLEL_THRESHOLD:
+        if self._pool is None and (self.jobs == 1 or len(tasks) < PARALLEL_THRESHOLD):
 
             def collect_here(progress: Progress | None) -> list[Prepared]:
                 results = []
@@ -276,6 +282,9 @@ class Fingerprinter:
         ]
 
         def collect(progress: Progress | None) -> list[Prepared]:
+            from concurrent.futures import as_completed
+            from concurrent.futures.process import BrokenProcessPool
+
             in_order: list[Prepared] = [None] * len(tasks)  # type: ignore[list-item]
             try:
                 for chunk in as_completed(pending):
