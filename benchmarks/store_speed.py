@@ -5,9 +5,17 @@ fingerprints plus planted neighbours (for each query point, one stored fingerpri
 every distance 1..10, its flipped bits either packed into one block or spread over all
 four), makes the store index-only (VACUUM ANALYZE), and measures:
 
-* single queries through ``Store.query`` (one round trip each) at k = 3, 7, 10, against a
+* query-readiness (issue 15): ``Store.query`` p50 at k = 3 and 11 in a new connection right
+  after ``Store.load`` returns, against the same after an explicit VACUUM ANALYZE; and the
+  same in a second database right after another application COPYs the rows in (no library
+  call; ``--copied-sizes``);
+* ``simhash.near`` against revision 0001's function (created as ``before.near`` in the same
+  database) at k = 3, 7, 8, 9, 10, 11, the two timed alternately query by query; the k = 8 and
+  k = 10 p50 against k = 11; ``near(fp, 16, max_results => 10)`` against ``near(fp, 16)``;
+  ``simhash.near_many`` against 0001's ``near`` called once per query (issues 10 and 12);
+* single queries through ``Store.query`` (one round trip each) at k = 3, 7, 10, 11, against a
   sequential scan (``method="scan"``) of the same store;
-* ``Store.query_many`` in batches of 1,000 at k = 3;
+* ``Store.query_many`` (``simhash.near_many``) in batches of 1,000 at k = 3;
 * all pairs within k = 3 (``Store.pairs``) against the C++ ``find_all`` of the PyPI
   package ``simhash-pybind``, checking that both find the same pairs;
 * the bulk load itself, through ``Store.load`` into the empty store (one transaction,
@@ -66,6 +74,10 @@ class Row:
     target: str = ""
     met: str = ""
     load: str = ""
+
+    def __post_init__(self) -> None:  # each row as soon as it is measured, for long runs
+        print(f"| {self.size:,} | {self.what} | {self.measured} | {self.baseline} | {self.ratio} | {self.target} "
+              f"| {self.met} | {self.load} |", flush=True)
 
 
 def load_now() -> str:
