@@ -287,3 +287,19 @@ def test_every_function_pins_its_search_path_or_binds_names_when_created(databas
         pinned = any(setting == "search_path=pg_catalog, pg_temp" for setting in row.proconfig or [])
         # distance: an SQL-standard body (names bound at creation) so that it is still inlined.
         assert pinned or row.bound, row.proname
+
+
+def test_generalised_pigeonhole_radii_cover_every_k_with_the_fewest_probes():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "migrations" / "versions" / "0004_near_v2.py"
+    spec = importlib.util.spec_from_file_location("revision_0004", path)
+    revision = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(revision)
+    table = revision.cheapest_thresholds()
+    probes = [sum(revision.PROBES[r] for r in radii) for radii in table]
+    for k, radii in enumerate(table):
+        assert sum(radii) >= k - 3 and all(-1 <= r <= 16 for r in radii), k  # some block is within its radius
+    # The figures the README quotes; plain pigeonhole (k // 4 everywhere) needed 548 for k = 8..11.
+    assert probes[:12] == [1, 2, 3, 4, 20, 36, 52, 68, 188, 308, 428, 548]
