@@ -90,11 +90,19 @@ THRESHOLDS = """
 """
 
 # Probing costs a B-tree descent and about 3 times the work of a scanned row for each
-# entry read; rows = reltuples / relpages * current pages (the planner's own estimate:
-# current even right after a load), or 80 rows a page for a table never vacuumed.
+# entry read: P * (3 * rows / 65536 + 2) against rows for a scan, so probing wins from
+# rows >= 2P / (1 - 3P / 65536). A scan reads every page, so a table with at least that
+# many pages is probed whatever its rows (no catalog lookup: a file size is a simple
+# expression, a pg_class row a query); else rows = reltuples / relpages * current pages
+# (the planner's own estimate, current even right after a load), or 80 rows a page for a
+# table never vacuumed.
 CHOOSE = """
         IF method = 'auto' AND probes <= 4 THEN
             chosen := 'probe';  -- at most four exact lookups: always cheaper than a scan
+        ELSIF method = 'auto' AND 3 * probes < 65536
+              AND pg_relation_size('simhash.documents'::regclass) / current_setting('block_size')::integer
+                  >= 2.0 * probes / (1 - 3.0 * probes / 65536) THEN
+            chosen := 'probe';
         ELSIF method = 'auto' THEN
             SELECT CASE WHEN c.reltuples > 0 AND c.relpages > 0 THEN c.reltuples / c.relpages ELSE 80 END
                    * (pg_relation_size(c.oid) / current_setting('block_size')::integer)
