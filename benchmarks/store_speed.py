@@ -5,9 +5,17 @@ fingerprints plus planted neighbours (for each query point, one stored fingerpri
 every distance 1..10, its flipped bits either packed into one block or spread over all
 four), makes the store index-only (VACUUM ANALYZE), and measures:
 
-* single queries through ``Store.query`` (one round trip each) at k = 3, 7, 10, against a
+* query-readiness (issue 15): ``Store.query`` p50 at k = 3 and 11 in a new connection right
+  after ``Store.load`` returns, against the same after an explicit VACUUM ANALYZE; and the
+  same in a second database right after another application COPYs the rows in (no library
+  call; ``--copied-sizes``);
+* ``simhash.near`` against revision 0001's function (created as ``before.near`` in the same
+  database) at k = 3, 7, 8, 9, 10, 11, the two timed alternately query by query; the k = 8 and
+  k = 10 p50 against k = 11; ``near(fp, 16, max_results => 10)`` against ``near(fp, 16)``;
+  ``simhash.near_many`` against 0001's ``near`` called once per query (issues 10 and 12);
+* single queries through ``Store.query`` (one round trip each) at k = 3, 7, 10, 11, against a
   sequential scan (``method="scan"``) of the same store;
-* ``Store.query_many`` in batches of 1,000 at k = 3;
+* ``Store.query_many`` (``simhash.near_many``) in batches of 1,000 at k = 3;
 * all pairs within k = 3 (``Store.pairs``) against the C++ ``find_all`` of the PyPI
   package ``simhash-pybind``, checking that both find the same pairs;
 * the bulk load itself, through ``Store.load`` into the empty store (one transaction,
@@ -66,6 +74,10 @@ class Row:
     target: str = ""
     met: str = ""
     load: str = ""
+
+    def __post_init__(self) -> None:  # each row as soon as it is measured, for long runs
+        print(f"| {self.size:,} | {self.what} | {self.measured} | {self.baseline} | {self.ratio} | {self.target} "
+              f"| {self.met} | {self.load} |", flush=True)
 
 
 def load_now() -> str:
@@ -277,6 +289,11 @@ def bench_size(args, size: int, rows: list[Row], notes: list[str]) -> None:
     loaded = time.perf_counter() - started
     assert result.added == size, result
     del documents
+    fresh: dict[int, float] = {}
+    if not args.only_writes:
+        # Issue 15: right after Store.load returns, in a new connection (whatever Store.load
+        # leaves behind: statistics, visibility map), then the same after VACUUM ANALYZE.
+        fresh = fresh_p50(url, points, args)
     started = time.perf_counter()
     store.optimize()
     optimized = time.perf_counter() - started
@@ -314,6 +331,13 @@ def bench_size(args, size: int, rows: list[Row], notes: list[str]) -> None:
 
     # Warm up: the connection, the function's cached plans, the index pages.
     timed_queries(store, points[: min(200, len(points))], 3)
+    if fresh:
+        vacuumed = fresh_p50(url, points, args)
+        for k in sorted(fresh):
+            rows.append(Row(size, f"query k={k} p50 right after Store.load, new connection", fmt_ms(fresh[k]),
+                            f"after VACUUM ANALYZE {fmt_ms(vacuumed[k])}", f"{fresh[k] / vacuumed[k]:.2f}x", "<= 1.3x",
+                            "yes" if fresh[k] <= 1.3 * vacuumed[k] else "no", load_now()))
+    bench_search(args, size, raw_url, store, stored, points, rows, notes)
 
     times, results = timed_queries(store, points, 3)
     matched = check(results, stored, points, 3, args.check)
@@ -326,7 +350,7 @@ def bench_size(args, size: int, rows: list[Row], notes: list[str]) -> None:
     rows.append(Row(size, "query k=3 p99 (Store.query)", fmt_ms(p99), "", "", "<= 2 ms", verdict(size, p99 <= 2e-3), load))
     notes.append(f"{size:,}: k=3 over {len(points)} queries, {matched} matches in the {args.check} checked")
 
-    for k, target in ((7, 5e-3), (10, 50e-3)):
+    for k, target in ((7, 5e-3), (10, 50e-3), (11, 10e-3)):
         count = args.queries if k == 7 else max(50, args.queries // 5)
         times, results = timed_queries(store, points[:count], k)
         matched = check(results, stored, points, k, args.check)
@@ -346,18 +370,147 @@ def bench_size(args, size: int, rows: list[Row], notes: list[str]) -> None:
     elapsed = time.perf_counter() - started
     check(batched, stored, many_points, 3, args.check)
     rate = len(many_points) / elapsed
-    rows.append(Row(size, "query_many k=3, batches of 1,000", f"{rate:,.0f} q/s", f"scan {1 / scan:,.1f} q/s",
-                    f"{rate * scan:,.0f}x", ">= 5,000 q/s", verdict(size, rate >= 5000), load_now()))
+    rows.append(Row(size, "query_many k=3, batches of 1,000 (simhash.near_many)", f"{rate:,.0f} q/s", f"scan {1 / scan:,.1f} q/s",
+                    f"{rate * scan:,.0f}x", ">= 10,000 q/s", verdict(size, rate >= 10000), load_now()))
 
     if size in args.pairs_sizes:
         bench_pairs(store, stored, size, rows, notes)
 
     bench_add(store, size, rows, notes, args)
     store.close()
+    if size in args.copied_sizes:
+        bench_copied(args, size, stored, points, rows, notes)
     if not args.keep:
         admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     else:
         notes.append(f"{size:,}: database {database} kept")
+
+
+def fresh_p50(url: str, points: np.ndarray, args) -> dict[int, float]:
+    """p50 of Store.query at k = 3 and 11 through a new Store (a new connection), as a user right after a write."""
+    result = {}
+    with Store(url) as store:
+        for k, count in ((3, args.queries), (11, max(50, args.queries // 10))):
+            times, _ = timed_queries(store, points[:count], k)
+            result[k] = percentile(times, 0.5)
+    return result
+
+
+def revision_0001_near() -> str:
+    """Revision 0001's simhash.near, created as before.near: the baseline for every search figure."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "migrations" / "versions" / "0001_initial_store.py"
+    spec = importlib.util.spec_from_file_location("revision_0001", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.NEAR.replace("FUNCTION simhash.near(", "FUNCTION before.near(")
+
+
+def timed_sql(connection: psycopg.Connection, statement: str, parameters: list[tuple]) -> list[float]:
+    times = []
+    for values in parameters:
+        started = time.perf_counter()
+        connection.execute(statement, values, prepare=True).fetchall()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def interleaved(connection: psycopg.Connection, first: str, second: str, parameters: list[tuple]) -> tuple[list[float], list[float]]:
+    """Both statements on each parameter set, alternating which goes first, so that load and cache drift hit both alike."""
+    timed_sql(connection, first, parameters[:10])  # warm: plans and pages
+    timed_sql(connection, second, parameters[:10])
+    times: tuple[list[float], list[float]] = ([], [])
+    for n, values in enumerate(parameters):
+        order = (0, 1) if n % 2 == 0 else (1, 0)
+        for which in order:
+            times[which].extend(timed_sql(connection, (first, second)[which], [values]))
+    return times
+
+
+def bench_search(args, size: int, url: str, store: Store, stored: np.ndarray, points: np.ndarray,
+                 rows: list[Row], notes: list[str]) -> None:
+    """simhash.near now against revision 0001's (issues 10 and 12), in the same database and run."""
+    signed = [int(v) for v in points.view(np.int64)]
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("CREATE SCHEMA IF NOT EXISTS before")
+        connection.execute("DROP FUNCTION IF EXISTS before.near(bigint, integer, text)")
+        connection.execute(revision_0001_near())
+        p50: dict[tuple[str, int], float] = {}
+        for k in (3, 7, 8, 9, 10, 11):
+            count = args.queries if k <= 7 else max(100, args.queries // 5)
+            timed_queries(store, points[:50], k)  # warm: plans and pages
+            times, results = timed_queries(store, points[:count], k)
+            check(results, stored, points, k, args.check)
+            p50[("query", k)] = percentile(times, 0.5)
+            before, after = interleaved(connection, "SELECT * FROM before.near(%s, %s)", "SELECT * FROM simhash.near(%s, %s)",
+                                        [(v, k) for v in signed[:count]])
+            p50[("before", k)], p50[("after", k)] = percentile(before, 0.5), percentile(after, 0.5)
+            load = load_now()
+            rows.append(Row(size, f"simhash.near k={k} p50, this revision (SQL)", fmt_ms(p50[("after", k)]),
+                            f"revision 0001 {fmt_ms(p50[('before', k)])}", f"{p50[('after', k)] / p50[('before', k)]:.2f}x",
+                            "no slower" if k in (3, 7, 11) else "", "yes" if p50[("after", k)] <= 1.05 * p50[("before", k)] else "no",
+                            load))
+        for k, bound in ((8, 0.45), (10, 0.85)):
+            ratio = p50[("query", k)] / p50[("query", 11)]
+            rows.append(Row(size, f"query k={k} p50 (Store.query) against k=11", fmt_ms(p50[("query", k)]),
+                            f"k=11 {fmt_ms(p50[('query', 11)])}", f"{ratio:.2f}x", f"<= {bound}x",
+                            "yes" if ratio <= bound else "no", load_now()))
+
+        count = max(50, args.queries // 20)
+        full, limited = interleaved(connection, "SELECT * FROM simhash.near(%s, 16)",
+                                    "SELECT * FROM simhash.near(%s, 16, max_results => 10)", [(v,) for v in signed[:count]])
+        full, limited = percentile(full, 0.5), percentile(limited, 0.5)
+        rows.append(Row(size, "near(fp, 16, max_results => 10) p50", fmt_ms(limited), f"near(fp, 16) {fmt_ms(full)}",
+                        f"{limited / full:.2f}x", "<= 0.3x", "yes" if limited <= 0.3 * full else "no", load_now()))
+
+        # The batch statement query_many sent before near_many: one near() call a query.
+        old_many = (
+            "SELECT q.ordinality, n.id, n.key, n.fingerprint, n.distance "
+            "FROM unnest(%s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality) "
+            "CROSS JOIN LATERAL (SELECT * FROM before.near(q.fingerprint, 3)) AS n"
+        )
+        batch = 1000
+        batches = [signed[start : start + batch] for start in range(0, min(len(signed), batch * args.batches), batch)]
+        new_many = "SELECT * FROM simhash.near_many(%s, 3)"
+        old_times, new_times = interleaved(connection, old_many, new_many, [(b,) for b in batches])
+        old_rate, new_rate = sum(map(len, batches)) / sum(old_times), sum(map(len, batches)) / sum(new_times)
+    rows.append(Row(size, "simhash.near_many k=3, batches of 1,000 (SQL)", f"{new_rate:,.0f} q/s",
+                    f"0001's near, one call a query: {old_rate:,.0f} q/s", f"{new_rate / old_rate:.2f}x", ">= 10,000 q/s",
+                    verdict(size, new_rate >= 10000), load_now()))
+
+
+def bench_copied(args, size: int, stored: np.ndarray, points: np.ndarray, rows: list[Row], notes: list[str]) -> None:
+    """Issue 15: rows COPYed in by another application (no library call), searched before autovacuum."""
+    database = f"{args.database}_{size}_copied"
+    admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    admin_execute(args.admin_url, f'CREATE DATABASE "{database}"')
+    url = normalize_url(args.admin_url).set(database=database, drivername="postgresql").render_as_string(hide_password=False)
+    with Store(url) as store:
+        store.init()
+    started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as connection:
+        with connection.cursor() as cursor:
+            with cursor.copy("COPY simhash.documents (key, fingerprint) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.write(copy_buffer(0, stored))
+    copied = time.perf_counter() - started
+    fresh = fresh_p50(url, points, args)
+    with psycopg.connect(url, autocommit=True) as connection:
+        analyzed = connection.execute(
+            "SELECT coalesce(last_autoanalyze::text, 'never'), coalesce(last_autovacuum::text, 'never') "
+            "FROM pg_stat_user_tables WHERE relid = 'simhash.documents'::regclass"
+        ).fetchone()
+        connection.execute("VACUUM (ANALYZE) simhash.documents")
+    vacuumed = fresh_p50(url, points, args)
+    notes.append(f"{size:,}: COPY by another application took {copied:.1f} s (indexes in place); when measured, "
+                 f"autoanalyze {analyzed[0]}, autovacuum {analyzed[1]}")
+    for k in sorted(fresh):
+        bound = 3.0 if k == 3 else None
+        rows.append(Row(size, f"query k={k} p50 right after {size:,} rows COPYed by another application", fmt_ms(fresh[k]),
+                        f"after VACUUM ANALYZE {fmt_ms(vacuumed[k])}", f"{fresh[k] / vacuumed[k]:.2f}x",
+                        f"<= {bound:g}x" if bound else "", ("yes" if fresh[k] <= bound * vacuumed[k] else "no") if bound else "",
+                        load_now()))
+    admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def bench_pairs(store: Store, stored: np.ndarray, size: int, rows: list[Row], notes: list[str]) -> None:
@@ -448,6 +601,8 @@ def main() -> None:
     parser.add_argument("--check", type=int, default=20, help="queries per measurement checked against brute force")
     parser.add_argument("--add-rows", type=int, default=200_000, help="documents for the bulk-add measurement")
     parser.add_argument("--pairs-sizes", type=int, nargs="*", default=[1_000_000], help="sizes at which to time all pairs")
+    parser.add_argument("--copied-sizes", type=int, nargs="*", default=[1_000_000],
+                        help="sizes at which to search rows COPYed in by another application (issue 15)")
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--keep", action="store_true", help="keep the databases")
     parser.add_argument("--only-writes", action="store_true", help="measure the bulk load and bulk add only")

@@ -65,17 +65,23 @@ _RETRYABLE = {"40P01", "40001"}  # deadlock detected, serialization failure
 PING_AFTER_IDLE_SECONDS = 1.0
 
 # Queries run on a pooled connection in autocommit, as prepared statements: one round trip,
-# no BEGIN or ROLLBACK around them. LIMIT NULL means no limit.
+# no BEGIN or ROLLBACK around them. max_results NULL means all; it is applied inside the
+# function, nearest first, so a limited query does not build the full answer.
 _NEAR = (
     "SELECT id, key, fingerprint, distance "
-    "FROM simhash.near(%(fingerprint)s::bigint, %(k)s::integer, %(method)s::text) LIMIT %(limit)s::bigint"
+    "FROM simhash.near(%(fingerprint)s::bigint, %(k)s::integer, %(method)s::text, %(limit)s::integer)"
 )
 _NEAR_MANY = (
-    "SELECT q.ordinality, n.id, n.key, n.fingerprint, n.distance "
-    "FROM unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality) "
-    "CROSS JOIN LATERAL (SELECT * FROM simhash.near(q.fingerprint, %(k)s::integer, %(method)s::text) "
-    "LIMIT %(limit)s::bigint) AS n"
+    "SELECT query_index, id, key, fingerprint, distance "
+    "FROM simhash.near_many(%(fingerprints)s::bigint[], %(k)s::integer, %(method)s::text, %(limit)s::integer)"
 )
+# max_results is an integer in SQL; a larger limit is no limit at all.
+_MAX_RESULTS = 2**31 - 1
+
+
+def _max_results(limit: int | None) -> int | None:
+    return None if limit is None or limit >= _MAX_RESULTS else limit
+
 
 T = TypeVar("T")
 
@@ -780,7 +786,7 @@ class Store:
         _check_query_options(max_distance, limit, method)
         signed = to_signed(_validate_fingerprint(fingerprint))
         self._prepare(record=False)
-        parameters = {"fingerprint": signed, "k": max_distance, "method": method, "limit": limit}
+        parameters = {"fingerprint": signed, "k": max_distance, "method": method, "limit": _max_results(limit)}
         rows = self._read(lambda cursor: cursor.execute(_NEAR, parameters, prepare=True).fetchall())
         return [Match(key, from_signed(value), distance, id_) for id_, key, value, distance in rows]
 
@@ -811,10 +817,10 @@ class Store:
         results: list[list[Match]] = [[] for _ in signed]
         if not signed:
             return results
-        parameters = {"fingerprints": signed, "k": max_distance, "method": method, "limit": limit}
+        parameters = {"fingerprints": signed, "k": max_distance, "method": method, "limit": _max_results(limit)}
         rows = cursor.execute(_NEAR_MANY, parameters, prepare=True).fetchall()
-        for ordinality, id_, key, value, distance in rows:
-            results[ordinality - 1].append(Match(key, from_signed(value), distance, id_))
+        for query_index, id_, key, value, distance in rows:
+            results[query_index - 1].append(Match(key, from_signed(value), distance, id_))
         return results
 
     @_database_errors
