@@ -145,7 +145,7 @@ _UPSERT = """
         ON CONFLICT (key) DO UPDATE
             SET fingerprint = excluded.fingerprint, digest = excluded.digest,
                 length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
-                updated_at = now()
+                updated_at = excluded.updated_at
             WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
                   IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
                                     excluded.metadata, excluded.stamp)
@@ -320,11 +320,22 @@ class Store:
     # ------------------------------------------------------------ schema and scheme
 
     @_database_errors
-    def init(self, scheme: Scheme | str | None = None) -> Scheme:
-        """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme."""
+    def init(self, scheme: Scheme | str | None = None, *, distributed: bool = False) -> Scheme:
+        """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme.
+
+        ``distributed``: on a Citus coordinator, spread the store over the workers (see
+        :mod:`simhash_store.distributed`); a server without Citus is refused before anything changes.
+        """
         if scheme is not None:
             self._requested_scheme = get_scheme(scheme)
         self._ready = False
+        if distributed:
+            from . import distributed as citus
+
+            citus.check_server(self.engine)
+            recorded = self._prepare(record=True)
+            citus.distribute_store(self.engine)
+            return recorded
         return self._prepare(record=True)
 
     @property
