@@ -130,6 +130,14 @@ def is_distributed(cursor: Cursor) -> bool:
     ).fetchone()[0]
 
 
+def size_functions(connection) -> tuple[str, str]:
+    """Names of the functions giving the total and heap size of simhash.documents (on Citus: of its shards)."""
+    with connection.cursor() as cursor:
+        if is_distributed(cursor):
+            return "citus_total_relation_size", "citus_relation_size"
+    return "pg_total_relation_size", "pg_relation_size"
+
+
 def distribute(cursor: Cursor) -> None:
     """Lay out a migrated store's tables over the cluster (idempotent), in the caller's transaction.
 
@@ -268,4 +276,5 @@ __all__ = [
     "distribute",
     "distribute_store",
     "is_distributed",
+    "size_functions",
 ]

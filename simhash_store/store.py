@@ -441,7 +441,7 @@ class Store:
                 cursor.execute("LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE")
                 cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", (index_memory,))
                 cursor.execute(
-                    "SELECT NOT EXISTS (SELECT FROM simhash.documents), "
+                    "SELECT NOT EXISTS (SELECT 1 FROM simhash.documents), "
                     "pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = 'simhash.documents'::regclass"
                 )
                 empty, owner = cursor.fetchone()
@@ -474,16 +474,16 @@ class Store:
         for name, _ in constraints:
             cursor.execute(sql.SQL("ALTER TABLE simhash.documents DROP CONSTRAINT {}").format(sql.Identifier(name)))
         received = _copy_documents(cursor, "simhash.documents", documents)
-        add_constraints = sql.SQL("ALTER TABLE simhash.documents {}").format(
-            sql.SQL(", ").join(
-                sql.SQL("ADD CONSTRAINT {} {}").format(sql.Identifier(name), sql.SQL(definition))
-                for name, definition in constraints
-            )
-        )
+        # One statement each: Citus runs no ADD CONSTRAINT beside other subcommands.
+        add_constraints = [
+            sql.SQL("ALTER TABLE simhash.documents ADD CONSTRAINT {} {}").format(sql.Identifier(name), sql.SQL(definition))
+            for name, definition in constraints
+        ]
         repeated = 0
         cursor.execute("SAVEPOINT simhash_constraints")
         try:
-            cursor.execute(add_constraints)
+            for statement in add_constraints:
+                cursor.execute(statement)
         except psycopg.errors.UniqueViolation:
             # Repeated keys: identity ids follow input order, so the last of each has the largest.
             cursor.execute("ROLLBACK TO SAVEPOINT simhash_constraints")
@@ -493,7 +493,8 @@ class Store:
                 "WHERE d.key = r.key AND d.id < r.last"
             )
             repeated = cursor.rowcount
-            cursor.execute(add_constraints)
+            for statement in add_constraints:
+                cursor.execute(statement)
         return received, received - repeated
 
     def _load_through_upsert(self, cursor: psycopg.Cursor, documents: Iterable[NewDocument], result: AddResult) -> int:
@@ -733,7 +734,7 @@ class Store:
     def is_empty(self) -> bool:
         self._prepare(record=False)
         with self.engine.connect() as connection:
-            return connection.execute(text("SELECT NOT EXISTS (SELECT FROM simhash.documents)")).scalar_one()
+            return connection.execute(text("SELECT NOT EXISTS (SELECT 1 FROM simhash.documents)")).scalar_one()
 
     # ------------------------------------------------------------ all pairs
 
@@ -827,10 +828,13 @@ class Store:
         scheme = self._prepare(record=False)
         with self.engine.connect() as connection:
             documents = connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()
+            from . import distributed
+
+            total, heap = distributed.size_functions(connection.connection.driver_connection)
             sizes = connection.execute(
                 text(
-                    "SELECT pg_total_relation_size('simhash.documents') AS total, "
-                    "pg_relation_size('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
+                    f"SELECT {total}('simhash.documents') AS total, "
+                    f"{heap}('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
                     "current_setting('server_version') AS version"
                 )
             ).one()
