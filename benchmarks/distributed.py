@@ -157,6 +157,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--add", type=int, default=20_000, help="documents added through Store.add after the load")
     parser.add_argument("--shards", type=int, default=8, help="shards of simhash.documents (citus.shard_count)")
+    parser.add_argument(
+        "--cached-connections", type=int, default=None,
+        help="citus.max_cached_conns_per_worker on the coordinator (default: shards per worker; Citus's own default is 1)",
+    )
     parser.add_argument("--seed", type=int, default=20261122)
     args = parser.parse_args()
     reason = unavailable()
@@ -164,7 +168,10 @@ def main() -> None:
         raise SystemExit(f"no cluster here: {reason}")
     stored, points = make_data(args.size, max(args.queries, 1000), args.seed)
     print(f"machine: {machine()}; load before: {load_now()}")
-    with Cluster.start(settings={"citus.shard_count": str(args.shards), "shared_buffers": "'1GB'"}) as cluster:
+    cached = args.cached_connections or max(1, args.shards // 2)
+    print(f"citus.shard_count = {args.shards}, citus.max_cached_conns_per_worker = {cached}")
+    settings = {"citus.shard_count": str(args.shards), "shared_buffers": "'1GB'", "citus.max_cached_conns_per_worker": str(cached)}
+    with Cluster.start(settings=settings) as cluster:
         cluster.execute('CREATE DATABASE "single"')
         single = bench(cluster.url("single"), False, stored, points, args)
         print(f"one node done; load {load_now()}", flush=True)
