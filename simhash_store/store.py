@@ -26,6 +26,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
+from . import distributed as citus
 from . import migrate
 from .bits import from_signed, to_hex, to_signed
 from .config import redact, resolve_url
@@ -330,8 +331,6 @@ class Store:
             self._requested_scheme = get_scheme(scheme)
         self._ready = False
         if distributed:
-            from . import distributed as citus
-
             citus.check_server(self.engine)
             recorded = self._prepare(record=True)
             citus.distribute_store(self.engine)
@@ -828,9 +827,7 @@ class Store:
         scheme = self._prepare(record=False)
         with self.engine.connect() as connection:
             documents = connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()
-            from . import distributed
-
-            total, heap = distributed.size_functions(connection.connection.driver_connection)
+            total, heap = citus.size_functions(connection.connection.driver_connection)
             sizes = connection.execute(
                 text(
                     f"SELECT {total}('simhash.documents') AS total, "
