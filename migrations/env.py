@@ -8,6 +8,7 @@ Run programmatically (``simhash_store.migrate``) with a connection in
 from alembic import context
 from sqlalchemy import create_engine, pool, text
 
+from simhash_store import distributed
 from simhash_store.config import resolve_url
 from simhash_store.models import SCHEMA, Base
 
@@ -38,8 +39,10 @@ def run_migrations(connection) -> None:
     )
     with context.begin_transaction():
         connection.execute(text(MIGRATION_LOCK))
+        distributed.before_migrations(connection)
         connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
         context.run_migrations()
+        distributed.after_migrations(connection)  # a Citus store: re-adapt the functions just created
 
 
 def run_migrations_online() -> None:

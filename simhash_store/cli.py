@@ -93,14 +93,20 @@ def warn(message: str) -> None:
 
 
 @app.command()
-def init(scheme: SchemeOption = None) -> None:
+def init(
+    scheme: SchemeOption = None,
+    distributed: Annotated[
+        bool, typer.Option("--distributed", help="On a Citus coordinator: spread the store over the worker nodes.")
+    ] = False,
+) -> None:
     """Create or upgrade the schema and record the fingerprint scheme.
 
     Example: simhash-store --db postgresql://localhost/news init --scheme zh-jieba-v1
     """
     with opened_store(scheme) as store:
-        recorded = store.init()
-        out.print(f"store ready at {store.display_url}: scheme {recorded.label}, {store.count()} documents")
+        recorded = store.init(distributed=distributed)
+        layout = ", distributed" if distributed else ""
+        out.print(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {store.count()} documents")
 
 
 @app.command()

@@ -26,6 +26,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
+from . import distributed as citus
 from . import migrate
 from .bits import from_signed, to_hex, to_signed
 from .config import SEARCH_PATH, lock_timeout, network_timeout, redact, resolve_url, scrub, secrets_of, session_arguments
@@ -164,7 +165,7 @@ _UPSERT = """
         ON CONFLICT (key) DO UPDATE
             SET fingerprint = excluded.fingerprint, digest = excluded.digest,
                 length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
-                updated_at = now()
+                updated_at = excluded.updated_at
             WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
                   IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
                                     excluded.metadata, excluded.stamp)
@@ -443,11 +444,20 @@ class Store:
     # ------------------------------------------------------------ schema and scheme
 
     @_database_errors
-    def init(self, scheme: Scheme | str | None = None) -> Scheme:
-        """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme."""
+    def init(self, scheme: Scheme | str | None = None, *, distributed: bool = False) -> Scheme:
+        """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme.
+
+        ``distributed``: on a Citus coordinator, spread the store over the workers (see
+        :mod:`simhash_store.distributed`); a server without Citus is refused before anything changes.
+        """
         if scheme is not None:
             self._requested_scheme = get_scheme(scheme)
         self._ready = False
+        if distributed:
+            citus.check_server(self.engine)
+            recorded = self._prepare(record=True)
+            citus.distribute_store(self.engine)
+            return recorded
         return self._prepare(record=True)
 
     @property
@@ -553,7 +563,7 @@ class Store:
                 cursor.execute("LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE")
                 cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", (index_memory,))
                 cursor.execute(
-                    "SELECT NOT EXISTS (SELECT FROM simhash.documents), "
+                    "SELECT NOT EXISTS (SELECT 1 FROM simhash.documents), "
                     "pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = 'simhash.documents'::regclass"
                 )
                 empty, owner = cursor.fetchone()
@@ -586,16 +596,16 @@ class Store:
         for name, _ in constraints:
             cursor.execute(sql.SQL("ALTER TABLE simhash.documents DROP CONSTRAINT {}").format(sql.Identifier(name)))
         received = _copy_documents(cursor, "simhash.documents", documents)
-        add_constraints = sql.SQL("ALTER TABLE simhash.documents {}").format(
-            sql.SQL(", ").join(
-                sql.SQL("ADD CONSTRAINT {} {}").format(sql.Identifier(name), sql.SQL(definition))
-                for name, definition in constraints
-            )
-        )
+        # One statement each: Citus runs no ADD CONSTRAINT beside other subcommands.
+        add_constraints = [
+            sql.SQL("ALTER TABLE simhash.documents ADD CONSTRAINT {} {}").format(sql.Identifier(name), sql.SQL(definition))
+            for name, definition in constraints
+        ]
         repeated = 0
         cursor.execute("SAVEPOINT simhash_constraints")
         try:
-            cursor.execute(add_constraints)
+            for statement in add_constraints:
+                cursor.execute(statement)
         except psycopg.errors.UniqueViolation:
             # Repeated keys: identity ids follow input order, so the last of each has the largest.
             cursor.execute("ROLLBACK TO SAVEPOINT simhash_constraints")
@@ -605,7 +615,8 @@ class Store:
                 "WHERE d.key = r.key AND d.id < r.last"
             )
             repeated = cursor.rowcount
-            cursor.execute(add_constraints)
+            for statement in add_constraints:
+                cursor.execute(statement)
         return received, received - repeated
 
     def _load_through_upsert(self, cursor: psycopg.Cursor, documents: Iterable[NewDocument], result: AddResult) -> int:
@@ -874,7 +885,7 @@ class Store:
     def is_empty(self) -> bool:
         self._prepare(record=False)
         with self.engine.connect() as connection:
-            return connection.execute(text("SELECT NOT EXISTS (SELECT FROM simhash.documents)")).scalar_one()
+            return connection.execute(text("SELECT NOT EXISTS (SELECT 1 FROM simhash.documents)")).scalar_one()
 
     # ------------------------------------------------------------ all pairs
 
@@ -990,10 +1001,11 @@ class Store:
         scheme = self._prepare(record=False)
         with self.engine.connect() as connection:
             documents = connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()
+            total, heap = citus.size_functions(connection.connection.driver_connection)
             sizes = connection.execute(
                 text(
-                    "SELECT pg_total_relation_size('simhash.documents') AS total, "
-                    "pg_relation_size('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
+                    f"SELECT {total}('simhash.documents') AS total, "
+                    f"{heap}('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
                     "current_setting('server_version') AS version"
                 )
             ).one()

@@ -1,0 +1,297 @@
+"""The same store spread over a Citus cluster: ``simhash-store init --distributed`` on the coordinator.
+
+A step after ``upgrade head``, safe to rerun, with no revision of its own: the schema is the
+single-node one, and this step changes only how it is laid out.
+
+- ``simhash.documents`` is distributed by ``key``. Citus accepts a unique constraint only if it
+  includes the distribution column, and ``key`` is the store's natural identity: the
+  ``ON CONFLICT (key)`` upsert, ``remove`` and ``get`` all find a document by key, so they stay
+  single-shard statements. The primary key becomes ``(id, key)``: ``id`` alone cannot be a
+  distributed unique constraint, but every row still gets its ``id`` from the one identity
+  sequence on the coordinator (all writes go through it), and ``id`` stays the leading
+  column of an index for lookups by id.
+- ``block_masks`` and ``store_info`` become reference tables (a copy on every node).
+- Every function of the ``simhash`` schema is adapted, whatever revision made it (see
+  :data:`REWRITES`): the coordinator plans each of its statements afresh (Citus cannot build a
+  multi-shard plan for a generic plan with parameters, so ``force_generic_plan`` fails there);
+  the scan/probe switch reads the size of one shard (the coordinator's own table is an empty
+  shell); and ``near``'s candidates carry key and fingerprint instead of being joined back to
+  the table by ``id``, a join Citus cannot run shard by shard. With the distribution column
+  in every branch, the whole ``UNION`` runs inside each shard, in one round trip.
+  A function this module does not know how to adapt stops the step with a clear error
+  instead of being left to fail or crawl at query time. Migrations re-run the adaptation
+  after every upgrade of a distributed store (``migrations/env.py``).
+
+Writers keep their guarantee: ``--skip-near-duplicates`` serialises writers on an advisory
+lock held on the coordinator, the one node every writer talks to, and Citus commits a
+transaction on the workers before the coordinator's transaction releases its locks, so the
+next writer's check sees every row the previous one stored.
+
+>>> from simhash_store import Store
+>>> Store("postgresql://coordinator/news").init(distributed=True)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from psycopg import Cursor, sql
+
+from .errors import DatabaseError
+
+DISTRIBUTION_COLUMN = "key"
+DISTRIBUTED_TABLES = ("documents",)
+REFERENCE_TABLES = ("store_info", "block_masks")
+# Functions planned afresh on every call: a generic plan cannot be distributed by Citus.
+PLAN_CACHE_MODE = "force_custom_plan"
+
+# The average bytes in one shard of simhash.documents: what near's scan/probe switch must weigh
+# (a probe costs the same fixed index descents in every shard, a scan reads one shard's rows).
+SHARD_BYTES = """
+CREATE OR REPLACE FUNCTION simhash.documents_shard_bytes() RETURNS bigint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT (citus_relation_size('simhash.documents'::regclass) / greatest(count(*), 1))::bigint
+    FROM pg_dist_shard WHERE logicalrelid = 'simhash.documents'::regclass
+$$;
+COMMENT ON FUNCTION simhash.documents_shard_bytes() IS
+  'Average size of one shard of simhash.documents (Citus): what the scan/probe switch of near weighs';
+"""
+
+
+class NotDistributableError(DatabaseError):
+    """The server cannot hold a distributed store (no Citus), or a function cannot be adapted."""
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A textual change to a function body that Citus needs; ``requires`` names rewrites that must apply with it."""
+
+    name: str
+    pattern: str
+    replacement: str
+    requires: tuple[str, ...] = ()
+    flags: int = 0
+
+
+REWRITES = (
+    # The shell table on the coordinator is empty: measure the shards instead.
+    Rewrite(
+        "relation size",
+        r"pg_relation_size\(\s*'simhash\.documents'::regclass\s*\)",
+        "simhash.documents_shard_bytes()",
+    ),
+    # Revision 0004's form of the same estimate (the planner's rows from pg_class); on the
+    # coordinator pg_class describes the shell: about 100 bytes a row of one shard instead.
+    Rewrite(
+        "planner's row estimate",
+        r"SELECT CASE WHEN c\.reltuples\b.*?INTO estimated_rows FROM pg_class c WHERE c\.oid = 'simhash\.documents'::regclass;",
+        "estimated_rows := simhash.documents_shard_bytes() / 100.0;",
+        flags=re.S,
+    ),
+    # Candidates found by the block indexes carry key and fingerprint...
+    Rewrite(
+        "candidates carry the distribution column",
+        r"SELECT c\.id FROM simhash\.documents c\b",
+        "SELECT c.id, c.key, c.fingerprint FROM simhash.documents c",
+        requires=("no join back by id",),
+    ),
+    # ...so they are the answer: no join back to the table by id, across shards.
+    Rewrite(
+        "no join back by id",
+        r"FROM hits JOIN simhash\.documents d ON d\.id = hits\.id",
+        "FROM hits d",
+        requires=("candidates carry the distribution column",),
+    ),
+)
+
+# What must not be left in a function that reads simhash.documents on a coordinator: it would
+# run, and silently take every decision from an empty table. (A statement Citus cannot run
+# at all fails loudly on its own, and the distributed tests call every function.)
+_UNADAPTED = (
+    (r"pg_relation_size\(\s*'simhash\.documents'", "reads the size of the coordinator's empty shell table"),
+    (r"\breltuples\b|\brelpages\b|pg_class", "reads planner statistics of the coordinator's empty shell table"),
+)
+
+
+def citus_version(cursor: Cursor) -> str | None:
+    row = cursor.execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'citus'").fetchone()
+    return row[0] if row else None
+
+
+def require_citus(cursor: Cursor, where: str) -> str:
+    version = citus_version(cursor)
+    if version is None:
+        raise NotDistributableError(
+            f"{where} has no Citus extension: a distributed store needs a Citus coordinator "
+            "(shared_preload_libraries = 'citus', then CREATE EXTENSION citus); leave out --distributed for one server"
+        )
+    return version
+
+
+def is_distributed(cursor: Cursor) -> bool:
+    """Whether simhash.documents is a Citus distributed table here."""
+    if citus_version(cursor) is None:
+        return False
+    return cursor.execute(
+        "SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = to_regclass('simhash.documents'))"
+    ).fetchone()[0]
+
+
+def size_functions(connection) -> tuple[str, str]:
+    """Names of the functions giving the total and heap size of simhash.documents (on Citus: of its shards)."""
+    with connection.cursor() as cursor:
+        if is_distributed(cursor):
+            return "citus_total_relation_size", "citus_relation_size"
+    return "pg_total_relation_size", "pg_relation_size"
+
+
+def distribute(cursor: Cursor) -> None:
+    """Lay out a migrated store's tables over the cluster (idempotent), in the caller's transaction.
+
+    Then :func:`adapt_functions`, in another transaction: Citus changes a function on every
+    node over one connection each, which it cannot do after the parallel copy of the tables.
+    """
+    cursor.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+    cursor.execute("SELECT pg_advisory_xact_lock(hashtext('simhash-store migrations'))")
+    for table in REFERENCE_TABLES:
+        if _partition_method(cursor, table) is None:
+            cursor.execute("SELECT create_reference_table(%s)", (f"simhash.{table}",))
+            _drop_local_copy(cursor, table)
+    if _partition_method(cursor, "documents") is None:
+        _key_in_every_unique_constraint(cursor)
+        cursor.execute(
+            "SELECT create_distributed_table('simhash.documents', %s)", (DISTRIBUTION_COLUMN,)
+        )
+        _drop_local_copy(cursor, "documents")
+
+
+def _drop_local_copy(cursor: Cursor, table: str) -> None:
+    """Citus copies an existing table's rows to the shards and leaves the originals in the coordinator's shell."""
+    cursor.execute("SELECT truncate_local_data_after_distributing_table(%s)", (f"simhash.{table}",))
+
+
+def _partition_method(cursor: Cursor, table: str) -> str | None:
+    row = cursor.execute(
+        "SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = %s::regclass", (f"simhash.{table}",)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _key_in_every_unique_constraint(cursor: Cursor) -> None:
+    """Unique constraints without the key (the id primary key) are rebuilt with it, under the same name."""
+    rows = cursor.execute(
+        """
+        SELECT c.conname, c.contype, array_agg(a.attname ORDER BY k.ordinality)
+        FROM pg_constraint c
+        CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ordinality)
+        JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+        WHERE c.conrelid = 'simhash.documents'::regclass AND c.contype IN ('p', 'u')
+        GROUP BY c.conname, c.contype
+        """
+    ).fetchall()
+    for name, kind, columns in rows:
+        if DISTRIBUTION_COLUMN in columns:
+            continue
+        statement = sql.SQL("ALTER TABLE simhash.documents DROP CONSTRAINT {name}, ADD CONSTRAINT {name} {kind} ({columns})")
+        cursor.execute(
+            statement.format(
+                name=sql.Identifier(name),
+                kind=sql.SQL("PRIMARY KEY" if kind == "p" else "UNIQUE"),
+                columns=sql.SQL(", ").join(map(sql.Identifier, [*columns, DISTRIBUTION_COLUMN])),
+            )
+        )
+
+
+def adapt(definition: str, name: str) -> str:
+    """A function definition (``pg_get_functiondef``) as a Citus coordinator needs it; raises if it cannot be."""
+    adapted = definition
+    applied: set[str] = set()
+    for rewrite in REWRITES:
+        adapted, count = re.subn(rewrite.pattern, rewrite.replacement, adapted, flags=rewrite.flags)
+        if count:
+            applied.add(rewrite.name)
+    for rewrite in REWRITES:
+        missing = [r for r in rewrite.requires if rewrite.name in applied and r not in applied]
+        if missing:
+            raise NotDistributableError(
+                f"cannot adapt {name} to Citus: it has the shape for {rewrite.name!r} but not for {missing[0]!r}"
+            )
+    code = re.sub(r"--[^\n]*", "", adapted)  # comments may name anything
+    if "simhash.documents" in code:
+        for pattern, why in _UNADAPTED:
+            if re.search(pattern, code):
+                raise NotDistributableError(f"cannot adapt {name} to Citus: it {why}")
+    return adapted
+
+
+def adapt_functions(cursor: Cursor) -> list[str]:
+    """Adapt every function of the simhash schema (idempotent); returns the names changed."""
+    cursor.execute(SHARD_BYTES)
+    functions = cursor.execute(
+        """
+        SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid), p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
+        FROM pg_proc p WHERE p.pronamespace = 'simhash'::regnamespace AND p.prokind = 'f'
+        ORDER BY 1
+        """
+    ).fetchall()
+    changed = []
+    for signature, definition, plpgsql in functions:
+        adapted = adapt(definition, signature)
+        if adapted != definition:
+            cursor.execute(adapted)
+            changed.append(signature)
+        if plpgsql and "simhash.documents" in definition:
+            cursor.execute(
+                sql.SQL("ALTER FUNCTION {} SET plan_cache_mode = {}").format(sql.SQL(signature), sql.SQL(PLAN_CACHE_MODE))
+            )
+    return changed
+
+
+
+
+def check_server(engine) -> str:
+    """The Citus version of the server behind ``engine``, or :class:`NotDistributableError` (nothing is changed)."""
+    from .config import redact
+
+    with engine.connect() as connection:
+        with connection.connection.driver_connection.cursor() as cursor:
+            return require_citus(cursor, f"database {redact(engine.url)}")
+
+
+def distribute_store(engine) -> None:
+    """:func:`distribute` in a transaction of its own on ``engine`` (a migrated store)."""
+    for step in (distribute, adapt_functions):
+        with engine.begin() as connection:
+            with connection.connection.driver_connection.cursor() as cursor:
+                step(cursor)
+
+
+def before_migrations(connection) -> None:
+    """On Citus, migrations change tables and functions in one transaction: over one connection per node."""
+    with connection.connection.driver_connection.cursor() as cursor:
+        if citus_version(cursor) is not None:
+            cursor.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+
+
+def after_migrations(connection) -> None:
+    """Migrations re-create functions for one server: adapt them again when the store is distributed."""
+    with connection.connection.driver_connection.cursor() as cursor:
+        if is_distributed(cursor):
+            adapt_functions(cursor)
+
+
+__all__ = [
+    "NotDistributableError",
+    "adapt",
+    "adapt_functions",
+    "after_migrations",
+    "before_migrations",
+    "check_server",
+    "distribute",
+    "distribute_store",
+    "is_distributed",
+    "size_functions",
+]

@@ -1,0 +1,328 @@
+"""The store on a real Citus cluster answers exactly as on one server, through the same library, CLI and SQL."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine
+from typer.testing import CliRunner
+
+from simhash_store import distributed, migrate
+from simhash_store.bits import to_signed
+from simhash_store.cli import app
+from simhash_store.store import NewDocument, Store
+
+runner = CliRunner()
+
+
+def cli(url: str, *args: str, input: str | None = None):
+    return runner.invoke(app, ["--db", url, *args], input=input)
+
+
+def random_documents(count: int, seed: int, prefix: str = "doc") -> list[NewDocument]:
+    rng = random.Random(seed)
+    return [NewDocument(f"{prefix}/{i}", rng.getrandbits(64)) for i in range(count)]
+
+
+def brute_force(documents: list[NewDocument], query: int, max_distance: int) -> list[tuple[str, int]]:
+    found = [(d.key, (d.fingerprint ^ query).bit_count()) for d in documents]
+    return sorted((key, distance) for key, distance in found if distance <= max_distance)
+
+
+def answers(matches) -> list[tuple[str, int]]:
+    return sorted((m.key, m.distance) for m in matches)
+
+
+@pytest.fixture
+def distributed_store(citus_url):
+    with Store(citus_url) as store:
+        store.init(distributed=True)
+        yield store
+
+
+def shard_commands(url: str, statement: str, parameters) -> str:
+    """The commands the coordinator sent to the shards while running ``statement`` (Citus logs them to this client)."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        notices: list[str] = []
+        connection.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+        connection.execute("SET citus.log_remote_commands = on")
+        connection.execute("SET client_min_messages = log")
+        connection.execute(statement, parameters).fetchall()
+    return "\n".join(notices)
+
+
+# ------------------------------------------------------------ init --distributed
+
+
+def test_plain_server_refuses_distributed_init_in_one_line(single_node_url):
+    result = cli(single_node_url, "init", "--distributed")
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "no Citus extension" in lines[0], result.output
+    assert migrate.current_revision(create_engine(single_node_url.replace("postgresql:", "postgresql+psycopg:"))) is None
+
+
+def test_init_distributed_lays_out_the_store_and_is_safe_to_rerun(citus_url):
+    for _ in range(2):
+        result = cli(citus_url, "init", "--distributed")
+        assert result.exit_code == 0, result.output
+        assert "distributed" in result.output
+    with psycopg.connect(citus_url) as connection:
+        layout = dict(connection.execute(
+            "SELECT logicalrelid::text, CASE partmethod WHEN 'h' THEN column_to_column_name(logicalrelid, partkey) "
+            "ELSE 'reference' END FROM pg_dist_partition"
+        ).fetchall())
+        assert layout == {"simhash.documents": "key", "simhash.store_info": "reference", "simhash.block_masks": "reference"}
+        constraints = dict(connection.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'simhash.documents'::regclass"
+        ).fetchall())
+        assert constraints == {"pk_documents": "PRIMARY KEY (id, key)", "uq_documents_key": "UNIQUE (key)"}
+        shards = connection.execute(
+            "SELECT count(DISTINCT nodeport) FROM pg_dist_shard JOIN pg_dist_shard_placement USING (shardid) "
+            "WHERE logicalrelid = 'simhash.documents'::regclass"
+        ).fetchone()[0]
+        assert shards == 2  # both workers hold shards
+    # Plain init on a distributed store keeps it distributed and working.
+    assert cli(citus_url, "init").exit_code == 0
+    with Store(citus_url) as store:
+        store.add(random_documents(50, 1))
+        assert len(store.query(store.get("doc/7").fingerprint, 0)) == 1
+
+
+def test_an_existing_store_is_distributed_in_place(citus_url):
+    documents = random_documents(300, 10)
+    with Store(citus_url) as store:
+        store.init()  # one server first (Citus installed, not used)
+        store.add(documents)
+        store.init(distributed=True)
+        assert store.count() == 300
+        query = documents[42].fingerprint
+        for k in (0, 5, 11, 30):
+            assert answers(store.query(query, k)) == brute_force(documents, query, k)
+        assert store.scheme.name == "zh-jieba-v1"
+    with psycopg.connect(citus_url) as connection:
+        shell = connection.execute(
+            "SELECT pg_relation_size('simhash.documents'), pg_relation_size('simhash.store_info')"
+        ).fetchone()
+    assert shell == (0, 0)  # the original rows are not left behind on the coordinator
+
+
+def test_migrations_readapt_functions_they_recreate(distributed_store, citus_url):
+    """An upgrade that re-creates near in its one-server form leaves it working on the coordinator."""
+    from importlib import import_module
+
+    initial = import_module("simhash_store.migrations.versions.0001_initial_store")
+    with psycopg.connect(citus_url, autocommit=True) as connection:
+        connection.execute("SET citus.multi_shard_modify_mode = 'sequential'")
+        connection.execute(initial.NEAR.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"))
+    migrate.upgrade(distributed_store.engine)  # at head: no revision runs, the hook does
+    distributed_store.add(random_documents(30, 2))
+    target = distributed_store.get("doc/3").fingerprint
+    for method in ("auto", "probe", "scan"):
+        assert [m.key for m in distributed_store.query(target, 0, method=method)] == ["doc/3"]
+
+
+def test_a_function_of_unknown_shape_is_refused_clearly():
+    definition = "CREATE FUNCTION simhash.f() ... SELECT reltuples FROM pg_class WHERE oid = 'simhash.documents'::regclass"
+    with pytest.raises(distributed.NotDistributableError, match="planner statistics"):
+        distributed.adapt(definition, "simhash.f()")
+    join = "... FROM hits JOIN simhash.documents d ON d.id = hits.id ..."
+    with pytest.raises(distributed.NotDistributableError, match="not for"):
+        distributed.adapt(join, "simhash.g()")
+
+
+# ------------------------------------------------------------ what Citus needs, one by one
+
+
+def test_near_plans_afresh_because_a_generic_plan_cannot_be_distributed(distributed_store, citus_url):
+    documents = random_documents(200, 3)
+    distributed_store.add(documents)
+    with psycopg.connect(citus_url, autocommit=True) as connection:
+        config = connection.execute(
+            "SELECT proconfig FROM pg_proc WHERE oid = 'simhash.near(bigint,integer,text)'::regprocedure"
+        ).fetchone()[0]
+        assert "plan_cache_mode=force_custom_plan" in config
+        # Many calls in one session, prepared: plans are never cached into a generic one.
+        for round_ in range(8):
+            for k, method in ((3, "probe"), (11, "auto"), (11, "scan")):
+                query = documents[round_].fingerprint
+                rows = connection.execute(
+                    "SELECT key, distance FROM simhash.near(%s, %s, %s)", (to_signed(query), k, method), prepare=True
+                ).fetchall()
+                assert sorted(rows) == brute_force(documents, query, k)
+        # The reason: with the one-server setting, Citus cannot plan the function's statements.
+        connection.execute("ALTER FUNCTION simhash.near(bigint, integer, text) SET plan_cache_mode = force_generic_plan")
+        with pytest.raises(psycopg.Error, match="could not create distributed plan"):
+            connection.execute("SELECT * FROM simhash.near(0, 3, 'probe')").fetchall()
+
+
+def test_scan_or_probe_is_chosen_from_the_shards_not_the_empty_shell(distributed_store, citus_url):
+    documents = random_documents(20_000, 4)
+    distributed_store.add(documents, batch_size=20_000)
+    with psycopg.connect(citus_url, autocommit=True) as connection:
+        shell, shard, total, shards = connection.execute(
+            "SELECT pg_relation_size('simhash.documents'), simhash.documents_shard_bytes(), "
+            "citus_relation_size('simhash.documents'), "
+            "(SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'simhash.documents'::regclass)"
+        ).fetchone()
+    assert shell == 0 and shard > 0
+    assert shard == total // shards
+    query = documents[0].fingerprint
+    sent = shard_commands(citus_url, "SELECT * FROM simhash.near(%s, 11)", (to_signed(query),))
+    # 2,500 rows a shard: probing 4 x 137 block values is cheaper than reading the shard.
+    assert "c.block0 OPERATOR(pg_catalog.=) ANY" in sent, sent[:500]
+    assert answers(distributed_store.query(query, 11)) == brute_force(documents, query, 11)
+
+
+def test_small_store_scans(distributed_store, citus_url):
+    documents = random_documents(100, 5)
+    distributed_store.add(documents)
+    sent = shard_commands(citus_url, "SELECT * FROM simhash.near(%s, 11)", (to_signed(documents[1].fingerprint),))
+    assert "simhash.documents_" in sent and "c.block0 OPERATOR" not in sent, sent[:500]
+
+
+def test_multi_shard_union_gives_each_match_once(distributed_store, citus_url):
+    rng = random.Random(6)
+    query = rng.getrandbits(64)
+    # Matches on every shard: the query itself (found by all four blocks), and copies a few bits away.
+    documents = [NewDocument(f"same/{i}", query) for i in range(20)]
+    documents += [NewDocument(f"near/{i}", query ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64))) for i in range(40)]
+    documents += random_documents(500, 7, "other")
+    distributed_store.add(documents)
+    with psycopg.connect(citus_url) as connection:
+        shards = connection.execute(
+            "SELECT count(DISTINCT get_shard_id_for_distribution_column('simhash.documents', key)) "
+            "FROM simhash.documents WHERE simhash.distance(fingerprint, %s) <= 4", (to_signed(query),)
+        ).fetchone()[0]
+    assert shards > 2
+    for method in ("probe", "scan", "auto"):
+        matches = distributed_store.query(query, 4, method=method)
+        assert len({m.key for m in matches}) == len(matches) == 60
+        assert [m.distance for m in matches] == sorted(m.distance for m in matches)
+        assert answers(matches) == brute_force(documents, query, 4)
+
+
+# ------------------------------------------------------------ equal to one server and to brute force
+
+
+fingerprints = st.integers(min_value=0, max_value=2**64 - 1)
+
+
+@st.composite
+def corpora(draw):
+    """Fingerprints with near neighbours (a few bits flipped), duplicates and strangers."""
+    centres = draw(st.lists(fingerprints, min_size=1, max_size=6))
+    values = []
+    for centre in centres:
+        values.append(centre)
+        for flips in draw(st.lists(st.lists(st.integers(0, 63), max_size=24), max_size=8)):
+            value = centre
+            for bit in flips:
+                value ^= 1 << bit
+            values.append(value)
+    values += draw(st.lists(fingerprints, max_size=20))
+    queries = draw(st.lists(st.sampled_from(values) | fingerprints, min_size=1, max_size=3))
+    return [NewDocument(f"k{i}", v) for i, v in enumerate(values)], queries
+
+
+@pytest.fixture
+def both_stores(citus_url, single_node_url):
+    with Store(citus_url) as cluster, Store(single_node_url) as single:
+        cluster.init(distributed=True)
+        single.init()
+        yield cluster, single
+
+
+# No shrinking: each example costs a few seconds on the cluster; the failing example is printed as drawn.
+@pytest.mark.slow
+@settings(
+    max_examples=5, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=corpora())
+def test_distributed_equals_single_node_and_brute_force_for_every_k(both_stores, data):
+    documents, queries = data
+    cluster, single = both_stores
+    for store in (cluster, single):
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("TRUNCATE simhash.documents")
+        store.add(documents)
+    for k in range(65):
+        expected = [brute_force(documents, q, k) for q in queries]
+        for method in ("auto", "probe", "scan") if k % 4 == 3 else ("auto",):
+            on_cluster = [answers(m) for m in cluster.query_many(queries, k, method=method)]
+            assert on_cluster == expected, (k, method)
+        assert [answers(m) for m in single.query_many(queries, k)] == expected, k
+    for k in (0, 3, 11, 20):
+        pairs = cluster.pairs(k)  # nearest first; ties come in whatever order the rows were read
+        assert [p.distance for p in pairs] == sorted(p.distance for p in pairs)
+        assert sorted(pairs, key=repr) == sorted(single.pairs(k), key=repr)
+        assert cluster.clusters(k) == single.clusters(k)
+
+
+# ------------------------------------------------------------ the CLI and SQL, unchanged
+
+
+def test_cli_commands_against_the_coordinator(citus_url, single_node_url, tmp_path):
+    rng = random.Random(8)
+    base = [rng.getrandbits(64) for _ in range(30)]
+    rows = [("k%03d" % i, v) for i, v in enumerate(base)] + [("twin%03d" % i, v ^ 0b101) for i, v in enumerate(base[:10])]
+    csv = tmp_path / "fingerprints.csv"
+    csv.write_text("key,fingerprint\n" + "".join(f"{k},{v:016x}\n" for k, v in rows))
+    jsonl = tmp_path / "more.jsonl"
+    jsonl.write_text("".join(json.dumps({"key": f"more{i}", "fingerprint": f"{v ^ 1:016x}"}) + "\n" for i, v in enumerate(base[10:15])))
+    outputs = {}
+    for url in (citus_url, single_node_url):
+        steps = [
+            ["init", "--distributed"] if url == citus_url else ["init"],
+            ["import", str(csv), "--scheme", "zh-jieba-v1"],  # empty store: the bulk load
+            ["import", str(jsonl), "--scheme", "zh-jieba-v1"],  # then through add
+            ["query", "-f", f"{base[0]:016x}", "-f", f"{base[12]:016x}", "-k", "3", "--json"],
+            ["dups", "-k", "3", "--json"],
+            ["dups", "-k", "3", "--clusters", "--json"],
+            ["remove", "k000", "twin001", "absent"],
+            ["dups", "-k", "3", "--json"],
+        ]
+        outputs[url] = []
+        for step in steps:
+            result = cli(url, *step)
+            assert result.exit_code == 0, (step, result.output)
+            lines = result.stdout.splitlines()
+            # dups: nearest first, ties in the order rows were read (shard by shard on the cluster).
+            outputs[url].append(sorted(lines) if step[0] == "dups" else lines)
+        stats = cli(url, "stats", "--json")
+        assert stats.exit_code == 0, stats.output
+        info = json.loads(stats.stdout)
+        assert info["documents"] == 40 + 5 - 2
+        assert info["table_bytes"] > 100_000  # the shards, not the coordinator's empty shell
+    cluster_out, single_out = outputs[citus_url], outputs[single_node_url]
+    assert cluster_out[1:] == single_out[1:]
+    assert any('"distance": 2' in line for line in cluster_out[4])
+    assert any("twin" in line for line in cluster_out[5])
+
+
+def test_grant_read_lets_a_role_search_in_sql_but_not_write(distributed_store, citus_url, citus):
+    role = "reader_" + re.sub(r"\W", "", citus_url.rsplit("/", 1)[1])[-8:]
+    database = citus_url.rsplit("/", 1)[1]
+    citus.execute(f'CREATE ROLE "{role}" LOGIN', database)  # in a Citus database: the workers get it too
+    try:
+        documents = random_documents(100, 9)
+        distributed_store.add(documents)
+        assert cli(citus_url, "grant-read", role).exit_code == 0
+        reader_url = citus_url.replace("postgres@", f"{role}@")
+        query = documents[5].fingerprint
+        with psycopg.connect(reader_url, autocommit=True) as reader:
+            rows = reader.execute("SELECT key, distance FROM simhash.near(%s, 12)", (to_signed(query),)).fetchall()
+            assert sorted(rows) == brute_force(documents, query, 12)
+            assert reader.execute("SELECT simhash.distance(0, -1)").fetchone()[0] == 64
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                reader.execute("DELETE FROM simhash.documents")
+    finally:
+        citus.execute(f'DROP OWNED BY "{role}"', database)
+        citus.execute(f'DROP ROLE IF EXISTS "{role}"', database)
