@@ -288,7 +288,8 @@ def test_import_round_trip_then_query_finds_imported(database_url, tmp_path):
 def test_remove_and_stats(database_url):
     invoke(database_url, "add", str(EXAMPLES / "corpus"))
     result = invoke(database_url, "remove", "community-garden.txt", "nope")
-    assert result.output.strip() == "removed 1 of 2"
+    assert result.stdout.strip() == "removed 1 of 2"
+    assert result.stderr.strip() == "not stored: nope"
     info = json.loads(invoke(database_url, "stats", "--json").output)
     assert info["documents"] == 4 and info["default_max_distance"] == DEFAULT_MAX_DISTANCE
     assert set(info["largest_block_buckets"]) == {"block0", "block1", "block2", "block3"}

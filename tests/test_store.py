@@ -12,7 +12,7 @@ from sqlalchemy.pool import NullPool
 from simhash_store import SchemeMismatchError, fingerprint, get_scheme, to_signed
 from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, SchemeError
 from simhash_store.scheme import DEFAULT_MAX_DISTANCE
-from simhash_store.store import MAX_KEY_BYTES, NewDocument, Store
+from simhash_store.store import MAX_KEY_BYTES, NewDocument, RemoveResult, Store
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 DB_SETTINGS = settings(
@@ -182,9 +182,18 @@ def test_interrupted_bulk_load_stores_nothing_and_keeps_the_indexes(store, store
 def test_remove_get_count(store):
     store.add([NewDocument("a", 1, metadata={"url": "https://例子.cn"}), NewDocument("b", 2)])
     assert store.get("a").metadata == {"url": "https://例子.cn"}
-    assert store.remove(["a", "missing"]) == 1
+    assert store.remove(["a", "missing"]) == RemoveResult(removed=["a"], missing=["missing"])
     assert store.get("a") is None
     assert store.count() == 1
+
+
+def test_remove_of_one_string_removes_that_key_only(store):
+    store.add(NewDocument(key, i) for i, key in enumerate(["abc", "a", "b", "c"]))
+    assert store.remove("abc").removed == ["abc"]
+    assert sorted(m.key for m in store.query(0, 64)) == ["a", "b", "c"]
+    with pytest.raises(InvalidKeyError):
+        store.remove(["b", "bad\x00key"])
+    assert store.count() == 3  # a bad key refuses the whole call before anything is deleted
 
 
 @pytest.mark.parametrize(
