@@ -13,6 +13,7 @@ speak SQL get exactly the answers the library gets.
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -471,6 +472,11 @@ class Store:
         lock_timeout = _validate_seconds(lock_timeout, "lock timeout")
         batch_size = validate_integer(batch_size, "batch size", 1, INT4[1])
         self._prepare(record=True)
+        documents = iter(documents)
+        first = next(documents, None)
+        if first is None:
+            return AddResult()  # nothing to load: no lock, no upkeep
+        documents = itertools.chain([first], documents)
         result = None
         if not self._with_maintenance_connection(maintenance.rebuild_blockers):
             # Checked as they stream in, before COPY sends them (the batches check their own).
@@ -590,9 +596,10 @@ class Store:
         for attempt in range(attempts):
             try:
                 return work()
-            except DBAPIError as exc:
-                sqlstate = getattr(exc.orig, "sqlstate", None)
-                id_taken = sqlstate == "23505" and getattr(exc.orig.diag, "constraint_name", None) == "pk_documents"
+            except (DBAPIError, psycopg.Error) as exc:  # through SQLAlchemy, or the raw cursor of COPY
+                error = exc.orig if isinstance(exc, DBAPIError) else exc
+                sqlstate = getattr(error, "sqlstate", None)
+                id_taken = sqlstate == "23505" and getattr(getattr(error, "diag", None), "constraint_name", None) == "pk_documents"
                 if not (sqlstate in _RETRYABLE or id_taken) or attempt == attempts - 1:
                     raise
                 if id_taken:
