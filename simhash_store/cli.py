@@ -289,28 +289,45 @@ def dups(
     clusters: Annotated[bool, typer.Option("--clusters", help="Connected groups instead of pairs.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Every near-duplicate pair (or group) among stored documents, exactly.
+    """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot.
+
+    Documents sharing one fingerprint come out once, as a group: one line with distance 0 and
+    all their keys. A pair then names the first key of each side's group, standing for all of it.
 
     Example: simhash-store dups -k 3 --clusters --json
     """
+    from .store import IdenticalGroup
+
     with opened_store() as store:
         if clusters:
             groups = store.clusters(max_distance)
             for group in groups:
-                out.print(json.dumps({"keys": group}, ensure_ascii=False) if as_json else "  ".join(group), markup=False)
+                out.print(_json_line({"keys": group}) if as_json else "  ".join(group), markup=False)
             if not as_json:
                 err.print(f"{len(groups)} groups within {max_distance} bits")
+            return
+        found = store.near_duplicates(max_distance)
+    groups = pairs = 0
+    for item in found:
+        if isinstance(item, IdenticalGroup):
+            groups += 1
+            record = {"keys": item.keys, "distance": 0}
+            line = "  ".join([" 0", *item.keys])
         else:
-            pairs = store.pairs(max_distance)
-            for pair in pairs:
-                line = (
-                    json.dumps({"a": pair.a, "b": pair.b, "distance": pair.distance}, ensure_ascii=False)
-                    if as_json
-                    else f"{pair.distance:>2}  {pair.a}  {pair.b}"
-                )
-                out.print(line, markup=False)
-            if not as_json:
-                err.print(f"{len(pairs)} pairs within {max_distance} bits")
+            pairs += 1
+            record = {"a": item.a, "b": item.b, "distance": item.distance}
+            line = f"{item.distance:>2}  {item.a}  {item.b}"
+        out.print(_json_line(record) if as_json else line, markup=False)
+    if not as_json:
+        err.print(f"{groups} groups of identical fingerprints and {pairs} pairs within {max_distance} bits")
+
+
+def _json_line(record: dict) -> str:
+    """One JSON object on one line for every line splitter: U+2028, U+2029 and NEL escaped too."""
+    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKS)
+
+
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 @app.command("fingerprint")

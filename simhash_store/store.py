@@ -12,13 +12,14 @@ speak SQL get exactly the answers the library gets.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import time
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import psycopg
@@ -40,7 +41,7 @@ from .errors import (
     SimhashStoreError,
     SimhashStoreWarning,
 )
-from .pairs import near_clusters, near_pairs
+from .pairs import near_clusters, near_groups, near_pairs
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 from .validation import (
     INT4,
@@ -129,6 +130,17 @@ class Pair:
     a: str
     b: str
     distance: int
+
+
+@dataclass(frozen=True)
+class IdenticalGroup:
+    """Two or more stored documents with one fingerprint (distance 0 from each other)."""
+
+    keys: list[str]  # sorted
+
+    @property
+    def distance(self) -> int:
+        return 0
 
 
 @dataclass(frozen=True)
@@ -849,40 +861,88 @@ class Store:
 
     # ------------------------------------------------------------ all pairs
 
-    def _all_fingerprints(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every (id, fingerprint), read with one binary COPY straight into numpy."""
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection]:
+        """A read-only REPEATABLE READ transaction: every statement in it sees one snapshot, so a
+        row another application deletes meanwhile is seen by all of them or by none."""
         self._prepare(record=False)
-        with self.engine.connect() as connection:
-            raw = connection.connection.driver_connection
-            buffer = bytearray()
-            with raw.cursor() as cursor:
-                with cursor.copy("COPY (SELECT id, fingerprint FROM simhash.documents) TO STDOUT (FORMAT BINARY)") as copy:
-                    for chunk in copy:
-                        buffer += chunk
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as connection:
+            with connection.begin():
+                connection.execute(text("SET TRANSACTION READ ONLY"))
+                yield connection.connection.driver_connection
+
+    @staticmethod
+    def _all_fingerprints(raw: psycopg.Connection) -> tuple[np.ndarray, np.ndarray]:
+        """Every (id, fingerprint), read with one binary COPY straight into numpy."""
+        buffer = bytearray()
+        with raw.cursor() as cursor:
+            with cursor.copy("COPY (SELECT id, fingerprint FROM simhash.documents) TO STDOUT (FORMAT BINARY)") as copy:
+                for chunk in copy:
+                    buffer += chunk
+        if len(buffer) < 21:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64)
         # Header: 11-byte signature, 4-byte flags, 4-byte extension length; trailer: int16 -1.
         body = memoryview(buffer)[19:-2]
         row = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("fp_len", ">i4"), ("fp", ">i8")])
         rows = np.frombuffer(body, dtype=row)
         return rows["id"].astype(np.int64), rows["fp"].astype(np.int64).view(np.uint64)
 
-    def _keys_of(self, ids: np.ndarray) -> dict[int, str]:
+    @staticmethod
+    def _keys_of(raw: psycopg.Connection, ids: np.ndarray) -> dict[int, str]:
         keys: dict[int, str] = {}
-        with self.engine.connect() as connection:
+        with raw.cursor() as cursor:
             for start in range(0, len(ids), 50_000):
                 chunk = [int(i) for i in ids[start : start + 50_000]]
-                for id_, key in connection.execute(
-                    text("SELECT id, key FROM simhash.documents WHERE id = ANY(:ids)"), {"ids": chunk}
-                ):
-                    keys[id_] = key
+                cursor.execute("SELECT id, key FROM simhash.documents WHERE id = ANY(%s)", (chunk,))
+                keys.update(cursor.fetchall())
         return keys
 
     @_database_errors
-    def pairs(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[Pair]:
-        """Every pair of stored documents within ``max_distance`` bits, nearest first (exact)."""
+    def near_duplicates(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[IdenticalGroup | Pair]:
+        """Every near-duplicate among stored documents, exactly, from one snapshot, without n² blow-up.
+
+        First each set of two or more documents sharing one fingerprint, as an
+        :class:`IdenticalGroup` of all its keys; then each pair of distinct fingerprints
+        within ``max_distance`` bits, nearest first, as a :class:`Pair` that names the
+        first key of each side's group (standing for all of it). Memory grows with the
+        documents and the distinct pairs, never with the square of a group.
+        """
         _validate_distance(max_distance)
-        ids, values = self._all_fingerprints()
-        left, right, distance = near_pairs(values, max_distance)
-        keys = self._keys_of(np.unique(np.concatenate([ids[left], ids[right]])))
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            grouped = near_groups(values, max_distance)
+            group_of = np.empty(len(ids), dtype=np.int64)
+            group_of[grouped.members] = np.repeat(np.arange(len(grouped.sizes)), grouped.sizes)
+            wanted = np.zeros(len(grouped.sizes), dtype=bool)
+            wanted[grouped.sizes > 1] = True
+            wanted[grouped.left] = wanted[grouped.right] = True
+            keys = self._keys_of(raw, ids[wanted[group_of]])
+        names: dict[int, list[str]] = {}
+        for position in np.flatnonzero(wanted[group_of]).tolist():
+            names.setdefault(int(group_of[position]), []).append(keys[int(ids[position])])
+        for members in names.values():
+            members.sort()
+        found: list[IdenticalGroup | Pair] = sorted(
+            (IdenticalGroup(members) for members in names.values() if len(members) > 1), key=lambda g: g.keys
+        )
+        pairs = [
+            Pair(*sorted((names[a][0], names[b][0])), d)
+            for a, b, d in zip(grouped.left.tolist(), grouped.right.tolist(), grouped.distance.tolist())
+        ]
+        return found + sorted(pairs, key=lambda p: (p.distance, p.a, p.b))
+
+    @_database_errors
+    def pairs(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[Pair]:
+        """Every pair of stored documents within ``max_distance`` bits, nearest first (exact), from one snapshot.
+
+        Every pair is materialised: n documents sharing one fingerprint make n² / 2 of them.
+        :meth:`near_duplicates` gives the same answer in memory proportional to n.
+        """
+        _validate_distance(max_distance)
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            left, right, distance = near_pairs(values, max_distance)
+            keys = self._keys_of(raw, np.unique(np.concatenate([ids[left], ids[right]])))
         return [
             Pair(*sorted((keys[int(ids[i])], keys[int(ids[j])])), int(d))
             for i, j, d in zip(left.tolist(), right.tolist(), distance.tolist())
@@ -890,13 +950,14 @@ class Store:
 
     @_database_errors
     def clusters(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[list[str]]:
-        """Groups of two or more documents connected by near-duplicate links, largest first."""
+        """Groups of two or more documents connected by near-duplicate links, largest first (one snapshot)."""
         _validate_distance(max_distance)
-        ids, values = self._all_fingerprints()
-        labels = near_clusters(values, max_distance)
-        sizes = np.bincount(labels, minlength=len(labels))
-        members = np.flatnonzero(sizes[labels] > 1)
-        keys = self._keys_of(ids[members])
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            labels = near_clusters(values, max_distance)
+            sizes = np.bincount(labels, minlength=len(labels))
+            members = np.flatnonzero(sizes[labels] > 1)
+            keys = self._keys_of(raw, ids[members])
         groups: dict[int, list[str]] = {}
         for position in members.tolist():
             groups.setdefault(int(labels[position]), []).append(keys[int(ids[position])])
@@ -973,6 +1034,7 @@ class Store:
 
 __all__ = [
     "AddResult",
+    "IdenticalGroup",
     "Match",
     "NewDocument",
     "Pair",
