@@ -45,6 +45,7 @@ from .pairs import near_clusters, near_groups, near_pairs
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 from .validation import (
     INT4,
+    INT8,
     MAX_KEY_BYTES,
     validate_integer,
     validate_key,
@@ -223,8 +224,8 @@ def _check_query_options(max_distance: int, limit: int | None, method: str) -> N
     _validate_distance(max_distance)
     if method not in ("auto", "probe", "scan"):
         raise ValueError(f"method must be auto, probe or scan, not {method!r}")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise ValueError(f"limit must be an integer of at least 1, not {limit!r}")
+    if limit is not None:
+        validate_integer(limit, "limit", 1, INT8[1])  # a bigint in SQL: refused here, not by the driver
 
 
 def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
@@ -997,6 +998,7 @@ class Store:
     @_database_errors
     def stats(self, buckets: int = 5) -> dict[str, Any]:
         """Size and shape of the store: documents, scheme, database size, largest block buckets."""
+        buckets = validate_integer(buckets, "buckets", 0, 65_536)
         scheme = self._prepare(record=False)
         with self.engine.connect() as connection:
             documents = connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()

@@ -324,6 +324,9 @@ def test_metadata_and_integers_the_columns_cannot_hold_are_refused_before_writin
             with pytest.raises(InvalidValueError, match=message):
                 write([NewDocument("fine", 2), document])
     assert store.count() == 0
+    for call in (lambda: store.query(1, 3, limit=2**63), lambda: store.add([], batch_size=2**31), lambda: store.stats(10**6)):
+        with pytest.raises(InvalidValueError, match="must lie in"):
+            call()
 
 
 def test_skip_near_duplicates_within_a_call_and_against_the_store(store):
