@@ -46,7 +46,7 @@ from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 from .validation import (
     INT4,
     INT8,
-    MAX_KEY_BYTES,
+    MAX_KEY_BYTES,  # re-exported: callers know the limit from the store
     validate_integer,
     validate_key,
     validate_keys,
@@ -55,8 +55,8 @@ from .validation import (
     validate_optional_text,
 )
 from .validation import validate_distance as _validate_distance
-from .validation import validate_seconds as _validate_seconds
 from .validation import validate_fingerprint as _validate_fingerprint
+from .validation import validate_seconds as _validate_seconds
 
 DEFAULT_BATCH_SIZE = 5000
 DEFAULT_LOAD_BATCH_SIZE = 50_000  # a load into a store it may not rebuild: rows per transaction
