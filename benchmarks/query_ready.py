@@ -1,11 +1,12 @@
 """Is the store query-ready the moment a write returns? (issue 15)
 
-Loads N random fingerprints into a fresh database, then times ``Store.query`` p50 at k = 3 and
-k = 11 in a new connection three ways, each beside the baseline of the same run:
+Writes N random fingerprints into two fresh databases (autovacuum off, so that it cannot tidy
+up first), runs an explicit ``VACUUM ANALYZE`` on the second (the baseline), and times
+``Store.query`` p50 at k = 3 and k = 11 in new connections to both, rounds interleaved so that
+a busy machine slows both alike. Two writes:
 
-- right after ``Store.load`` returns;
-- right after another application COPYs N rows in, with no library call in between;
-- after an explicit ``VACUUM ANALYZE`` (the baseline).
+- ``Store.load``;
+- a COPY by another application, with no library call in between.
 
     python benchmarks/query_ready.py --db postgresql://localhost/postgres --rows 1000000
 
@@ -45,14 +46,36 @@ def p50_ms(url, queries: list[int], k: int) -> float:
     return statistics.median(times) * 1000
 
 
-def measure(url, queries: list[int], rounds: int = 3) -> dict[int, float]:
-    """Median over ``rounds`` new connections of the p50: the machine may be shared, so one round is noisy."""
-    return {k: statistics.median(p50_ms(url, queries, k) for _ in range(rounds)) for k in (3, 11)}
+def measure_side_by_side(fresh, baseline, queries: list[int], rounds: int = 5) -> dict[str, dict[int, float]]:
+    """p50 in each database, rounds interleaved so that a busy machine slows both alike; median of the rounds."""
+    times: dict[str, dict[int, list[float]]] = {"fresh": {3: [], 11: []}, "baseline": {3: [], 11: []}}
+    for _ in range(rounds):
+        for k in (3, 11):
+            for name, url in (("fresh", fresh), ("baseline", baseline)):
+                times[name][k].append(p50_ms(url, queries, k))
+    return {name: {k: statistics.median(values) for k, values in by_k.items()} for name, by_k in times.items()}
 
 
 def vacuum_analyze(url) -> None:
     with psycopg.connect(_plain(url), autocommit=True) as connection:
         connection.execute("VACUUM ANALYZE simhash.documents")
+
+
+def write(url, how: str, values: list[int]) -> float:
+    """A fresh store with autovacuum off (it must not tidy up before we measure), then the write; seconds."""
+    with Store(url) as store:
+        store.init()
+        with psycopg.connect(_plain(url), autocommit=True) as connection:
+            connection.execute("ALTER TABLE simhash.documents SET (autovacuum_enabled = off)")
+        started = time.perf_counter()
+        if how == "Store.load":
+            store.load(NewDocument(f"k{i}", v) for i, v in enumerate(values))
+        else:
+            with psycopg.connect(_plain(url)) as connection, connection.cursor() as cursor:
+                with cursor.copy("COPY simhash.documents (key, fingerprint) FROM STDIN") as copy:
+                    for i, v in enumerate(values):
+                        copy.write_row((f"k{i}", to_signed(v)))
+        return time.perf_counter() - started
 
 
 def main() -> None:
@@ -70,32 +93,24 @@ def main() -> None:
     rows = []
     with psycopg.connect(_plain(admin_url), autocommit=True) as admin:
         for how in ("Store.load", "COPY by another application"):
-            name = f"query_ready_{uuid.uuid4().hex[:8]}"
-            admin.execute(f'CREATE DATABASE "{name}"')
-            url = admin_url.set(database=name)
+            names = [f"query_ready_{uuid.uuid4().hex[:8]}" for _ in range(2)]
             try:
-                with Store(url) as store:
-                    store.init()
-                    started = time.perf_counter()
-                    if how == "Store.load":
-                        store.load(NewDocument(f"k{i}", v) for i, v in enumerate(values))
-                    else:
-                        with psycopg.connect(_plain(url)) as connection, connection.cursor() as cursor:
-                            with cursor.copy("COPY simhash.documents (key, fingerprint) FROM STDIN") as copy:
-                                for i, v in enumerate(values):
-                                    copy.write_row((f"k{i}", to_signed(v)))
-                    write_seconds = time.perf_counter() - started
-                after_write = measure(url, queries)
-                vacuum_analyze(url)
-                baseline = measure(url, queries)
-                rows.append((how, write_seconds, after_write, baseline))
+                for name in names:
+                    admin.execute(f'CREATE DATABASE "{name}"')
+                fresh, baseline = (admin_url.set(database=name) for name in names)
+                seconds = write(fresh, how, values)
+                write(baseline, how, values)
+                vacuum_analyze(baseline)
+                measured = measure_side_by_side(fresh, baseline, queries)
+                rows.append((how, seconds, measured["fresh"], measured["baseline"]))
             finally:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                for name in names:
+                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     with psycopg.connect(_plain(admin_url)) as connection:
         version = connection.execute("SHOW server_version").fetchone()[0]
     print(f"{args.rows:,} random fingerprints, PostgreSQL {version}: p50 of {QUERIES - 1} Store.query calls in a new "
-          "connection, median of 3 such rounds")
+          "connection, median of 5 interleaved rounds")
     print()
     print("| right after | write s | k=3 ms | baseline | ratio | k=11 ms | baseline | ratio |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|")
