@@ -319,6 +319,9 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
+        # The add reads the first record (to check its fields) before it starts the workers.
+        process.stdin.write('{"key": "a", "text": "北京的新闻"}\n'.encode())
+        process.stdin.flush()
         parent = psutil.Process(process.pid)
         for _ in range(600):  # the workers are forked once the command runs (at most 60 s)
             if len(parent.children()) >= 2:
@@ -333,7 +336,7 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
             if each.info["name"] == "postgres":
                 assert secret not in " ".join(each.info["cmdline"] or [])
     finally:
-        process.communicate(b"", timeout=120)
+        process.communicate(timeout=120)
 
 
 # ------------------------------------------------------------ malformed URLs
