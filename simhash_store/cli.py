@@ -7,6 +7,7 @@ import dataclasses
 import json
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Iterator, Optional
@@ -20,7 +21,7 @@ from rich.text import Text
 from . import corpus, ingest, records
 from .bits import from_hex, to_hex
 from .config import URL_VARIABLE
-from .errors import SimhashStoreError
+from .errors import SimhashStoreError, SimhashStoreWarning
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
+_default_show_warning = warnings.showwarning
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -74,10 +76,19 @@ def opened_store(scheme: str | None = None) -> Iterator[Store]:
     from .store import Store
 
     try:
-        with Store(state.db, scheme=scheme) as store:
+        with warnings.catch_warnings(), Store(state.db, scheme=scheme) as store:
+            warnings.simplefilter("always", SimhashStoreWarning)  # the store warns once itself
+            warnings.showwarning = _show_warning
             yield store
     except SimhashStoreError as exc:
         fail(str(exc))
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, SimhashStoreWarning):
+        warn(f"Warning: {message}")
+    else:
+        _default_show_warning(message, category, filename, lineno, file, line)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -191,8 +202,6 @@ def add(
             if stream is not None and stream is not sys.stdin.buffer:
                 stream.close()
         elapsed = time.perf_counter() - started
-        if summary.added + summary.updated > max(10_000, store.count() // 10):
-            store.optimize()  # keeps block probes index-only after a bulk load
     for skip in summary.deliberate:
         if skip.reason == corpus.SPECIAL_FILE:
             warn(f"skipped: {skip}")  # rare enough to name, unlike the binary files of a corpus
@@ -221,13 +230,21 @@ def import_(
         str, typer.Option(help="auto (16 characters = hex, else decimal), hex, or decimal.")
     ] = "auto",
     bulk: Annotated[
-        Optional[bool],
+        bool,
         typer.Option(
             "--bulk/--no-bulk",
-            help="Load in one transaction and build the block indexes afterwards: many times faster for "
-            "millions of rows, but queries wait meanwhile (default: when the store is empty).",
+            help="Bulk load: into an empty store nothing references, in one transaction with the indexes "
+            "built afterwards (many times faster for millions of rows; queries wait meanwhile), else in large "
+            "transactions. --no-bulk adds in small transactions, as add does.",
         ),
-    ] = None,
+    ] = True,
+    lock_timeout: Annotated[
+        float,
+        typer.Option(
+            "--lock-timeout", min=0.001, max=86_400, metavar="SECONDS",
+            help="How long a bulk load waits for the table (a reader left in a transaction holds it) before giving up.",
+        ),
+    ] = 10.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Load existing fingerprints computed elsewhere; bad rows are reported by line and skipped.
@@ -258,11 +275,7 @@ def import_(
                 yield NewDocument(row.key, row.fingerprint)
 
     with opened_store(_known_scheme(scheme)) as store:
-        if bulk if bulk is not None else store.is_empty():
-            result = store.load(documents())
-            store.optimize()
-        else:
-            result = store.add(documents())
+        result = store.load(documents(), lock_timeout=lock_timeout) if bulk else store.add(documents())
     for skip in skipped:
         warn(f"failed: {skip}")
     if not quiet:
@@ -320,10 +333,15 @@ def dups(
     clusters: Annotated[bool, typer.Option("--clusters", help="Connected groups instead of pairs.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Every near-duplicate pair (or group) among stored documents, exactly.
+    """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot.
+
+    Documents sharing one fingerprint come out once, as a group: one line with distance 0 and
+    all their keys. A pair then names the first key of each side's group, standing for all of it.
 
     Example: simhash-store dups -k 3 --clusters --json
     """
+    from .store import IdenticalGroup
+
     with opened_store() as store:
         if clusters:
             groups = store.clusters(max_distance)
@@ -331,17 +349,21 @@ def dups(
                 out.print(_json_line({"keys": group}) if as_json else "  ".join(group), markup=False)
             if not as_json:
                 err.print(f"{len(groups)} groups within {max_distance} bits")
+            return
+        found = store.near_duplicates(max_distance)
+    groups = pairs = 0
+    for item in found:
+        if isinstance(item, IdenticalGroup):
+            groups += 1
+            record = {"keys": item.keys, "distance": 0}
+            line = "  ".join([" 0", *item.keys])
         else:
-            pairs = store.pairs(max_distance)
-            for pair in pairs:
-                line = (
-                    _json_line({"a": pair.a, "b": pair.b, "distance": pair.distance})
-                    if as_json
-                    else f"{pair.distance:>2}  {pair.a}  {pair.b}"
-                )
-                out.print(line, markup=False)
-            if not as_json:
-                err.print(f"{len(pairs)} pairs within {max_distance} bits")
+            pairs += 1
+            record = {"a": item.a, "b": item.b, "distance": item.distance}
+            line = f"{item.distance:>2}  {item.a}  {item.b}"
+        out.print(_json_line(record) if as_json else line, markup=False)
+    if not as_json:
+        err.print(f"{groups} groups of identical fingerprints and {pairs} pairs within {max_distance} bits")
 
 
 @app.command("fingerprint")
@@ -372,8 +394,10 @@ def remove(keys: Annotated[list[str], typer.Argument(help="Keys of documents to 
     Example: simhash-store remove news/2024/0001.txt
     """
     with opened_store() as store:
-        removed = store.remove(keys)
-    out.print(f"removed {removed} of {len(keys)}")
+        result = store.remove(keys)
+    for key in result.missing:
+        warn(f"not stored: {key}")
+    out.print(f"removed {len(result.removed)} of {len(result.removed) + len(result.missing)}", markup=False)
 
 
 @app.command()
@@ -395,6 +419,26 @@ def stats(as_json: JsonFlag = False) -> None:
     for block, buckets in info["largest_block_buckets"].items():
         table.add_row(f"largest {block} buckets", ", ".join(f"{b['value']}: {b['documents']}" for b in buckets) or "-")
     out.print(table)
+
+
+@app.command()
+def optimize(
+    lock_timeout: Annotated[
+        float, typer.Option("--lock-timeout", min=0.001, max=86_400, metavar="SECONDS", help="How long to wait for the table.")
+    ] = 10.0,
+) -> None:
+    """VACUUM (ANALYZE) the store: run it after restoring a dump, or after other applications bulk-insert.
+
+    Loads and large adds do this themselves. Example: simhash-store optimize
+    """
+    with opened_store() as store:
+        done = store.optimize(lock_timeout=lock_timeout)
+    if done.vacuumed:
+        out.print("optimized: vacuumed and analyzed simhash.documents")
+    elif done.analyzed:
+        warn(f"Warning: could not vacuum ({done.reason}); analyzed only")
+    else:
+        fail(f"could not vacuum or analyze simhash.documents: {done.reason}")
 
 
 @app.command("grant-read")

@@ -70,3 +70,7 @@ class InputError(SimhashStoreError):
 
 class WorkerDiedError(SimhashStoreError):
     """A fingerprinting worker process died (killed, or out of memory) before its documents were done."""
+
+
+class SimhashStoreWarning(UserWarning):
+    """Something the library could not do and the caller should know (for example: no right to vacuum)."""

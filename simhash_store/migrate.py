@@ -1,7 +1,8 @@
-"""Schema upgrades through Alembic, from inside the library (the CLI's ``init`` and first use).
+"""Schema upgrades through Alembic, from inside the library (``init`` and writes), and the
+check a read makes instead: reads never create or upgrade the schema.
 
-Alembic is imported only when the schema has to change: every command checks the
-revision, and that check is one plain query against the version table.
+Alembic is imported only when the schema has to change or the revision is not the newest:
+every command checks the revision, and that check is one plain query against the version table.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from importlib.resources import as_file, files
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, text
+
+from .errors import StoreNotFoundError, StoreOutdatedError, StoreTooNewError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -51,6 +54,41 @@ def current_revision(engine: Engine) -> str | None:
         if not exists:
             return None
         return connection.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar()
+
+
+def is_known_revision(revision: str) -> bool:
+    """Whether ``revision`` is one of this version's migrations (not one made by a newer version)."""
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    try:
+        script = ScriptDirectory.from_config(alembic_config()).get_revision(revision)
+    except CommandError:
+        return False
+    return script is not None and script.revision == revision  # Alembic also resolves prefixes
+
+
+def check_upgradable(revision: str | None, where: str) -> None:
+    """Refuse a store this version cannot upgrade: one made by a newer version of simhash-store."""
+    if revision is not None and revision != HEAD_REVISION and not is_known_revision(revision):
+        raise StoreTooNewError(
+            f"the store in database {where} is at revision {revision}, which this version of simhash-store "
+            f"(newest revision {HEAD_REVISION}) does not know: it was written by a newer version; "
+            "upgrade simhash-store to use it"
+        )
+
+
+def check_readable(revision: str | None, where: str) -> None:
+    """What a read says instead of changing the schema: no store, an older one, or a newer one."""
+    if revision == HEAD_REVISION:
+        return
+    if revision is None:
+        raise StoreNotFoundError(f"no simhash store in database {where}: run `simhash-store add` or `init` first")
+    check_upgradable(revision, where)
+    raise StoreOutdatedError(
+        f"this store is at revision {revision} (this version writes {HEAD_REVISION}); "
+        "run `simhash-store init` to upgrade"
+    )
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

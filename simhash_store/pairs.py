@@ -17,6 +17,8 @@ blow up the candidate lists.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .bits import block_radius, flip_masks
@@ -117,15 +119,49 @@ def _groups(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return values, order, starts, sizes
 
 
-def near_pairs(fingerprints: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every pair of positions ``(i, j)``, ``i < j``, whose fingerprints differ in at most ``max_distance`` bits.
+@dataclass(frozen=True)
+class NearGroups:
+    """Near-duplicates among positions, without materialising the pairs inside identical groups.
 
-    Returns three arrays (left positions, right positions, distances), ordered by
-    distance, then left, then right.
+    Group ``g`` holds the positions ``members[starts[g] : starts[g] + sizes[g]]`` (ascending), all
+    with one fingerprint; ``left``, ``right`` and ``distance`` are the pairs of distinct groups
+    within the distance, ordered by distance, then left, then right group.
+    """
+
+    members: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    distance: np.ndarray
+
+    def group(self, g: int) -> np.ndarray:
+        return self.members[self.starts[g] : self.starts[g] + self.sizes[g]]
+
+
+def near_groups(fingerprints: np.ndarray, max_distance: int) -> NearGroups:
+    """Identical fingerprints as groups, and pairs of groups within ``max_distance`` bits (exact).
+
+    Memory grows with the number of positions and of distinct near pairs, never with the
+    square of a group: 100,000 copies of one fingerprint are one group, not 5e9 pairs.
     """
     fingerprints = np.ascontiguousarray(fingerprints, dtype=np.uint64)
     values, order, starts, sizes = _groups(fingerprints)
     a, b, distance = _unique_pairs(values, max_distance)
+    ranking = np.lexsort((b, a, distance))
+    return NearGroups(order, starts, sizes, a[ranking], b[ranking], distance[ranking])
+
+
+def near_pairs(fingerprints: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of positions ``(i, j)``, ``i < j``, whose fingerprints differ in at most ``max_distance`` bits.
+
+    Returns three arrays (left positions, right positions, distances), ordered by
+    distance, then left, then right. Materialises every pair, so n identical
+    fingerprints cost n² / 2 of them: :func:`near_groups` does not.
+    """
+    grouped = near_groups(fingerprints, max_distance)
+    order, starts, sizes = grouped.members, grouped.starts, grouped.sizes
+    a, b, distance = grouped.left, grouped.right, grouped.distance
 
     # Pairs inside a group of identical fingerprints (distance 0).
     lefts, rights, distances = [], [], []

@@ -12,11 +12,14 @@ speak SQL get exactly the answers the library gets.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import psycopg
@@ -27,7 +30,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
 from . import distributed as citus
-from . import migrate
+from . import maintenance, migrate
 from .bits import from_signed, to_hex, to_signed
 from .config import SEARCH_PATH, lock_timeout, network_timeout, redact, resolve_url, scrub, secrets_of, session_arguments
 from .errors import (
@@ -39,22 +42,28 @@ from .errors import (
     SchemeError,
     SchemeMismatchError,
     SimhashStoreError,
+    SimhashStoreWarning,
 )
-from .pairs import near_clusters, near_pairs
+from .pairs import near_clusters, near_groups, near_pairs
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 from .validation import (
     INT4,
-    MAX_KEY_BYTES,
+    INT8,
+    MAX_KEY_BYTES,  # re-exported: callers know the limit from the store
     validate_integer,
     validate_key,
+    validate_keys,
     validate_metadata,
     validate_optional_bytes,
     validate_optional_text,
 )
 from .validation import validate_distance as _validate_distance
 from .validation import validate_fingerprint as _validate_fingerprint
+from .validation import validate_seconds as _validate_seconds
 
 DEFAULT_BATCH_SIZE = 5000
+DEFAULT_LOAD_BATCH_SIZE = 50_000  # a load into a store it may not rebuild: rows per transaction
+DEFAULT_LOCK_TIMEOUT = 10.0  # seconds a bulk load or VACUUM waits for the table before giving up
 # Advisory locks of the project: the two-integer key space, first key "SIMH", so no other
 # application's single-bigint locks (or hashtext() keys) collide with ours by chance.
 ADVISORY_LOCK_SPACE = 0x53494D48  # "SIMH"
@@ -137,6 +146,23 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class IdenticalGroup:
+    """Two or more stored documents with one fingerprint (distance 0 from each other)."""
+
+    keys: list[str]  # sorted
+
+    @property
+    def distance(self) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class RemoveResult:
+    removed: list[str]
+    missing: list[str]  # keys given that were not stored
+
+
+@dataclass(frozen=True)
 class SkippedNearDuplicate:
     key: str
     match: Match
@@ -190,14 +216,14 @@ def _validated(document: NewDocument) -> NewDocument:
     return document
 
 
-def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument]) -> int:
-    """Binary COPY of (already validated) documents into ``table``; returns how many."""
+def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument], *, freeze: bool = False) -> int:
+    """Binary COPY of (already validated) documents into ``table``; returns how many.
+
+    ``freeze``: rows go in frozen and all-visible, for a table emptied by TRUNCATE in this transaction.
+    """
     count = 0
-    with cursor.copy(
-        sql.SQL("COPY {} (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY)").format(
-            sql.SQL(table)
-        )
-    ) as copy:
+    statement = "COPY {} (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY{})"
+    with cursor.copy(sql.SQL(statement).format(sql.SQL(table), sql.SQL(", FREEZE" if freeze else ""))) as copy:
         copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text"])
         for d in documents:
             metadata = Jsonb(d.metadata) if d.metadata is not None else None
@@ -210,8 +236,8 @@ def _check_query_options(max_distance: int, limit: int | None, method: str) -> N
     _validate_distance(max_distance)
     if method not in ("auto", "probe", "scan"):
         raise ValueError(f"method must be auto, probe or scan, not {method!r}")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise ValueError(f"limit must be an integer of at least 1, not {limit!r}")
+    if limit is not None:
+        validate_integer(limit, "limit", 1, INT8[1])  # a bigint in SQL: refused here, not by the driver
 
 
 def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
@@ -403,6 +429,10 @@ class Store:
         self._secrets: list[str] = []
         self._scheme: Scheme | None = None
         self._ready = False
+        # Upkeep: rows this store changed since it last vacuumed, and the table's size then.
+        self._changes_since_optimize = 0
+        self._rows_at_optimize: float | None = None
+        self._warned_about_optimize = False
 
     # ------------------------------------------------------------ connection
 
@@ -460,17 +490,41 @@ class Store:
             return recorded
         return self._prepare(record=True)
 
+    @_database_errors
+    def upgrade(self) -> str:
+        """Create the schema, or bring it to this version's newest revision keeping every row; returns it.
+
+        Only this, :meth:`init` and the writes change the schema: a read of a store at an
+        older revision raises :class:`StoreOutdatedError` instead.
+        """
+        self._upgrade_schema()
+        self._ready = False
+        return migrate.HEAD_REVISION
+
     @property
     def scheme(self) -> Scheme:
-        """The scheme of the store (recorded, or the one that will be recorded on first write)."""
+        """The scheme of the store (recorded, or the one that will be recorded on first write).
+
+        A read: raises :class:`StoreNotFoundError` where there is no store, and never creates one.
+        """
         return self._prepare(record=False)
+
+    def _upgrade_schema(self) -> None:
+        revision = migrate.current_revision(self.engine)
+        migrate.check_upgradable(revision, self.display_url)
+        if revision != migrate.HEAD_REVISION:
+            migrate.upgrade(self.engine)
 
     @_database_errors
     def _prepare(self, record: bool) -> Scheme:
+        """Ready to write (``record``: the schema created or upgraded, the scheme recorded) or to
+        read (the schema checked, never changed); the store's scheme."""
         if self._ready and (self._scheme is not None or not record):
             return self._scheme or self._requested_scheme or DEFAULT
-        if migrate.current_revision(self.engine) != migrate.HEAD_REVISION:
-            migrate.upgrade(self.engine)
+        if record:
+            self._upgrade_schema()
+        else:
+            migrate.check_readable(migrate.current_revision(self.engine), self.display_url)
         with self.engine.begin() as connection:
             stored = self._stored_scheme(connection)
             if stored is None and record:
@@ -521,81 +575,120 @@ class Store:
         a document is stored only if nothing within ``max_distance`` is stored yet,
         counting documents earlier in the same call; writers doing this in several
         processes take turns on an advisory lock, so two near-duplicates added at
-        the same time cannot both get in.
+        the same time cannot both get in. A call that changes more than a few percent
+        of the store leaves it query-ready (see :meth:`optimize`) before it returns.
         """
-        if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+        batch_size = validate_integer(batch_size, "batch size", 1, INT4[1])
         _validate_distance(max_distance)
         self._prepare(record=True)
+        result = self._add_in_batches(documents, batch_size, skip_near_duplicates, max_distance)
+        self._optimize_if_grown()
+        return result
+
+    def _add_in_batches(
+        self, documents: Iterable[NewDocument], batch_size: int, skip_near_duplicates: bool, max_distance: int
+    ) -> AddResult:
         result = AddResult()
         batch: list[NewDocument] = []
         for document in documents:
             batch.append(document)
             if len(batch) >= batch_size:
-                result.merge(self.add_batch(batch, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance))
+                result.merge(self._add_batch(batch, skip_near_duplicates, max_distance))
                 batch = []
         if batch:
-            result.merge(self.add_batch(batch, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance))
+            result.merge(self._add_batch(batch, skip_near_duplicates, max_distance))
         return result
 
     @_database_errors
-    def load(self, documents: Iterable[NewDocument], *, index_memory: str = "1GB") -> AddResult:
-        """Bulk load: all documents in one transaction, the block indexes built after the rows.
+    def load(
+        self,
+        documents: Iterable[NewDocument],
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        batch_size: int = DEFAULT_LOAD_BATCH_SIZE,
+        index_memory: str = "1GB",
+    ) -> AddResult:
+        """Bulk load (importing millions of existing fingerprints), leaving the store query-ready.
 
-        For filling a new or small store with millions of fingerprints (importing
-        existing ones): building a block index over sorted rows is many times cheaper
-        than inserting each row into four B-trees. Into an empty store the rows are
-        copied straight into the table and the key and id indexes are built after them
-        too. Adding fewer rows than the store holds is cheaper with :meth:`add`, which
-        keeps the indexes. The table is locked for the whole load, so queries and other
-        writers wait; an interrupted load stores nothing and leaves the indexes as they
-        were (the transaction rolls back). Keys repeated in the input: the last one
-        wins, as in :meth:`add`. ``index_memory`` is ``maintenance_work_mem`` for the
-        index builds. A role that does not own the table (only the owner may drop and
-        build indexes) loads with the indexes in place: still one transaction, not faster.
+        Into an empty store that this role owns and that nothing else references (no other
+        application's foreign key, view rule or trigger hangs off it), all documents go in
+        one transaction: COPY FREEZE into the bare table, then the key, id and block indexes
+        are built over the rows, many times cheaper than inserting each row into six B-trees.
+        That needs the table to itself: the exclusive lock is asked for in short attempts, so
+        readers queue behind it for at most a fraction of a second at a time, and after
+        ``lock_timeout`` seconds the load gives up with :class:`LockTimeoutError`, storing
+        nothing. Meanwhile queries and other writers wait; an interrupted load stores nothing.
+
+        Anywhere else (rows already stored, another owner, something referencing the
+        table) nothing is dropped: the documents go in with the indexes in place, in
+        transactions of ``batch_size``, as :meth:`add` does. Either way keys repeated in the
+        input keep the last, and the table is vacuumed and analysed before this returns.
+        ``index_memory`` is ``maintenance_work_mem`` for the index builds.
         """
+        lock_timeout = _validate_seconds(lock_timeout, "lock timeout")
+        batch_size = validate_integer(batch_size, "batch size", 1, INT4[1])
         self._prepare(record=True)
-        documents = map(_validated, documents)  # checked as they stream in, before COPY sends them
-        result = AddResult()
+        documents = iter(documents)
+        first = next(documents, None)
+        if first is None:
+            return AddResult()  # nothing to load: no lock, no upkeep
+        documents = itertools.chain([first], documents)
+        result = None
+        if not self._with_maintenance_connection(maintenance.rebuild_blockers):
+            # Checked as they stream in, before COPY sends them (the batches check their own).
+            result = self._load_rebuilding(map(_validated, documents), lock_timeout, index_memory)
+        if result is None:
+            result = self._add_in_batches(documents, batch_size, False, DEFAULT_MAX_DISTANCE)
+        self._optimize_if_grown()
+        return result
+
+    def _load_rebuilding(self, documents: Iterable[NewDocument], lock_timeout: float, index_memory: str) -> AddResult | None:
+        """The bulk path into an empty table nothing references; None (nothing read) if, once
+        locked, the table no longer qualifies."""
         with self.engine.begin() as connection:
             raw = connection.connection.driver_connection
             with raw.cursor() as cursor:
-                cursor.execute("LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE")
+                maintenance.lock_exclusively(cursor, lock_timeout, "a bulk load")
+                if maintenance.rebuild_blockers(cursor):  # someone wrote or referenced it meanwhile
+                    return None
                 cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", (index_memory,))
-                cursor.execute(
-                    "SELECT NOT EXISTS (SELECT 1 FROM simhash.documents), "
-                    "pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = 'simhash.documents'::regclass"
-                )
-                empty, owner = cursor.fetchone()
-                block_indexes = []
-                if owner:  # only the table's owner may drop and build its indexes; others load with them in place
-                    cursor.execute(
-                        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'simhash' "
-                        "AND tablename = 'documents' AND indexname LIKE 'ix_documents_block_' ORDER BY indexname"
-                    )
-                    block_indexes = cursor.fetchall()
-                for name, _ in block_indexes:
-                    cursor.execute(sql.SQL("DROP INDEX simhash.{}").format(sql.Identifier(name)))
-                if empty and owner:
-                    received, result.added = self._load_into_empty(cursor, documents)
-                else:
-                    received = self._load_through_upsert(cursor, documents, result)
-                for _, definition in block_indexes:
-                    cursor.execute(definition)
-        result.unchanged = received - result.added - result.updated
-        return result
+                indexes = self._drop_indexes_and_constraints(cursor)
+                received = _copy_documents(cursor, "simhash.documents", documents, freeze=True)
+                repeated = self._rebuild_indexes_and_constraints(cursor, indexes)
+                # Statistics now; COPY FREEZE already set the visibility map (PostgreSQL 14+).
+                cursor.execute("ANALYZE simhash.documents")
+        # Analysed and all-visible, unless repeated keys left deleted rows that only VACUUM clears.
+        self._rows_at_optimize = float(received - repeated)
+        self._changes_since_optimize = received if repeated else 0
+        return AddResult(added=received - repeated, unchanged=repeated)
 
-    def _load_into_empty(self, cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> tuple[int, int]:
-        """COPY straight into the empty table with its key and id constraints dropped, then
-        rebuild them; if keys repeat, the earlier rows of each go first. (received, stored)"""
+    @staticmethod
+    def _drop_indexes_and_constraints(cursor: psycopg.Cursor) -> list[tuple[str, str]]:
+        """Empty the table (TRUNCATE, so COPY may FREEZE) and drop its key, id and block indexes; returns how
+        to build each again: (constraint name or None, definition)."""
+        cursor.execute("TRUNCATE simhash.documents")
         cursor.execute(
-            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "SELECT conname, pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint "
             "WHERE conrelid = 'simhash.documents'::regclass AND contype IN ('p', 'u') ORDER BY conname"
         )
         constraints = cursor.fetchall()
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_catalog.pg_indexes WHERE schemaname = 'simhash' "
+            "AND tablename = 'documents' AND indexname NOT IN (SELECT conname FROM pg_catalog.pg_constraint "
+            "WHERE conrelid = 'simhash.documents'::regclass) ORDER BY indexname"
+        )
+        indexes = cursor.fetchall()
         for name, _ in constraints:
             cursor.execute(sql.SQL("ALTER TABLE simhash.documents DROP CONSTRAINT {}").format(sql.Identifier(name)))
-        received = _copy_documents(cursor, "simhash.documents", documents)
+        for name, _ in indexes:
+            cursor.execute(sql.SQL("DROP INDEX simhash.{}").format(sql.Identifier(name)))
+        return [(name, definition) for name, definition in constraints] + [(None, definition) for _, definition in indexes]
+
+    @staticmethod
+    def _rebuild_indexes_and_constraints(cursor: psycopg.Cursor, definitions: list[tuple[str | None, str]]) -> int:
+        """Build what :meth:`_drop_indexes_and_constraints` dropped; if keys repeat, only the last
+        row of each (identity ids follow input order) is kept. Returns how many rows were dropped."""
+        constraints = [(name, definition) for name, definition in definitions if name is not None]
         # One statement each: Citus runs no ADD CONSTRAINT beside other subcommands.
         add_constraints = [
             sql.SQL("ALTER TABLE simhash.documents ADD CONSTRAINT {} {}").format(sql.Identifier(name), sql.SQL(definition))
@@ -607,7 +700,6 @@ class Store:
             for statement in add_constraints:
                 cursor.execute(statement)
         except psycopg.errors.UniqueViolation:
-            # Repeated keys: identity ids follow input order, so the last of each has the largest.
             cursor.execute("ROLLBACK TO SAVEPOINT simhash_constraints")
             cursor.execute(
                 "DELETE FROM simhash.documents d USING "
@@ -617,23 +709,10 @@ class Store:
             repeated = cursor.rowcount
             for statement in add_constraints:
                 cursor.execute(statement)
-        return received, received - repeated
-
-    def _load_through_upsert(self, cursor: psycopg.Cursor, documents: Iterable[NewDocument], result: AddResult) -> int:
-        """COPY into a temporary table, then one upsert of the last row of each key; returns rows received."""
-        cursor.execute(
-            "CREATE TEMP TABLE simhash_loading (key text, fingerprint bigint, digest bytea, "
-            "length integer, metadata jsonb, stamp text, position bigint GENERATED ALWAYS AS IDENTITY) ON COMMIT DROP"
-        )
-        received = _copy_documents(cursor, "simhash_loading", documents)
-        cursor.execute(
-            _UPSERT.format(
-                rows="SELECT DISTINCT ON (key) key, fingerprint, digest, length, metadata, stamp "
-                "FROM simhash_loading ORDER BY key, position DESC"
-            )
-        )
-        result.added, result.updated = cursor.fetchone()
-        return received
+        for name, definition in definitions:
+            if name is None:
+                cursor.execute(definition)
+        return repeated
 
     @_database_errors
     def add_batch(
@@ -643,8 +722,18 @@ class Store:
         skip_near_duplicates: bool = False,
         max_distance: int = DEFAULT_MAX_DISTANCE,
     ) -> AddResult:
-        """Store one batch in one transaction (the unit of progress of an interrupted run)."""
+        """Store one batch in one transaction (the unit of progress of an interrupted run).
+
+        Once the batches written through this store add up to more than a few percent of
+        it, the store is made query-ready (see :meth:`optimize`) before this returns.
+        """
+        _validate_distance(max_distance)
         self._prepare(record=True)
+        result = self._add_batch(documents, skip_near_duplicates, max_distance)
+        self._optimize_if_grown()
+        return result
+
+    def _add_batch(self, documents: Sequence[NewDocument], skip_near_duplicates: bool, max_distance: int) -> AddResult:
         latest: dict[str, NewDocument] = {}
         for document in map(_validated, documents):
             latest.pop(document.key, None)  # the last of repeated keys wins, in its place
@@ -655,16 +744,26 @@ class Store:
         repeated = len(documents) - len(ordered)
         result = self._retry(lambda: self._write(ordered, skip_near_duplicates, max_distance))
         result.unchanged += repeated
+        self._changes_since_optimize += result.added + result.updated
         return result
 
     def _retry(self, work: Callable[[], T], attempts: int = 6) -> T:
+        """``work`` again after a deadlock or serialization failure, and after an id taken by a row
+        another application inserted with an explicit id (the sequence is moved past it first)."""
         for attempt in range(attempts):
             try:
                 return work()
-            except DBAPIError as exc:
-                if getattr(exc.orig, "sqlstate", None) not in _RETRYABLE or attempt == attempts - 1:
+            except (DBAPIError, psycopg.Error) as exc:  # through SQLAlchemy, or the raw cursor of COPY
+                error = exc.orig if isinstance(exc, DBAPIError) else exc
+                sqlstate = getattr(error, "sqlstate", None)
+                id_taken = sqlstate == "23505" and getattr(getattr(error, "diag", None), "constraint_name", None) == "pk_documents"
+                if not (sqlstate in _RETRYABLE or id_taken) or attempt == attempts - 1:
                     raise
-                time.sleep(0.05 * 2**attempt)
+                if id_taken:
+                    with self.engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+                        maintenance.resync_id_sequence(cursor)
+                else:
+                    time.sleep(0.05 * 2**attempt)
         raise AssertionError("unreachable")
 
     def _write(self, documents: list[NewDocument], skip_near_duplicates: bool, max_distance: int) -> AddResult:
@@ -748,20 +847,69 @@ class Store:
         return kept, skipped
 
     @_database_errors
-    def remove(self, keys: Iterable[str]) -> int:
-        """Delete documents by key; returns how many were there."""
-        keys = list(keys)
+    def remove(self, keys: str | Iterable[str]) -> "RemoveResult":
+        """Delete documents by key (a string is one key); says which were removed and which were not stored.
+
+        >>> store.remove(["a.txt", "gone.txt"])                 # doctest: +SKIP
+        RemoveResult(removed=['a.txt'], missing=['gone.txt'])
+        """
+        wanted = list(dict.fromkeys(validate_keys(keys)))
         self._prepare(record=False)
         with self.engine.begin() as connection:
-            return connection.execute(
-                text("DELETE FROM simhash.documents WHERE key = ANY(:keys)"), {"keys": keys}
-            ).rowcount
+            removed = set(
+                connection.execute(
+                    text("DELETE FROM simhash.documents WHERE key = ANY(CAST(:keys AS text[])) RETURNING key"),
+                    {"keys": wanted},
+                ).scalars()
+            )
+        return RemoveResult([k for k in wanted if k in removed], [k for k in wanted if k not in removed])
+
+    # ------------------------------------------------------------ upkeep
 
     @_database_errors
-    def optimize(self) -> None:
-        """VACUUM ANALYZE: sets the visibility map so block probes stay index-only after bulk loads."""
+    def optimize(self, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> maintenance.Maintenance:
+        """``VACUUM (ANALYZE)`` of the documents: fresh statistics and visibility map, so block
+        probes are index-only scans with the right plan. Loads and large adds do this
+        themselves; run it after a restore from a dump (statistics are not dumped) or after
+        other applications bulk-insert. A role that may not vacuum falls back to ANALYZE;
+        returns what was done and, if not everything, why.
+        """
+        lock_timeout = _validate_seconds(lock_timeout, "lock timeout")
+        self._prepare(record=False)
+        return self._optimize(lock_timeout)
+
+    def _optimize(self, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> maintenance.Maintenance:
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.execute(text("VACUUM (ANALYZE) simhash.documents"))
+            raw = connection.connection.driver_connection
+            done = maintenance.vacuum_analyze(raw, lock_timeout)
+            self._rows_at_optimize = maintenance.estimated_rows(raw)
+        self._changes_since_optimize = 0
+        return done
+
+    def _optimize_if_grown(self) -> None:
+        """After a write: VACUUM (ANALYZE) once the rows changed through this store since the last one
+        exceed a few percent of the table; a role that may not says so once, as a warning."""
+        if self._changes_since_optimize < maintenance.MIN_ROWS:
+            return
+        if self._rows_at_optimize is None:
+            self._rows_at_optimize = self._with_maintenance_connection(maintenance.estimated_rows)
+        if not maintenance.needs_maintenance(self._changes_since_optimize, self._rows_at_optimize):
+            return
+        done = self._optimize()
+        if done.reason and not self._warned_about_optimize:
+            self._warned_about_optimize = True
+            what = "analyzed it only" if done.analyzed else "its statistics and visibility map are stale until autovacuum"
+            warnings.warn(
+                f"could not vacuum {maintenance.TABLE} after the write ({done.reason}); {what}: "
+                "queries may be slow until its owner runs `simhash-store optimize`",
+                SimhashStoreWarning,
+                stacklevel=4,
+            )
+
+    def _with_maintenance_connection(self, work: Callable[[Any], T]) -> T:
+        """``work`` with a cursor of a short transaction of its own."""
+        with self.engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+            return work(cursor)
 
     # ------------------------------------------------------------ reading
 
@@ -889,40 +1037,88 @@ class Store:
 
     # ------------------------------------------------------------ all pairs
 
-    def _all_fingerprints(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every (id, fingerprint), read with one binary COPY straight into numpy."""
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection]:
+        """A read-only REPEATABLE READ transaction: every statement in it sees one snapshot, so a
+        row another application deletes meanwhile is seen by all of them or by none."""
         self._prepare(record=False)
-        with self.engine.connect() as connection:
-            raw = connection.connection.driver_connection
-            buffer = bytearray()
-            with raw.cursor() as cursor:
-                with cursor.copy("COPY (SELECT id, fingerprint FROM simhash.documents) TO STDOUT (FORMAT BINARY)") as copy:
-                    for chunk in copy:
-                        buffer += chunk
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as connection:
+            with connection.begin():
+                connection.execute(text("SET TRANSACTION READ ONLY"))
+                yield connection.connection.driver_connection
+
+    @staticmethod
+    def _all_fingerprints(raw: psycopg.Connection) -> tuple[np.ndarray, np.ndarray]:
+        """Every (id, fingerprint), read with one binary COPY straight into numpy."""
+        buffer = bytearray()
+        with raw.cursor() as cursor:
+            with cursor.copy("COPY (SELECT id, fingerprint FROM simhash.documents) TO STDOUT (FORMAT BINARY)") as copy:
+                for chunk in copy:
+                    buffer += chunk
+        if len(buffer) < 21:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64)
         # Header: 11-byte signature, 4-byte flags, 4-byte extension length; trailer: int16 -1.
         body = memoryview(buffer)[19:-2]
         row = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("fp_len", ">i4"), ("fp", ">i8")])
         rows = np.frombuffer(body, dtype=row)
         return rows["id"].astype(np.int64), rows["fp"].astype(np.int64).view(np.uint64)
 
-    def _keys_of(self, ids: np.ndarray) -> dict[int, str]:
+    @staticmethod
+    def _keys_of(raw: psycopg.Connection, ids: np.ndarray) -> dict[int, str]:
         keys: dict[int, str] = {}
-        with self.engine.connect() as connection:
+        with raw.cursor() as cursor:
             for start in range(0, len(ids), 50_000):
                 chunk = [int(i) for i in ids[start : start + 50_000]]
-                for id_, key in connection.execute(
-                    text("SELECT id, key FROM simhash.documents WHERE id = ANY(:ids)"), {"ids": chunk}
-                ):
-                    keys[id_] = key
+                cursor.execute("SELECT id, key FROM simhash.documents WHERE id = ANY(%s)", (chunk,))
+                keys.update(cursor.fetchall())
         return keys
 
     @_database_errors
-    def pairs(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[Pair]:
-        """Every pair of stored documents within ``max_distance`` bits, nearest first (exact)."""
+    def near_duplicates(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[IdenticalGroup | Pair]:
+        """Every near-duplicate among stored documents, exactly, from one snapshot, without n² blow-up.
+
+        First each set of two or more documents sharing one fingerprint, as an
+        :class:`IdenticalGroup` of all its keys; then each pair of distinct fingerprints
+        within ``max_distance`` bits, nearest first, as a :class:`Pair` that names the
+        first key of each side's group (standing for all of it). Memory grows with the
+        documents and the distinct pairs, never with the square of a group.
+        """
         _validate_distance(max_distance)
-        ids, values = self._all_fingerprints()
-        left, right, distance = near_pairs(values, max_distance)
-        keys = self._keys_of(np.unique(np.concatenate([ids[left], ids[right]])))
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            grouped = near_groups(values, max_distance)
+            group_of = np.empty(len(ids), dtype=np.int64)
+            group_of[grouped.members] = np.repeat(np.arange(len(grouped.sizes)), grouped.sizes)
+            wanted = np.zeros(len(grouped.sizes), dtype=bool)
+            wanted[grouped.sizes > 1] = True
+            wanted[grouped.left] = wanted[grouped.right] = True
+            keys = self._keys_of(raw, ids[wanted[group_of]])
+        names: dict[int, list[str]] = {}
+        for position in np.flatnonzero(wanted[group_of]).tolist():
+            names.setdefault(int(group_of[position]), []).append(keys[int(ids[position])])
+        for members in names.values():
+            members.sort()
+        found: list[IdenticalGroup | Pair] = sorted(
+            (IdenticalGroup(members) for members in names.values() if len(members) > 1), key=lambda g: g.keys
+        )
+        pairs = [
+            Pair(*sorted((names[a][0], names[b][0])), d)
+            for a, b, d in zip(grouped.left.tolist(), grouped.right.tolist(), grouped.distance.tolist())
+        ]
+        return found + sorted(pairs, key=lambda p: (p.distance, p.a, p.b))
+
+    @_database_errors
+    def pairs(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[Pair]:
+        """Every pair of stored documents within ``max_distance`` bits, nearest first (exact), from one snapshot.
+
+        Every pair is materialised: n documents sharing one fingerprint make n² / 2 of them.
+        :meth:`near_duplicates` gives the same answer in memory proportional to n.
+        """
+        _validate_distance(max_distance)
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            left, right, distance = near_pairs(values, max_distance)
+            keys = self._keys_of(raw, np.unique(np.concatenate([ids[left], ids[right]])))
         return [
             Pair(*sorted((keys[int(ids[i])], keys[int(ids[j])])), int(d))
             for i, j, d in zip(left.tolist(), right.tolist(), distance.tolist())
@@ -930,13 +1126,14 @@ class Store:
 
     @_database_errors
     def clusters(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[list[str]]:
-        """Groups of two or more documents connected by near-duplicate links, largest first."""
+        """Groups of two or more documents connected by near-duplicate links, largest first (one snapshot)."""
         _validate_distance(max_distance)
-        ids, values = self._all_fingerprints()
-        labels = near_clusters(values, max_distance)
-        sizes = np.bincount(labels, minlength=len(labels))
-        members = np.flatnonzero(sizes[labels] > 1)
-        keys = self._keys_of(ids[members])
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            labels = near_clusters(values, max_distance)
+            sizes = np.bincount(labels, minlength=len(labels))
+            members = np.flatnonzero(sizes[labels] > 1)
+            keys = self._keys_of(raw, ids[members])
         groups: dict[int, list[str]] = {}
         for position in members.tolist():
             groups.setdefault(int(labels[position]), []).append(keys[int(ids[position])])
@@ -998,6 +1195,7 @@ class Store:
     @_database_errors
     def stats(self, buckets: int = 5) -> dict[str, Any]:
         """Size and shape of the store: documents, scheme, database size, largest block buckets."""
+        buckets = validate_integer(buckets, "buckets", 0, 65_536)
         scheme = self._prepare(record=False)
         with self.engine.connect() as connection:
             documents = connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar_one()
@@ -1036,9 +1234,11 @@ class Store:
 
 __all__ = [
     "AddResult",
+    "IdenticalGroup",
     "Match",
     "NewDocument",
     "Pair",
+    "RemoveResult",
     "SimhashStoreError",
     "SkippedNearDuplicate",
     "Store",

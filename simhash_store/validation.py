@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from .errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError
 
@@ -78,13 +78,12 @@ def validate_key(key: object) -> str:
 
 
 def validate_keys(keys: object) -> list[str]:
-    """Keys given as a collection; a single string is refused rather than read as its characters."""
-    if isinstance(keys, (str, bytes)):
-        raise InvalidKeyError(f"give keys as a list (for one key: [{keys!r}]), not a bare {type(keys).__name__}")
-    try:
-        return [validate_key(key) for key in keys]  # type: ignore[union-attr]
-    except TypeError:
-        raise InvalidKeyError(f"keys must be an iterable of strings, not {type(keys).__name__}") from None
+    """Keys given as one string (one key, never its characters) or as an iterable of strings."""
+    if isinstance(keys, str):
+        return [validate_key(keys)]
+    if isinstance(keys, (bytes, bytearray)) or not isinstance(keys, Iterable):
+        raise InvalidKeyError(f"keys must be a string or an iterable of strings, not {type(keys).__name__}")
+    return [validate_key(key) for key in keys]
 
 
 def validate_fingerprint(value: object, bits: int = 64) -> int:
@@ -112,6 +111,13 @@ def validate_integer(value: object, what: str, low: int, high: int) -> int:
         shown = str(number) if abs(number) < 10**30 else f"an integer of {_digits(number)} digits"
         raise InvalidValueError(f"{what} must lie in [{low}, {high}], not {shown}")
     return number
+
+
+def validate_seconds(value: object, what: str, high: float = 86_400.0) -> float:
+    """A positive, finite duration in seconds (a timeout), at most ``high``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= high:
+        raise InvalidValueError(f"{what} must be a number of seconds above 0 and at most {high:g}, not {value!r}")
+    return float(value)
 
 
 def validate_optional_text(value: object, what: str) -> str | None:
@@ -193,4 +199,5 @@ __all__ = [
     "validate_metadata",
     "validate_optional_bytes",
     "validate_optional_text",
+    "validate_seconds",
 ]

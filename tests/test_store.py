@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,9 +11,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from simhash_store import SchemeMismatchError, fingerprint, get_scheme, to_signed
-from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, SchemeError
+from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError, SchemeError
 from simhash_store.scheme import DEFAULT_MAX_DISTANCE
-from simhash_store.store import MAX_KEY_BYTES, NewDocument, Store
+from simhash_store.store import MAX_KEY_BYTES, NewDocument, RemoveResult, Store
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 DB_SETTINGS = settings(
@@ -182,9 +183,18 @@ def test_interrupted_bulk_load_stores_nothing_and_keeps_the_indexes(store, store
 def test_remove_get_count(store):
     store.add([NewDocument("a", 1, metadata={"url": "https://例子.cn"}), NewDocument("b", 2)])
     assert store.get("a").metadata == {"url": "https://例子.cn"}
-    assert store.remove(["a", "missing"]) == 1
+    assert store.remove(["a", "missing"]) == RemoveResult(removed=["a"], missing=["missing"])
     assert store.get("a") is None
     assert store.count() == 1
+
+
+def test_remove_of_one_string_removes_that_key_only(store):
+    store.add(NewDocument(key, i) for i, key in enumerate(["abc", "a", "b", "c"]))
+    assert store.remove("abc").removed == ["abc"]
+    assert sorted(m.key for m in store.query(0, 64)) == ["a", "b", "c"]
+    with pytest.raises(InvalidKeyError):
+        store.remove(["b", "bad\x00key"])
+    assert store.count() == 3  # a bad key refuses the whole call before anything is deleted
 
 
 @pytest.mark.parametrize(
@@ -264,6 +274,59 @@ def test_pairs_and_clusters_equal_brute_force(store):
         for key in cluster:
             # Every member is linked to some other member of its own cluster.
             assert any((stored[key] ^ stored[o]).bit_count() <= 3 for o in cluster if o != key)
+
+
+def test_near_duplicates_reports_identical_fingerprints_as_groups_not_pairs(store):
+    # 2,000 copies of one fingerprint and 2,000 of another one bit away: 4,000,000+ pairs as pairs.
+    twin = 0x0123456789ABCDEF
+    store.load(
+        [NewDocument(f"a{i:04}", twin) for i in range(2000)]
+        + [NewDocument(f"b{i:04}", twin ^ 1) for i in range(2000)]
+        + [NewDocument("alone", ~twin & (2**64 - 1)), NewDocument("near-alone", ~twin & (2**64 - 1) ^ 0b111)]
+    )
+    found = store.near_duplicates(3)
+    assert [type(item).__name__ for item in found] == ["IdenticalGroup", "IdenticalGroup", "Pair", "Pair"]
+    assert found[0].keys == [f"a{i:04}" for i in range(2000)] and found[1].keys[0] == "b0000"
+    assert [(p.a, p.b, p.distance) for p in found[2:]] == [("a0000", "b0000", 1), ("alone", "near-alone", 3)]
+
+
+def test_near_duplicates_and_pairs_read_one_snapshot_while_rows_are_deleted(store, monkeypatch):
+    values = {f"k{i}": (i // 2) * 0x9E3779B97F4A7C15 % 2**64 for i in range(40)}  # twenty identical pairs
+    store.add(NewDocument(k, v) for k, v in values.items())
+    original = Store._keys_of
+
+    def delete_then_look_up(raw, ids):
+        with psycopg.connect(store.engine.url.set(drivername="postgresql").render_as_string(hide_password=False),
+                             autocommit=True) as other:  # another application deletes half, and commits
+            other.execute("DELETE FROM simhash.documents WHERE key LIKE 'k1%'")
+        return original(raw, ids)
+
+    monkeypatch.setattr(Store, "_keys_of", staticmethod(delete_then_look_up))
+    groups = store.near_duplicates(0)
+    assert sorted(tuple(g.keys) for g in groups) == sorted(
+        tuple(sorted(k for k in values if values[k] == v)) for v in set(values.values())
+    )
+    store.add(NewDocument(k, v) for k, v in values.items())
+    assert len(store.pairs(0)) == 20
+    assert store.count() < 40  # the other application's deletes did happen
+
+
+def test_metadata_and_integers_the_columns_cannot_hold_are_refused_before_writing(store):
+    for document, message in [
+        (NewDocument("a", 1, metadata={"score": float("nan")}), "document 'a': metadata value at score is NaN"),
+        (NewDocument("a", 1, metadata={"t": "x\x00y"}), "NUL"),
+        (NewDocument("a", 1, metadata={"t": "\udc80"}), "lone surrogate"),
+        (NewDocument("a", 1, length=2**31), "length of 'a' must lie in"),
+        (NewDocument("a", 1, length=-1), "length of 'a' must lie in"),
+        (NewDocument("a", 1, stamp="1:\x00"), "NUL"),
+    ]:
+        for write in (store.add, store.load):
+            with pytest.raises(InvalidValueError, match=message):
+                write([NewDocument("fine", 2), document])
+    assert store.count() == 0
+    for call in (lambda: store.query(1, 3, limit=2**63), lambda: store.add([], batch_size=2**31), lambda: store.stats(10**6)):
+        with pytest.raises(InvalidValueError, match="must lie in"):
+            call()
 
 
 def test_skip_near_duplicates_within_a_call_and_against_the_store(store):

@@ -28,10 +28,12 @@ def test_bad_keys_say_what_is_wrong(key, message):
         validate_key(key)
 
 
-def test_a_bare_string_is_not_a_list_of_keys():
-    with pytest.raises(InvalidKeyError, match=r"\['abc'\]"):
-        validate_keys("abc")
+def test_a_string_is_one_key_not_its_characters():
+    assert validate_keys("abc") == ["abc"]
     assert validate_keys(("abc", "中文")) == ["abc", "中文"]
+    for wrong in (b"abc", 5, ["ok", None]):
+        with pytest.raises(InvalidKeyError):
+            validate_keys(wrong)
 
 
 def test_fingerprints_accept_numpy_integers_and_refuse_the_rest():
