@@ -397,7 +397,7 @@ def _check_no_drift(database_url) -> None:
 @pytest.mark.parametrize("ping_after_idle", [0.0, 3600.0])
 def test_queries_survive_pooled_connections_killed_by_the_server(store, monkeypatch, ping_after_idle):
     # Pinged on checkout (idle) or retried on a fresh connection (in steady use): either way no error.
-    from simhash_store import store as store_module
+    from simhash_store.store import connection as store_module
 
     monkeypatch.setattr(store_module, "PING_AFTER_IDLE_SECONDS", ping_after_idle)
     store.add([NewDocument("a", 0b1011)])

@@ -1,0 +1,458 @@
+"""The persistent index: fingerprints in PostgreSQL, exact radius search through ``simhash.near``.
+
+The store knows nothing of files or terminals. It takes a URL (or an engine), keeps one
+scheme, writes in batches through COPY, and answers single and batched queries in one
+round trip each. Search runs in the database (``simhash.near``), so applications that
+speak SQL get exactly the answers the library gets.
+
+:class:`Store` is the one public face; each of its methods is a thin call into the module
+of its responsibility:
+
+- ``documents``: the values it takes and gives back (NewDocument, Match, AddResult, ...);
+- ``connection``: engine and pool, pinned sessions, silent-server watch, idle ping, errors by SQLSTATE;
+- ``schema``: create or upgrade (writes only), check (reads), record and compare the scheme;
+- ``writes``: validation, COPY and upsert per batch, retries, --skip-near-duplicates, stamps, removal;
+- ``load``: the bulk load's drop-indexes / COPY FREEZE / rebuild path;
+- ``reads``: query, query_many, get, versions, count;
+- ``allpairs``: pairs, clusters and near-duplicates of the whole store from one snapshot;
+- ``admin``: grant read access, statistics, upkeep (VACUUM (ANALYZE)).
+
+>>> with Store("postgresql://localhost/news") as store:            # doctest: +SKIP
+...     store.add([NewDocument("a.txt", fingerprint("..."))])
+...     store.query(fingerprint("..."), max_distance=3)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any, Iterable, Iterator, Sequence
+
+import psycopg
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import URL
+
+from .. import distributed as citus
+from .. import maintenance, migrate
+from ..config import network_timeout, redact, resolve_url, secrets_of
+from ..errors import SchemeError, SimhashStoreError
+from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+from ..validation import INT4, validate_distance, validate_fingerprint, validate_integer, validate_key, validate_keys
+from ..validation import MAX_KEY_BYTES  # noqa: F401 - re-exported: callers know the limit from the store
+from ..validation import validate_seconds as _validate_seconds
+from . import admin, allpairs, connection, reads, schema, writes
+from .connection import database_errors as _database_errors
+from .documents import (
+    AddResult,
+    IdenticalGroup,
+    Match,
+    NewDocument,
+    Pair,
+    RemoveResult,
+    SkippedNearDuplicate,
+    StoredDocument,
+)
+from .load import DEFAULT_LOAD_BATCH_SIZE, DEFAULT_LOCK_TIMEOUT, load_rebuilding
+from .writes import ADVISORY_LOCK_SPACE, DEFAULT_BATCH_SIZE, SKIP_NEAR_DUPLICATES_LOCK  # noqa: F401 - re-exported
+
+
+class Store:
+    """A near-duplicate index in PostgreSQL.
+
+    ``url``: a PostgreSQL URL, an SQLAlchemy engine, or None for ``SIMHASH_STORE_URL``
+    and else the embedded server. ``scheme``: the scheme this caller computes
+    fingerprints with; None means whatever the store was created with (the default
+    scheme for a new store). Nothing connects until the first call.
+    """
+
+    def __init__(self, url: str | URL | Engine | None = None, *, scheme: Scheme | str | None = None) -> None:
+        self._requested_scheme = get_scheme(scheme) if scheme is not None else None
+        if self._requested_scheme is not None and self._requested_scheme.bits != 64:
+            raise SchemeError(
+                f"the PostgreSQL store keeps 64-bit fingerprints; scheme {self._requested_scheme.name!r} "
+                f"makes {self._requested_scheme.bits}-bit ones"
+            )
+        self._url = url
+        self._engine: Engine | None = connection.guest_engine(url) if isinstance(url, Engine) else None
+        self._owns_engine = self._engine is None
+        self._secrets: list[str] = []
+        self._scheme: Scheme | None = None
+        self._ready = False
+        self._upkeep = admin.Upkeep()  # rows changed since the last VACUUM: when to run one
+
+    # ------------------------------------------------------------ connection
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            url = resolve_url(self._url)  # type: ignore[arg-type]
+            self._secrets = secrets_of(url)
+            self._engine = connection.own_engine(url, network_timeout())
+        return self._engine
+
+    @property
+    def display_url(self) -> str:
+        """The database URL without its password, for messages."""
+        if self._engine is not None:
+            return redact(self._engine.url)
+        if self._url is None or isinstance(self._url, (str, URL)):
+            try:
+                return redact(self._url if self._url is not None else "embedded")
+            except Exception:  # noqa: BLE001 - a bad URL must not break an error message
+                return "<database>"
+        return "<database>"
+
+    def close(self) -> None:
+        if self._engine is not None and self._owns_engine:
+            self._engine.dispose()
+            self._engine = None
+        self._ready = False
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _read(self, work):
+        """``work`` on a pooled cursor in autocommit (see :func:`connection.read`)."""
+        return connection.read(self.engine, self._owns_engine, work)
+
+    # ------------------------------------------------------------ schema and scheme
+
+    @_database_errors
+    def init(self, scheme: Scheme | str | None = None, *, distributed: bool = False) -> Scheme:
+        """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme.
+
+        ``distributed``: on a Citus coordinator, spread the store over the workers (see
+        :mod:`simhash_store.distributed`); a server without Citus is refused before anything changes.
+        """
+        if scheme is not None:
+            self._requested_scheme = get_scheme(scheme)
+        self._ready = False
+        if distributed:
+            citus.check_server(self.engine)
+            recorded = self._prepare(record=True)
+            citus.distribute_store(self.engine)
+            return recorded
+        return self._prepare(record=True)
+
+    @_database_errors
+    def upgrade(self) -> str:
+        """Create the schema, or bring it to this version's newest revision keeping every row; returns it.
+
+        Only this, :meth:`init` and the writes change the schema: a read of a store at an
+        older revision raises :class:`StoreOutdatedError` instead.
+        """
+        schema.upgrade(self.engine, self.display_url)
+        self._ready = False
+        return migrate.HEAD_REVISION
+
+    @property
+    def scheme(self) -> Scheme:
+        """The scheme of the store (recorded, or the one that will be recorded on first write).
+
+        A read: raises :class:`StoreNotFoundError` where there is no store, and never creates one.
+        """
+        return self._prepare(record=False)
+
+    @_database_errors
+    def _prepare(self, record: bool) -> Scheme:
+        """Ready to write (``record``: the schema created or upgraded, the scheme recorded) or to
+        read (the schema checked, never changed); the store's scheme."""
+        if self._ready and (self._scheme is not None or not record):
+            return self._scheme or self._requested_scheme or DEFAULT
+        self._scheme = schema.prepare(self.engine, self.display_url, self._requested_scheme, DEFAULT, record)
+        self._ready = True
+        return self._scheme or self._requested_scheme or DEFAULT
+
+    # ------------------------------------------------------------ writing
+
+    @_database_errors
+    def add(
+        self,
+        documents: Iterable[NewDocument],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        skip_near_duplicates: bool = False,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+    ) -> AddResult:
+        """Store documents, each batch in one transaction through COPY.
+
+        A key already stored with the same fingerprint and digest is left alone
+        (``unchanged``); with another, it is updated. With ``skip_near_duplicates``,
+        a document is stored only if nothing within ``max_distance`` is stored yet,
+        counting documents earlier in the same call; writers doing this in several
+        processes take turns on an advisory lock, so two near-duplicates added at
+        the same time cannot both get in. A call that changes more than a few percent
+        of the store leaves it query-ready (see :meth:`optimize`) before it returns.
+        """
+        batch_size = validate_integer(batch_size, "batch size", 1, INT4[1])
+        validate_distance(max_distance)
+        self._prepare(record=True)
+        result = self._add_in_batches(documents, batch_size, skip_near_duplicates, max_distance)
+        self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
+        return result
+
+    def _add_in_batches(
+        self, documents: Iterable[NewDocument], batch_size: int, skip_near_duplicates: bool, max_distance: int
+    ) -> AddResult:
+        result = AddResult()
+        for batch in writes.batches(documents, batch_size):
+            result.merge(self._add_batch(batch, skip_near_duplicates, max_distance))
+        return result
+
+    def _add_batch(self, documents: Sequence[NewDocument], skip_near_duplicates: bool, max_distance: int) -> AddResult:
+        result = writes.add_batch(self.engine, self.display_url, documents, skip_near_duplicates, max_distance)
+        self._upkeep.changes += result.added + result.updated
+        return result
+
+    @_database_errors
+    def load(
+        self,
+        documents: Iterable[NewDocument],
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        batch_size: int = DEFAULT_LOAD_BATCH_SIZE,
+        index_memory: str = "1GB",
+    ) -> AddResult:
+        """Bulk load (importing millions of existing fingerprints), leaving the store query-ready.
+
+        Into an empty store that this role owns and that nothing else references (no other
+        application's foreign key, view rule or trigger hangs off it), all documents go in
+        one transaction: COPY FREEZE into the bare table, then the key, id and block indexes
+        are built over the rows, many times cheaper than inserting each row into six B-trees.
+        That needs the table to itself: the exclusive lock is asked for in short attempts, so
+        readers queue behind it for at most a fraction of a second at a time, and after
+        ``lock_timeout`` seconds the load gives up with :class:`LockTimeoutError`, storing
+        nothing. Meanwhile queries and other writers wait; an interrupted load stores nothing.
+
+        Anywhere else (rows already stored, another owner, something referencing the
+        table) nothing is dropped: the documents go in with the indexes in place, in
+        transactions of ``batch_size``, as :meth:`add` does. Either way keys repeated in the
+        input keep the last, and the table is vacuumed and analysed before this returns.
+        ``index_memory`` is ``maintenance_work_mem`` for the index builds.
+        """
+        lock_timeout = _validate_seconds(lock_timeout, "lock timeout")
+        batch_size = validate_integer(batch_size, "batch size", 1, INT4[1])
+        self._prepare(record=True)
+        documents = iter(documents)
+        first = next(documents, None)
+        if first is None:
+            return AddResult()  # nothing to load: no lock, no upkeep
+        documents = itertools.chain([first], documents)
+        result = None
+        if not connection.with_cursor(self.engine, maintenance.rebuild_blockers):
+            # Checked as they stream in, before COPY sends them (the batches check their own).
+            loaded = load_rebuilding(self.engine, map(writes.validated, documents), lock_timeout, index_memory)
+            if loaded is not None:
+                received, repeated = loaded
+                # Analysed and all-visible, unless repeated keys left deleted rows that only VACUUM clears.
+                self._upkeep.rows_at_optimize = float(received - repeated)
+                self._upkeep.changes = received if repeated else 0
+                result = AddResult(added=received - repeated, unchanged=repeated)
+        if result is None:
+            result = self._add_in_batches(documents, batch_size, False, DEFAULT_MAX_DISTANCE)
+        self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
+        return result
+
+    @_database_errors
+    def add_batch(
+        self,
+        documents: Sequence[NewDocument],
+        *,
+        skip_near_duplicates: bool = False,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+    ) -> AddResult:
+        """Store one batch in one transaction (the unit of progress of an interrupted run).
+
+        Once the batches written through this store add up to more than a few percent of
+        it, the store is made query-ready (see :meth:`optimize`) before this returns.
+        """
+        validate_distance(max_distance)
+        self._prepare(record=True)
+        result = self._add_batch(documents, skip_near_duplicates, max_distance)
+        self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
+        return result
+
+    @_database_errors
+    def remove(self, keys: str | Iterable[str]) -> "RemoveResult":
+        """Delete documents by key (a string is one key); says which were removed and which were not stored.
+
+        >>> store.remove(["a.txt", "gone.txt"])                 # doctest: +SKIP
+        RemoveResult(removed=['a.txt'], missing=['gone.txt'])
+        """
+        wanted = list(dict.fromkeys(validate_keys(keys)))
+        self._prepare(record=False)
+        with self.engine.begin() as connection:
+            return writes.remove(connection, wanted)
+
+    @_database_errors
+    def set_stamps(self, stamps: dict[str, str]) -> None:
+        """Record new file stamps of stored documents whose content did not change."""
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            writes.set_stamps(connection, stamps)
+
+    # ------------------------------------------------------------ upkeep
+
+    @_database_errors
+    def optimize(self, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> maintenance.Maintenance:
+        """``VACUUM (ANALYZE)`` of the documents: fresh statistics and visibility map, so block
+        probes are index-only scans with the right plan. Loads and large adds do this
+        themselves; run it after a restore from a dump (statistics are not dumped) or after
+        other applications bulk-insert. A role that may not vacuum falls back to ANALYZE;
+        returns what was done and, if not everything, why.
+        """
+        lock_timeout = _validate_seconds(lock_timeout, "lock timeout")
+        self._prepare(record=False)
+        return self._upkeep.optimize(self.engine, lock_timeout)
+
+    # ------------------------------------------------------------ reading
+
+    @_database_errors
+    def query(
+        self, fingerprint: int, max_distance: int = DEFAULT_MAX_DISTANCE, *, limit: int | None = None, method: str = "auto"
+    ) -> list[Match]:
+        """Stored documents within ``max_distance`` bits of a fingerprint, nearest first (exact)."""
+        reads.check_query_options(max_distance, limit, method)
+        value = validate_fingerprint(fingerprint)
+        self._prepare(record=False)
+        return self._read(lambda cursor: reads.query(cursor, value, max_distance, limit, method))
+
+    @_database_errors
+    def query_many(
+        self,
+        fingerprints: Sequence[int],
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+        *,
+        limit: int | None = None,
+        method: str = "auto",
+    ) -> list[list[Match]]:
+        """:meth:`query` for many fingerprints in one round trip; results in the same order."""
+        reads.check_query_options(max_distance, limit, method)
+        self._prepare(record=False)
+        return self._read(lambda cursor: reads.query_many(cursor, fingerprints, max_distance, limit, method))
+
+    @_database_errors
+    def get(self, key: str) -> StoredDocument | None:
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return reads.get(connection, key)
+
+    @_database_errors
+    def versions(self, keys: Sequence[str]) -> dict[str, tuple[bytes | None, str | None]]:
+        """(digest, stamp) of each of the given keys that is stored: how a re-run skips unchanged inputs."""
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return reads.versions(connection, keys)
+
+    @_database_errors
+    def count(self) -> int:
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return reads.count(connection)
+
+    @_database_errors
+    def is_empty(self) -> bool:
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return reads.is_empty(connection)
+
+    # ------------------------------------------------------------ all pairs
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection]:
+        """A read-only REPEATABLE READ transaction: every statement in it sees one snapshot, so a
+        row another application deletes meanwhile is seen by all of them or by none."""
+        self._prepare(record=False)
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as connection:
+            with connection.begin():
+                connection.execute(text("SET TRANSACTION READ ONLY"))
+                yield connection.connection.driver_connection
+
+    _keys_of = staticmethod(allpairs.keys_of)  # through the class, so a test can stand in for it
+
+    @_database_errors
+    def near_duplicates(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[IdenticalGroup | Pair]:
+        """Every near-duplicate among stored documents, exactly, from one snapshot, without n² blow-up.
+
+        First each set of two or more documents sharing one fingerprint, as an
+        :class:`IdenticalGroup` of all its keys; then each pair of distinct fingerprints
+        within ``max_distance`` bits, nearest first, as a :class:`Pair` that names the
+        first key of each side's group (standing for all of it). Memory grows with the
+        documents and the distinct pairs, never with the square of a group.
+        """
+        validate_distance(max_distance)
+        with self._snapshot() as raw:
+            return allpairs.near_duplicates(raw, max_distance, self._keys_of)
+
+    @_database_errors
+    def pairs(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[Pair]:
+        """Every pair of stored documents within ``max_distance`` bits, nearest first (exact), from one snapshot.
+
+        Every pair is materialised: n documents sharing one fingerprint make n² / 2 of them.
+        :meth:`near_duplicates` gives the same answer in memory proportional to n.
+        """
+        validate_distance(max_distance)
+        with self._snapshot() as raw:
+            return allpairs.pairs(raw, max_distance, self._keys_of)
+
+    @_database_errors
+    def clusters(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[list[str]]:
+        """Groups of two or more documents connected by near-duplicate links, largest first (one snapshot)."""
+        validate_distance(max_distance)
+        with self._snapshot() as raw:
+            return allpairs.clusters(raw, max_distance, self._keys_of)
+
+    # ------------------------------------------------------------ access for other applications
+
+    @_database_errors
+    def grant_read_only(self, role: str) -> None:
+        """Let an existing role search and read the store in SQL, and nothing more.
+
+        It may call ``simhash.near`` and ``simhash.distance`` and read every table of the
+        schema (including tables later migrations add); it cannot insert, update or delete.
+        Raises :class:`PermissionDeniedError`, granting nothing, when this role may not
+        grant that (PostgreSQL itself only warns "no privileges were granted").
+        """
+        if not role or "\x00" in role:
+            raise ValueError("a role name must be a non-empty string")
+        self._prepare(record=False)
+        with self.engine.begin() as connection:
+            admin.grant_read_only(connection.connection.driver_connection, role)
+
+    # ------------------------------------------------------------ statistics
+
+    @_database_errors
+    def stats(self, buckets: int = 5) -> dict[str, Any]:
+        """Size and shape of the store: documents, scheme, database size, largest block buckets."""
+        buckets = validate_integer(buckets, "buckets", 0, 65_536)
+        scheme = self._prepare(record=False)
+        with self.engine.connect() as connection:
+            found = admin.stats(connection, buckets)
+        return {
+            "database": self.display_url,
+            "server_version": found["server_version"],
+            "documents": found["documents"],
+            "scheme": scheme.name,
+            "scheme_version": scheme.version,
+            "scheme_recorded": self._scheme is not None,
+            "default_max_distance": DEFAULT_MAX_DISTANCE,
+            **{name: found[name] for name in ("table_bytes", "heap_bytes", "database_bytes", "largest_block_buckets")},
+        }
+
+
+__all__ = [
+    "AddResult",
+    "IdenticalGroup",
+    "Match",
+    "NewDocument",
+    "Pair",
+    "RemoveResult",
+    "SimhashStoreError",
+    "SkippedNearDuplicate",
+    "Store",
+    "StoredDocument",
+    "validate_key",
+]

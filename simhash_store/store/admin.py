@@ -1,0 +1,125 @@
+"""Administration: read access for other roles, size and shape statistics, and upkeep
+(VACUUM (ANALYZE) after large writes, through :mod:`simhash_store.maintenance`)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import Connection
+
+from .. import distributed as citus
+from .. import maintenance
+from ..errors import PermissionDeniedError, SimhashStoreWarning
+from .connection import with_cursor
+from .reads import count
+
+
+def grant_read_only(raw: psycopg.Connection, role: str) -> None:
+    """Grant ``role`` search and read access (in the caller's transaction); see Store.grant_read_only.
+
+    Raw psycopg: GRANT takes an identifier (psycopg.sql), and the grants are checked afterwards.
+    """
+    who = sql.Identifier(role)
+    statements = [
+        sql.SQL("GRANT USAGE ON SCHEMA simhash TO {}"),
+        sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA simhash TO {}"),
+        sql.SQL("ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT SELECT ON TABLES TO {}"),
+        sql.SQL("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA simhash TO {}"),
+    ]
+    exists = raw.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone()
+    if not exists:
+        raise PermissionDeniedError(f"there is no role {role!r}; create it first (CREATE ROLE ... LOGIN)")
+    for statement in statements:
+        raw.execute(statement.format(who))
+    # Checked, not trusted: a GRANT by a role without the grant option succeeds with a warning.
+    missing = raw.execute(
+        "SELECT 'schema simhash' WHERE NOT pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'USAGE') "
+        "UNION ALL SELECT 'table simhash.' || c.relname FROM pg_catalog.pg_class c "
+        "WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm') "
+        "AND NOT pg_catalog.has_table_privilege(%(role)s, c.oid, 'SELECT') "
+        "UNION ALL SELECT 'function simhash.' || p.proname FROM pg_catalog.pg_proc p "
+        "WHERE p.pronamespace = CAST('simhash' AS pg_catalog.regnamespace) "
+        "AND NOT pg_catalog.has_function_privilege(%(role)s, p.oid, 'EXECUTE')",
+        {"role": role},
+    ).fetchall()
+    if missing:
+        me, owner = raw.execute(
+            "SELECT current_user, pg_catalog.pg_get_userbyid(nspowner) FROM pg_catalog.pg_namespace "
+            "WHERE nspname = 'simhash'"
+        ).fetchone()
+        raise PermissionDeniedError(
+            f"role {me} may not grant read access to the store ({missing[0][0]} not granted; "
+            f"PostgreSQL granted nothing): run grant-read as the store's owner ({owner}) or a superuser"
+        )
+
+
+def stats(connection: Connection, buckets: int) -> dict[str, Any]:
+    """Documents, sizes, server version and the largest block buckets."""
+    documents = count(connection)
+    total, heap = citus.size_functions(connection.connection.driver_connection)
+    sizes = connection.execute(
+        text(
+            f"SELECT {total}('simhash.documents') AS total, "
+            f"{heap}('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
+            "current_setting('server_version') AS version"
+        )
+    ).one()
+    largest = {}
+    for n in range(4):
+        rows = connection.execute(
+            text(
+                f"SELECT block{n} AS value, count(*) AS documents FROM simhash.documents "
+                f"GROUP BY block{n} ORDER BY count(*) DESC, block{n} LIMIT :buckets"
+            ),
+            {"buckets": buckets},
+        )
+        largest[f"block{n}"] = [{"value": f"{r.value:04x}", "documents": r.documents} for r in rows]
+    return {
+        "server_version": sizes.version,
+        "documents": documents,
+        "table_bytes": sizes.total,
+        "heap_bytes": sizes.heap,
+        "database_bytes": sizes.database,
+        "largest_block_buckets": largest,
+    }
+
+
+class Upkeep:
+    """Rows one store changed since it last vacuumed, and the table's size then: when to optimize."""
+
+    def __init__(self) -> None:
+        self.changes = 0
+        self.rows_at_optimize: float | None = None
+        self.warned = False
+
+    def optimize(self, engine: Engine, lock_timeout: float) -> maintenance.Maintenance:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            raw = connection.connection.driver_connection
+            done = maintenance.vacuum_analyze(raw, lock_timeout)
+            self.rows_at_optimize = maintenance.estimated_rows(raw)
+        self.changes = 0
+        return done
+
+    def optimize_if_grown(self, engine: Engine, lock_timeout: float) -> None:
+        """After a write: VACUUM (ANALYZE) once the rows changed through this store since the last one
+        exceed a few percent of the table; a role that may not says so once, as a warning."""
+        if self.changes < maintenance.MIN_ROWS:
+            return
+        if self.rows_at_optimize is None:
+            self.rows_at_optimize = with_cursor(engine, maintenance.estimated_rows)
+        if not maintenance.needs_maintenance(self.changes, self.rows_at_optimize):
+            return
+        done = self.optimize(engine, lock_timeout)
+        if done.reason and not self.warned:
+            self.warned = True
+            what = "analyzed it only" if done.analyzed else "its statistics and visibility map are stale until autovacuum"
+            warnings.warn(
+                f"could not vacuum {maintenance.TABLE} after the write ({done.reason}); {what}: "
+                "queries may be slow until its owner runs `simhash-store optimize`",
+                SimhashStoreWarning,
+                stacklevel=4,
+            )

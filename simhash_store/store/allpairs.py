@@ -1,0 +1,92 @@
+"""All-pairs over the stored documents, from one snapshot: every fingerprint read by binary COPY
+into numpy, the near pairs found in memory (:mod:`simhash_store.pairs`), keys looked up after.
+
+Raw psycopg: COPY TO STDOUT in binary straight into a numpy buffer, which SQLAlchemy cannot do.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import psycopg
+
+from ..pairs import near_clusters, near_groups, near_pairs
+from .documents import IdenticalGroup, Pair
+
+KeysOf = Callable[[psycopg.Connection, np.ndarray], dict[int, str]]
+
+
+def all_fingerprints(raw: psycopg.Connection) -> tuple[np.ndarray, np.ndarray]:
+    """Every (id, fingerprint), read with one binary COPY straight into numpy."""
+    buffer = bytearray()
+    with raw.cursor() as cursor:
+        with cursor.copy("COPY (SELECT id, fingerprint FROM simhash.documents) TO STDOUT (FORMAT BINARY)") as copy:
+            for chunk in copy:
+                buffer += chunk
+    if len(buffer) < 21:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64)
+    # Header: 11-byte signature, 4-byte flags, 4-byte extension length; trailer: int16 -1.
+    body = memoryview(buffer)[19:-2]
+    row = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("fp_len", ">i4"), ("fp", ">i8")])
+    rows = np.frombuffer(body, dtype=row)
+    return rows["id"].astype(np.int64), rows["fp"].astype(np.int64).view(np.uint64)
+
+
+def keys_of(raw: psycopg.Connection, ids: np.ndarray) -> dict[int, str]:
+    keys: dict[int, str] = {}
+    with raw.cursor() as cursor:
+        for start in range(0, len(ids), 50_000):
+            chunk = [int(i) for i in ids[start : start + 50_000]]
+            cursor.execute("SELECT id, key FROM simhash.documents WHERE id = ANY(%s)", (chunk,))
+            keys.update(cursor.fetchall())
+    return keys
+
+
+def near_duplicates(raw: psycopg.Connection, max_distance: int, keys_of: KeysOf = keys_of) -> list[IdenticalGroup | Pair]:
+    """Groups of identical fingerprints, then pairs of groups within ``max_distance`` (see Store.near_duplicates)."""
+    ids, values = all_fingerprints(raw)
+    grouped = near_groups(values, max_distance)
+    group_of = np.empty(len(ids), dtype=np.int64)
+    group_of[grouped.members] = np.repeat(np.arange(len(grouped.sizes)), grouped.sizes)
+    wanted = np.zeros(len(grouped.sizes), dtype=bool)
+    wanted[grouped.sizes > 1] = True
+    wanted[grouped.left] = wanted[grouped.right] = True
+    keys = keys_of(raw, ids[wanted[group_of]])
+    names: dict[int, list[str]] = {}
+    for position in np.flatnonzero(wanted[group_of]).tolist():
+        names.setdefault(int(group_of[position]), []).append(keys[int(ids[position])])
+    for members in names.values():
+        members.sort()
+    found: list[IdenticalGroup | Pair] = sorted(
+        (IdenticalGroup(members) for members in names.values() if len(members) > 1), key=lambda g: g.keys
+    )
+    pairs = [
+        Pair(*sorted((names[a][0], names[b][0])), d)
+        for a, b, d in zip(grouped.left.tolist(), grouped.right.tolist(), grouped.distance.tolist())
+    ]
+    return found + sorted(pairs, key=lambda p: (p.distance, p.a, p.b))
+
+
+def pairs(raw: psycopg.Connection, max_distance: int, keys_of: KeysOf = keys_of) -> list[Pair]:
+    """Every pair within ``max_distance``, nearest first."""
+    ids, values = all_fingerprints(raw)
+    left, right, distance = near_pairs(values, max_distance)
+    keys = keys_of(raw, np.unique(np.concatenate([ids[left], ids[right]])))
+    return [
+        Pair(*sorted((keys[int(ids[i])], keys[int(ids[j])])), int(d))
+        for i, j, d in zip(left.tolist(), right.tolist(), distance.tolist())
+    ]
+
+
+def clusters(raw: psycopg.Connection, max_distance: int, keys_of: KeysOf = keys_of) -> list[list[str]]:
+    """Connected groups of two or more documents, largest first."""
+    ids, values = all_fingerprints(raw)
+    labels = near_clusters(values, max_distance)
+    sizes = np.bincount(labels, minlength=len(labels))
+    members = np.flatnonzero(sizes[labels] > 1)
+    keys = keys_of(raw, ids[members])
+    groups: dict[int, list[str]] = {}
+    for position in members.tolist():
+        groups.setdefault(int(labels[position]), []).append(keys[int(ids[position])])
+    return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))

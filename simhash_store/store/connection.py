@@ -1,0 +1,235 @@
+"""The store's connection to PostgreSQL: engine and pool, pinned sessions, a watch on silent
+servers, a ping for idle pooled connections, and driver errors mapped (by SQLSTATE) to ours."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, Callable, TypeVar
+
+import psycopg
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+
+from ..config import SEARCH_PATH, lock_timeout, scrub, session_arguments
+from ..errors import DatabaseError, DatabaseUnavailableError, LockTimeoutError, PermissionDeniedError
+
+T = TypeVar("T")
+
+# A pooled connection idle longer than this is pinged before use (a restarted server leaves
+# dead ones in the pool); one in steady use is not, so that a query stays one round trip.
+PING_AFTER_IDLE_SECONDS = 1.0
+
+
+def database_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """Turn lost or refused connections, and lock or statement timeouts, into one clear error.
+
+    Decorates a method of an object with ``display_url`` and ``_secrets`` (the :class:`Store`).
+    """
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (DBAPIError, psycopg.Error) as exc:
+            driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
+            # Cleaning up after a silent server fails in turn ("the connection is closed"): say why.
+            driver_error = _silent_server_in(exc) or driver_error
+            message = f"database {self.display_url}: {scrub(first_line(driver_error or exc), self._secrets)}"
+            sqlstate = getattr(driver_error, "sqlstate", None)
+            if sqlstate == "55P03":
+                raise LockTimeoutError(
+                    f"{message} (waited {lock_timeout():g} s for a lock another session holds; "
+                    "SIMHASH_STORE_LOCK_TIMEOUT sets the wait)"
+                ) from None
+            if sqlstate == "57014":
+                raise DatabaseError(f"{message} (SIMHASH_STORE_STATEMENT_TIMEOUT or the server's statement_timeout)") from None
+            if sqlstate == "42501":
+                raise PermissionDeniedError(message) from None
+            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+                raise DatabaseUnavailableError(f"{message} (connection lost)") from None
+            if isinstance(exc, (OperationalError, psycopg.OperationalError)):
+                raise DatabaseUnavailableError(message) from None
+            raise
+
+    return wrapper
+
+
+def first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+class ServerSilentError(psycopg.OperationalError):
+    """The server sent nothing for the network timeout and took no new connection."""
+
+
+def _silent_server_in(error: BaseException | None) -> ServerSilentError | None:
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ServerSilentError):
+            return error
+        if isinstance(error, DBAPIError) and isinstance(error.orig, ServerSilentError):
+            return error.orig
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class WatchedConnection(psycopg.Connection):
+    """A psycopg connection that notices a server gone silent, whatever the transport.
+
+    TCP keepalives catch a partitioned network or a frozen host, but not a server whose
+    host still answers TCP while PostgreSQL does not (a stopped postmaster, a proxy that
+    stopped forwarding), and not a Unix socket. So: once the server has sent nothing for
+    ``silence`` seconds while an answer is awaited, a second connection is tried; if that
+    cannot be made within the connect timeout either, the wait ends with
+    ``OperationalError`` and this connection is closed. A server that is merely busy
+    (an index build) accepts the second connection, and the wait goes on.
+    """
+
+    silence: float = 0.0
+    probe_arguments: dict[str, Any] = {}
+
+    def wait(self, gen, *args, **kwargs):
+        if self.silence <= 0:
+            return super().wait(gen, *args, **kwargs)
+        return super().wait(self._watched(gen), *args, **kwargs)
+
+    def _watched(self, gen):
+        heard = time.monotonic()
+        try:
+            state = next(gen)
+            while True:
+                ready = yield state
+                now = time.monotonic()
+                if ready:
+                    heard = now
+                elif now - heard >= self.silence:
+                    if not self._server_answers():
+                        self.pgconn.finish()
+                        raise ServerSilentError(
+                            f"the server sent nothing for {self.silence:g} s and takes no new connection: "
+                            f"it is unreachable or frozen (SIMHASH_STORE_NETWORK_TIMEOUT sets the wait)"
+                        )
+                    heard = time.monotonic()
+                state = gen.send(ready)
+        except StopIteration as done:
+            return done.value
+
+    def _server_answers(self) -> bool:
+        arguments = {**self.probe_arguments, "connect_timeout": max(2, min(10, round(self.silence / 2)))}
+        try:
+            psycopg.connect(**arguments).close()
+        except psycopg.OperationalError as exc:
+            return "timeout expired" not in str(exc)
+        return True
+
+
+def own_engine(url, silence: float) -> Engine:
+    """The store's own engine for a resolved URL: a small pool of watched (``silence`` > 0),
+    pinged-when-idle connections whose sessions are pinned (:func:`config.session_arguments`)."""
+    engine = create_engine(url, pool_size=2, max_overflow=4, connect_args=session_arguments(url))
+    _watched_connections(engine, silence)
+    _ping_when_idle(engine)
+    return engine
+
+
+def _watched_connections(engine: Engine, silence: float) -> None:
+    """The engine's connections are :class:`WatchedConnection` (when ``silence`` > 0)."""
+    if silence <= 0:
+        return
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect, record, cargs, cparams):
+        connection = WatchedConnection.connect(*cargs, **cparams)
+        connection.silence = silence
+        connection.probe_arguments = dict(cparams)
+        return connection
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Pessimistic disconnect handling for connections that sat idle, without a ping per checkout."""
+
+    @event.listens_for(engine, "checkin")
+    def checked_in(dbapi_connection, record) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def checked_out(dbapi_connection, record, proxy) -> None:
+        idle_since = record.info.pop("idle_since", None)
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            # Outside psycopg's transaction handling (it would open one around the ping), but
+            # through its wait loop, so a silent server is noticed (WatchedConnection).
+            pgconn = dbapi_connection.pgconn
+            pgconn.send_query(b"SELECT 1")
+            results = dbapi_connection.wait(psycopg.generators.execute(pgconn))
+            ok = bool(results) and results[-1].status == psycopg.pq.ExecStatus.TUPLES_OK
+        except psycopg.Error:
+            ok = False
+        if not ok:
+            raise DisconnectionError("the pooled connection is dead")  # the pool replaces it
+
+
+# For an engine the caller made, sessions are the caller's: the path is pinned for each of
+# the library's transactions only (SET LOCAL), never for the session.
+# One statement, so that it can go down a pipeline with the query it guards.
+_PIN_FOR_TRANSACTION = (
+    f"SELECT pg_catalog.set_config('search_path', '{SEARCH_PATH}', true), "
+    "pg_catalog.set_config('lock_timeout', %s, true)"
+)
+
+
+def _pin_transaction(cursor) -> None:
+    cursor.execute(_PIN_FOR_TRANSACTION, (f"{round(lock_timeout() * 1000)}ms",))
+
+
+def guest_engine(engine: Engine) -> Engine:
+    """A view of a caller's engine (same pool) whose transactions run under the pinned search_path."""
+    guest = engine.execution_options()  # an OptionEngine: its own event listeners, the caller's pool
+
+    @event.listens_for(guest, "begin")
+    def pin(connection) -> None:
+        raw = connection.connection.driver_connection
+        if not raw.autocommit:
+            with raw.cursor() as cursor:
+                _pin_transaction(cursor)
+
+    return guest
+
+
+def read(engine: Engine, owns_engine: bool, work: Callable[[psycopg.Cursor], T]) -> T:
+    """Run ``work`` on a pooled connection's cursor in autocommit, again on a fresh one if the first was dead.
+
+    Raw psycopg, not SQLAlchemy: the hot query path is one prepared statement in one round
+    trip, with no BEGIN or ROLLBACK around it (and on a caller's engine, one pipeline).
+    """
+    for attempt in (1, 2):
+        pooled = engine.raw_connection()
+        raw = pooled.driver_connection
+        try:
+            raw.autocommit = True
+            with raw.cursor() as cursor:
+                if not owns_engine:  # the caller's session: pin the path for this read only
+                    with raw.pipeline(), raw.transaction():
+                        _pin_transaction(cursor)
+                        return work(cursor)
+                return work(cursor)
+        except psycopg.OperationalError as exc:
+            if raw.broken:
+                pooled.invalidate(exc)  # closed, not reset: a rollback on it would fail and be logged
+            if not raw.broken or attempt == 2 or isinstance(exc, ServerSilentError):
+                raise  # a server found silent is not asked again: that would wait out a connect timeout
+        finally:
+            if not raw.broken:
+                raw.autocommit = False
+            pooled.close()
+    raise AssertionError("unreachable")
+
+
+def with_cursor(engine: Engine, work: Callable[[psycopg.Cursor], T]) -> T:
+    """``work`` with a raw cursor of a short transaction of its own."""
+    with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+        return work(cursor)

@@ -1,0 +1,95 @@
+"""The values the store takes and gives back: documents to add, matches, stored rows, pairs, results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..bits import to_hex
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """A document to store: its key and fingerprint, and optionally what change detection needs."""
+
+    key: str
+    fingerprint: int
+    digest: bytes | None = None
+    length: int | None = None
+    # Size and modification time of the file it came from ("size:mtime_ns"): a re-run
+    # that finds the same stamp knows the file is unchanged without reading it.
+    stamp: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    key: str
+    fingerprint: int
+    distance: int
+    id: int
+
+    @property
+    def similarity(self) -> float:
+        return 1.0 - self.distance / 64
+
+    @property
+    def hex(self) -> str:
+        return to_hex(self.fingerprint)
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    id: int
+    key: str
+    fingerprint: int
+    digest: bytes | None
+    length: int | None
+    metadata: dict[str, Any] | None
+    added_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str
+    b: str
+    distance: int
+
+
+@dataclass(frozen=True)
+class IdenticalGroup:
+    """Two or more stored documents with one fingerprint (distance 0 from each other)."""
+
+    keys: list[str]  # sorted
+
+    @property
+    def distance(self) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class RemoveResult:
+    removed: list[str]
+    missing: list[str]  # keys given that were not stored
+
+
+@dataclass(frozen=True)
+class SkippedNearDuplicate:
+    key: str
+    match: Match
+
+
+@dataclass
+class AddResult:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    near_duplicates: list[SkippedNearDuplicate] = field(default_factory=list)
+
+    def merge(self, other: "AddResult") -> None:
+        self.added += other.added
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.near_duplicates.extend(other.near_duplicates)

@@ -1,0 +1,62 @@
+"""The store's schema and scheme: create or upgrade it (writes only), check it (reads), and
+record or compare the fingerprint scheme the store was created with."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, Text, cast, literal, select
+from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.engine import Connection
+
+from .. import migrate
+from ..errors import SchemeError, SchemeMismatchError
+from ..models import StoreInfo
+from ..scheme import Scheme
+
+store_info = StoreInfo.__table__
+
+
+def upgrade(engine: Engine, display_url: str) -> None:
+    """Create the schema, or bring it to the newest revision keeping every row."""
+    revision = migrate.current_revision(engine)
+    migrate.check_upgradable(revision, display_url)
+    if revision != migrate.HEAD_REVISION:
+        migrate.upgrade(engine)
+
+
+def prepare(engine: Engine, display_url: str, requested: Scheme | None, default: Scheme, record: bool) -> Scheme | None:
+    """Ready to write (``record``: the schema created or upgraded, the scheme recorded) or to read
+    (the schema checked, never changed); the scheme the store records, if any.
+
+    Raises :class:`SchemeMismatchError` if it records another scheme than ``requested``.
+    """
+    if record:
+        upgrade(engine, display_url)
+    else:
+        migrate.check_readable(migrate.current_revision(engine), display_url)
+    with engine.begin() as connection:
+        stored = stored_scheme(connection)
+        if stored is None and record:
+            wanted = requested or default
+            connection.execute(
+                insert(store_info)
+                .values(singleton=True, scheme_name=wanted.name, scheme=cast(literal(wanted.to_json(), Text), JSONB))
+                .on_conflict_do_nothing(index_elements=[store_info.c.singleton])
+            )
+            stored = stored_scheme(connection)
+    if stored is not None and requested is not None and stored != requested:
+        raise SchemeMismatchError(
+            f"the store was created with scheme {stored.label}, not {requested.label}; "
+            "fingerprints of different schemes cannot be compared (use another database, "
+            f"or --scheme {stored.name})"
+        )
+    return stored
+
+
+def stored_scheme(connection: Connection) -> Scheme | None:
+    row = connection.execute(select(store_info.c.scheme)).first()
+    if row is None:
+        return None
+    try:
+        return Scheme.from_dict(row.scheme)
+    except SchemeError as exc:
+        raise SchemeError(f"the store records a scheme this version cannot read: {exc}") from None

@@ -1,0 +1,253 @@
+"""Writes: documents validated, COPY into a staging table and one upsert per batch (retried on
+deadlock), the --skip-near-duplicates check under an advisory lock, stamps, and removal."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from sqlalchemy import Engine, Text, any_, bindparam, delete, func, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+
+from .. import maintenance
+from ..bits import to_signed
+from ..config import lock_timeout
+from ..errors import InvalidValueError, LockTimeoutError
+from ..models import Document
+from ..validation import (
+    INT4,
+    validate_fingerprint,
+    validate_integer,
+    validate_key,
+    validate_metadata,
+    validate_optional_bytes,
+    validate_optional_text,
+)
+from . import reads
+from .documents import AddResult, Match, NewDocument, RemoveResult, SkippedNearDuplicate
+
+T = TypeVar("T")
+documents_table = Document.__table__
+
+DEFAULT_BATCH_SIZE = 5000
+# Advisory locks of the project: the two-integer key space, first key "SIMH", so no other
+# application's single-bigint locks (or hashtext() keys) collide with ours by chance.
+ADVISORY_LOCK_SPACE = 0x53494D48  # "SIMH"
+# Serialises check-then-insert of --skip-near-duplicates writers across processes.
+SKIP_NEAR_DUPLICATES_LOCK = (ADVISORY_LOCK_SPACE, 1)
+_RETRYABLE = {"40P01", "40001"}  # deadlock detected, serialization failure
+
+# Insert or update from a staging table (``rows`` selects at most one row per key); returns
+# the counts of inserted and updated rows. An unchanged row is left alone.
+_UPSERT = """
+    WITH written AS (
+        INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata, stamp)
+        {rows}
+        ON CONFLICT (key) DO UPDATE
+            SET fingerprint = excluded.fingerprint, digest = excluded.digest,
+                length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
+                updated_at = excluded.updated_at
+            WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
+                  IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
+                                    excluded.metadata, excluded.stamp)
+        RETURNING (xmax = 0) AS inserted
+    )
+    SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
+"""
+
+
+def validated(document: NewDocument) -> NewDocument:
+    """The document, if every field fits its column; else the field's SimhashStoreError."""
+    validate_key(document.key)
+    validate_fingerprint(document.fingerprint)
+    if document.length is not None:
+        validate_integer(document.length, f"length of {document.key!r}", 0, INT4[1])
+    validate_optional_bytes(document.digest, f"digest of {document.key!r}")
+    validate_optional_text(document.stamp, f"stamp of {document.key!r}")
+    try:
+        validate_metadata(document.metadata)
+    except InvalidValueError as exc:
+        raise InvalidValueError(f"document {document.key!r}: {exc}") from None
+    return document
+
+
+def copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument], *, freeze: bool = False) -> int:
+    """Binary COPY of (already validated) documents into ``table``; returns how many.
+
+    Raw psycopg: SQLAlchemy has no COPY, and binary COPY is the fast way in.
+    ``freeze``: rows go in frozen and all-visible, for a table emptied by TRUNCATE in this transaction.
+    """
+    count = 0
+    statement = "COPY {} (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY{})"
+    with cursor.copy(sql.SQL(statement).format(sql.SQL(table), sql.SQL(", FREEZE" if freeze else ""))) as copy:
+        copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text"])
+        for d in documents:
+            metadata = Jsonb(d.metadata) if d.metadata is not None else None
+            copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp))
+            count += 1
+    return count
+
+
+def batches(documents: Iterable[NewDocument], size: int) -> Iterator[list[NewDocument]]:
+    batch: list[NewDocument] = []
+    for document in documents:
+        batch.append(document)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def add_batch(
+    engine: Engine, display_url: str, documents: Sequence[NewDocument], skip_near_duplicates: bool, max_distance: int
+) -> AddResult:
+    """One batch in one transaction; of repeated keys the last wins."""
+    latest: dict[str, NewDocument] = {}
+    for document in map(validated, documents):
+        latest.pop(document.key, None)  # the last of repeated keys wins, in its place
+        latest[document.key] = document
+    # Input order matters to --skip-near-duplicates (the first of near-duplicates is kept);
+    # the INSERT sorts by key, so concurrent writers lock rows in one order.
+    ordered = list(latest.values())
+    repeated = len(documents) - len(ordered)
+    result = retry(engine, lambda: _write(engine, display_url, ordered, skip_near_duplicates, max_distance))
+    result.unchanged += repeated
+    return result
+
+
+def retry(engine: Engine, work: Callable[[], T], attempts: int = 6) -> T:
+    """``work`` again after a deadlock or serialization failure, and after an id taken by a row
+    another application inserted with an explicit id (the sequence is moved past it first)."""
+    for attempt in range(attempts):
+        try:
+            return work()
+        except (DBAPIError, psycopg.Error) as exc:  # through SQLAlchemy, or the raw cursor of COPY
+            error = exc.orig if isinstance(exc, DBAPIError) else exc
+            sqlstate = getattr(error, "sqlstate", None)
+            id_taken = sqlstate == "23505" and getattr(getattr(error, "diag", None), "constraint_name", None) == "pk_documents"
+            if not (sqlstate in _RETRYABLE or id_taken) or attempt == attempts - 1:
+                raise
+            if id_taken:
+                with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+                    maintenance.resync_id_sequence(cursor)
+            else:
+                time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _write(
+    engine: Engine, display_url: str, documents: list[NewDocument], skip_near_duplicates: bool, max_distance: int
+) -> AddResult:
+    result = AddResult()
+    with engine.begin() as connection:
+        if skip_near_duplicates and documents:
+            _take_skip_near_duplicates_lock(engine, display_url, connection)
+            documents, result.near_duplicates = _drop_near_duplicates(connection, documents, max_distance)
+        if not documents:
+            return result
+        raw = connection.connection.driver_connection
+        with raw.cursor() as cursor:  # raw psycopg: COPY into the staging table, then one upsert
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS simhash_incoming "
+                "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb, stamp text) "
+                "ON COMMIT DELETE ROWS"
+            )
+            copy_documents(cursor, "simhash_incoming", documents)
+            # Sorted by key, so concurrent writers lock rows in one order.
+            cursor.execute(
+                _UPSERT.format(
+                    rows="SELECT key, fingerprint, digest, length, metadata, stamp FROM simhash_incoming ORDER BY key"
+                )
+            )
+            added, updated = cursor.fetchone()
+    result.added, result.updated = added, updated
+    result.unchanged += len(documents) - added - updated
+    return result
+
+
+def _take_skip_near_duplicates_lock(engine: Engine, display_url: str, connection: Connection) -> None:
+    """Wait (at most the lock timeout) for this transaction's turn to check and insert."""
+    space, key = SKIP_NEAR_DUPLICATES_LOCK
+    try:
+        connection.execute(select(func.pg_catalog.pg_advisory_xact_lock(space, key)))
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) != "55P03":
+            raise
+        with engine.connect() as other:  # this transaction is aborted
+            holders = other.execute(
+                text(
+                    "SELECT a.pid, a.usename, a.application_name FROM pg_catalog.pg_locks l "
+                    "JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
+                    "AND l.classid = CAST(:space AS pg_catalog.oid) AND l.objid = CAST(:key AS pg_catalog.oid) "
+                    "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())"
+                ),
+                {"space": space, "key": key},
+            ).all()
+        who = ", ".join(f"pid {pid} (role {user}{', ' + app if app else ''})" for pid, user, app in holders)
+        raise LockTimeoutError(
+            f"database {display_url}: another session held the --skip-near-duplicates lock "
+            f"(advisory lock {space}, {key}) for over {lock_timeout():g} s{': ' + who if who else ''}; "
+            "nothing of this batch was stored (SIMHASH_STORE_LOCK_TIMEOUT sets the wait)"
+        ) from None
+
+
+def _drop_near_duplicates(
+    connection: Connection, documents: list[NewDocument], max_distance: int
+) -> tuple[list[NewDocument], list[SkippedNearDuplicate]]:
+    """Keep documents with no near-duplicate stored or kept before them (under the advisory lock)."""
+    with connection.connection.driver_connection.cursor() as cursor:
+        matches = reads.query_many(cursor, [d.fingerprint for d in documents], max_distance, None)
+    kept: list[NewDocument] = []
+    kept_values = np.empty(len(documents), dtype=np.uint64)
+    skipped: list[SkippedNearDuplicate] = []
+    for document, found in zip(documents, matches):
+        others = [m for m in found if m.key != document.key]
+        if others:
+            skipped.append(SkippedNearDuplicate(document.key, others[0]))
+            continue
+        if kept:
+            distances = np.bitwise_count(kept_values[: len(kept)] ^ np.uint64(document.fingerprint))
+            nearest = int(np.argmin(distances))
+            if distances[nearest] <= max_distance:
+                twin = kept[nearest]
+                skipped.append(SkippedNearDuplicate(document.key, Match(twin.key, twin.fingerprint, int(distances[nearest]), 0)))
+                continue
+        kept_values[len(kept)] = document.fingerprint
+        kept.append(document)
+    return kept, skipped
+
+
+def set_stamps(connection: Connection, stamps: dict[str, str]) -> None:
+    """Record new file stamps of stored documents whose content did not change."""
+    c = documents_table.c
+    given = (
+        func.unnest(bindparam("keys", type_=ARRAY(Text)), bindparam("stamps", type_=ARRAY(Text)))
+        .table_valued("key", "stamp")
+        .render_derived(name="s")
+    )
+    connection.execute(
+        update(documents_table)
+        .values(stamp=given.c.stamp)
+        .where(c.key == given.c.key, c.stamp.is_distinct_from(given.c.stamp)),
+        {"keys": list(stamps), "stamps": list(stamps.values())},
+    )
+
+
+def remove(connection: Connection, keys: list[str]) -> RemoveResult:
+    """Delete documents by (distinct) key; which were removed and which were not stored."""
+    c = documents_table.c
+    removed = set(
+        connection.execute(
+            delete(documents_table).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))).returning(c.key),
+            {"keys": keys},
+        ).scalars()
+    )
+    return RemoveResult([k for k in keys if k in removed], [k for k in keys if k not in removed])
