@@ -97,6 +97,7 @@ class Upkeep:
         self.warned = False
 
     def optimize(self, engine: Engine, lock_timeout: float) -> maintenance.Maintenance:
+        # Raw psycopg in autocommit: VACUUM cannot run inside a transaction block.
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             raw = connection.connection.driver_connection
             done = maintenance.vacuum_analyze(raw, lock_timeout)

@@ -34,6 +34,7 @@ def all_fingerprints(raw: psycopg.Connection) -> tuple[np.ndarray, np.ndarray]:
 
 
 def keys_of(raw: psycopg.Connection, ids: np.ndarray) -> dict[int, str]:
+    """The keys of stored ids, in the snapshot's own (raw) transaction, 50,000 ids a statement."""
     keys: dict[int, str] = {}
     with raw.cursor() as cursor:
         for start in range(0, len(ids), 50_000):
