@@ -43,7 +43,10 @@ def import_old(revision: str, folder: Path):
     archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", revision, "simhash_store"],
                              check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
+        try:
+            tar.extractall(folder, filter="data")
+        except TypeError:  # Python before 3.10.12 and 3.11.4: our own repository's archive
+            tar.extractall(folder)
     (folder / "simhash_store").rename(folder / "simhash_store_old")
     sys.path.insert(0, str(folder))
     return importlib.import_module("simhash_store_old")
