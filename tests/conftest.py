@@ -90,6 +90,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     bad = disallowed_skips(reporter.stats.get("skipped", []))
     if bad:
+        reporter.ensure_newline()
         reporter.write_line(f"{len(bad)} tests skipped for a reason CI does not allow ({STRICT_SKIPS_VARIABLE}=1):", red=True)
         for line in bad:
             reporter.write_line(f"  {line}", red=True)

@@ -70,9 +70,8 @@ def test_every_command_has_help_with_an_example():
         assert "Example: simhash-store" in result.output, f"{name} --help shows no example"
 
 
-def test_fingerprint_is_the_same_in_every_encoding(tmp_path):
-    law = (Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt")
-    simplified = next(iter(sorted(law))).read_text(encoding="utf-8")[:3000]
+def test_fingerprint_is_the_same_in_every_encoding(tmp_path, sample_laws):
+    simplified = sample_laws[0][:3000]
     cases = {
         "utf8.txt": simplified.encode("utf-8"),
         "utf8-bom.txt": b"\xef\xbb\xbf" + simplified.encode("utf-8"),
@@ -242,14 +241,24 @@ def test_scheme_mismatch_is_refused(database_url, tmp_path):
     assert result.output.startswith("Error: the store was created with scheme")
 
 
-def test_dups_equals_brute_force(database_url, tmp_path):
-    texts = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))[:12]
-    for path in texts:
-        text = path.read_text(encoding="utf-8")
-        write(tmp_path / path.name, text)
-        write(tmp_path / f"copy-{path.name}", "来源：法律法规数据库\n" + text)
+def _components(keys, pairs) -> list[list[str]]:
+    """Connected groups of keys joined by pairs (an oracle sharing no code with the store)."""
+    group_of = {key: {key} for key in keys}
+    for a, b in pairs:
+        if group_of[a] is not group_of[b]:
+            merged = group_of[a] | group_of[b]
+            for key in merged:
+                group_of[key] = merged
+    return sorted({tuple(sorted(group)) for group in group_of.values() if len(group) > 1})
+
+
+def test_dups_equals_brute_force(database_url, tmp_path, sample_laws):
+    for number, text in enumerate(sample_laws[:12]):
+        write(tmp_path / f"law-{number:02}.txt", text)
+        write(tmp_path / f"copy-{number:02}.txt", "来源：法律法规数据库\n" + text)
     assert invoke(database_url, "add", str(tmp_path)).exit_code == 0
     values = stored(database_url)
+    assert len(values) == 24
     for k in (0, 3, 8):
         result = invoke(database_url, "dups", "-k", str(k), "--json")
         got = sorted((p["a"], p["b"], p["distance"]) for p in map(json.loads, result.output.splitlines()))
@@ -259,9 +268,12 @@ def test_dups_equals_brute_force(database_url, tmp_path):
             if hamming(values[a], values[b]) <= k
         )
         assert got == expected
+        if k == 8:  # every law and its copy at least
+            assert {(f"copy-{n:02}.txt", f"law-{n:02}.txt") for n in range(12)} <= {(a, b) for a, b, _ in got}
+            near = [(a, b) for a, b, _ in expected]
     clusters = invoke(database_url, "dups", "-k", "8", "--clusters", "--json")
-    groups = [json.loads(line)["keys"] for line in clusters.output.splitlines()]
-    assert all(len(group) >= 2 for group in groups)
+    groups = sorted(tuple(sorted(json.loads(line)["keys"])) for line in clusters.output.splitlines())
+    assert groups == _components(values, near)
 
 
 def test_import_round_trip_then_query_finds_imported(database_url, tmp_path):
@@ -295,10 +307,12 @@ def test_remove_and_stats(database_url):
 
 
 @pytest.mark.slow
-def test_killed_add_then_rerun_gives_the_clean_store(database_url, pg_server, tmp_path):
-    laws = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))[:120]
-    for path in laws:
-        write(tmp_path / "laws" / path.name, path.read_bytes())
+def test_killed_add_then_rerun_gives_the_clean_store(database_url, pg_server, tmp_path, sample_laws, sample_paragraphs):
+    # 120 distinct documents from the shipped sample: each paragraph followed by three laws.
+    laws = []
+    for number in range(120):
+        text = sample_paragraphs[number % 40] + "".join(sample_laws[(number + i) % 20] for i in range(3 * (number // 40 + 1)))
+        laws.append(write(tmp_path / "laws" / f"doc-{number:03}.txt", text))
     process = subprocess.Popen(
         [sys.executable, "-m", "simhash_store.cli", "add", str(tmp_path / "laws"), "--batch-size", "10", "-j", "1"],
         env=dict(os.environ, SIMHASH_STORE_URL=url_text(database_url)),
