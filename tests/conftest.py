@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
 from simhash_store import migrate
 from simhash_store.config import normalize_url
@@ -163,7 +163,9 @@ def pg_server(request, tmp_path_factory):
         # A directory the embedded server's own system user can reach when tests run as root.
         directory = Path(tempfile.mkdtemp(prefix="simhash-store-test-"))
         server = _embedded_server(directory)
-        admin = make_url(server.get_uri()).set(drivername="postgresql+psycopg")
+        from simhash_store.embedded import socket_address
+
+        admin = socket_address(server, "postgres").sqlalchemy()
     server = Server(admin)
     yield server
     server.close()
