@@ -437,6 +437,8 @@ def stats(as_json: JsonFlag = False) -> None:
         out.print(json.dumps(info, ensure_ascii=False), markup=False)
         return
     table = Table(show_header=False, box=None)
+    table.add_column()
+    table.add_column(overflow="fold")  # the whole URL, over several lines if need be, never cut
     for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
         table.add_row(name.replace("_", " "), str(info[name]))
     table.add_row("table + indexes", _megabytes(info["table_bytes"]))
@@ -471,7 +473,7 @@ def schemes() -> None:
         where = "store and fingerprint" if s.bits == 64 else "fingerprint only (the store holds 64-bit fingerprints)"
         description = f"{s.bits}-bit {s.tokenizer}, {s.weighting}{top}, {s.hash}"
         out.print(f"{mark} {name:<20} {description:<56} {where}", markup=False)
-    out.print(f"* the default (for a new store and for fingerprint); --scheme NAME chooses another", markup=False)
+    out.print("(* the default, for a new store and for fingerprint; --scheme NAME chooses another)", markup=False)
 
 
 @app.command()
@@ -521,7 +523,9 @@ def serve(
 def url() -> None:
     """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
 
-    Example: psql "$(simhash-store url)" -c 'SELECT count(*) FROM simhash.documents'
+    While serve runs (else the embedded server stops when this command exits).
+
+    Example: simhash-store url   # then: psql "$(simhash-store url)"
     """
     from .config import resolve_url
 

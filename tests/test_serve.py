@@ -46,10 +46,10 @@ def _env(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def cli(data_dir: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+def cli(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "simhash_store.cli", *args], env=_env(data_dir), capture_output=True, text=True,
-        timeout=300, **kwargs,
+        [sys.executable, "-m", "simhash_store.cli", *args], env=env or _env(data_dir), capture_output=True, text=True,
+        timeout=300,
     )
 
 
@@ -123,6 +123,17 @@ def test_serve_prints_a_url_that_psql_psycopg_and_sqlalchemy_take(data_dir):
     finally:
         assert serving.stop() == 0
     assert _postmaster_pid(data_dir) is None  # the last user stopped the server
+
+
+def test_stats_of_the_embedded_store_shows_its_whole_url_without_a_password_mark(data_dir):
+    as_json = cli(data_dir, "stats", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    database = json.loads(as_json.stdout)["database"]
+    assert "***" not in database and "@/simhash_store?" in database
+    table = cli(data_dir, "stats", env={**_env(data_dir), "COLUMNS": "60"})
+    lines = table.stdout.splitlines()
+    shown = lines[: next(i for i, line in enumerate(lines) if line.strip().startswith("server version"))]
+    assert "".join(line.strip() for line in shown).replace(" ", "") == "database" + database  # folded, not cut
 
 
 def _free_port() -> int:
