@@ -419,3 +419,18 @@ def test_remove_names_the_keys_that_are_not_stored(database_url):
     assert result.returncode == 1
     assert result.stdout == "removed 1 of 3\n"
     assert result.stderr == "Error: not stored, so not removed: nope, nope/2\n"
+
+
+def test_progress_moves_with_the_first_small_documents_not_after_a_chunk_of_the_largest(sample_laws):
+    from simhash_store import corpus, ingest
+    from simhash_store.scheme import DEFAULT
+
+    large = [corpus.Source(f"large-{n}", text=law * 8, size=len(law * 8)) for n, law in enumerate(sample_laws)] * 3
+    small = [corpus.Source(f"small-{n}", text=law[:200], size=200) for n, law in enumerate(sample_laws[:2])]
+    tasks = [(source, None) for source in large[:30] + small + large[30:]]
+    reported: list[int] = []
+    with ingest.Fingerprinter(DEFAULT, jobs=2) as fingerprinter:
+        results = fingerprinter.submit(tasks)(lambda documents, size: reported.append(size))
+    assert len(results) == len(reported) == 62
+    # Each worker starts with a small document alone: the bar moves at once.
+    assert reported[0] == 200
