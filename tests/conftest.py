@@ -18,8 +18,6 @@ quietly stop running in CI.
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import tempfile
 import uuid
@@ -33,9 +31,10 @@ from simhash_store import migrate
 from simhash_store.config import normalize_url
 from simhash_store.store import Store
 
+import sample_text  # tests/sample_text.py: the text shipped in tests/data
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"
-DATA = Path(__file__).resolve().parent / "data"
 TEST_URL_VARIABLE = "SIMHASH_STORE_TEST_URL"
 STRICT_SKIPS_VARIABLE = "SIMHASH_STORE_STRICT_SKIPS"
 
@@ -201,31 +200,19 @@ def corpus() -> Path:
     return CORPUS
 
 
-def _read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8")  # no newline translation
-
-
-def sample_law_paths() -> list[Path]:
-    """The 20 laws in tests/data/laws, sorted by name."""
-    return sorted((DATA / "laws").glob("*.txt"))
-
-
 @pytest.fixture(scope="session")
 def sample_laws() -> list[str]:
     """The texts of the 20 shipped laws (4 to 9 KB each), sorted by file name."""
-    return [_read(path) for path in sample_law_paths()]
+    return list(sample_text.laws())
 
 
 @pytest.fixture(scope="session")
 def sample_paragraphs() -> list[str]:
     """40 shipped Chinese Wikipedia paragraphs (266 to 980 characters)."""
-    lines = _read(DATA / "wiki-paragraphs.jsonl").splitlines()
-    return [json.loads(line)["text"] for line in lines if line.strip()]
+    return sample_text.paragraphs()
 
 
 @pytest.fixture(scope="session")
 def revision_pairs() -> list[tuple[str, str, float]]:
     """Successive versions of the same law: (older, newer, 5-character-shingle Jaccard), most similar first."""
-    with (DATA / "law-revisions" / "pairs.tsv").open(encoding="utf-8", newline="") as table:
-        rows = list(csv.DictReader(table, delimiter="\t"))
-    return [(_read(DATA / r["a"]), _read(DATA / r["b"]), float(r["jaccard_5char"])) for r in rows]
+    return list(sample_text.revision_pairs())
