@@ -38,12 +38,19 @@ def revision_pairs() -> tuple[tuple[str, str, float], ...]:
     return tuple((_read(DATA / r["a"]), _read(DATA / r["b"]), float(r["jaccard_5char"])) for r in rows)
 
 
-def documents(count: int) -> list[tuple[str, str]]:
-    """``count`` distinct (name, text) documents: the 40 paragraphs, then paragraphs followed
-    by one to three laws (5 to 25 KB, the size of a typical law), as many as a test needs."""
+def documents(count: int, long: bool = False) -> list[tuple[str, str]]:
+    """``count`` distinct (name, text) documents: the 40 paragraphs, then each paragraph followed
+    by 400 characters of a law, or with ``long`` by one to three whole laws (5 to 25 KB, the
+    size of a typical law), as many as a test needs."""
     records = paragraph_records()
     result = [(f"wiki-{r['id']}", r["text"]) for r in records[:count]]
     for number in range(len(records), count):
-        extra = "".join(laws()[(number // len(records) + i) % len(laws())] for i in range(1 + number % 3))
+        first = number // len(records)  # with number % 40, tells every document apart
+        if long:
+            extra = "".join(laws()[(first + i) % len(laws())] for i in range(1 + number % 3))
+        else:
+            law = laws()[first % len(laws())]
+            start = (number * 397) % (len(law) - 400)
+            extra = law[start : start + 400]
         result.append((f"mixed-{number:04}", records[number % len(records)]["text"] + "\n" + extra))
     return result

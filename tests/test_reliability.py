@@ -33,7 +33,7 @@ def write_laws(directory: Path, count: int) -> list[Path]:
     """``count`` law-sized documents from the shipped text, one file each."""
     directory.mkdir()
     paths = []
-    for name, text in sample_text.documents(count):
+    for name, text in sample_text.documents(count, long=True):
         paths.append(directory / f"{name}.txt")
         paths[-1].write_text(text, encoding="utf-8")
     return paths
