@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import sys
 import threading
@@ -21,7 +20,7 @@ from rich.text import Text
 
 from . import corpus, ingest
 from .bits import from_hex, to_hex
-from .config import URL_VARIABLE, ConfigError
+from .config import URL_VARIABLE
 from .errors import SchemeMismatchError, SimhashStoreError
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
 
@@ -494,8 +493,8 @@ def serve(
     Example: simhash-store serve --listen 127.0.0.1:5433
     """
     address = _listen_address(listen)
-    if state.db or os.environ.get(URL_VARIABLE, "").strip() not in ("", "embedded"):
-        fail(f"serve runs the embedded server; unset --db and {URL_VARIABLE} to use it")
+    if (state.db or "").strip() not in ("", "embedded"):  # --db, or SIMHASH_STORE_URL through it
+        fail(f"serve runs the embedded server; --db and {URL_VARIABLE} name another one")
     from . import embedded
     from .config import EMBEDDED_DATABASE, data_dir
 

@@ -222,3 +222,11 @@ def test_embedded_server_killed_mid_command_is_one_line():
         assert "pg_ctl" not in stderr and "Traceback" not in stderr
     finally:
         shutil.rmtree(data_dir.parent, ignore_errors=True)
+
+
+def test_serve_refuses_to_run_when_the_store_is_another_server(tmp_path):
+    env = dict(_env(tmp_path / "data"), SIMHASH_STORE_URL="postgresql://app@127.0.0.1:9/news")
+    result = cli(tmp_path / "data", "serve", env=env)
+    assert result.returncode == 1
+    assert result.stderr == "Error: serve runs the embedded server; --db and SIMHASH_STORE_URL name another one\n"
+    assert not (tmp_path / "data").exists()
