@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, Optional, get_args
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -21,7 +24,7 @@ from rich.text import Text
 from . import corpus, ingest, records
 from .bits import from_hex, to_hex
 from .config import URL_VARIABLE
-from .errors import SimhashStoreError, SimhashStoreWarning
+from .errors import SchemeMismatchError, SimhashStoreError, SimhashStoreWarning
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
 
 if TYPE_CHECKING:
@@ -30,7 +33,79 @@ if TYPE_CHECKING:
 # The store module (SQLAlchemy, psycopg) is imported by the commands that use it:
 # `add` starts its workers before that import (see ingest.Fingerprinter.start).
 
+class State:
+    db: str | None = None
+
+
+state = State()
+
+
+def _set_db(ctx, param, value: str | None) -> None:
+    if value is not None:
+        state.db = value
+
+
+def _plain_type(param) -> str:
+    """PATH, TEXT, INTEGER or [a|b|c] for help, instead of Typer's <list[Path]> or <int range>."""
+    descriptor = param.type_descriptor
+    if descriptor.is_choice and descriptor.choices:
+        return "[" + "|".join(str(getattr(c, "value", c)) for c in descriptor.choices) + "]"
+    annotation = descriptor.annotation
+    if descriptor.is_list:
+        annotation = get_args(annotation)[0]
+    if descriptor.is_path or annotation is Path:
+        return "PATH"
+    return {int: "INTEGER", float: "FLOAT", bool: "BOOLEAN"}.get(annotation, "TEXT")
+
+
+class _Group(TyperGroup):
+    """Every command also takes --db (after its name, as well as before it), and help shows plain types."""
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is None or getattr(command, "_simhash_prepared", False):
+            return command
+        if not any(param.name == "db" for param in command.params):
+            # No envvar here: the app's own --db already reads SIMHASH_STORE_URL, and an
+            # environment default must not override --db given before the command.
+            own = next(param for param in self.params if param.name == "db")
+            command.params.append(
+                typer.core.TyperOption(
+                    param_decls=["--db"], type_descriptor=own.type_descriptor, expose_value=False,
+                    callback=_set_db, metavar="URL",
+                    help=f"PostgreSQL URL (default: {URL_VARIABLE}, else the embedded server).",
+                )
+            )
+        _plain_help(command.params)
+        command._simhash_prepared = True
+        return command
+
+
+def _plain_help(params) -> None:
+    for param in params:
+        if not hasattr(param, "type_descriptor") or getattr(param, "is_flag", False):
+            continue
+        label = _plain_type(param)
+        if isinstance(param, TyperArgument):
+            param.metavar = param.name.upper()
+            # Typer 0.29 has no metavar for an argument's type column: replace its label.
+            shown = label + ("..." if param.nargs != 1 else "")
+            param.display_type_rich = lambda ctx, shown=shown: shown
+        else:
+            param.metavar = label
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"simhash-store {version('simhash-store')}")
+        raise typer.Exit()
+
+
 app = typer.Typer(
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
     name="simhash-store",
     help="Find near-duplicate documents in large (mostly Chinese) text collections, and remember them.\n\n"
     "Fingerprints live in PostgreSQL: --db URL or SIMHASH_STORE_URL, else a private embedded server.",
@@ -45,7 +120,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[
     Optional[str],
-    typer.Option("--db", envvar=URL_VARIABLE, show_envvar=True, help="PostgreSQL URL (default: the embedded server)."),
+    typer.Option(
+        "--db", envvar=URL_VARIABLE, show_envvar=True, metavar="URL",
+        help="PostgreSQL URL (default: the embedded server). Also accepted after the command.",
+    ),
 ]
 MaxDistance = Annotated[
     int, typer.Option("--max-distance", "-k", min=0, max=64, help="Largest Hamming distance (bits) that counts as near.")
@@ -58,21 +136,23 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line
 Jobs = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
 
 
-class State:
-    db: str | None = None
-
-
-state = State()
-
-
 @app.callback()
-def main_options(db: DbOption = None) -> None:
+def main_options(
+    db: DbOption = None,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
+    ] = False,
+) -> None:
     state.db = db
 
 
 @contextlib.contextmanager
-def opened_store(scheme: str | None = None) -> Iterator[Store]:
-    """The store for this command; library errors become one line on stderr and exit status 1."""
+def opened_store(scheme: str | None = None, mismatch: str | None = None) -> Iterator[Store]:
+    """The store for this command; library errors become one line on stderr and exit status 1.
+
+    ``mismatch``: the message for a store of another scheme, where the library's advice
+    (use that scheme) does not fit the command.
+    """
     from .store import Store
 
     try:
@@ -80,6 +160,8 @@ def opened_store(scheme: str | None = None) -> Iterator[Store]:
             warnings.simplefilter("always", SimhashStoreWarning)  # the store warns once itself
             warnings.showwarning = _show_warning
             yield store
+    except SchemeMismatchError as exc:
+        fail(mismatch or str(exc))
     except SimhashStoreError as exc:
         fail(str(exc))
 
@@ -274,7 +356,12 @@ def import_(
             else:
                 yield NewDocument(row.key, row.fingerprint)
 
-    with opened_store(_known_scheme(scheme)) as store:
+    mismatch = (
+        f"these fingerprints were computed with scheme {scheme}, and the store holds another scheme's "
+        "(simhash-store stats shows which); fingerprints of different schemes cannot be compared, "
+        "so import them into a database of their own (--db URL)"
+    )
+    with opened_store(_known_scheme(scheme), mismatch=mismatch) as store:
         result = store.load(documents(), lock_timeout=lock_timeout) if bulk else store.add(documents())
     for skip in skipped:
         warn(f"failed: {skip}")
@@ -389,15 +476,15 @@ def fingerprint_command(
 
 @app.command()
 def remove(keys: Annotated[list[str], typer.Argument(help="Keys of documents to delete.")]) -> None:
-    """Delete documents by key.
+    """Delete documents by key; keys that were not stored are named on stderr.
 
     Example: simhash-store remove news/2024/0001.txt
     """
     with opened_store() as store:
         result = store.remove(keys)
-    for key in result.missing:
-        warn(f"not stored: {key}")
     out.print(f"removed {len(result.removed)} of {len(result.removed) + len(result.missing)}", markup=False)
+    if result.missing:  # named, but not an error: what should be gone is gone
+        warn("not stored, so not removed: " + ", ".join(result.missing))
 
 
 @app.command()
@@ -412,6 +499,8 @@ def stats(as_json: JsonFlag = False) -> None:
         out.print(json.dumps(info, ensure_ascii=False), markup=False)
         return
     table = Table(show_header=False, box=None)
+    table.add_column()
+    table.add_column(overflow="fold")  # the whole URL, over several lines if need be, never cut
     for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
         table.add_row(name.replace("_", " "), str(info[name]))
     table.add_row("table + indexes", _megabytes(info["table_bytes"]))
@@ -454,17 +543,98 @@ def grant_read(role: Annotated[str, typer.Argument(help="An existing PostgreSQL 
 
 @app.command()
 def schemes() -> None:
-    """List the named fingerprint schemes.
+    """List the named fingerprint schemes: the default, and which ones the PostgreSQL store can hold.
 
     Example: simhash-store schemes
     """
     for name in sorted(SCHEMES):
         s = SCHEMES[name]
         top = f", top {s.top_k}" if s.top_k else ""
-        out.print(f"{name:<24} {s.bits}-bit {s.tokenizer}, {s.weighting}{top}, {s.hash}", markup=False)
+        mark = "*" if name == DEFAULT.name else " "
+        # The store keeps fingerprints in a bigint column (and 16-bit blocks of it).
+        where = "store and fingerprint" if s.bits == 64 else "fingerprint only (the store holds 64-bit fingerprints)"
+        description = f"{s.bits}-bit {s.tokenizer}, {s.weighting}{top}, {s.hash}"
+        out.print(f"{mark} {name:<20} {description:<56} {where}", markup=False)
+    out.print("(* the default, for a new store and for fingerprint; --scheme NAME chooses another)", markup=False)
+
+
+@app.command()
+def serve(
+    listen: Annotated[
+        Optional[str],
+        typer.Option("--listen", metavar="HOST:PORT", help="Also accept TCP connections here, with a password."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database).")] = False,
+) -> None:
+    """Run the embedded server in the foreground for other applications, until Ctrl-C or SIGTERM.
+
+    Prints one line: a postgresql:// URL that psql, psycopg and SQLAlchemy take as it is
+    (JDBC after a jdbc: prefix, over --listen). Meanwhile other simhash-store commands
+    use this server. Over TCP the password is generated once and kept, readable by you
+    only, in the data directory.
+
+    Example: simhash-store serve --listen 127.0.0.1:5433
+    """
+    address = _listen_address(listen)
+    if (state.db or "").strip() not in ("", "embedded"):  # --db, or SIMHASH_STORE_URL through it
+        fail(f"serve runs the embedded server; --db and {URL_VARIABLE} name another one")
+    from . import embedded
+    from .config import EMBEDDED_DATABASE, data_dir
+
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    try:
+        shown, server = embedded.serve(data_dir(), EMBEDDED_DATABASE, address)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    url = shown.libpq()
+    if as_json:
+        fields = {"url": url, "host": shown.host, "port": shown.port, "user": shown.user, "database": shown.database}
+        print(json.dumps(fields), flush=True)
+    else:
+        print(url, flush=True)
+    if err.is_terminal:
+        warn("serving the embedded simhash store; Ctrl-C stops it (other commands now use this server)")
+    while not stop.wait(1.0):
+        if not embedded.server_is_running(server):
+            fail("the embedded server stopped (was it killed?)")
+
+
+@app.command()
+def url() -> None:
+    """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
+
+    While serve runs (else the embedded server stops when this command exits).
+
+    Example: simhash-store url   # then: psql "$(simhash-store url)"
+    """
+    from .config import resolve_url
+
+    try:
+        resolved = resolve_url(state.db)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    out.print(resolved.set(drivername="postgresql").render_as_string(hide_password=False), markup=False)
 
 
 # ------------------------------------------------------------ helpers
+
+
+def _listen_address(listen: str | None) -> tuple[str, int] | None:
+    """HOST:PORT (or [IPv6]:PORT) checked before anything starts."""
+    if listen is None:
+        return None
+    host, _, port = listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    valid_host = bool(host) and all(c.isalnum() or c in ".-:*" for c in host)
+    if not valid_host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise typer.BadParameter(
+            f"{listen!r} is not HOST:PORT (for example 127.0.0.1:5433, or 0.0.0.0:5433 for every address)",
+            param_hint="--listen",
+        )
+    return host, int(port)
+
 
 
 def _known_scheme(name: str):
