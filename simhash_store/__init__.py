@@ -6,6 +6,7 @@ True
 """
 
 from .bits import blocks, from_hex, from_signed, hamming, join_blocks, similarity, to_hex, to_signed
+from .dedup import Verdict, dedup
 from .errors import (
     ConfigError,
     DatabaseUnavailableError,
@@ -33,7 +34,9 @@ __all__ = [
     "SchemeError",
     "SchemeMismatchError",
     "SimhashStoreError",
+    "Verdict",
     "blocks",
+    "dedup",
     "features",
     "fingerprint",
     "fingerprint_features",

@@ -273,20 +273,23 @@ def query(
 @app.command()
 def dups(
     max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
-    clusters: Annotated[bool, typer.Option("--clusters", help="Connected groups instead of pairs.")] = False,
+    clusters: Annotated[
+        bool,
+        typer.Option(
+            "--clusters",
+            help="The stored clusters of two or more documents (ids, representative, distances to it) "
+            "instead of pairs; made at the store's cluster distance, -k does not apply.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Every near-duplicate pair (or group) among stored documents, exactly.
+    """Every near-duplicate pair among stored documents, exactly (or the stored clusters).
 
     Example: simhash-store dups -k 3 --clusters --json
     """
     with opened_store() as store:
         if clusters:
-            groups = store.clusters(max_distance)
-            for group in groups:
-                out.print(json.dumps({"keys": group}, ensure_ascii=False) if as_json else "  ".join(group), markup=False)
-            if not as_json:
-                err.print(f"{len(groups)} groups within {max_distance} bits")
+            _print_stored_clusters(store, as_json)
         else:
             pairs = store.pairs(max_distance)
             for pair in pairs:
@@ -298,6 +301,120 @@ def dups(
                 out.print(line, markup=False)
             if not as_json:
                 err.print(f"{len(pairs)} pairs within {max_distance} bits")
+
+
+@app.command()
+def recluster(
+    max_distance: Annotated[
+        Optional[int],
+        typer.Option("--max-distance", "-k", min=0, max=64, help="Cluster at this distance (default: the store's)."),
+    ] = None,
+) -> None:
+    """Cluster every stored document afresh: for stores made before clusters existed, or at another distance.
+
+    Example: simhash-store recluster -k 8
+    """
+    with opened_store() as store:
+        documents, count = store.recluster(max_distance)
+        distance, _ = store.cluster_state()
+    out.print(f"{documents} documents in {count} clusters at distance {distance}", markup=False)
+
+
+@app.command("dedup")
+def dedup_command(
+    inputs: Annotated[list[str], typer.Argument(help="JSONL, CSV or Parquet files ('-' for JSONL on stdin).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Where the kept records go ('-': stdout, JSONL).")] = "-",
+    format: Annotated[
+        Optional[str], typer.Option("--format", help="jsonl, csv or parquet for inputs and output (default: by name).")
+    ] = None,
+    key_field: Annotated[str, typer.Option(help="Field holding the key.")] = "key",
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    annotate: Annotated[
+        bool,
+        typer.Option("--annotate", help="Write every record, with simhash, cluster, duplicate_of and distance added."),
+    ] = False,
+    max_distance: Annotated[
+        Optional[int],
+        typer.Option("--max-distance", "-k", min=0, max=64, help="Near-duplicate distance (default: the store's, 11)."),
+    ] = None,
+    jobs: Jobs = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Write the records that are not near-duplicates of an earlier record or of anything stored.
+
+    Every record is stored and joins a cluster; the first of each cluster is kept. A rerun
+    over the same input writes the same output, byte for byte.
+
+    Example: simhash-store dedup crawl.jsonl -o clean.jsonl
+    """
+    from . import formats
+    from .dedup import dedup_rows
+
+    try:
+        output_format = formats.format_of(output, format)
+        input_formats = [formats.format_of(path, format) for path in inputs]
+    except SimhashStoreError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    for path in inputs:
+        if path != "-" and not Path(path).is_file():
+            fail(f"cannot open {path}: no such file")
+    schema = None
+    if output_format == "parquet" and input_formats[0] == "parquet":
+        try:
+            schema = formats.parquet_schema(inputs[0])
+        except SimhashStoreError as exc:
+            fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors: one line
+            fail(f"cannot read {inputs[0]} as Parquet: {exc}")
+
+    def rows():
+        for path, kind in zip(inputs, input_formats):
+            yield from formats.read_records(path, kind, key_field=key_field, text_field=text_field)
+
+    annotation_types = None
+    if output_format == "parquet":
+        import pyarrow
+
+        annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
+                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
+    kept = duplicates = bad = 0
+    fingerprinter = _early_fingerprinter(None, jobs, None)
+    with fingerprinter, opened_store() as store:
+        try:
+            writer = formats.RecordWriter(
+                output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
+            )
+        except (SimhashStoreError, OSError) as exc:
+            fail(f"cannot write {output}: {exc}")
+        try:
+            for _, record, verdict in dedup_rows(
+                rows(), store=store, key=key_field, text=text_field, max_distance=max_distance,
+                fingerprinter=fingerprinter,
+            ):
+                if verdict.problem is not None:
+                    bad += 1
+                    warn(f"failed: {verdict.problem}")
+                    continue
+                if verdict.kept:
+                    kept += 1
+                else:
+                    duplicates += 1
+                if annotate:
+                    writer.write({**record, **verdict.annotation()})
+                elif verdict.kept:
+                    writer.write(dict(record))
+            writer.close()
+        except KeyboardInterrupt:
+            writer.abandon()
+            warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
+            raise typer.Exit(130)
+        except BaseException:
+            writer.abandon()
+            raise
+    if not quiet:
+        err.print(f"kept {kept}, duplicates {duplicates}, bad records {bad}", markup=False)
+    if bad:
+        raise typer.Exit(1)
 
 
 @app.command("fingerprint")
@@ -470,6 +587,23 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
             out.print(f"    {skipped.key} ~ {skipped.match.key} (distance {skipped.match.distance})", markup=False)
         if len(summary.near_duplicates) > 20:
             out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
+
+
+def _print_stored_clusters(store, as_json: bool) -> None:
+    groups = store.stored_clusters()
+    for group in groups:
+        if as_json:
+            record = {
+                "cluster": group.id, "representative": group.representative, "size": group.size,
+                "members": [{"key": key, "distance": distance} for key, distance in group.members],
+            }
+            out.print(json.dumps(record, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"),
+                      markup=False)
+        else:
+            members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
+            out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
+    if not as_json:
+        err.print(f"{len(groups)} clusters of two or more documents at distance {store.cluster_state()[0]}")
 
 
 def _megabytes(size: int) -> str:

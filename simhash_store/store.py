@@ -26,7 +26,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
-from . import migrate
+from . import clusters, migrate
 from .bits import from_signed, to_hex, to_signed
 from .config import redact, resolve_url
 from .errors import (
@@ -558,6 +558,7 @@ class Store:
                     )
                 )
                 added, updated = cursor.fetchone()
+                clusters.assign(cursor, [d.key for d in documents])  # same transaction: new rows join clusters
         result.added, result.updated = added, updated
         result.unchanged += len(documents) - added - updated
         return result
@@ -778,6 +779,39 @@ class Store:
         for position in members.tolist():
             groups.setdefault(int(labels[position]), []).append(keys[int(ids[position])])
         return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))
+
+    # ------------------------------------------------------------ persistent clusters (see clusters.py)
+
+    @_database_errors
+    def recluster(self, max_distance: int | None = None) -> tuple[int, int]:
+        """Cluster every stored document afresh (at ``max_distance``, else the store's); (documents, clusters)."""
+        if max_distance is not None:
+            _validate_distance(max_distance)
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            raw = connection.connection.driver_connection
+            if max_distance is None:
+                with raw.cursor() as cursor:
+                    max_distance = clusters.max_distance(cursor)
+            return clusters.recluster(raw, max_distance)
+
+    @_database_errors
+    def cluster_state(self) -> tuple[int, bool]:
+        """The distance at which this store clusters, and whether any stored document has no cluster yet."""
+        self._prepare(record=False)
+        return self._read(clusters.state)
+
+    @_database_errors
+    def memberships(self, keys: Sequence[str]) -> dict[str, clusters.Membership]:
+        """Cluster, representative and distance to it of each stored key among ``keys``."""
+        self._prepare(record=False)
+        return self._read(lambda cursor: clusters.memberships(cursor, keys))
+
+    @_database_errors
+    def stored_clusters(self, min_size: int = 2) -> list[clusters.Cluster]:
+        """The stored clusters of at least ``min_size`` documents, largest first."""
+        self._prepare(record=False)
+        return self._read(lambda cursor: clusters.stored_clusters(cursor, min_size))
 
     # ------------------------------------------------------------ access for other applications
 

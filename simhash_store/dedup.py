@@ -1,0 +1,200 @@
+"""Deduplicate a stream of records against a store: each record gets a verdict, the first of near-duplicates is kept.
+
+Every record with text is stored (key, fingerprint) and joins a cluster (see
+:mod:`clusters`); the representative of each cluster is the record kept, every other
+member is a duplicate of it. So a second batch is cleaned against the first, and a
+rerun over the same input reads the verdicts back from the store: the same output,
+byte for byte, after an interruption too.
+
+>>> for record, verdict in dedup(records, store="postgresql://localhost/corpus"):  # doctest: +SKIP
+...     if verdict.kept:
+...         write(record)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+
+from .corpus import DELIBERATE, Skip, Source
+from .errors import InvalidKeyError, SimhashStoreError
+
+if TYPE_CHECKING:
+    from .store import Store
+
+DEFAULT_BATCH_SIZE = 1000
+
+
+class ClusterDistanceError(SimhashStoreError):
+    """Deduplication at a distance other than the one the store's clusters were made at."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What happened to one record.
+
+    ``kept``: the record is the representative of its cluster (or has no text to compare).
+    ``duplicate_of``/``distance``: the representative it duplicates, and how far it is.
+    ``problem``: why a bad record was not processed (then it is not kept).
+    """
+
+    key: str | None
+    kept: bool
+    simhash: int | None = None
+    cluster: int | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+    problem: str | None = None
+
+    def annotation(self) -> dict[str, Any]:
+        """The fields ``--annotate`` adds to a record."""
+        return {
+            "simhash": None if self.simhash is None else f"{self.simhash:016x}",
+            "cluster": self.cluster,
+            "duplicate_of": self.duplicate_of,
+            "distance": self.distance,
+        }
+
+
+def dedup(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    store: "Store | str | None" = None,
+    key: str = "key",
+    text: str = "text",
+    max_distance: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    jobs: int | None = None,
+) -> Iterator[tuple[Mapping[str, Any], Verdict]]:
+    """``(record, verdict)`` for each record, in order; records are dicts (or any mapping).
+
+    ``store``: a :class:`Store`, a URL, or None for the default store. ``max_distance``:
+    None for the store's cluster distance (11 unless ``recluster`` chose another); another
+    value is accepted by an empty store only. A bad record (no key, no text, a key
+    repeated) gets a verdict with ``problem`` set and the rest go on.
+    """
+    rows = ((f"record {number}", record) for number, record in enumerate(records, start=1))
+    for _, record, verdict in dedup_rows(
+        rows, store=store, key=key, text=text, max_distance=max_distance, batch_size=batch_size, jobs=jobs
+    ):
+        yield record, verdict
+
+
+def dedup_rows(
+    rows: Iterable[tuple[str, Mapping[str, Any] | Skip]],
+    *,
+    store: "Store | str | None" = None,
+    key: str = "key",
+    text: str = "text",
+    max_distance: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    jobs: int | None = None,
+    fingerprinter=None,
+) -> Iterator[tuple[str, Mapping[str, Any] | Skip, Verdict]]:
+    """:func:`dedup` over ``(where, record or Skip)`` rows as the file readers give them."""
+    from .ingest import Fingerprinter, _batches
+    from .store import Store
+
+    if batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, not {batch_size}")
+    opened = store if isinstance(store, Store) else Store(store)
+    try:
+        scheme = opened.init()
+        _check_distance(opened, max_distance)
+        seen: set[str] = set()
+        if fingerprinter is not None:
+            fingerprinter.scheme = scheme
+        with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
+            for batch in _batches(rows, batch_size):
+                yield from _dedup_batch(opened, batch, key, text, seen, fingerprinter)
+    finally:
+        if opened is not store:
+            opened.close()
+
+
+def _check_distance(store: "Store", max_distance: int | None) -> None:
+    distance, unclustered = store.cluster_state()
+    if max_distance is not None and max_distance != distance:
+        if not store.is_empty():
+            raise ClusterDistanceError(
+                f"the store's clusters are made at distance {distance}, not {max_distance}: "
+                f"run `simhash-store recluster -k {max_distance}` first, or leave out -k"
+            )
+        store.recluster(max_distance)
+    if unclustered:
+        raise ClusterDistanceError(
+            "some stored documents have no cluster yet (stored before clusters existed, or bulk-loaded): "
+            "run `simhash-store recluster` first"
+        )
+
+
+def _dedup_batch(store: "Store", batch, key_field: str, text_field: str, seen: set[str], fingerprinter):
+    from .store import NewDocument, validate_key
+
+    verdicts: list[Verdict | None] = [None] * len(batch)
+    sources: list[tuple[int, Source]] = []
+    for position, (where, record) in enumerate(batch):
+        if isinstance(record, Skip):
+            verdicts[position] = Verdict(None, False, problem=str(record))
+            continue
+        key, text = record.get(key_field), record.get(text_field)
+        if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
+            verdicts[position] = Verdict(None, False, problem=f"{where}: no {key_field!r} field with a string or integer")
+            continue
+        key = str(key)
+        if not isinstance(text, str):
+            verdicts[position] = Verdict(key, False, problem=f"{where}: no {text_field!r} field with a string")
+            continue
+        try:
+            validate_key(key)
+        except InvalidKeyError as exc:
+            verdicts[position] = Verdict(None, False, problem=f"{where}: {exc}")
+            continue
+        if key in seen:
+            verdicts[position] = Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
+            continue
+        seen.add(key)
+        sources.append((position, Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")))))
+    prepared = fingerprinter.submit([(source, None) for _, source in sources])(None)
+    fingerprinted: dict[str, tuple[int, Any]] = {}
+    for (position, source), item in zip(sources, prepared):
+        if item.skip is not None:
+            # Empty or wordless text cannot be compared: passed through, not stored.
+            deliberate = item.skip.reason in DELIBERATE
+            where = batch[position][0]
+            verdicts[position] = Verdict(
+                source.key, deliberate, problem=None if deliberate else f"{where}: {item.skip.reason} ({item.skip.detail})"
+            )
+        else:
+            fingerprinted[source.key] = (position, item)
+    if fingerprinted:
+        stored = store.memberships(list(fingerprinted))
+        new = [
+            NewDocument(k, item.fingerprint, item.digest, item.length)
+            for k, (_, item) in fingerprinted.items()
+            if k not in stored
+        ]
+        if new:
+            store.add_batch(new)
+            stored.update(store.memberships([d.key for d in new]))
+        for k, (position, item) in fingerprinted.items():
+            membership = stored.get(k)
+            where = batch[position][0]
+            if membership is None:  # removed by someone else meanwhile
+                verdicts[position] = Verdict(k, False, item.fingerprint, problem=f"{where}: removed from the store meanwhile")
+            elif membership.fingerprint != item.fingerprint:
+                verdicts[position] = Verdict(
+                    k, False, item.fingerprint,
+                    problem=f"{where}: key {k!r} is already stored with another text (remove it, or use another key)",
+                )
+            elif membership.cluster is None or membership.is_representative:
+                verdicts[position] = Verdict(k, True, item.fingerprint, membership.cluster, None, 0)
+            else:
+                verdicts[position] = Verdict(
+                    k, False, item.fingerprint, membership.cluster, membership.representative, membership.distance
+                )
+    for (where, record), verdict in zip(batch, verdicts):
+        yield where, record, verdict
+
+
+__all__ = ["ClusterDistanceError", "Verdict", "dedup", "dedup_rows"]
