@@ -338,6 +338,7 @@ def dedup_command(
         typer.Option("--max-distance", "-k", min=0, max=64, help="Near-duplicate distance (default: the store's, 11)."),
     ] = None,
     jobs: Jobs = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Write the records that are not near-duplicates of an earlier record or of anything stored.
@@ -389,7 +390,7 @@ def dedup_command(
         try:
             for _, record, verdict in dedup_rows(
                 rows(), store=store, key=key_field, text=text_field, max_distance=max_distance,
-                fingerprinter=fingerprinter,
+                fingerprinter=fingerprinter, batch_size=batch_size,
             ):
                 if verdict.problem is not None:
                     bad += 1

@@ -1,0 +1,183 @@
+"""simhash-store dedup and simhash_store.dedup: kept records, pass-through fields, annotations, reruns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simhash_store import dedup, fingerprint, hamming
+from simhash_store.cli import app
+from simhash_store.dedup import ClusterDistanceError
+from simhash_store.store import NewDocument, Store
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+
+
+def _texts() -> dict[str, str]:
+    return {path.stem: path.read_text(encoding="utf-8") for path in sorted(EXAMPLES.glob("*.txt"))}
+
+
+def _copy(text: str) -> str:
+    """A light variant: a footer and one character changed."""
+    return text.replace("。", "，", 1) + "\n（责任编辑：王晓明）"
+
+
+def _records() -> list[dict]:
+    texts = _texts()
+    records = []
+    for n, (name, text) in enumerate(texts.items()):
+        records.append({"id": name, "text": text, "rank": n, "score": n + 0.5, "tags": [name[:3]], "extra": None})
+    for name, text in list(texts.items())[:3]:
+        records.append({"id": f"{name}-copy", "text": _copy(text), "rank": 99, "score": 0.25, "tags": [], "extra": {"a": 1}})
+    return records
+
+
+def _write_jsonl(path: Path, records: list[dict], bad_lines: tuple[str, ...] = ()) -> None:
+    lines = [json.dumps(r, ensure_ascii=False) for r in records] + list(bad_lines)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _run(url, *args: str, input: str | None = None):
+    return CliRunner().invoke(app, ["--db", url.render_as_string(hide_password=False), *args], input=input)
+
+
+def test_examples_copies_are_near_duplicates():
+    # The test below relies on this: each copy is within the default distance of its original.
+    for name, text in list(_texts().items())[:3]:
+        assert hamming(fingerprint(text), fingerprint(_copy(text))) <= 11, name
+
+
+def test_dedup_keeps_originals_and_passes_every_field_through(database_url, tmp_path):
+    records = _records()
+    source = tmp_path / "in.jsonl"
+    _write_jsonl(source, records, bad_lines=("{not json", json.dumps({"id": "no-text"})))
+    result = _run(database_url, "dedup", str(source), "--key-field", "id", "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 1  # bad records: reported, the rest processed
+    assert f"failed: {source}:9: bad record" in result.stderr
+    assert f"failed: {source}:10: no 'text' field" in result.stderr
+    assert "kept 5, duplicates 3, bad records 2" in result.stderr
+    written = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert written == [json.dumps(r, ensure_ascii=False) for r in records[:5]]  # order and types as given
+    assert not (tmp_path / "out.jsonl.partial").exists()
+
+
+def test_annotations_name_the_representative_and_reruns_are_byte_identical(database_url, tmp_path):
+    source = tmp_path / "in.jsonl"
+    _write_jsonl(source, _records())
+    args = ["dedup", str(source), "--key-field", "id", "--annotate"]
+    first = _run(database_url, *args, "-o", str(tmp_path / "first.jsonl"))
+    assert first.exit_code == 0, first.output
+    rows = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text(encoding="utf-8").splitlines()]
+    by_id = {row["id"]: row for row in rows}
+    for name in list(_texts())[:3]:
+        copy, original = by_id[f"{name}-copy"], by_id[name]
+        assert copy["duplicate_of"] == name and copy["cluster"] == original["cluster"]
+        assert copy["distance"] == hamming(int(copy["simhash"], 16), int(original["simhash"], 16)) > 0
+        assert original["duplicate_of"] is None and original["distance"] == 0
+        assert original["simhash"] == f"{fingerprint(original['text']):016x}"
+    assert list(rows[0]) == ["id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance"]
+    again = _run(database_url, *args, "-o", str(tmp_path / "again.jsonl"))
+    assert again.exit_code == 0
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
+
+
+def test_an_interrupted_run_finished_by_a_rerun_gives_the_uninterrupted_output(pg_server, tmp_path):
+    records = _records()
+    source, half = tmp_path / "in.jsonl", tmp_path / "half.jsonl"
+    _write_jsonl(source, records)
+    _write_jsonl(half, records[:6])  # what a run killed in its third batch had stored (batches of 3)
+    outputs = []
+    for interrupted in (False, True):
+        name = pg_server.create_database()
+        try:
+            url = pg_server.url(name)
+            if interrupted:
+                _run(url, "dedup", str(half), "--key-field", "id", "--batch-size", "3", "-o", str(tmp_path / "lost.jsonl"))
+            out = tmp_path / f"out-{interrupted}.jsonl"
+            args = ["dedup", str(source), "--key-field", "id", "--annotate", "--batch-size", "3", "-o", str(out)]
+            assert _run(url, *args).exit_code == 0
+            outputs.append(out.read_bytes())
+        finally:
+            pg_server.drop_database(name)
+    assert outputs[0] == outputs[1]
+
+
+def test_a_second_batch_is_cleaned_against_the_first(database_url, tmp_path):
+    texts = _texts()
+    names = list(texts)
+    _write_jsonl(tmp_path / "one.jsonl", [{"key": n, "text": texts[n]} for n in names[:3]])
+    _write_jsonl(tmp_path / "two.jsonl", [{"key": f"{n}-again", "text": _copy(texts[n])} for n in names] )
+    assert _run(database_url, "dedup", str(tmp_path / "one.jsonl"), "-o", str(tmp_path / "o1.jsonl")).exit_code == 0
+    second = _run(database_url, "dedup", str(tmp_path / "two.jsonl"), "-o", "-", "-q")
+    assert second.exit_code == 0
+    assert [json.loads(line)["key"] for line in second.stdout.splitlines()] == [f"{n}-again" for n in names[3:]]
+
+
+def test_csv_and_stdin(database_url, tmp_path):
+    texts = _texts()
+    name = next(iter(texts))
+    rows = [("k1", texts[name], "7"), ("k2", _copy(texts[name]), "8")]
+    import csv
+
+    with open(tmp_path / "in.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["key", "text", "note"])
+        writer.writerows(rows)
+    result = _run(database_url, "dedup", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--annotate")
+    assert result.exit_code == 0, result.output
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        out = list(csv.reader(handle))
+    assert out[0] == ["key", "text", "note", "simhash", "cluster", "duplicate_of", "distance"]
+    assert [row[0] for row in out[1:]] == ["k1", "k2"] and out[2][5] == "k1" and out[1][5] == ""
+    piped = _run(database_url, "dedup", "-", "-q", input=json.dumps({"key": "k3", "text": texts[name]}, ensure_ascii=False) + "\n")
+    assert piped.exit_code == 0 and piped.stdout == ""  # k3 duplicates k1
+
+
+def test_parquet_in_and_out_keeps_column_types(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    records = _records()
+    table = pyarrow.Table.from_pylist([{k: r[k] for k in ("id", "text", "rank", "score", "tags")} for r in records])
+    parquet.write_table(table, tmp_path / "in.parquet")
+    result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "--key-field", "id", "--annotate",
+                  "-o", str(tmp_path / "out.parquet"))
+    assert result.exit_code == 0, result.output
+    out = parquet.read_table(tmp_path / "out.parquet")
+    assert out.schema.names == ["id", "text", "rank", "score", "tags", "simhash", "cluster", "duplicate_of", "distance"]
+    assert out.schema.field("rank").type == table.schema.field("rank").type
+    assert out.schema.field("tags").type == table.schema.field("tags").type
+    assert out.column("duplicate_of").to_pylist()[5:] == list(_texts())[:3]
+    plain = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "--key-field", "id", "-o", str(tmp_path / "kept.parquet"))
+    assert plain.exit_code == 0
+    assert parquet.read_table(tmp_path / "kept.parquet").to_pylist() == table.to_pylist()[:5]
+
+
+def test_python_api_yields_records_and_verdicts(database_url):
+    records = _records()
+    with Store(database_url) as store:
+        results = list(dedup(records, store=store, key="id"))
+    assert [record for record, _ in results] == records
+    verdicts = [verdict for _, verdict in results]
+    assert [v.kept for v in verdicts] == [True] * 5 + [False] * 3
+    assert [v.duplicate_of for v in verdicts[5:]] == list(_texts())[:3]
+
+
+def test_another_distance_needs_a_recluster(database_url):
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 0)])
+        with pytest.raises(ClusterDistanceError, match="recluster -k 5"):
+            list(dedup([{"key": "b", "text": "你好世界"}], store=store, max_distance=5))
+        store.recluster(5)
+        assert [v.kept for _, v in dedup([{"key": "b", "text": "今天天气很好"}], store=store, max_distance=5)] == [True]
+
+
+def test_unreadable_formats_are_one_line(database_url, tmp_path):
+    (tmp_path / "in.txt").write_text("x", encoding="utf-8")
+    result = _run(database_url, "dedup", str(tmp_path / "in.txt"))
+    assert result.exit_code == 2 and "give --format jsonl, csv or parquet" in result.output
+    result = _run(database_url, "dedup", str(tmp_path / "missing.jsonl"))
+    assert result.exit_code == 1 and result.output.strip() == f"Error: cannot open {tmp_path / 'missing.jsonl'}: no such file"
