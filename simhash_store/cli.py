@@ -418,6 +418,69 @@ def dedup_command(
         raise typer.Exit(1)
 
 
+@app.command()
+def explain(
+    a: Annotated[str, typer.Argument(help="First document: a file ('-' for stdin), or the text itself with --text.")],
+    b: Annotated[str, typer.Argument(help="Second document, the same way.")],
+    as_text: Annotated[bool, typer.Option("--text", help="A and B are the texts themselves, not file names.")] = False,
+    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
+    top: Annotated[int, typer.Option(min=0, help="How many of the heaviest features to show in each list.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
+) -> None:
+    """Why two documents are near-duplicates or not: distance, heaviest features shared and not, the bits that differ.
+
+    A bit's margin is its weighted sum as a share of the document's total weight: a bit
+    that differs on a small margin flipped on a detail. No database is used.
+
+    Example: simhash-store explain --text "保护人民，制定本法。" "保护人民，制定此法。"
+    """
+    from .explain import explain as explain_texts
+
+    chosen = _known_scheme(scheme)
+    texts = [value if as_text else _read_text(value) for value in (a, b)]
+    try:
+        result = explain_texts(texts[0], texts[1], chosen, top=top)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    if as_json:
+        out.print(json.dumps(result.to_dict(), ensure_ascii=False), markup=False)
+        return
+    near = "near-duplicates" if result.distance <= DEFAULT_MAX_DISTANCE else "not near-duplicates"
+    out.print(
+        f"distance {result.distance} bits: {near} at the default k = {DEFAULT_MAX_DISTANCE}  "
+        f"(A {to_hex(result.fingerprint_a)}, B {to_hex(result.fingerprint_b)}, scheme {chosen.name})",
+        markup=False,
+    )
+    features = Table(title="heaviest features (weights)", title_justify="left")
+    features.add_column("shared")
+    features.add_column("A", justify="right")
+    features.add_column("B", justify="right")
+    features.add_column("only in A")
+    features.add_column("A", justify="right")
+    features.add_column("only in B")
+    features.add_column("B", justify="right")
+    for row in range(max(len(result.shared), len(result.only_a), len(result.only_b))):
+        cells = []
+        shared = result.shared[row] if row < len(result.shared) else None
+        cells += [Text(shared.feature), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
+        for side in (result.only_a, result.only_b):
+            item = side[row] if row < len(side) else None
+            cells += [Text(item.feature), f"{item.weight:.2f}"] if item else ["", ""]
+        features.add_row(*cells)
+    out.print(features)
+    if not result.bits:
+        return
+    bits = Table(title="bits that differ, smallest margin first (margin: bit sum / total weight)", title_justify="left")
+    for column in ("bit", "A", "margin A", "B", "margin B"):
+        bits.add_column(column, justify="right")
+    for bit in result.bits:
+        bits.add_row(
+            str(bit.bit), "1" if bit.margin_a > 0 else "0", f"{bit.margin_a:+.2%}",
+            "1" if bit.margin_b > 0 else "0", f"{bit.margin_b:+.2%}",
+        )
+    out.print(bits)
+
+
 @app.command("fingerprint")
 def fingerprint_command(
     files: Annotated[list[str], typer.Argument(help="Documents ('-' for stdin).")],
@@ -510,6 +573,18 @@ def _open_binary(path: str):
         return open(path, "rb")
     except OSError as exc:
         fail(f"cannot open {path}: {exc.strerror}")
+
+
+def _read_text(path: str) -> str:
+    """A document's text, decoded as ``add`` decodes files; one error line if it cannot be."""
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        fail(f"cannot open {path}: {exc.strerror}")
+    try:
+        return corpus.decode(data).text
+    except corpus.DecodeError as exc:
+        fail(f"{path}: {exc.reason}" + (f" ({exc.detail})" if exc.detail else ""))
 
 
 def _chain(*iterables):

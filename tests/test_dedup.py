@@ -181,3 +181,38 @@ def test_unreadable_formats_are_one_line(database_url, tmp_path):
     assert result.exit_code == 2 and "give --format jsonl, csv or parquet" in result.output
     result = _run(database_url, "dedup", str(tmp_path / "missing.jsonl"))
     assert result.exit_code == 1 and result.output.strip() == f"Error: cannot open {tmp_path / 'missing.jsonl'}: no such file"
+
+
+# ------------------------------------------------------------ explain (no database)
+
+LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+EDITED = LAW.replace("制定本法", "制定此法")
+
+
+def test_explain_shows_the_distance_the_differing_features_and_each_bits_margins():
+    result = CliRunner().invoke(app, ["explain", "--text", LAW, EDITED, "--json"])
+    assert result.exit_code == 0, result.output
+    explained = json.loads(result.stdout)
+    a, b = fingerprint(LAW), fingerprint(EDITED)
+    assert (explained["fingerprint_a"], explained["fingerprint_b"]) == (f"{a:016x}", f"{b:016x}")
+    assert explained["distance"] == hamming(a, b) == len(explained["bits"]) > 0
+    assert [f["feature"] for f in explained["only_a"]] == ["本法", "制定·本法"]
+    assert [f["feature"] for f in explained["only_b"]] == ["此法", "制定·此法"]
+    assert explained["shared"][0]["feature"] == "犯罪"
+    for bit in explained["bits"]:
+        # Each margin's sign is the bit in that fingerprint: the margins explain these very bits.
+        assert (bit["margin_a"] > 0) == bool(a >> bit["bit"] & 1)
+        assert (bit["margin_b"] > 0) == bool(b >> bit["bit"] & 1)
+    margins = [min(abs(bit["margin_a"]), abs(bit["margin_b"])) for bit in explained["bits"]]
+    assert margins == sorted(margins)
+
+
+def test_explain_reads_files_and_reports_a_missing_one(tmp_path):
+    (tmp_path / "a.txt").write_text(LAW, encoding="utf-8")
+    (tmp_path / "b.txt").write_bytes(LAW.encode("gb18030"))
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("distance 0 bits: near-duplicates at the default k = 11")
+    missing = CliRunner().invoke(app, ["explain", str(tmp_path / "a.txt"), str(tmp_path / "nope.txt")])
+    assert missing.exit_code == 1
+    assert missing.output.strip() == f"Error: cannot open {tmp_path / 'nope.txt'}: No such file or directory"
