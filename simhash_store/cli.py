@@ -337,6 +337,14 @@ def dedup_command(
         Optional[int],
         typer.Option("--max-distance", "-k", min=0, max=64, help="Near-duplicate distance (default: the store's, 11)."),
     ] = None,
+    keep: Annotated[
+        str,
+        typer.Option(
+            "--keep",
+            help="first: the first of near-duplicates is kept; longest: the longest, even when a later copy "
+            "replaces a representative stored before (reads the input twice: no stdin).",
+        ),
+    ] = "first",
     jobs: Jobs = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
@@ -351,6 +359,10 @@ def dedup_command(
     from . import formats
     from .dedup import dedup_rows
 
+    if keep not in ("first", "longest"):
+        raise typer.BadParameter("must be first or longest", param_hint="--keep")
+    if keep == "longest" and "-" in inputs:
+        raise typer.BadParameter("--keep longest reads its input twice: give files, not stdin", param_hint="INPUTS")
     try:
         output_format = formats.format_of(output, format)
         input_formats = [formats.format_of(path, format) for path in inputs]
@@ -389,7 +401,7 @@ def dedup_command(
             fail(f"cannot write {output}: {exc}")
         try:
             for _, record, verdict in dedup_rows(
-                rows(), store=store, key=key_field, text=text_field, max_distance=max_distance,
+                rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
                 fingerprinter=fingerprinter, batch_size=batch_size,
             ):
                 if verdict.problem is not None:

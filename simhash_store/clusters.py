@@ -249,13 +249,30 @@ def stored_clusters(cursor: psycopg.Cursor, min_size: int = 2) -> list[Cluster]:
     return sorted(result, key=lambda c: (-c.size, c.id))
 
 
-def replace_representative(cursor: psycopg.Cursor, cluster: int, key: str) -> None:
-    """Make the stored document ``key`` (a member of ``cluster``) its representative (``dedup --keep longest``)."""
-    cursor.execute(
-        "UPDATE simhash.cluster_heads h SET representative_id = d.id FROM simhash.documents d "
-        "WHERE h.cluster = %s AND d.key = %s AND d.cluster = h.cluster",
-        (cluster, key),
+_PREFER_LONGEST = """
+    WITH given AS (
+        SELECT d.cluster, d.id, coalesce(d.length, 0) AS length, u.position
+        FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS u(key, position)
+        JOIN simhash.documents d ON d.key = u.key
+        WHERE d.cluster IS NOT NULL
+    ), longest AS (
+        SELECT DISTINCT ON (cluster) cluster, id, length FROM given ORDER BY cluster, length DESC, position
     )
+    UPDATE simhash.cluster_heads h SET representative_id = l.id
+    FROM longest l
+    WHERE h.cluster = l.cluster AND h.representative_id <> l.id
+      AND l.length > coalesce((SELECT r.length FROM simhash.documents r WHERE r.id = h.representative_id), -1)
+"""
+
+
+def prefer_longest(cursor: psycopg.Cursor, keys: Sequence[str]) -> int:
+    """Make each given document the representative of its cluster if it is longer than the
+    representative (the first of equally long ones wins); returns how many clusters changed.
+    Their other members keep their cluster: they are within ``k`` of the old representative,
+    so within ``2k`` of the new one."""
+    lock(cursor)
+    cursor.execute(_PREFER_LONGEST, {"keys": list(keys)})
+    return cursor.rowcount
 
 
 __all__ = ["Cluster", "Membership", "assign", "leaders", "memberships", "recluster", "stored_clusters"]

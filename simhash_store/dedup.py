@@ -14,7 +14,7 @@ byte for byte, after an interruption too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .corpus import DELIBERATE, Skip, Source
 from .errors import InvalidKeyError, SimhashStoreError
@@ -56,6 +56,9 @@ class Verdict:
         }
 
 
+KEEPS = ("first", "longest")
+
+
 def dedup(
     records: Iterable[Mapping[str, Any]],
     *,
@@ -63,6 +66,7 @@ def dedup(
     key: str = "key",
     text: str = "text",
     max_distance: int | None = None,
+    keep: str = "first",
     batch_size: int = DEFAULT_BATCH_SIZE,
     jobs: int | None = None,
 ) -> Iterator[tuple[Mapping[str, Any], Verdict]]:
@@ -70,33 +74,50 @@ def dedup(
 
     ``store``: a :class:`Store`, a URL, or None for the default store. ``max_distance``:
     None for the store's cluster distance (11 unless ``recluster`` chose another); another
-    value is accepted by an empty store only. A bad record (no key, no text, a key
-    repeated) gets a verdict with ``problem`` set and the rest go on.
+    value is accepted by an empty store only. ``keep="longest"``: the longest record of
+    each cluster is kept, so verdicts come after all records are stored (a one-shot
+    iterator is held in memory for that). A bad record (no key, no text, a key repeated)
+    gets a verdict with ``problem`` set and the rest go on.
     """
-    rows = ((f"record {number}", record) for number, record in enumerate(records, start=1))
+    if keep == "longest" and not isinstance(records, Sequence):
+        records = list(records)
+
+    def rows() -> Iterator[tuple[str, Mapping[str, Any]]]:
+        return ((f"record {number}", record) for number, record in enumerate(records, start=1))
+
     for _, record, verdict in dedup_rows(
-        rows, store=store, key=key, text=text, max_distance=max_distance, batch_size=batch_size, jobs=jobs
+        rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep, batch_size=batch_size, jobs=jobs
     ):
         yield record, verdict
 
 
+Rows = Iterable[tuple[str, "Mapping[str, Any] | Skip"]]
+
+
 def dedup_rows(
-    rows: Iterable[tuple[str, Mapping[str, Any] | Skip]],
+    rows: Callable[[], Rows],
     *,
     store: "Store | str | None" = None,
     key: str = "key",
     text: str = "text",
     max_distance: int | None = None,
+    keep: str = "first",
     batch_size: int = DEFAULT_BATCH_SIZE,
     jobs: int | None = None,
     fingerprinter=None,
 ) -> Iterator[tuple[str, Mapping[str, Any] | Skip, Verdict]]:
-    """:func:`dedup` over ``(where, record or Skip)`` rows as the file readers give them."""
+    """:func:`dedup` over ``(where, record or Skip)`` rows as the file readers give them.
+
+    ``rows`` is called once, and once more with ``keep="longest"``: every record is stored
+    first, then each gets the verdict of the final clusters.
+    """
     from .ingest import Fingerprinter, _batches
     from .store import Store
 
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, not {batch_size}")
+    if keep not in KEEPS:
+        raise ValueError(f"keep must be first or longest, not {keep!r}")
     opened = store if isinstance(store, Store) else Store(store)
     try:
         scheme = opened.init()
@@ -105,8 +126,17 @@ def dedup_rows(
         if fingerprinter is not None:
             fingerprinter.scheme = scheme
         with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
-            for batch in _batches(rows, batch_size):
-                yield from _dedup_batch(opened, batch, key, text, seen, fingerprinter)
+            if keep == "first":
+                for batch in _batches(rows(), batch_size):
+                    outcomes = _store_batch(opened, batch, key, text, seen, fingerprinter, keep)
+                    yield from zip(*zip(*batch), _resolve(opened, outcomes))
+                return
+            outcomes = []
+            for batch in _batches(rows(), batch_size):
+                outcomes.extend(_store_batch(opened, batch, key, text, seen, fingerprinter, keep))
+        # Second pass: the clusters are final, every record's verdict is read from them.
+        for start, batch in zip(range(0, len(outcomes), batch_size), _batches(rows(), batch_size)):
+            yield from zip(*zip(*batch), _resolve(opened, outcomes[start : start + batch_size]))
     finally:
         if opened is not store:
             opened.close()
@@ -128,73 +158,99 @@ def _check_distance(store: "Store", max_distance: int | None) -> None:
         )
 
 
-def _dedup_batch(store: "Store", batch, key_field: str, text_field: str, seen: set[str], fingerprinter):
+@dataclass(frozen=True)
+class _Stored:
+    """A record stored (or found stored) under ``key``: its verdict is read from its cluster."""
+
+    key: str
+    fingerprint: int
+    where: str
+
+
+def _store_batch(
+    store: "Store", batch, key_field: str, text_field: str, seen: set[str], fingerprinter, keep: str
+) -> list[Verdict | _Stored]:
+    """Validate, fingerprint and store one batch; a final verdict for records that cannot be stored."""
     from .store import NewDocument, validate_key
 
-    verdicts: list[Verdict | None] = [None] * len(batch)
+    outcomes: list[Verdict | _Stored | None] = [None] * len(batch)
     sources: list[tuple[int, Source]] = []
     for position, (where, record) in enumerate(batch):
         if isinstance(record, Skip):
-            verdicts[position] = Verdict(None, False, problem=str(record))
+            outcomes[position] = Verdict(None, False, problem=str(record))
             continue
         key, text = record.get(key_field), record.get(text_field)
         if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
-            verdicts[position] = Verdict(None, False, problem=f"{where}: no {key_field!r} field with a string or integer")
+            outcomes[position] = Verdict(None, False, problem=f"{where}: no {key_field!r} field with a string or integer")
             continue
         key = str(key)
         if not isinstance(text, str):
-            verdicts[position] = Verdict(key, False, problem=f"{where}: no {text_field!r} field with a string")
+            outcomes[position] = Verdict(key, False, problem=f"{where}: no {text_field!r} field with a string")
             continue
         try:
             validate_key(key)
         except InvalidKeyError as exc:
-            verdicts[position] = Verdict(None, False, problem=f"{where}: {exc}")
+            outcomes[position] = Verdict(None, False, problem=f"{where}: {exc}")
             continue
         if key in seen:
-            verdicts[position] = Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
+            outcomes[position] = Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
             continue
         seen.add(key)
         sources.append((position, Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")))))
     prepared = fingerprinter.submit([(source, None) for _, source in sources])(None)
-    fingerprinted: dict[str, tuple[int, Any]] = {}
+    new: list = []
+    fingerprinted: dict[str, Any] = {}
     for (position, source), item in zip(sources, prepared):
+        where = batch[position][0]
         if item.skip is not None:
-            # Empty or wordless text cannot be compared: passed through, not stored.
+            # Empty or wordless text cannot be compared: passed through as kept, not stored.
             deliberate = item.skip.reason in DELIBERATE
-            where = batch[position][0]
-            verdicts[position] = Verdict(
-                source.key, deliberate, problem=None if deliberate else f"{where}: {item.skip.reason} ({item.skip.detail})"
+            detail = f" ({item.skip.detail})" if item.skip.detail else ""
+            outcomes[position] = Verdict(
+                source.key, deliberate, problem=None if deliberate else f"{where}: {item.skip.reason}{detail}"
             )
-        else:
-            fingerprinted[source.key] = (position, item)
+            continue
+        outcomes[position] = _Stored(source.key, item.fingerprint, where)
+        fingerprinted[source.key] = item
     if fingerprinted:
-        stored = store.memberships(list(fingerprinted))
+        stored = store.versions(list(fingerprinted))
         new = [
             NewDocument(k, item.fingerprint, item.digest, item.length)
-            for k, (_, item) in fingerprinted.items()
+            for k, item in fingerprinted.items()
             if k not in stored
         ]
         if new:
             store.add_batch(new)
-            stored.update(store.memberships([d.key for d in new]))
-        for k, (position, item) in fingerprinted.items():
-            membership = stored.get(k)
-            where = batch[position][0]
-            if membership is None:  # removed by someone else meanwhile
-                verdicts[position] = Verdict(k, False, item.fingerprint, problem=f"{where}: removed from the store meanwhile")
-            elif membership.fingerprint != item.fingerprint:
-                verdicts[position] = Verdict(
-                    k, False, item.fingerprint,
-                    problem=f"{where}: key {k!r} is already stored with another text (remove it, or use another key)",
-                )
-            elif membership.cluster is None or membership.is_representative:
-                verdicts[position] = Verdict(k, True, item.fingerprint, membership.cluster, None, 0)
-            else:
-                verdicts[position] = Verdict(
-                    k, False, item.fingerprint, membership.cluster, membership.representative, membership.distance
-                )
-    for (where, record), verdict in zip(batch, verdicts):
-        yield where, record, verdict
+            if keep == "longest":
+                store.prefer_longest([d.key for d in new])
+    return outcomes  # type: ignore[return-value]
+
+
+def _resolve(store: "Store", outcomes: list[Verdict | _Stored]) -> list[Verdict]:
+    """Each stored record's verdict from its cluster: kept if it is the representative."""
+    keys = [o.key for o in outcomes if isinstance(o, _Stored)]
+    memberships = store.memberships(keys) if keys else {}
+    verdicts = []
+    for outcome in outcomes:
+        if isinstance(outcome, Verdict):
+            verdicts.append(outcome)
+            continue
+        membership = memberships.get(outcome.key)
+        k, value, where = outcome.key, outcome.fingerprint, outcome.where
+        if membership is None:
+            verdicts.append(Verdict(k, False, value, problem=f"{where}: removed from the store meanwhile"))
+        elif membership.fingerprint != value:
+            verdicts.append(
+                Verdict(k, False, value, problem=f"{where}: key {k!r} is already stored with another text "
+                        "(remove it, or use another key)")
+            )
+        elif membership.cluster is None or membership.is_representative:
+            verdicts.append(Verdict(k, True, value, membership.cluster, None, 0))
+        else:
+            verdicts.append(
+                Verdict(k, False, value, membership.cluster, membership.representative, membership.distance)
+            )
+    return verdicts
 
 
 __all__ = ["ClusterDistanceError", "Verdict", "dedup", "dedup_rows"]

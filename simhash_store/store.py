@@ -802,6 +802,14 @@ class Store:
         return self._read(clusters.state)
 
     @_database_errors
+    def prefer_longest(self, keys: Sequence[str]) -> int:
+        """Make each stored key its cluster's representative if it is longer than the current one."""
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            with connection.connection.driver_connection.cursor() as cursor:
+                return clusters.prefer_longest(cursor, keys)
+
+    @_database_errors
     def memberships(self, keys: Sequence[str]) -> dict[str, clusters.Membership]:
         """Cluster, representative and distance to it of each stored key among ``keys``."""
         self._prepare(record=False)

@@ -216,3 +216,28 @@ def test_explain_reads_files_and_reports_a_missing_one(tmp_path):
     missing = CliRunner().invoke(app, ["explain", str(tmp_path / "a.txt"), str(tmp_path / "nope.txt")])
     assert missing.exit_code == 1
     assert missing.output.strip() == f"Error: cannot open {tmp_path / 'nope.txt'}: No such file or directory"
+
+
+def test_keep_longest_keeps_the_longest_copy_even_one_that_comes_later(database_url, tmp_path):
+    texts = _texts()
+    name = list(texts)[0]
+    short, longer = texts[name], _copy(texts[name])
+    other = list(texts.values())[1]
+    _write_jsonl(tmp_path / "one.jsonl", [{"key": "short", "text": short}, {"key": "other", "text": other},
+                                          {"key": "longer", "text": longer}])
+    args = ["dedup", str(tmp_path / "one.jsonl"), "--keep", "longest", "--annotate"]
+    first = _run(database_url, *args, "-o", str(tmp_path / "first.jsonl"))
+    assert first.exit_code == 0, first.output
+    rows = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["key"], r["duplicate_of"]) for r in rows] == [("short", "longer"), ("other", None), ("longer", None)]
+    assert rows[0]["cluster"] == rows[2]["cluster"]
+    assert _run(database_url, *args, "-o", str(tmp_path / "again.jsonl")).exit_code == 0
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
+    # A later batch with a still longer copy: it replaces the stored representative, in the same cluster.
+    _write_jsonl(tmp_path / "two.jsonl", [{"key": "longest", "text": longer + "\n本文转载自网络。"}])
+    second = _run(database_url, "dedup", str(tmp_path / "two.jsonl"), "--keep", "longest", "--annotate", "-o", "-", "-q")
+    [row] = [json.loads(line) for line in second.stdout.splitlines()]
+    assert (row["duplicate_of"], row["cluster"]) == (None, rows[0]["cluster"])
+    with Store(database_url) as store:
+        assert store.memberships(["longer"])["longer"].representative == "longest"
+    assert _run(database_url, "dedup", "-", "--keep", "longest").exit_code == 2
