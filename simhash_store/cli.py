@@ -391,7 +391,7 @@ def dedup_command(
         annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
                             "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
     kept = duplicates = bad = 0
-    fingerprinter = _early_fingerprinter(None, jobs, None)
+    fingerprinter = ingest.Fingerprinter(DEFAULT, jobs)  # workers start with the first batch big enough to need them
     with fingerprinter, opened_store() as store:
         try:
             writer = formats.RecordWriter(
