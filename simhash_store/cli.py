@@ -493,6 +493,84 @@ def explain(
     out.print(bits)
 
 
+@app.command()
+def calibrate(
+    paths: Annotated[
+        Optional[list[Path]], typer.Argument(help="Files and directories of your documents (default: stored keys that name files).")
+    ] = None,
+    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
+    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
+    sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
+    seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Record the recommended k in the store (store_info).")] = False,
+    scheme: SchemeOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of the table.")] = False,
+) -> None:
+    """Choose k on your own documents: recall of near-duplicate variants and false matches for each k.
+
+    Example: simhash-store calibrate --jsonl corpus.jsonl --plot calibrate.png
+    """
+    from . import calibrate as calibration
+
+    texts: list[tuple[str, str]] = []
+    skipped = 0
+    if jsonl is not None:
+        stream = sys.stdin.buffer if jsonl == "-" else _open_binary(jsonl)
+        for n, item in enumerate(corpus.read_jsonl(stream, jsonl, key_field=text_field, text_field=text_field)):
+            if isinstance(item, corpus.Source):
+                texts.append((str(n), item.text))
+            else:
+                skipped += 1
+    store_needed = apply or (not paths and jsonl is None) or scheme is None
+    with opened_store(scheme) if store_needed else contextlib.nullcontext(None) as store:
+        chosen = store.scheme if store is not None else _known_scheme(scheme)
+        if paths:
+            for item in corpus.walk(paths):
+                if isinstance(item, corpus.Source):
+                    try:
+                        texts.append((item.key, corpus.decode(Path(item.path).read_bytes()).text))
+                    except (OSError, corpus.DecodeError):
+                        skipped += 1
+        elif jsonl is None:
+            for key in store.sample_keys(sample * 4, seed):
+                try:
+                    texts.append((key, corpus.decode(Path(key).read_bytes()).text))
+                except (OSError, corpus.DecodeError):
+                    skipped += 1
+            if len(texts) < 2:
+                fail("the store keeps fingerprints, not texts, and fewer than two stored keys name readable files "
+                     "here: give the documents (PATHS or --jsonl)")
+        try:
+            result = calibration.calibrate(texts, chosen, sample=sample, seed=seed)
+        except ValueError as exc:
+            fail(str(exc))
+        if apply:
+            store.record_recommended_distance(result.recommended)
+    if plot is not None:
+        try:
+            calibration.plot(result, str(plot), f"{chosen.name}: {result.documents} documents, {result.pairs:,} pairs")
+        except ImportError:
+            fail("the plot needs matplotlib: pip install 'simhash-store[plot]'")
+    if as_json:
+        record = {
+            "documents": result.documents, "pairs": result.pairs, "recommended": result.recommended,
+            "reason": result.reason, "rows": [vars(row) for row in result.rows], "applied": apply,
+        }
+        out.print(json.dumps(record, ensure_ascii=False), markup=False)
+        return
+    table = Table(title=f"{result.documents} documents ({chosen.name}), {result.pairs:,} pairs of different documents",
+                  title_justify="left")
+    for column in ("k", "light variants found", "heavy variants found", "false matches", "share of pairs"):
+        table.add_column(column, justify="right")
+    for row in result.rows:
+        table.add_row(str(row.k), f"{row.light_recall:.1%}", f"{row.heavy_recall:.1%}", str(row.false_matches),
+                      f"{row.false_match_rate:.2g}", style="bold" if row.k == result.recommended else None)
+    out.print(table)
+    out.print(f"recommended k = {result.recommended}: {result.reason}" + ("; recorded in the store" if apply else ""),
+              markup=False)
+
+
 @app.command("fingerprint")
 def fingerprint_command(
     files: Annotated[list[str], typer.Argument(help="Documents ('-' for stdin).")],

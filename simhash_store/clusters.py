@@ -275,4 +275,12 @@ def prefer_longest(cursor: psycopg.Cursor, keys: Sequence[str]) -> int:
     return cursor.rowcount
 
 
+def sample_keys(cursor: psycopg.Cursor, count: int, seed: str) -> list[str]:
+    """Up to ``count`` stored keys in an order fixed by the seed (one pass over the keys)."""
+    rows = cursor.execute(
+        "SELECT key FROM simhash.documents ORDER BY md5(%s || key), key LIMIT %s", (seed, count)
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
 __all__ = ["Cluster", "Membership", "assign", "leaders", "memberships", "recluster", "stored_clusters"]

@@ -810,6 +810,20 @@ class Store:
                 return clusters.prefer_longest(cursor, keys)
 
     @_database_errors
+    def sample_keys(self, count: int, seed: str = "") -> list[str]:
+        """Up to ``count`` stored keys, the same ones for the same seed and contents (for calibrate)."""
+        self._prepare(record=False)
+        return self._read(lambda cursor: clusters.sample_keys(cursor, count, seed))
+
+    @_database_errors
+    def record_recommended_distance(self, max_distance: int) -> None:
+        """Record the k that ``calibrate`` recommends in ``store_info.recommended_max_distance``."""
+        _validate_distance(max_distance)
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            connection.execute(text("UPDATE simhash.store_info SET recommended_max_distance = :k"), {"k": max_distance})
+
+    @_database_errors
     def memberships(self, keys: Sequence[str]) -> dict[str, clusters.Membership]:
         """Cluster, representative and distance to it of each stored key among ``keys``."""
         self._prepare(record=False)

@@ -241,3 +241,32 @@ def test_keep_longest_keeps_the_longest_copy_even_one_that_comes_later(database_
     with Store(database_url) as store:
         assert store.memberships(["longer"])["longer"].representative == "longest"
     assert _run(database_url, "dedup", "-", "--keep", "longest").exit_code == 2
+
+
+# ------------------------------------------------------------ calibrate
+
+
+def test_calibrate_reports_recall_and_false_matches_per_k_and_records_its_advice(database_url, tmp_path):
+    texts = _texts()
+    _write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts.values()])
+    args = ["calibrate", "--jsonl", str(tmp_path / "docs.jsonl"), "--json", "--apply", "--plot", str(tmp_path / "k.png")]
+    result = _run(database_url, *args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rows = report["rows"]
+    assert report["documents"] == len(texts) and report["pairs"] == len(texts) * (len(texts) - 1) // 2
+    assert [row["k"] for row in rows] == list(range(21))
+    for column in ("light_recall", "heavy_recall", "false_matches"):
+        values = [row[column] for row in rows]
+        assert values == sorted(values)  # more bits allowed never finds less
+    assert rows[-1]["light_recall"] == 1.0 and rows[0]["false_matches"] == 0  # these texts are all different
+    assert (tmp_path / "k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Store(database_url) as store, store.engine.connect() as connection:
+        from sqlalchemy import text
+
+        recorded = connection.execute(text("SELECT recommended_max_distance FROM simhash.store_info")).scalar()
+    assert recorded == report["recommended"]
+    # The same seed gives the same figures; the store keeps no text, so without inputs it says so.
+    assert json.loads(_run(database_url, *args[:4], "--json").stdout)["rows"] == rows
+    bare = _run(database_url, "calibrate")
+    assert bare.exit_code == 1 and "the store keeps fingerprints, not texts" in bare.output
