@@ -126,14 +126,18 @@ def dedup_rows(
         if fingerprinter is not None:
             fingerprinter.scheme = scheme
         with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
-            if keep == "first":
-                for batch in _batches(rows(), batch_size):
-                    outcomes = _store_batch(opened, batch, key, text, seen, fingerprinter, keep)
-                    yield from zip(*zip(*batch), _resolve(opened, outcomes))
-                return
-            outcomes = []
+            # While the workers fingerprint one batch, the one before is stored and resolved.
+            outcomes: list = []
+            pending = None
             for batch in _batches(rows(), batch_size):
-                outcomes.extend(_store_batch(opened, batch, key, text, seen, fingerprinter, keep))
+                started = _start_batch(batch, key, text, seen, fingerprinter)
+                if pending is not None:
+                    yield from _finish_batch(opened, *pending, keep, outcomes)
+                pending = (batch, started)
+            if pending is not None:
+                yield from _finish_batch(opened, *pending, keep, outcomes)
+        if keep == "first":
+            return
         # Second pass: the clusters are final, every record's verdict is read from them.
         for start, batch in zip(range(0, len(outcomes), batch_size), _batches(rows(), batch_size)):
             yield from zip(*zip(*batch), _resolve(opened, outcomes[start : start + batch_size]))
@@ -167,11 +171,9 @@ class _Stored:
     where: str
 
 
-def _store_batch(
-    store: "Store", batch, key_field: str, text_field: str, seen: set[str], fingerprinter, keep: str
-) -> list[Verdict | _Stored]:
-    """Validate, fingerprint and store one batch; a final verdict for records that cannot be stored."""
-    from .store import NewDocument, validate_key
+def _start_batch(batch, key_field: str, text_field: str, seen: set[str], fingerprinter):
+    """Validate one batch and start fingerprinting its records: (outcomes so far, sources, collect)."""
+    from .store import validate_key
 
     outcomes: list[Verdict | _Stored | None] = [None] * len(batch)
     sources: list[tuple[int, Source]] = []
@@ -197,8 +199,24 @@ def _store_batch(
             continue
         seen.add(key)
         sources.append((position, Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")))))
-    prepared = fingerprinter.submit([(source, None) for _, source in sources])(None)
-    new: list = []
+    return outcomes, sources, fingerprinter.submit([(source, None) for _, source in sources])
+
+
+def _finish_batch(store: "Store", batch, started, keep: str, kept_outcomes: list):
+    """Store a batch whose fingerprints are coming; with keep first, yield its verdicts at once
+    (with keep longest, keep its outcomes for the second pass)."""
+    outcomes, sources, collect = started
+    outcomes = _store_batch(store, batch, outcomes, sources, collect(None), keep)
+    if keep == "first":
+        yield from zip(*zip(*batch), _resolve(store, outcomes))
+    else:
+        kept_outcomes.extend(outcomes)
+
+
+def _store_batch(store: "Store", batch, outcomes, sources, prepared, keep: str) -> list[Verdict | _Stored]:
+    """Store the fingerprinted records of one batch; a final verdict for records that cannot be stored."""
+    from .store import NewDocument
+
     fingerprinted: dict[str, Any] = {}
     for (position, source), item in zip(sources, prepared):
         where = batch[position][0]
