@@ -129,6 +129,11 @@ def main() -> None:
     print("| outcome | value | target |")
     print("|---|---:|---|")
     print(f"| originals kept | {originals_kept} of {originals} | all |")
+    for row in annotated:  # an original removed is a near-duplicate inside the corpus itself
+        if records[row["key"]][1] is None and row["duplicate_of"] is not None:
+            overlap = jaccard(shingles(records[row["key"]][0]), shingles(records[row["duplicate_of"]][0]))
+            print(f"|   removed: {row['key']} ~ {row['duplicate_of']} ({row['distance']} bits, "
+                  f"{overlap:.0%} of shingles shared) | | |")
     print(f"| light variants removed | {sum(light) / len(light):.3f} ({sum(light)} of {len(light)}) | >= {TARGET_LIGHT_REMOVED} |")
     print(f"| heavy variants removed | {sum(heavy) / len(heavy):.3f} ({sum(heavy)} of {len(heavy)}) | - |")
     for kind in KINDS:
