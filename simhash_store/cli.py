@@ -310,7 +310,10 @@ def recluster(
         typer.Option("--max-distance", "-k", min=0, max=64, help="Cluster at this distance (default: the store's)."),
     ] = None,
 ) -> None:
-    """Cluster every stored document afresh: for stores made before clusters existed, or at another distance.
+    """Cluster every stored document afresh, and keep clusters from then on (or re-cluster at another distance).
+
+    A store keeps clusters once this has run (or once dedup has filled it from empty): every
+    later write then puts its documents in clusters, at the cost of a radius search each.
 
     Example: simhash-store recluster -k 8
     """
@@ -756,6 +759,9 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
 
 
 def _print_stored_clusters(store, as_json: bool) -> None:
+    if store.cluster_state()[0] is None:
+        fail("this store keeps no clusters: run `simhash-store recluster` to cluster it "
+             "(from then on every write keeps the clusters, at a radius search per document)")
     groups = store.stored_clusters()
     for group in groups:
         if as_json:

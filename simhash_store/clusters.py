@@ -6,9 +6,11 @@ oldest); with none that near, it starts a cluster of its own, whose id is its do
 id and whose representative it is. Clusters never merge, so no id ever changes as
 documents arrive (docs/dedup.md says why, and what happens to chains).
 
-The write path calls :func:`assign` inside its transaction, after its rows are in;
-writers take turns on an advisory lock there, so two near-duplicates written at the
-same time by two processes end in one cluster. :func:`recluster` redoes a whole store,
+A store keeps clusters once asked to (``store_info.cluster_max_distance`` set by
+:func:`recluster`): each document written then costs a radius search. The write path
+calls :func:`assign` inside its transaction, after its rows are in; writers take turns
+on an advisory lock there, so two near-duplicates written at the same time by two
+processes end in one cluster. :func:`recluster` redoes a whole store,
 at its distance or another. The leader rule itself is :func:`leaders`, pure numpy.
 
 >>> import numpy as np
@@ -74,14 +76,14 @@ def lock(cursor: psycopg.Cursor) -> None:
     cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", (PROJECT_LOCK_SPACE, CLUSTER_LOCK))
 
 
-def max_distance(cursor: psycopg.Cursor) -> int:
-    """The distance at which this store clusters (``store_info.cluster_max_distance``)."""
+def max_distance(cursor: psycopg.Cursor) -> int | None:
+    """The distance at which this store clusters (``store_info.cluster_max_distance``); None: it keeps no clusters."""
     row = cursor.execute("SELECT cluster_max_distance FROM simhash.store_info").fetchone()
-    return row[0] if row else 11
+    return row[0] if row else None
 
 
-def state(cursor: psycopg.Cursor) -> tuple[int, bool]:
-    """(cluster distance, whether some stored document has no cluster yet)."""
+def state(cursor: psycopg.Cursor) -> tuple[int | None, bool]:
+    """(cluster distance or None, whether some stored document has no cluster)."""
     unclustered = cursor.execute("SELECT EXISTS (SELECT FROM simhash.documents WHERE cluster IS NULL)").fetchone()[0]
     return max_distance(cursor), unclustered
 
@@ -91,8 +93,13 @@ def assign(cursor: psycopg.Cursor, keys: Sequence[str]) -> None:
     (the input order: the first of near-duplicates leads). Call it inside the write's transaction."""
     if not keys:
         return
-    lock(cursor)
     k = max_distance(cursor)
+    if k is None:  # this store keeps no clusters
+        return
+    lock(cursor)
+    k = max_distance(cursor)  # again under the lock: a recluster may have changed it meanwhile
+    if k is None:
+        return
     position = {key: i for i, key in enumerate(keys)}
     rows = cursor.execute(
         "SELECT id, fingerprint, key FROM simhash.documents WHERE key = ANY(%s::text[]) AND cluster IS NULL",

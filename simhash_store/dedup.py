@@ -147,17 +147,25 @@ def dedup_rows(
 
 
 def _check_distance(store: "Store", max_distance: int | None) -> None:
+    """Deduplicate against clusters at the distance asked for; an empty store starts keeping them."""
     distance, unclustered = store.cluster_state()
-    if max_distance is not None and max_distance != distance:
-        if not store.is_empty():
+    if distance is None or (max_distance is not None and max_distance != distance):
+        if store.is_empty():
+            store.recluster(max_distance)
+            return
+        if distance is None:
             raise ClusterDistanceError(
-                f"the store's clusters are made at distance {distance}, not {max_distance}: "
-                f"run `simhash-store recluster -k {max_distance}` first, or leave out -k"
+                "this store keeps no clusters yet: run `simhash-store recluster"
+                + (f" -k {max_distance}" if max_distance is not None else "")
+                + "` first (it clusters what is stored, and every later write keeps the clusters)"
             )
-        store.recluster(max_distance)
+        raise ClusterDistanceError(
+            f"the store's clusters are made at distance {distance}, not {max_distance}: "
+            f"run `simhash-store recluster -k {max_distance}` first, or leave out -k"
+        )
     if unclustered:
         raise ClusterDistanceError(
-            "some stored documents have no cluster yet (stored before clusters existed, or bulk-loaded): "
+            "some stored documents have no cluster (bulk-loaded, or inserted in SQL by another application): "
             "run `simhash-store recluster` first"
         )
 

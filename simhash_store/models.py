@@ -85,8 +85,8 @@ class StoreInfo(Base):
     scheme_name: Mapped[str] = mapped_column(Text)
     scheme: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    cluster_max_distance: Mapped[int] = mapped_column(
-        Integer, server_default=text("11"), comment="distance (bits) at which documents join a cluster"
+    cluster_max_distance: Mapped[int | None] = mapped_column(
+        Integer, comment="distance (bits) at which new documents join clusters; NULL: the store keeps no clusters"
     )
     recommended_max_distance: Mapped[int | None] = mapped_column(Integer, comment="k chosen by calibrate --apply")
 

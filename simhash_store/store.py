@@ -784,7 +784,11 @@ class Store:
 
     @_database_errors
     def recluster(self, max_distance: int | None = None) -> tuple[int, int]:
-        """Cluster every stored document afresh (at ``max_distance``, else the store's); (documents, clusters)."""
+        """Cluster every stored document afresh, and keep clusters from now on; (documents, clusters).
+
+        At ``max_distance``, else the store's cluster distance, else the default distance.
+        Every later write then assigns clusters to its documents, at the cost of a radius search each.
+        """
         if max_distance is not None:
             _validate_distance(max_distance)
         self._prepare(record=True)
@@ -792,12 +796,13 @@ class Store:
             raw = connection.connection.driver_connection
             if max_distance is None:
                 with raw.cursor() as cursor:
-                    max_distance = clusters.max_distance(cursor)
+                    max_distance = clusters.max_distance(cursor) or DEFAULT_MAX_DISTANCE
             return clusters.recluster(raw, max_distance)
 
     @_database_errors
-    def cluster_state(self) -> tuple[int, bool]:
-        """The distance at which this store clusters, and whether any stored document has no cluster yet."""
+    def cluster_state(self) -> tuple[int | None, bool]:
+        """The distance at which this store clusters (None: it keeps no clusters), and whether any
+        stored document has no cluster."""
         self._prepare(record=False)
         return self._read(clusters.state)
 

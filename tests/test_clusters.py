@@ -60,6 +60,7 @@ def test_leader_clustering_equals_the_definition(values, k):
 
 def test_near_duplicates_join_the_first_and_chains_are_cut(store, database_url):
     # b is 6 bits from a; c is 6 bits from b but 12 from a: leader clustering does not chain.
+    assert store.recluster() == (0, 0)  # from now on this store keeps clusters, at k = 11
     store.add([NewDocument("a", 0), NewDocument("b", _bits(6)), NewDocument("c", _bits(12)),
                NewDocument("far", _bits(40, 20))])
     ids = {key: store.get(key).id for key in "abc"}
@@ -72,6 +73,7 @@ def test_near_duplicates_join_the_first_and_chains_are_cut(store, database_url):
 
 
 def test_a_second_batch_never_renumbers_an_existing_cluster(store, database_url):
+    store.recluster()
     rng = np.random.default_rng(7)
     originals = [int(v) for v in rng.integers(0, 2**63, 60, dtype=np.int64)]
     first = [NewDocument(f"one/{i}", v) for i, v in enumerate(originals)]
@@ -97,6 +99,7 @@ def test_sql_access_for_read_only_roles(database_url, pg_server):
         connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
     try:
         with Store(database_url) as store:
+            store.recluster()
             store.add([NewDocument("a", 0), NewDocument("b", _bits(4)), NewDocument("c", _bits(30, 30))])
             store.grant_read_only(role)
             a_id = store.get("a").id
@@ -125,6 +128,7 @@ def test_cluster_function_pins_its_search_path(database_url):
 
 
 def test_a_removed_representative_leaves_its_cluster_a_representative(store, database_url):
+    store.recluster()
     store.add([NewDocument("a", 0), NewDocument("b", _bits(2)), NewDocument("c", _bits(3))])
     store.remove(["a"])
     with psycopg.connect(_plain(database_url)) as connection:
@@ -134,7 +138,7 @@ def test_a_removed_representative_leaves_its_cluster_a_representative(store, dat
 def test_recluster_assigns_bulk_loaded_stores_and_changes_distance(store, database_url):
     store.load([NewDocument("a", 0), NewDocument("b", _bits(6)), NewDocument("c", _bits(3, 40))])
     assert set(_clusters(database_url).values()) == {None}
-    assert store.cluster_state() == (11, True)
+    assert store.cluster_state() == (None, True)
     assert store.recluster() == (3, 1)
     assert store.recluster(4) == (3, 2)
     assert store.cluster_state() == (4, False)
@@ -148,6 +152,8 @@ def test_concurrent_writers_put_near_duplicates_in_one_cluster(database_url):
     rounds = 15
     rng = np.random.default_rng(3)
     bases = [int(v) for v in rng.integers(0, 2**63, rounds, dtype=np.int64)]
+    with Store(database_url) as store:
+        store.recluster()
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
 
@@ -172,6 +178,7 @@ def test_concurrent_writers_put_near_duplicates_in_one_cluster(database_url):
 
 
 def test_dups_clusters_shows_ids_representatives_and_distances(store, database_url):
+    store.recluster()
     store.add([NewDocument("x", 0), NewDocument("y", _bits(5)), NewDocument("z", _bits(2, 50))])
     x = store.get("x").id
     result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"])
@@ -194,6 +201,19 @@ def test_downgrade_removes_clusters_and_keeps_documents(empty_database_url):
         assert connection.execute(text("SELECT to_regprocedure('simhash.cluster_of(text)')")).scalar() is None
     migrate.upgrade(engine)
     with Store(engine) as store:
-        assert store.cluster_state() == (11, True)
+        assert store.cluster_state() == (None, True)
         assert store.recluster() == (2, 1)
+        assert store.cluster_state() == (11, False)
     engine.dispose()
+
+
+def test_a_store_keeps_no_clusters_until_asked(store, database_url):
+    # Clustering costs a radius search per document written, so plain stores do not pay it.
+    store.add([NewDocument("a", 0), NewDocument("b", 1)])
+    assert set(_clusters(database_url).values()) == {None}
+    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: this store keeps no clusters: run `simhash-store recluster`")
+    store.recluster()
+    store.add([NewDocument("c", 3)])
+    assert len(set(_clusters(database_url).values())) == 1

@@ -166,9 +166,12 @@ def test_python_api_yields_records_and_verdicts(database_url):
     assert [v.duplicate_of for v in verdicts[5:]] == list(_texts())[:3]
 
 
-def test_another_distance_needs_a_recluster(database_url):
+def test_a_store_without_clusters_or_at_another_distance_needs_a_recluster(database_url):
     with Store(database_url) as store:
         store.add([NewDocument("a", 0)])
+        with pytest.raises(ClusterDistanceError, match="this store keeps no clusters yet: run `simhash-store recluster`"):
+            list(dedup([{"key": "b", "text": "你好世界"}], store=store))
+        store.recluster()
         with pytest.raises(ClusterDistanceError, match="recluster -k 5"):
             list(dedup([{"key": "b", "text": "你好世界"}], store=store, max_distance=5))
         store.recluster(5)

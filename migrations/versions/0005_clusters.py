@@ -7,7 +7,9 @@ Create Date: 2026-11-22
 Leader clustering (see docs/dedup.md): a new document joins the cluster of the nearest
 representative within ``store_info.cluster_max_distance`` bits, else it starts a cluster
 of its own, whose id is its document id and whose representative it is. Ids never change
-when documents arrive, so other applications may keep them.
+when documents arrive, so other applications may keep them. Clustering costs a radius
+search per document written, so a store keeps clusters only once asked to
+(``recluster``, or ``dedup`` into an empty store): the distance is NULL until then.
 
 """
 
@@ -23,10 +25,6 @@ branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
 SCHEMA = "simhash"
-
-# The default cluster distance is the project's default max distance when this revision
-# was written; written out, not imported, so the revision never changes.
-DEFAULT_CLUSTER_DISTANCE = 11
 
 CLUSTER_OF = """
 CREATE FUNCTION simhash.cluster_of(key text) RETURNS bigint
@@ -72,9 +70,8 @@ def upgrade() -> None:
     op.add_column(
         "store_info",
         sa.Column(
-            "cluster_max_distance", sa.Integer(), nullable=False,
-            server_default=sa.text(str(DEFAULT_CLUSTER_DISTANCE)),
-            comment="distance (bits) at which documents join a cluster",
+            "cluster_max_distance", sa.Integer(), nullable=True,
+            comment="distance (bits) at which new documents join clusters; NULL: the store keeps no clusters",
         ),
         schema=SCHEMA,
     )
