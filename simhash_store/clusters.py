@@ -33,6 +33,11 @@ from .pairs import near_pairs
 PROJECT_LOCK_SPACE = 0x53494D48
 CLUSTER_LOCK = 2
 
+# Up to this many clusters, a write compares its documents with every representative in
+# numpy (1,000 documents against 100,000 representatives: about 0.2 s) instead of a radius
+# search per document in SQL.
+IN_MEMORY_REPRESENTATIVES = 100_000
+
 _NEAREST_REPRESENTATIVE = """
     SELECT q.ordinality, n.cluster, n.distance, n.id
     FROM unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
@@ -110,16 +115,46 @@ def assign(cursor: psycopg.Cursor, keys: Sequence[str]) -> None:
     rows.sort(key=lambda row: position[row[2]])
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     signed = [r[1] for r in rows]
-    nearest = {}
-    for ordinality, cluster, distance, id_ in cursor.execute(
-        _NEAREST_REPRESENTATIVE, {"fingerprints": signed, "k": k}, prepare=True
-    ):
-        nearest[ordinality - 1] = (distance, id_, cluster)
-    values = np.array([from_signed(v) for v in signed], dtype=np.uint64)
+    values = np.array(signed, dtype=np.int64).view(np.uint64)
+    few = cursor.execute(
+        "SELECT count(*) FROM (SELECT FROM simhash.cluster_heads LIMIT %s) h", (IN_MEMORY_REPRESENTATIVES + 1,)
+    ).fetchone()[0]
+    if few <= IN_MEMORY_REPRESENTATIVES:
+        nearest = _nearest_in_memory(cursor, values, k)
+    else:
+        nearest = {}
+        for ordinality, cluster, distance, id_ in cursor.execute(
+            _NEAREST_REPRESENTATIVE, {"fingerprints": signed, "k": k}, prepare=True
+        ):
+            nearest[ordinality - 1] = (distance, id_, cluster)
     clusters, founders = _assign_in_order(ids, values, nearest, k)
     cursor.execute(_SET_CLUSTERS, {"ids": ids.tolist(), "clusters": clusters})
     if founders:
         cursor.execute(_NEW_HEADS, {"ids": founders})
+
+
+def _nearest_in_memory(cursor: psycopg.Cursor, values: np.ndarray, k: int) -> dict[int, tuple[int, int, int]]:
+    """The nearest representative within ``k`` of each value (ties: the lowest id), all representatives
+    read at once and compared in numpy: for a store with few clusters, far cheaper than a radius
+    search per document (a few ms each at k = 11), with the same answers."""
+    rows = cursor.execute(
+        "SELECT d.id, d.fingerprint, h.cluster FROM simhash.cluster_heads h "
+        "JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id"
+    ).fetchall()
+    nearest: dict[int, tuple[int, int, int]] = {}
+    if not rows:
+        return nearest
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    representatives = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64)
+    step = max(1, (1 << 22) // len(representatives))  # bounds the distance matrix at 4M cells
+    for start in range(0, len(values), step):
+        distances = np.bitwise_count(values[start : start + step, None] ^ representatives[None, :])
+        best = np.argmin(distances, axis=1)  # the first minimum: the lowest id among the nearest
+        for offset, column in enumerate(best.tolist()):
+            distance = int(distances[offset, column])
+            if distance <= k:
+                nearest[start + offset] = (distance, int(ids[column]), rows[column][2])
+    return nearest
 
 
 def _assign_in_order(

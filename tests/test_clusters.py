@@ -217,3 +217,29 @@ def test_a_store_keeps_no_clusters_until_asked(store, database_url):
     store.recluster()
     store.add([NewDocument("c", 3)])
     assert len(set(_clusters(database_url).values())) == 1
+
+
+def test_the_in_memory_and_sql_searches_cluster_alike(pg_server, monkeypatch):
+    # Few clusters: compared in numpy; many: a radius search per document in SQL. Same answers.
+    from simhash_store import clusters as clustering
+
+    rng = np.random.default_rng(11)
+    originals = [int(v) for v in rng.integers(0, 2**63, 40, dtype=np.int64)]
+    first = [NewDocument(f"o{i}", v) for i, v in enumerate(originals)]
+    second = [NewDocument(f"c{i}-{j}", v ^ int(rng.integers(0, 2**63)) & _bits(64) if j == 2 else v ^ _bits(4 + 3 * j, i))
+              for i, v in enumerate(originals) for j in range(3)]
+    results = []
+    for limit in (clustering.IN_MEMORY_REPRESENTATIVES, 0):
+        monkeypatch.setattr(clustering, "IN_MEMORY_REPRESENTATIVES", limit)
+        name = pg_server.create_database()
+        try:
+            url = pg_server.url(name)
+            with Store(url) as store:
+                store.recluster()
+                store.add(first)
+                store.add(second, batch_size=50)
+            results.append(_clusters(url))
+        finally:
+            pg_server.drop_database(name)
+    assert results[0] == results[1]
+    assert sum(1 for key, cluster in results[0].items() if key.startswith("c") and cluster == results[0]["o" + key[1:].split("-")[0]]) >= 60
