@@ -277,8 +277,8 @@ def dups(
         bool,
         typer.Option(
             "--clusters",
-            help="The stored clusters of two or more documents (ids, representative, distances to it) "
-            "instead of pairs; made at the store's cluster distance, -k does not apply.",
+            help="Clusters of two or more documents (ids, representative, distances to it) instead of pairs: "
+            "the stored ones, or, for a store without them or at another -k, those recluster would store.",
         ),
     ] = False,
     as_json: JsonFlag = False,
@@ -289,7 +289,7 @@ def dups(
     """
     with opened_store() as store:
         if clusters:
-            _print_stored_clusters(store, as_json)
+            _print_clusters(store, max_distance, as_json)
         else:
             pairs = store.pairs(max_distance)
             for pair in pairs:
@@ -758,15 +758,16 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
             out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
 
 
-def _print_stored_clusters(store, as_json: bool) -> None:
-    if store.cluster_state()[0] is None:
-        fail("this store keeps no clusters: run `simhash-store recluster` to cluster it "
-             "(from then on every write keeps the clusters, at a radius search per document)")
-    groups = store.stored_clusters()
+def _print_clusters(store, max_distance: int, as_json: bool) -> None:
+    """The stored clusters, or (a store without them, or another distance) those recluster would store."""
+    distance, unclustered = store.cluster_state()
+    stored = distance == max_distance and not unclustered
+    groups = store.stored_clusters() if stored else store.computed_clusters(max_distance)
     for group in groups:
         if as_json:
             record = {
                 "cluster": group.id, "representative": group.representative, "size": group.size,
+                "keys": [key for key, _ in group.members],
                 "members": [{"key": key, "distance": distance} for key, distance in group.members],
             }
             out.print(json.dumps(record, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"),
@@ -775,7 +776,9 @@ def _print_stored_clusters(store, as_json: bool) -> None:
             members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
             out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
     if not as_json:
-        err.print(f"{len(groups)} clusters of two or more documents at distance {store.cluster_state()[0]}")
+        err.print(f"{len(groups)} clusters of two or more documents at distance {max_distance}")
+    if not stored:
+        err.print(f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)")
 
 
 def _megabytes(size: int) -> str:

@@ -291,6 +291,28 @@ def stored_clusters(cursor: psycopg.Cursor, min_size: int = 2) -> list[Cluster]:
     return sorted(result, key=lambda c: (-c.size, c.id))
 
 
+def computed_clusters(ids: np.ndarray, values: np.ndarray, keys_of, k: int, min_size: int = 2) -> list[Cluster]:
+    """The clusters :func:`recluster` would store at ``k``, computed without storing them
+    (``keys_of``: ids -> {id: key})."""
+    order = np.argsort(ids, kind="stable")
+    ids, values = ids[order], values[order]
+    representative = leaders(values, k)
+    sizes = np.bincount(representative, minlength=len(ids))
+    members = np.flatnonzero(sizes[representative] >= min_size)
+    keys = keys_of(ids[members])
+    groups: dict[int, list[tuple[str, int]]] = {}
+    for position in members.tolist():
+        leader = int(representative[position])
+        distance = int(np.bitwise_count(values[position] ^ values[leader]))
+        groups.setdefault(leader, []).append((keys[int(ids[position])], distance))
+    result = []
+    for leader, group in groups.items():
+        lead_key = keys[int(ids[leader])]
+        ordered = sorted(group, key=lambda m: (m[0] != lead_key, m[1], m[0]))
+        result.append(Cluster(int(ids[leader]), lead_key, ordered))
+    return sorted(result, key=lambda c: (-c.size, c.id))
+
+
 _PREFER_LONGEST = """
     WITH given AS (
         SELECT d.cluster, d.id, coalesce(d.length, 0) AS length, u.position

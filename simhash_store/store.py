@@ -807,6 +807,13 @@ class Store:
         return self._read(clusters.state)
 
     @_database_errors
+    def computed_clusters(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[clusters.Cluster]:
+        """The clusters of two or more documents that :meth:`recluster` would keep at ``max_distance``, not stored."""
+        _validate_distance(max_distance)
+        ids, values = self._all_fingerprints()
+        return clusters.computed_clusters(ids, values, self._keys_of, max_distance)
+
+    @_database_errors
     def prefer_longest(self, keys: Sequence[str]) -> int:
         """Make each stored key its cluster's representative if it is longer than the current one."""
         self._prepare(record=True)

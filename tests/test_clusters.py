@@ -183,10 +183,17 @@ def test_dups_clusters_shows_ids_representatives_and_distances(store, database_u
     x = store.get("x").id
     result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"])
     assert result.exit_code == 0
-    assert [json.loads(line) for line in result.stdout.splitlines()] == [
-        {"cluster": x, "representative": "x", "size": 3,
+    expected = [
+        {"cluster": x, "representative": "x", "size": 3, "keys": ["x", "z", "y"],
          "members": [{"key": "x", "distance": 0}, {"key": "z", "distance": 2}, {"key": "y", "distance": 5}]}
     ]
+    assert [json.loads(line) for line in result.stdout.splitlines()] == expected
+    assert "computed, not stored" not in result.stderr
+    store.remove(["z"])
+    store.load([NewDocument("z", _bits(2, 50))])  # bulk-loaded: no cluster, so computed again, the same
+    again = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"])
+    assert [json.loads(line) for line in again.stdout.splitlines()] == expected
+    assert "computed, not stored" in again.stderr
 
 
 def test_downgrade_removes_clusters_and_keeps_documents(empty_database_url):
@@ -212,8 +219,9 @@ def test_a_store_keeps_no_clusters_until_asked(store, database_url):
     store.add([NewDocument("a", 0), NewDocument("b", 1)])
     assert set(_clusters(database_url).values()) == {None}
     result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters"])
-    assert result.exit_code == 1
-    assert result.output.startswith("Error: this store keeps no clusters: run `simhash-store recluster`")
+    assert result.exit_code == 0
+    assert result.stdout == "cluster %d (2): a <- b (1)\n" % store.get("a").id  # what recluster would store
+    assert "(computed, not stored: `simhash-store recluster -k 11` keeps them" in result.stderr
     store.recluster()
     store.add([NewDocument("c", 3)])
     assert len(set(_clusters(database_url).values())) == 1
