@@ -777,8 +777,8 @@ def _print_clusters(store, max_distance: int, as_json: bool) -> None:
             out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
     if not as_json:
         err.print(f"{len(groups)} clusters of two or more documents at distance {max_distance}")
-    if not stored:
-        err.print(f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)")
+        if not stored:
+            err.print(f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)")
 
 
 def _megabytes(size: int) -> str:
