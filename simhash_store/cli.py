@@ -394,7 +394,9 @@ def dedup_command(
         annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
                             "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
     kept = duplicates = bad = 0
-    fingerprinter = ingest.Fingerprinter(DEFAULT, jobs)  # workers start with the first batch big enough to need them
+    # Workers load their dictionaries while the store opens, as for add, unless the input is small.
+    size = sum(Path(path).stat().st_size for path in inputs if path != "-")
+    fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
     with fingerprinter, opened_store() as store:
         try:
             writer = formats.RecordWriter(
