@@ -16,27 +16,18 @@ from functools import lru_cache
 from itertools import combinations
 
 from .errors import InvalidFingerprintError
+from .validation import FINGERPRINT_WIDTHS as WIDTHS
+from .validation import validate_distance, validate_fingerprint
 
-WIDTHS = (32, 64, 128)
 BLOCK_BITS = 16
 BLOCK_COUNT = 4
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
 
 
-def _check(value: int, bits: int) -> int:
-    if bits not in WIDTHS:
-        raise InvalidFingerprintError(f"fingerprint width must be one of {WIDTHS}, not {bits}")
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << bits):
-        raise InvalidFingerprintError(
-            f"a {bits}-bit fingerprint is an integer in [0, 2**{bits}), not {value!r}"
-        )
-    return value
-
-
 def hamming(a: int, b: int, bits: int = 64) -> int:
     """Number of bit positions in which two fingerprints differ."""
-    return (_check(a, bits) ^ _check(b, bits)).bit_count()
+    return (validate_fingerprint(a, bits) ^ validate_fingerprint(b, bits)).bit_count()
 
 
 def similarity(a: int, b: int, bits: int = 64) -> float:
@@ -46,7 +37,7 @@ def similarity(a: int, b: int, bits: int = 64) -> float:
 
 def to_signed(value: int) -> int:
     """The unsigned 64-bit fingerprint as PostgreSQL's signed bigint (two's complement)."""
-    _check(value, 64)
+    value = validate_fingerprint(value, 64)
     return value - _U64 if value >= 1 << 63 else value
 
 
@@ -59,7 +50,7 @@ def from_signed(value: int) -> int:
 
 def to_hex(value: int, bits: int = 64) -> str:
     """Fixed-width lower-case hex: 16 digits for 64 bits."""
-    return format(_check(value, bits), f"0{bits // 4}x")
+    return format(validate_fingerprint(value, bits), f"0{bits // 4}x")
 
 
 def from_hex(text: str, bits: int = 64) -> int:
@@ -76,7 +67,7 @@ def from_hex(text: str, bits: int = 64) -> int:
 
 def blocks(value: int) -> tuple[int, int, int, int]:
     """The four 16-bit blocks of a 64-bit fingerprint, most significant first."""
-    _check(value, 64)
+    value = validate_fingerprint(value, 64)
     return tuple((value >> shift) & 0xFFFF for shift in (48, 32, 16, 0))  # type: ignore[return-value]
 
 
@@ -92,9 +83,7 @@ def join_blocks(parts: tuple[int, int, int, int] | list[int]) -> int:
 
 def block_radius(max_distance: int) -> int:
     """Pigeonhole: within ``max_distance`` bits, some 16-bit block is within this many bits."""
-    if not 0 <= max_distance <= 64:
-        raise InvalidFingerprintError(f"max distance must be between 0 and 64, not {max_distance}")
-    return max_distance // BLOCK_COUNT
+    return validate_distance(max_distance) // BLOCK_COUNT
 
 
 @lru_cache(maxsize=None)

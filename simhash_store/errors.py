@@ -39,6 +39,31 @@ class InvalidFingerprintError(SimhashStoreError, ValueError):
     """A fingerprint value or text that is not what it should be."""
 
 
+class InvalidValueError(SimhashStoreError, ValueError):
+    """A value the store cannot hold as given: an integer outside its column's range, metadata
+    that JSON in PostgreSQL cannot represent (NaN, NUL, lone surrogates), a wrong type."""
+
+
+class StoreSchemaError(SimhashStoreError):
+    """The database holds no store, or one at a revision this version does not read as it is."""
+
+
+class StoreNotFoundError(StoreSchemaError):
+    """No simhash store in the database: a read does not create one (``init``, ``add`` or ``import`` do)."""
+
+
+class StoreOutdatedError(StoreSchemaError):
+    """The store is at an older revision: a read does not upgrade it (``init`` or any write does)."""
+
+
+class StoreTooNewError(StoreSchemaError):
+    """The store was made or upgraded by a newer version of simhash-store (an unknown revision)."""
+
+
+class LockTimeoutError(DatabaseError):
+    """A lock the work needs was not granted within its ``lock_timeout``: someone else holds it."""
+
+
 class InputError(SimhashStoreError):
     """An input file or stream that cannot be used at all."""
 

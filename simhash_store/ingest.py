@@ -25,6 +25,7 @@ from .corpus import BAD_KEY, BAD_RECORD, NO_WORDS, UNREADABLE, DecodeError, Skip
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
+from .validation import validate_key
 
 if TYPE_CHECKING:
     from .store import SkippedNearDuplicate, Store
@@ -237,8 +238,6 @@ def _batches(items: Iterable, size: int) -> Iterator[list]:
 
 
 def _split(batch: list[Source | Skip], summary: IngestSummary) -> list[Source]:
-    from .store import validate_key
-
     sources = []
     for item in batch:
         if isinstance(item, Skip):

@@ -28,11 +28,12 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
 from . import clusters, migrate
 from .bits import from_signed, to_hex, to_signed
-from .config import redact, resolve_url
+from .config import SEARCH_PATH, lock_timeout, network_timeout, redact, resolve_url, scrub, secrets_of, session_arguments
 from .errors import (
+    DatabaseError,
     DatabaseUnavailableError,
-    InvalidFingerprintError,
-    InvalidKeyError,
+    InvalidValueError,
+    LockTimeoutError,
     PermissionDeniedError,
     SchemeError,
     SchemeMismatchError,
@@ -40,12 +41,24 @@ from .errors import (
 )
 from .pairs import near_clusters, near_pairs
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+from .validation import (
+    INT4,
+    MAX_KEY_BYTES,
+    validate_integer,
+    validate_key,
+    validate_metadata,
+    validate_optional_bytes,
+    validate_optional_text,
+)
+from .validation import validate_distance as _validate_distance
+from .validation import validate_fingerprint as _validate_fingerprint
 
-# PostgreSQL refuses B-tree entries over about 2,700 bytes; keys are unique-indexed.
-MAX_KEY_BYTES = 2048
 DEFAULT_BATCH_SIZE = 5000
+# Advisory locks of the project: the two-integer key space, first key "SIMH", so no other
+# application's single-bigint locks (or hashtext() keys) collide with ours by chance.
+ADVISORY_LOCK_SPACE = 0x53494D48  # "SIMH"
 # Serialises check-then-insert of --skip-near-duplicates writers across processes.
-SKIP_NEAR_DUPLICATES_LOCK = 0x53494D48  # "SIMH"
+SKIP_NEAR_DUPLICATES_LOCK = (ADVISORY_LOCK_SPACE, 1)
 _RETRYABLE = {"40P01", "40001"}  # deadlock detected, serialization failure
 # A pooled connection idle longer than this is pinged before use (a restarted server leaves
 # dead ones in the pool); one in steady use is not, so that a query stays one round trip.
@@ -156,8 +169,17 @@ _UPSERT = """
 
 
 def _validated(document: NewDocument) -> NewDocument:
+    """The document, if every field fits its column; else the field's SimhashStoreError."""
     validate_key(document.key)
     _validate_fingerprint(document.fingerprint)
+    if document.length is not None:
+        validate_integer(document.length, f"length of {document.key!r}", 0, INT4[1])
+    validate_optional_bytes(document.digest, f"digest of {document.key!r}")
+    validate_optional_text(document.stamp, f"stamp of {document.key!r}")
+    try:
+        validate_metadata(document.metadata)
+    except InvalidValueError as exc:
+        raise InvalidValueError(f"document {document.key!r}: {exc}") from None
     return document
 
 
@@ -177,33 +199,6 @@ def _copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewD
     return count
 
 
-def validate_key(key: object) -> str:
-    """A key PostgreSQL can store faithfully, or :class:`InvalidKeyError` saying why not."""
-    if not isinstance(key, str) or not key:
-        raise InvalidKeyError(f"a key must be a non-empty string, not {key!r}")
-    if "\x00" in key:
-        raise InvalidKeyError(f"key {key[:80]!r} contains a NUL character, which PostgreSQL text cannot hold")
-    try:
-        size = len(key.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidKeyError(f"key {key[:80]!r} is not valid Unicode (it holds a lone surrogate)") from None
-    if size > MAX_KEY_BYTES:
-        raise InvalidKeyError(f"key {key[:40]!r}... is {size} bytes long; keys are limited to {MAX_KEY_BYTES} bytes")
-    return key
-
-
-def _validate_fingerprint(value: object) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 0 <= int(value) < 1 << 64:
-        raise InvalidFingerprintError(f"a stored fingerprint is an unsigned 64-bit integer, not {value!r}")
-    return int(value)
-
-
-def _validate_distance(max_distance: int) -> int:
-    if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 64:
-        raise InvalidFingerprintError(f"max distance must be an integer from 0 to 64, not {max_distance!r}")
-    return max_distance
-
-
 def _check_query_options(max_distance: int, limit: int | None, method: str) -> None:
     _validate_distance(max_distance)
     if method not in ("auto", "probe", "scan"):
@@ -213,26 +208,113 @@ def _check_query_options(max_distance: int, limit: int | None, method: str) -> N
 
 
 def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
-    """Turn lost or refused connections into one clear :class:`DatabaseUnavailableError`."""
+    """Turn lost or refused connections, and lock or statement timeouts, into one clear error."""
 
     @functools.wraps(method)
     def wrapper(self: "Store", *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
-        except OperationalError as exc:
-            raise DatabaseUnavailableError(f"database {self.display_url}: {_first_line(exc.orig or exc)}") from None
-        except DBAPIError as exc:
-            if exc.connection_invalidated:
-                raise DatabaseUnavailableError(f"database {self.display_url}: connection lost") from None
-            if getattr(exc.orig, "sqlstate", None) == "42501":
-                raise PermissionDeniedError(f"database {self.display_url}: {_first_line(exc.orig)}") from None
+        except (DBAPIError, psycopg.Error) as exc:
+            driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
+            # Cleaning up after a silent server fails in turn ("the connection is closed"): say why.
+            driver_error = _silent_server_in(exc) or driver_error
+            message = f"database {self.display_url}: {scrub(_first_line(driver_error or exc), self._secrets)}"
+            sqlstate = getattr(driver_error, "sqlstate", None)
+            if sqlstate == "55P03":
+                raise LockTimeoutError(
+                    f"{message} (waited {lock_timeout():g} s for a lock another session holds; "
+                    "SIMHASH_STORE_LOCK_TIMEOUT sets the wait)"
+                ) from None
+            if sqlstate == "57014":
+                raise DatabaseError(f"{message} (SIMHASH_STORE_STATEMENT_TIMEOUT or the server's statement_timeout)") from None
+            if sqlstate == "42501":
+                raise PermissionDeniedError(message) from None
+            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+                raise DatabaseUnavailableError(f"{message} (connection lost)") from None
+            if isinstance(exc, (OperationalError, psycopg.OperationalError)):
+                raise DatabaseUnavailableError(message) from None
             raise
-        except psycopg.OperationalError as exc:  # the read path uses the driver directly
-            raise DatabaseUnavailableError(f"database {self.display_url}: {_first_line(exc)}") from None
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise PermissionDeniedError(f"database {self.display_url}: {_first_line(exc)}") from None
 
     return wrapper
+
+
+class _ServerSilentError(psycopg.OperationalError):
+    """The server sent nothing for the network timeout and took no new connection."""
+
+
+def _silent_server_in(error: BaseException | None) -> _ServerSilentError | None:
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, _ServerSilentError):
+            return error
+        if isinstance(error, DBAPIError) and isinstance(error.orig, _ServerSilentError):
+            return error.orig
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class _WatchedConnection(psycopg.Connection):
+    """A psycopg connection that notices a server gone silent, whatever the transport.
+
+    TCP keepalives catch a partitioned network or a frozen host, but not a server whose
+    host still answers TCP while PostgreSQL does not (a stopped postmaster, a proxy that
+    stopped forwarding), and not a Unix socket. So: once the server has sent nothing for
+    ``silence`` seconds while an answer is awaited, a second connection is tried; if that
+    cannot be made within the connect timeout either, the wait ends with
+    ``OperationalError`` and this connection is closed. A server that is merely busy
+    (an index build) accepts the second connection, and the wait goes on.
+    """
+
+    silence: float = 0.0
+    probe_arguments: dict[str, Any] = {}
+
+    def wait(self, gen, *args, **kwargs):
+        if self.silence <= 0:
+            return super().wait(gen, *args, **kwargs)
+        return super().wait(self._watched(gen), *args, **kwargs)
+
+    def _watched(self, gen):
+        heard = time.monotonic()
+        try:
+            state = next(gen)
+            while True:
+                ready = yield state
+                now = time.monotonic()
+                if ready:
+                    heard = now
+                elif now - heard >= self.silence:
+                    if not self._server_answers():
+                        self.pgconn.finish()
+                        raise _ServerSilentError(
+                            f"the server sent nothing for {self.silence:g} s and takes no new connection: "
+                            f"it is unreachable or frozen (SIMHASH_STORE_NETWORK_TIMEOUT sets the wait)"
+                        )
+                    heard = time.monotonic()
+                state = gen.send(ready)
+        except StopIteration as done:
+            return done.value
+
+    def _server_answers(self) -> bool:
+        arguments = {**self.probe_arguments, "connect_timeout": max(2, min(10, round(self.silence / 2)))}
+        try:
+            psycopg.connect(**arguments).close()
+        except psycopg.OperationalError as exc:
+            return "timeout expired" not in str(exc)
+        return True
+
+
+def _watched_connections(engine: Engine, silence: float) -> None:
+    """The engine's connections are :class:`_WatchedConnection` (when ``silence`` > 0)."""
+    if silence <= 0:
+        return
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect, record, cargs, cparams):
+        connection = _WatchedConnection.connect(*cargs, **cparams)
+        connection.silence = silence
+        connection.probe_arguments = dict(cparams)
+        return connection
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -248,12 +330,43 @@ def _ping_when_idle(engine: Engine) -> None:
         if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
             return
         try:
-            # Through libpq directly: psycopg would open a transaction around the ping.
-            ok = dbapi_connection.pgconn.exec_(b"SELECT 1").status == psycopg.pq.ExecStatus.TUPLES_OK
+            # Outside psycopg's transaction handling (it would open one around the ping), but
+            # through its wait loop, so a silent server is noticed (_WatchedConnection).
+            pgconn = dbapi_connection.pgconn
+            pgconn.send_query(b"SELECT 1")
+            results = dbapi_connection.wait(psycopg.generators.execute(pgconn))
+            ok = bool(results) and results[-1].status == psycopg.pq.ExecStatus.TUPLES_OK
         except psycopg.Error:
             ok = False
         if not ok:
             raise DisconnectionError("the pooled connection is dead")  # the pool replaces it
+
+
+# For an engine the caller made, sessions are the caller's: the path is pinned for each of
+# the library's transactions only (SET LOCAL), never for the session.
+# One statement, so that it can go down a pipeline with the query it guards.
+_PIN_FOR_TRANSACTION = (
+    f"SELECT pg_catalog.set_config('search_path', '{SEARCH_PATH}', true), "
+    "pg_catalog.set_config('lock_timeout', %s, true)"
+)
+
+
+def _pin_transaction(cursor) -> None:
+    cursor.execute(_PIN_FOR_TRANSACTION, (f"{round(lock_timeout() * 1000)}ms",))
+
+
+def _guest_engine(engine: Engine) -> Engine:
+    """A view of a caller's engine (same pool) whose transactions run under the pinned search_path."""
+    guest = engine.execution_options()  # an OptionEngine: its own event listeners, the caller's pool
+
+    @event.listens_for(guest, "begin")
+    def pin(connection) -> None:
+        raw = connection.connection.driver_connection
+        if not raw.autocommit:
+            with raw.cursor() as cursor:
+                _pin_transaction(cursor)
+
+    return guest
 
 
 def _first_line(error: BaseException) -> str:
@@ -278,8 +391,9 @@ class Store:
                 f"makes {self._requested_scheme.bits}-bit ones"
             )
         self._url = url
-        self._engine: Engine | None = url if isinstance(url, Engine) else None
+        self._engine: Engine | None = _guest_engine(url) if isinstance(url, Engine) else None
         self._owns_engine = self._engine is None
+        self._secrets: list[str] = []
         self._scheme: Scheme | None = None
         self._ready = False
 
@@ -289,8 +403,11 @@ class Store:
     def engine(self) -> Engine:
         if self._engine is None:
             url = resolve_url(self._url)  # type: ignore[arg-type]
-            self._engine = create_engine(url, pool_size=2, max_overflow=4)
-            _ping_when_idle(self._engine)
+            self._secrets = secrets_of(url)
+            engine = create_engine(url, pool_size=2, max_overflow=4, connect_args=session_arguments(url))
+            _watched_connections(engine, network_timeout())
+            _ping_when_idle(engine)
+            self._engine = engine
         return self._engine
 
     @property
@@ -512,9 +629,7 @@ class Store:
         """Store one batch in one transaction (the unit of progress of an interrupted run)."""
         self._prepare(record=True)
         latest: dict[str, NewDocument] = {}
-        for document in documents:
-            validate_key(document.key)
-            _validate_fingerprint(document.fingerprint)
+        for document in map(_validated, documents):
             latest.pop(document.key, None)  # the last of repeated keys wins, in its place
             latest[document.key] = document
         # Input order matters to --skip-near-duplicates (the first of near-duplicates is kept);
@@ -539,7 +654,7 @@ class Store:
         result = AddResult()
         with self.engine.begin() as connection:
             if skip_near_duplicates and documents:
-                connection.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": SKIP_NEAR_DUPLICATES_LOCK})
+                self._take_skip_near_duplicates_lock(connection)
                 documents, result.near_duplicates = self._drop_near_duplicates(connection, documents, max_distance)
             if not documents:
                 return result
@@ -562,6 +677,32 @@ class Store:
         result.added, result.updated = added, updated
         result.unchanged += len(documents) - added - updated
         return result
+
+    def _take_skip_near_duplicates_lock(self, connection: Connection) -> None:
+        """Wait (at most the lock timeout) for this transaction's turn to check and insert."""
+        space, key = SKIP_NEAR_DUPLICATES_LOCK
+        try:
+            connection.execute(text("SELECT pg_catalog.pg_advisory_xact_lock(:space, :key)"), {"space": space, "key": key})
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) != "55P03":
+                raise
+            with self.engine.connect() as other:  # this transaction is aborted
+                holders = other.execute(
+                    text(
+                        "SELECT a.pid, a.usename, a.application_name FROM pg_catalog.pg_locks l "
+                        "JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid "
+                        "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
+                        "AND l.classid = CAST(:space AS pg_catalog.oid) AND l.objid = CAST(:key AS pg_catalog.oid) "
+                        "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())"
+                    ),
+                    {"space": space, "key": key},
+                ).all()
+            who = ", ".join(f"pid {pid} (role {user}{', ' + app if app else ''})" for pid, user, app in holders)
+            raise LockTimeoutError(
+                f"database {self.display_url}: another session held the --skip-near-duplicates lock "
+                f"(advisory lock {space}, {key}) for over {lock_timeout():g} s{': ' + who if who else ''}; "
+                "nothing of this batch was stored (SIMHASH_STORE_LOCK_TIMEOUT sets the wait)"
+            ) from None
 
     def _drop_near_duplicates(
         self, connection: Connection, documents: list[NewDocument], max_distance: int
@@ -616,11 +757,16 @@ class Store:
             try:
                 raw.autocommit = True
                 with raw.cursor() as cursor:
+                    if not self._owns_engine:  # the caller's session: pin the path for this read only
+                        with raw.pipeline(), raw.transaction():
+                            _pin_transaction(cursor)
+                            return work(cursor)
                     return work(cursor)
             except psycopg.OperationalError as exc:
-                if not raw.broken or attempt == 2:
-                    raise
-                pooled.invalidate(exc)
+                if raw.broken:
+                    pooled.invalidate(exc)  # closed, not reset: a rollback on it would fail and be logged
+                if not raw.broken or attempt == 2 or isinstance(exc, _ServerSilentError):
+                    raise  # a server found silent is not asked again: that would wait out a connect timeout
             finally:
                 if not raw.broken:
                     raw.autocommit = False
@@ -855,6 +1001,8 @@ class Store:
 
         It may call ``simhash.near`` and ``simhash.distance`` and read every table of the
         schema (including tables later migrations add); it cannot insert, update or delete.
+        Raises :class:`PermissionDeniedError`, granting nothing, when this role may not
+        grant that (PostgreSQL itself only warns "no privileges were granted").
         """
         from psycopg import sql
 
@@ -870,11 +1018,31 @@ class Store:
         ]
         with self.engine.begin() as connection:
             raw = connection.connection.driver_connection
-            exists = raw.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+            exists = raw.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone()
             if not exists:
                 raise PermissionDeniedError(f"there is no role {role!r}; create it first (CREATE ROLE ... LOGIN)")
             for statement in statements:
                 raw.execute(statement.format(who))
+            # Checked, not trusted: a GRANT by a role without the grant option succeeds with a warning.
+            missing = raw.execute(
+                "SELECT 'schema simhash' WHERE NOT pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'USAGE') "
+                "UNION ALL SELECT 'table simhash.' || c.relname FROM pg_catalog.pg_class c "
+                "WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm') "
+                "AND NOT pg_catalog.has_table_privilege(%(role)s, c.oid, 'SELECT') "
+                "UNION ALL SELECT 'function simhash.' || p.proname FROM pg_catalog.pg_proc p "
+                "WHERE p.pronamespace = CAST('simhash' AS pg_catalog.regnamespace) "
+                "AND NOT pg_catalog.has_function_privilege(%(role)s, p.oid, 'EXECUTE')",
+                {"role": role},
+            ).fetchall()
+            if missing:
+                me, owner = raw.execute(
+                    "SELECT current_user, pg_catalog.pg_get_userbyid(nspowner) FROM pg_catalog.pg_namespace "
+                    "WHERE nspname = 'simhash'"
+                ).fetchone()
+                raise PermissionDeniedError(
+                    f"role {me} may not grant read access to the store ({missing[0][0]} not granted; "
+                    f"PostgreSQL granted nothing): run grant-read as the store's owner ({owner}) or a superuser"
+                )
 
     # ------------------------------------------------------------ statistics
 

@@ -1,12 +1,16 @@
-"""Who may do what: read-only roles, no password in output, a private embedded server."""
+"""Who may do what: read-only roles, hostile neighbours in public, no password anywhere, a private embedded server."""
 
 from __future__ import annotations
 
 import json
 import stat
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 from sqlalchemy import create_engine, text
@@ -112,3 +116,251 @@ def test_embedded_server_listens_on_a_private_socket_only(pg_server):
     mode = socket_dir.stat().st_mode
     assert not mode & (stat.S_IWOTH | stat.S_IXOTH), f"{socket_dir} is open to other users"
     assert socket_dir.is_dir()
+
+
+# ------------------------------------------------------------ hostile neighbours
+
+# Look-alikes an attacker who may CREATE in public defines: each is a better match than the
+# built-in for an argument type the library (or simhash.near's body) uses, so an unpinned
+# session would run it. Each calls public.trap, which records who ran it.
+_TRAPS = """
+CREATE TABLE public.stolen (who text, what text);
+GRANT INSERT ON public.stolen TO PUBLIC;
+CREATE FUNCTION public.trap(what text) RETURNS void LANGUAGE sql AS $$ INSERT INTO public.stolen VALUES (current_user, what) $$;
+CREATE FUNCTION public.unnest(bigint[]) RETURNS SETOF bigint LANGUAGE plpgsql
+  AS $$ BEGIN PERFORM public.trap('unnest(bigint[])'); RETURN QUERY SELECT * FROM pg_catalog.unnest($1); END $$;
+CREATE FUNCTION public.unnest(text[]) RETURNS SETOF text LANGUAGE plpgsql
+  AS $$ BEGIN PERFORM public.trap('unnest(text[])'); RETURN QUERY SELECT * FROM pg_catalog.unnest($1); END $$;
+CREATE FUNCTION public.pg_advisory_xact_lock(integer) RETURNS void LANGUAGE plpgsql
+  AS $$ BEGIN PERFORM public.trap('pg_advisory_xact_lock(integer)'); END $$;
+CREATE FUNCTION public.to_regclass(character varying) RETURNS regclass LANGUAGE plpgsql
+  AS $$ BEGIN PERFORM public.trap('to_regclass(varchar)'); RETURN pg_catalog.to_regclass($1::text); END $$;
+CREATE FUNCTION public.band(bigint, integer) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
+  AS $$ BEGIN PERFORM public.trap('bigint & integer'); RETURN $1 OPERATOR(pg_catalog.&) $2::bigint; END $$;
+CREATE OPERATOR public.& (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = public.band);
+CREATE FUNCTION public.bxor(bigint, integer) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
+  AS $$ BEGIN PERFORM public.trap('bigint # integer'); RETURN $1 OPERATOR(pg_catalog.#) $2::bigint; END $$;
+CREATE OPERATOR public.# (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = public.bxor);
+CREATE FUNCTION public.bit_count(bit) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
+  AS $$ BEGIN PERFORM public.trap('bit_count(bit)'); RETURN pg_catalog.bit_count($1); END $$;
+"""
+
+
+@pytest.fixture
+def attacker(database_url):
+    """A role that may create objects in public (as everyone could before PostgreSQL 15), with its traps set."""
+    role = f"simhash_attacker_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+        connection.execute(text(f'GRANT CREATE, USAGE ON SCHEMA public TO "{role}"'))
+    with psycopg.connect(_plain(database_url.set(username=role, password=None)), autocommit=True) as connection:
+        connection.execute(_TRAPS)
+    yield admin
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP OWNED BY "{role}"'))
+        connection.execute(text(f'DROP ROLE "{role}"'))
+    admin.dispose()
+
+
+def _sprung(admin) -> list[tuple[str, str]]:
+    with admin.connect() as connection:
+        return [tuple(row) for row in connection.execute(text("SELECT who, what FROM public.stolen"))]
+
+
+def test_look_alike_functions_in_public_never_run_in_library_sessions(database_url, attacker):
+    # The traps are live: a session with the default search_path runs them.
+    with psycopg.connect(_plain(database_url), autocommit=True) as victim:
+        victim.execute("SELECT * FROM unnest(ARRAY[1, 2]::bigint[]) WITH ORDINALITY").fetchall()
+        victim.execute("SELECT count(*) FROM simhash.near(5, 4, 'probe')").fetchall()
+    assert {what for _, what in _sprung(attacker)} >= {"unnest(bigint[])", "bigint & integer"}
+    with attacker.connect() as connection:
+        connection.execute(text("TRUNCATE public.stolen"))
+
+    documents = [NewDocument(f"k{i}", (i * 0x9E3779B97F4A7C15) % 2**64, digest=b"d", stamp="1:1") for i in range(30)]
+    for target in (database_url, create_engine(database_url)):  # a URL, and an engine the caller made
+        with Store(target) as store:
+            store.add(documents[:10], batch_size=4)
+            store.add(documents[10:], batch_size=7, skip_near_duplicates=True, max_distance=3)
+            store.load(documents[:5])
+            for k in (0, 3, 7, 12):
+                store.query(documents[3].fingerprint, k)
+                store.query_many([d.fingerprint for d in documents[:4]], k)
+            store.versions(["k1", "k2"])
+            store.set_stamps({"k1": "2:2"})
+            store.get("k1")
+            store.stats()
+            store.pairs(3)
+            store.clusters(3)
+            store.remove(["k1"])
+        if not isinstance(target, type(database_url)):
+            with target.connect() as connection:  # the caller's own sessions are left as they were
+                assert connection.execute(text("SHOW search_path")).scalar() == '"$user", public'
+            target.dispose()
+    runner = CliRunner()
+    plain = database_url.render_as_string(hide_password=False)
+    for args in (["init"], ["stats"], ["query", "-f", "0000000000000005", "-k", "9"], ["dups", "-k", "5"], ["remove", "k2"]):
+        result = runner.invoke(app, ["--db", plain, *args])
+        assert result.exit_code == 0, result.output
+    assert _sprung(attacker) == []
+
+
+def test_a_read_only_role_cannot_stall_writers(database_url, reader_role, monkeypatch):
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+        store.grant_read_only(reader_role)
+    monkeypatch.setenv("SIMHASH_STORE_LOCK_TIMEOUT", "1")
+    plain = database_url.render_as_string(hide_password=False)
+    reader = psycopg.connect(_plain(database_url.set(username=reader_role, password=None)))
+    try:
+        # Row locks need UPDATE privilege; table locks stronger than ACCESS SHARE need write privileges.
+        for statement in (
+            "SELECT 1 FROM simhash.documents FOR SHARE",
+            "SELECT 1 FROM simhash.documents FOR KEY SHARE",
+            "SELECT 1 FROM simhash.store_info FOR UPDATE",
+            "LOCK TABLE simhash.documents IN ROW SHARE MODE",
+            "LOCK TABLE simhash.documents IN SHARE MODE",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                reader.execute(statement)
+            reader.rollback()
+        # What it may take: ACCESS SHARE (any SELECT, held to the end of its transaction) and
+        # advisory locks, including the one of the project's old single-integer key.
+        reader.execute("LOCK TABLE simhash.documents IN ACCESS SHARE MODE")
+        reader.execute("SELECT pg_advisory_xact_lock(1397312840)")
+        with Store(database_url) as store:
+            assert store.add([NewDocument("b", 2)], skip_near_duplicates=True, max_distance=0).added == 1
+        # It can take the project's lock on purpose: the writer then waits at most the lock
+        # timeout and says who holds it, and nothing of its batch is stored.
+        reader.execute("SELECT pg_advisory_xact_lock(1397312840, 1)")
+        result = CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-", "--skip-near-duplicates", "-q"],
+                                    input='{"key": "c", "text": "一些学院同时要去北京开会"}\n')
+        assert result.exit_code == 1
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+        assert "--skip-near-duplicates lock" in lines[0] and f"role {reader_role}" in lines[0]
+        assert "SIMHASH_STORE_LOCK_TIMEOUT" in lines[0]
+    finally:
+        reader.close()
+    with Store(database_url) as store:
+        assert store.get("c") is None and store.count() == 2
+
+
+@pytest.fixture
+def unprivileged_writer(database_url):
+    """A role that may write the store's tables but holds no grant option on them."""
+    role = f"simhash_writer_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+        connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{role}"'))
+        connection.execute(text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{role}"'))
+    yield role
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP OWNED BY "{role}"'))
+        connection.execute(text(f'DROP ROLE "{role}"'))
+    admin.dispose()
+
+
+def test_grant_read_without_the_right_to_grant_fails_and_grants_nothing(database_url, reader_role, unprivileged_writer):
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    as_writer = database_url.set(username=unprivileged_writer, password=None).render_as_string(hide_password=False)
+    result = CliRunner().invoke(app, ["--db", as_writer, "grant-read", reader_role])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: "), result.output
+    assert f"role {unprivileged_writer} may not grant read access" in result.output
+    with psycopg.connect(_plain(database_url.set(username=reader_role, password=None))) as connection:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("SELECT count(*) FROM simhash.documents")
+
+
+# ------------------------------------------------------------ passwords
+
+_PASSWORD_FORMS = {
+    "user:password@": lambda url, secret: url.set(password=secret).render_as_string(hide_password=False),
+    "?password=": lambda url, secret: url.update_query_dict({"password": secret}).render_as_string(hide_password=False),
+    "unescaped @ and :": lambda url, secret: url.render_as_string(hide_password=False).replace(
+        "://" + url.username + "@", f"://{url.username}:p@ss:{secret}@", 1
+    ),
+    "unescaped / and @": lambda url, secret: url.render_as_string(hide_password=False).replace(
+        "://" + url.username + "@", f"://{url.username}:{secret}/x@y@", 1
+    ),
+}
+
+
+@pytest.mark.parametrize("form", list(_PASSWORD_FORMS))
+def test_password_never_appears_in_output_or_errors(database_url, form):
+    # Trust authentication ignores the password, so the URL works and every output can be read.
+    secret = "hunter2secret"
+    with_password = _PASSWORD_FORMS[form](database_url, secret)
+    runner = CliRunner()
+    for args in (["stats"], ["stats", "--json"], ["init"], ["remove", "nothing"]):
+        result = runner.invoke(app, ["--db", with_password, *args])
+        assert result.exit_code == 0, result.output
+        assert secret not in result.output and "p@ss" not in result.output
+    info = json.loads(runner.invoke(app, ["--db", with_password, "stats", "--json"]).output)
+    assert "***" in info["database"]
+    # An error line: a database that does not exist on the same server.
+    missing = with_password.replace(f"/{database_url.database}", "/no_such_database_here")
+    result = runner.invoke(app, ["--db", missing, "stats"])
+    assert result.exit_code == 1 and result.output.startswith("Error: database ")
+    assert secret not in result.output and "p@ss" not in result.output
+    assert "Traceback" not in result.output
+
+
+def test_password_is_not_in_the_process_list(database_url, tmp_path):
+    secret = "hunter2secret"
+    with_password = _PASSWORD_FORMS["unescaped @ and :"](database_url, secret)
+    with_query = _PASSWORD_FORMS["?password="](database_url, secret + "q")
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from simhash_store.cli import main; main()", "--db", with_password, "add", "--jsonl", "-",
+         "-q", "-j", "2", "--prefix", with_query],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        parent = psutil.Process(process.pid)
+        for _ in range(600):  # the workers are forked once the command runs (at most 60 s)
+            if len(parent.children()) >= 2:
+                break
+            time.sleep(0.1)
+        assert len(parent.children()) >= 2, "the add never started its workers"
+        for each in [parent, *parent.children(recursive=True)]:
+            command_line = Path(f"/proc/{each.pid}/cmdline").read_bytes()
+            assert secret.encode() not in command_line and b"p@ss" not in command_line, command_line
+            assert b"--db" in command_line  # the rest of the command line is still there
+        for each in psutil.process_iter(["name", "cmdline"]):
+            if each.info["name"] == "postgres":
+                assert secret not in " ".join(each.info["cmdline"] or [])
+    finally:
+        process.communicate(b"", timeout=120)
+
+
+# ------------------------------------------------------------ malformed URLs
+
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("postgresql://app:pw-secret@127.0.0.1:99999/news", "bad port 99999"),
+        ("postgresql://app:pw-secret@127.0.0.1:54x2/news", "bad port"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news?sslmod=require", "unknown option 'sslmod'"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news?connect_timeout=ten", "bad connect_timeout"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news?connect_timeout=5?password=pw-secret", "bad connect_timeout"),
+        ("postgresql://app:pw-secret@[::1:5432/news", "unclosed '['"),
+        ("mysql://app:pw-secret@127.0.0.1/news", "unsupported database URL scheme"),
+        ("app:pw-secret@127.0.0.1/news", "not a database URL"),
+    ],
+)
+def test_malformed_url_is_one_line_exit_1(url, says):
+    result = CliRunner().invoke(app, ["--db", url, "stats"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: "), result.output
+    assert says in result.output and "pw-secret" not in result.output
+
+
+@pytest.mark.parametrize("variable", ["SIMHASH_STORE_LOCK_TIMEOUT", "SIMHASH_STORE_NETWORK_TIMEOUT", "SIMHASH_STORE_STATEMENT_TIMEOUT"])
+def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
+    monkeypatch.setenv(variable, "soon")
+    result = CliRunner().invoke(app, ["--db", "postgresql://app@127.0.0.1:5432/news", "stats"])
+    assert result.exit_code == 1
+    assert result.output == f"Error: {variable} must be a number of seconds (0 for no limit), not 'soon'\n"

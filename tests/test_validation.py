@@ -1,0 +1,95 @@
+"""One validation of what the store accepts: refused with a precise SimhashStoreError, before any I/O. No database."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError, SimhashStoreError
+from simhash_store.validation import (
+    INT4,
+    MAX_KEY_BYTES,
+    MAX_METADATA_DEPTH,
+    validate_distance,
+    validate_fingerprint,
+    validate_integer,
+    validate_key,
+    validate_keys,
+    validate_metadata,
+)
+
+
+@pytest.mark.parametrize(
+    "key, message",
+    [("a\x00b", "NUL"), ("x" * (MAX_KEY_BYTES + 1), "bytes long"), ("\ud800", "lone surrogate"), ("", "non-empty"), (7, "string")],
+)
+def test_bad_keys_say_what_is_wrong(key, message):
+    with pytest.raises(InvalidKeyError, match=message):
+        validate_key(key)
+
+
+def test_a_bare_string_is_not_a_list_of_keys():
+    with pytest.raises(InvalidKeyError, match=r"\['abc'\]"):
+        validate_keys("abc")
+    assert validate_keys(("abc", "中文")) == ["abc", "中文"]
+
+
+def test_fingerprints_accept_numpy_integers_and_refuse_the_rest():
+    assert validate_fingerprint(np.uint64(2**64 - 1)) == 2**64 - 1
+    assert type(validate_fingerprint(np.uint64(5))) is int
+    for wrong in (-1, 2**64, True, 1.0, "0", None):
+        with pytest.raises(InvalidFingerprintError):
+            validate_fingerprint(wrong)
+    assert validate_fingerprint(2**127, bits=128) == 2**127
+    with pytest.raises(InvalidFingerprintError, match="width"):
+        validate_fingerprint(1, bits=48)
+
+
+def test_distances_run_from_zero_to_the_width():
+    assert validate_distance(64) == 64
+    for wrong in (-1, 65, True, 3.0):
+        with pytest.raises(InvalidFingerprintError, match="0 to 64"):
+            validate_distance(wrong)
+
+
+def test_integers_out_of_their_column_are_refused_not_wrapped():
+    assert validate_integer(INT4[1], "length", 0, INT4[1]) == INT4[1]
+    with pytest.raises(InvalidValueError, match="length must lie in"):
+        validate_integer(INT4[1] + 1, "length", 0, INT4[1])
+    with pytest.raises(InvalidValueError, match="5000 digits"):
+        validate_integer(10**4999, "length", 0, INT4[1])  # the message does not print all of it
+
+
+@pytest.mark.parametrize(
+    "metadata, message",
+    [
+        ({"score": float("nan")}, "at score is NaN"),
+        ({"a": [1, float("inf")]}, r"at a\[1\] is infinite"),
+        ({"title": "a\x00b"}, "NUL"),
+        ({"title": "\udc80"}, "lone surrogate"),
+        ({"\ud800": 1}, "lone surrogate"),
+        ({1: "x"}, "keys must be strings"),
+        ({"when": object()}, "cannot hold"),
+        ({"n": 10**2000}, "digits"),
+        (["not", "an", "object"], "JSON object"),
+    ],
+)
+def test_metadata_postgresql_cannot_hold_is_refused(metadata, message):
+    with pytest.raises(InvalidValueError, match=message):
+        validate_metadata(metadata)
+
+
+def test_deeply_nested_metadata_is_a_message_not_a_recursion_error():
+    deep: dict = {}
+    node = deep
+    for _ in range(100_000):
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(SimhashStoreError, match=f"{MAX_METADATA_DEPTH} levels"):
+        validate_metadata(deep)
+
+
+def test_ordinary_metadata_passes_unchanged():
+    metadata = {"url": "https://例子.cn", "n": 3, "ok": True, "tags": ["a", None, 1.5], "nested": {"x": []}}
+    assert validate_metadata(metadata) == metadata
+    assert validate_metadata(None) is None
