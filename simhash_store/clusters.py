@@ -29,7 +29,8 @@ import psycopg
 from .bits import from_signed
 from .pairs import near_pairs
 
-# Two-integer advisory lock: (project, purpose). The project constant spells "SIMH".
+# Two-integer advisory lock: (project, purpose), the project constant of store.ADVISORY_LOCK_SPACE
+# ("SIMH"; purpose 1 is --skip-near-duplicates). The wait is bounded by the pinned lock_timeout.
 PROJECT_LOCK_SPACE = 0x53494D48
 CLUSTER_LOCK = 2
 
