@@ -403,7 +403,7 @@ def dedup_command(
                 output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
             )
         except (SimhashStoreError, OSError) as exc:
-            fail(f"cannot write {output}: {exc}")
+            fail(f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
         try:
             for _, record, verdict in dedup_rows(
                 rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
@@ -426,6 +426,9 @@ def dedup_command(
             writer.abandon()
             warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
             raise typer.Exit(130)
+        except OSError as exc:  # an input that cannot be read, an output that cannot be written
+            writer.abandon()
+            fail(f"{exc.filename or output}: {exc.strerror or exc}")
         except BaseException:
             writer.abandon()
             raise
