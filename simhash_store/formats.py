@@ -121,6 +121,12 @@ class RecordWriter:
                 self._csv = csv.writer(self._stream)  # type: ignore[arg-type]
                 self._header = list(record)
                 self._csv.writerow(self._header)
+            extra = [f for f in record if f not in self._header]  # type: ignore[operator]
+            if extra:
+                raise FormatError(
+                    f"a record has fields the first one had not ({', '.join(map(repr, extra[:5]))}), "
+                    "which a CSV header cannot take: write JSONL or Parquet"
+                )
             self._csv.writerow(["" if record.get(f) is None else _cell(record.get(f)) for f in self._header])
         else:
             self._rows.append(record)

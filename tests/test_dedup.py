@@ -273,3 +273,12 @@ def test_calibrate_reports_recall_and_false_matches_per_k_and_records_its_advice
     assert json.loads(_run(database_url, *args[:4], "--json").stdout)["rows"] == rows
     bare = _run(database_url, "calibrate")
     assert bare.exit_code == 1 and "the store keeps fingerprints, not texts" in bare.output
+
+
+def test_csv_output_refuses_records_with_fields_the_header_lacks(database_url, tmp_path):
+    texts = list(_texts().values())
+    _write_jsonl(tmp_path / "in.jsonl", [{"key": "a", "text": texts[0]}, {"key": "b", "text": texts[1], "more": 1}])
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.csv"))
+    assert result.exit_code == 1
+    assert result.output.strip().endswith("which a CSV header cannot take: write JSONL or Parquet")
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "out.csv.partial").exists()
