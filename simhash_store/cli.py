@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
@@ -15,7 +17,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from . import corpus, ingest
+from . import corpus, ingest, records
 from .bits import from_hex, to_hex
 from .config import URL_VARIABLE
 from .errors import SimhashStoreError
@@ -107,8 +109,19 @@ def add(
     jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="JSONL file of records ('-' for stdin).")] = None,
     key_field: Annotated[str, typer.Option(help="JSONL field holding the key.")] = "key",
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
-    include: Annotated[Optional[list[str]], typer.Option("--include", help="Only files matching this glob.")] = None,
-    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="Leave out files matching this glob.")] = None,
+    include: Annotated[
+        Optional[list[str]],
+        typer.Option("--include", help="Only files matching this pattern (gitignore rules; repeatable)."),
+    ] = None,
+    exclude: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--exclude",
+            help="Leave out files matching this pattern, read as a .gitignore line: '*.log' at any depth, "
+            "'drafts/*' or '/drafts' from the top, 'tmp/' directories only, '**' any depth; "
+            "a matched directory leaves out all under it (repeatable).",
+        ),
+    ] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and directories.")] = False,
     prefix: Annotated[str, typer.Option(help="Prepended to every key.")] = "",
     skip_near_duplicates: Annotated[
@@ -124,6 +137,9 @@ def add(
     scheme: SchemeOption = None,
     jobs: Jobs = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Documents per transaction.")] = 2000,
+    max_file_size: Annotated[
+        str, typer.Option(help="Refuse files (and JSONL lines) larger than this, e.g. 500M, 2G.")
+    ] = "1G",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Fingerprint files (or JSONL records) and store them; unchanged inputs are skipped.
@@ -132,22 +148,29 @@ def add(
     """
     if not paths and jsonl is None:
         raise typer.BadParameter("give files or directories to add, or --jsonl FILE", param_hint="PATHS")
-    inputs: list = list(corpus.walk(paths or [], include=include or [], exclude=exclude or [], hidden=hidden, prefix=prefix))
+    max_bytes = _size(max_file_size, "--max-file-size")
+    inputs = _walk(paths or [], include, exclude, hidden, prefix)
     stream = None
     if jsonl is not None:
         stream = sys.stdin.buffer if jsonl == "-" else _open_binary(jsonl)
-        records = corpus.read_jsonl(stream, jsonl, key_field=key_field, text_field=text_field, prefix=prefix)
+        try:
+            records_read = records.read_jsonl(
+                stream, jsonl, key_field=key_field, text_field=text_field, prefix=prefix, max_line_bytes=max_bytes
+            )
+        except SimhashStoreError as exc:  # the first record lacks a field: one line, not one per record
+            fail(f"{exc} (choose them with --key-field and --text-field)")
     else:
-        records = iter(())
+        records_read = iter(())
     total_documents = sum(isinstance(i, corpus.Source) for i in inputs) if jsonl is None else None
     total_bytes = sum(i.size for i in inputs if isinstance(i, corpus.Source))
     fingerprinter = _early_fingerprinter(scheme, jobs, total_documents)
+    fingerprinter.max_file_bytes = max_bytes
     with fingerprinter, opened_store(scheme) as store, _progress(quiet, total_documents, total_bytes) as progress:
         started = time.perf_counter()
         try:
             summary = ingest.add(
                 store,
-                _chain(inputs, records),
+                _chain(inputs, records_read),
                 batch_size=batch_size,
                 skip_near_duplicates=skip_near_duplicates,
                 max_distance=max_distance,
@@ -164,6 +187,11 @@ def add(
         elapsed = time.perf_counter() - started
         if summary.added + summary.updated > max(10_000, store.count() // 10):
             store.optimize()  # keeps block probes index-only after a bulk load
+    for skip in summary.deliberate:
+        if skip.reason == corpus.SPECIAL_FILE:
+            warn(f"skipped: {skip}")  # rare enough to name, unlike the binary files of a corpus
+    for warning in summary.warnings:
+        warn(f"warning: {warning}")
     for failure in summary.failures:
         warn(f"failed: {failure}")
     if not quiet:
@@ -174,9 +202,13 @@ def add(
 
 @app.command("import")
 def import_(
-    file: Annotated[str, typer.Argument(help="CSV (with a header) or JSONL file of key and fingerprint ('-' for stdin).")],
+    file: Annotated[
+        str, typer.Argument(help="CSV or TSV (with a header) or JSONL file of key and fingerprint ('-' for stdin).")
+    ],
     scheme: Annotated[str, typer.Option("--scheme", help="The scheme that computed these fingerprints.")],
-    format: Annotated[str, typer.Option("--format", help="csv, jsonl, or auto (by file name).")] = "auto",
+    format: Annotated[
+        str, typer.Option("--format", help="csv, tsv, jsonl, or auto (by file name: .csv, .tsv, else JSONL).")
+    ] = "auto",
     key_field: Annotated[str, typer.Option(help="Column or field holding the key.")] = "key",
     fingerprint_field: Annotated[str, typer.Option(help="Column or field holding the fingerprint.")] = "fingerprint",
     fingerprint_format: Annotated[
@@ -196,20 +228,24 @@ def import_(
 
     Example: simhash-store import legacy.csv --scheme pypi-simhash
     """
-    if format not in ("auto", "csv", "jsonl"):
-        raise typer.BadParameter("must be csv, jsonl or auto", param_hint="--format")
+    if format not in ("auto", "csv", "tsv", "jsonl"):
+        raise typer.BadParameter("must be csv, tsv, jsonl or auto", param_hint="--format")
     if fingerprint_format not in ("auto", "hex", "decimal"):
         raise typer.BadParameter("must be auto, hex or decimal", param_hint="--fingerprint-format")
     stream = sys.stdin.buffer if file == "-" else _open_binary(file)
     skipped: list[corpus.Skip] = []
+    try:  # reads the header (or first record) now: a missing column is one line, before any I/O
+        rows = records.read_fingerprints(
+            stream, file, format=format, key_field=key_field,
+            fingerprint_field=fingerprint_field, fingerprint_form=fingerprint_format,
+        )
+    except SimhashStoreError as exc:
+        fail(f"{exc} (choose them with --key-field and --fingerprint-field)")
 
     from .store import NewDocument
 
     def documents() -> Iterator[NewDocument]:
-        for row in corpus.read_fingerprints(
-            stream, file, format=format, key_field=key_field,
-            fingerprint_field=fingerprint_field, fingerprint_form=fingerprint_format,
-        ):
+        for row in rows:
             if isinstance(row, corpus.Skip):
                 skipped.append(row)
             else:
@@ -226,7 +262,8 @@ def import_(
     if not quiet:
         out.print(
             f"imported: {result.added} added, {result.updated} updated, {result.unchanged} unchanged, "
-            f"{len(skipped)} bad rows"
+            f"{len(skipped)} failed",
+            markup=False,
         )
     if skipped:
         raise typer.Exit(1)
@@ -234,7 +271,9 @@ def import_(
 
 @app.command()
 def query(
-    files: Annotated[Optional[list[str]], typer.Argument(help="Documents to look up ('-' for stdin).")] = None,
+    files: Annotated[
+        Optional[list[str]], typer.Argument(help="Documents and directories (recursive) to look up ('-' for stdin).")
+    ] = None,
     fingerprint: Annotated[
         Optional[list[str]], typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
     ] = None,
@@ -256,17 +295,16 @@ def query(
             queries.append((value, from_hex(value)))
         except SimhashStoreError as exc:
             raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
-    failed = False
-    fingerprinter = _early_fingerprinter(scheme, jobs, len(files or []))
+    failures: list[corpus.Skip] = []
+    fingerprinter = _early_fingerprinter(scheme, jobs, len(files or []), few_too=True)
     with fingerprinter, opened_store(scheme) as store:
-        queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter))
-        failed = len(queries) < len(files or []) + len(fingerprint or [])
+        queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter, failures))
         for start in range(0, len(queries), 1000):
             batch = queries[start : start + 1000]
             results = store.query_many([value for _, value in batch], max_distance, limit=limit)
             for (name, value), matches in zip(batch, results):
                 _print_matches(name, value, matches, max_distance, as_json)
-    if failed:
+    if failures:
         raise typer.Exit(1)
 
 
@@ -294,7 +332,7 @@ def dups(
             pairs = store.pairs(max_distance)
             for pair in pairs:
                 line = (
-                    json.dumps({"a": pair.a, "b": pair.b, "distance": pair.distance}, ensure_ascii=False)
+                    _json_line({"a": pair.a, "b": pair.b, "distance": pair.distance})
                     if as_json
                     else f"{pair.distance:>2}  {pair.a}  {pair.b}"
                 )
@@ -581,7 +619,7 @@ def calibrate(
 
 @app.command("fingerprint")
 def fingerprint_command(
-    files: Annotated[list[str], typer.Argument(help="Documents ('-' for stdin).")],
+    files: Annotated[list[str], typer.Argument(help="Documents and directories (recursive); '-' for stdin.")],
     scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
     jobs: Jobs = None,
 ) -> None:
@@ -589,15 +627,14 @@ def fingerprint_command(
 
     Example: simhash-store fingerprint news.txt
     """
-    printed = 0
     chosen = _known_scheme(scheme)
+    failures: list[corpus.Skip] = []
     try:
-        for name, value in _fingerprint_arguments(files, chosen, jobs):
+        for name, value in _fingerprint_arguments(files, chosen, jobs, failures=failures):
             out.print(f"{to_hex(value, chosen.bits)}  {name}", markup=False)
-            printed += 1
     except SimhashStoreError as exc:  # a worker died: no database here, so no opened_store to catch it
         fail(str(exc))
-    if printed < len(files):
+    if failures:
         raise typer.Exit(1)
 
 
@@ -690,36 +727,94 @@ def _chain(*iterables):
         yield from iterable
 
 
-def _early_fingerprinter(scheme: str | None, jobs: int | None, documents: int | None) -> ingest.Fingerprinter:
+def _early_fingerprinter(
+    scheme: str | None, jobs: int | None, documents: int | None, few_too: bool = False
+) -> ingest.Fingerprinter:
     """Workers for the store's scheme (guessed: the one named, else the default), started now
-    when there is enough to do, so they load their dictionaries while this process opens the store."""
+    when there is enough to do, so they load their dictionaries while this process opens the store.
+
+    ``few_too``: for a handful of documents, one worker, which the command waits for anyway
+    (a query cannot start before its fingerprints); it makes loading the dictionaries and
+    opening the store run side by side.
+    """
     fingerprinter = ingest.Fingerprinter(SCHEMES.get(scheme or DEFAULT.name, DEFAULT), jobs)
     if documents is None or documents >= ingest.PARALLEL_THRESHOLD:
         fingerprinter.start()
+    elif documents and few_too:
+        fingerprinter.start(workers=1)
     return fingerprinter
 
 
 def _fingerprint_arguments(
-    files: list[str], scheme, jobs, fingerprinter: ingest.Fingerprinter | None = None
+    files: list[str],
+    scheme,
+    jobs,
+    fingerprinter: ingest.Fingerprinter | None = None,
+    failures: list[corpus.Skip] | None = None,
 ) -> Iterator[tuple[str, int]]:
-    """(argument as given, fingerprint) for each readable document; failures reported on stderr."""
+    """(name, fingerprint) for each readable document, directories walked as `add` walks them;
+    failures reported on stderr and appended to ``failures``."""
+    failures = [] if failures is None else failures
     sources: list = []
     for name in files:
         if name == "-":
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(records.DEFAULT_MAX_BYTES + 1)
+            if len(data) > records.DEFAULT_MAX_BYTES:
+                sources.append(corpus.Skip("-", corpus.TOO_LARGE, f"over {records.DEFAULT_MAX_BYTES:,} bytes"))
+                continue
             try:
                 sources.append(corpus.Source("-", text=corpus.decode(data).text, size=len(data)))
             except corpus.DecodeError as exc:
                 sources.append(corpus.Skip("-", exc.reason, exc.detail))
+        elif Path(name).is_dir():  # named by path, as given under the directory, not by the key add would give
+            sources.extend(
+                dataclasses.replace(item, key=item.path) if isinstance(item, corpus.Source) else item
+                for item in _walk([name], None, None, False, "")
+            )
         else:
             sources.append(corpus.file_source(name))
-    names = iter(files)
+    named = set(files)
     for item in ingest.fingerprint_sources(sources, scheme, jobs=jobs, fingerprinter=fingerprinter):
-        name = next(names)
-        if item.skip is not None:
-            warn(f"failed: {item.skip}")
+        if item.skip is None:
+            if item.warning is not None:
+                warn(f"warning: {item.warning}")
+            yield item.key, item.fingerprint
+        elif item.skip.deliberate and item.skip.where not in named:
+            warn(f"skipped: {item.skip}")  # a binary file found in a directory: not an error
         else:
-            yield name, item.fingerprint
+            failures.append(item.skip)
+            warn(f"failed: {item.skip}")
+
+
+def _walk(paths, include, exclude, hidden: bool, prefix: str) -> list:
+    try:
+        return list(corpus.walk(paths, include=include or [], exclude=exclude or [], hidden=hidden, prefix=prefix))
+    except ValueError as exc:  # an empty pattern
+        raise typer.BadParameter(str(exc), param_hint="--include/--exclude") from None
+
+
+def _size(value: str, option: str) -> int:
+    """Bytes from 1000, 500K, 200M or 2G (powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "")
+    try:
+        size = int(float(number) * units[unit])
+    except (ValueError, OverflowError):
+        raise typer.BadParameter(f"{value!r} is not a size like 1000, 500M or 2G", param_hint=option) from None
+    if size < 1:
+        raise typer.BadParameter("must be at least 1 byte", param_hint=option)
+    return size
+
+
+_LINE_BREAK_ESCAPES = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def _json_line(record: object) -> str:
+    """One JSON object on one line for every consumer: json escapes the control characters
+    (\\n, \\r, \\x0b, \\x0c, \\x1c-\\x1e), and this the line breaks above ASCII that
+    str.splitlines, JavaScript and others split at (U+0085, U+2028, U+2029)."""
+    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAK_ESCAPES)
 
 
 def _print_matches(name: str, value: int, matches, max_distance: int, as_json: bool) -> None:
@@ -731,7 +826,7 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
                 {"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in matches
             ],
         }
-        out.print(json.dumps(record, ensure_ascii=False), markup=False)
+        out.print(_json_line(record), markup=False)
         return
     if not matches:
         out.print(f"{name} ({to_hex(value)}): nothing stored within {max_distance} bits", markup=False)
@@ -746,17 +841,24 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
 
 
 def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
+    """One line in which every input is counted once (the counts add up to the inputs), then the reasons."""
     rate = summary.documents / elapsed if elapsed > 0 else 0.0
+    near = f", near-duplicates not stored {len(summary.near_duplicates)}" if summary.near_duplicates else ""
     out.print(
         f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
-        f"skipped {len(summary.skipped)} in {elapsed:.1f} s ({rate:,.0f} documents/s, "
+        f"skipped {len(summary.deliberate)}, failed {len(summary.failures)}{near} "
+        f"(of {summary.inputs} inputs) in {elapsed:.1f} s ({rate:,.0f} documents/s, "
         f"{summary.bytes / elapsed / 1e6 if elapsed > 0 else 0:.2f} MB/s)",
         markup=False,
     )
-    for reason, count in sorted(summary.skipped_by_reason().items()):
+    for reason, count in sorted(Counter(s.reason for s in summary.deliberate).items()):
         out.print(f"  skipped {count}: {reason}", markup=False)
+    for reason, count in sorted(Counter(s.reason for s in summary.failures).items()):
+        out.print(f"  failed {count}: {reason}", markup=False)
+    if summary.warnings:
+        out.print(f"  stored with invalid bytes replaced: {len(summary.warnings)}", markup=False)
     if summary.near_duplicates:
-        out.print(f"  not stored, near-duplicates of stored documents: {len(summary.near_duplicates)}", markup=False)
+        out.print(f"  near-duplicates of stored documents, not stored: {len(summary.near_duplicates)}", markup=False)
         for skipped in summary.near_duplicates[:20]:
             out.print(f"    {skipped.key} ~ {skipped.match.key} (distance {skipped.match.distance})", markup=False)
         if len(summary.near_duplicates) > 20:
@@ -775,8 +877,7 @@ def _print_clusters(store, max_distance: int, as_json: bool) -> None:
                 "keys": [key for key, _ in group.members],
                 "members": [{"key": key, "distance": distance} for key, distance in group.members],
             }
-            out.print(json.dumps(record, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"),
-                      markup=False)
+            out.print(_json_line(record), markup=False)
         else:
             members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
             out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)

@@ -1,8 +1,9 @@
-"""Reading a corpus: walk directories, name documents, decode bytes, read JSONL. No database here.
+"""Reading a corpus: walk directories, name documents, decode bytes. No database here.
 
 Real corpora are messy, so nothing here raises on a bad input: each one becomes a
 :class:`Skip` with a reason, and whether that reason is a failure (the input should
-have been read) or a deliberate skip (it is not text) is part of the reason.
+have been read) or a deliberate skip (it is not text) is part of the reason. Bytes
+become text in :mod:`decoding`; JSONL and CSV records are read by :mod:`records`.
 
 >>> decode("中文".encode("gb18030")).encoding
 'gb18030'
@@ -10,44 +11,31 @@ have been read) or a deliberate skip (it is not text) is part of the reason.
 
 from __future__ import annotations
 
-import codecs
 import errno
 import hashlib
-import json
-import math
 import os
+import re
 import stat
-from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib.resources import files
-from pathlib import Path, PurePosixPath
-from typing import IO, Iterable, Iterator
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .decoding import BINARY, EMPTY, UNDECODABLE, Decoded, DecodeError, decode, is_binary_start  # noqa: F401
 
 # Reasons an input is not stored. Deliberate skips are not errors: the input is not text.
-EMPTY = "empty"
-BINARY = "binary"
 NO_WORDS = "no words"
+SPECIAL_FILE = "not a regular file"  # a FIFO, socket or device found in a directory: never opened
 # Failures: the input should have been readable text.
 UNREADABLE = "unreadable"
-UNDECODABLE = "undecodable"
 BROKEN_SYMLINK = "broken symlink"
 SYMLINK_LOOP = "symlink loop"
 NOT_FOUND = "not found"
 BAD_KEY = "bad key"
 BAD_RECORD = "bad record"
+TOO_LARGE = "too large"
+KEY_COLLISION = "key collision"
 
-DELIBERATE = frozenset({EMPTY, BINARY, NO_WORDS})
-
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-# Legacy encodings of Chinese sites, told apart by _decode_legacy_chinese.
-_LEGACY = ("gb18030", "big5")
+DELIBERATE = frozenset({EMPTY, BINARY, NO_WORDS, SPECIAL_FILE})
 
 
 @dataclass(frozen=True)
@@ -59,6 +47,11 @@ class Source:
     text: str | None = None
     size: int = 0
     stamp: str | None = None  # "size:mtime_ns" of a file, to recognise it unchanged without reading it
+    where: str | None = None  # how messages name it, when not by its path: "FILE:LINE" of a record
+
+    @property
+    def shown(self) -> str:
+        return self.where or self.path or self.key
 
 
 @dataclass(frozen=True)
@@ -77,121 +70,99 @@ class Skip:
         return f"{self.where}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
 
 
-@dataclass(frozen=True)
-class Decoded:
-    text: str
-    encoding: str
-
-
-class DecodeError(ValueError):
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(detail or reason)
-        self.reason = reason
-        self.detail = detail
-
-
 def digest(data: bytes) -> bytes:
     """Content digest for change detection (BLAKE2b, 128 bits)."""
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-def _looks_binary(data: bytes) -> bool:
-    sample = data[:8192]
-    if b"\x00" in sample:
-        return True
-    controls = sum(1 for byte in sample if byte < 32 and byte not in (9, 10, 12, 13, 27))
-    return controls > len(sample) // 100 + 1
+# ------------------------------------------------------------ patterns
 
 
-def decode(data: bytes) -> Decoded:
-    """Text of a file's bytes: UTF-8 (BOM or not), UTF-16/32 with BOM, GB18030/GBK or Big5.
+class Pattern:
+    """One ``--include``/``--exclude`` pattern, read as a line of ``.gitignore`` is.
 
-    Raises :class:`DecodeError` with reason ``empty`` (nothing but whitespace),
-    ``binary`` or ``undecodable``.
+    - ``*`` and ``?`` match within one path component, ``[abc]``/``[!abc]`` one character;
+      ``\\`` escapes the next character.
+    - A pattern with no ``/`` (``*.txt``, ``drafts``) matches a name at any depth.
+    - A pattern with a ``/`` at its start or in its middle (``drafts/*``, ``/notes.txt``)
+      matches from the top of the directory argument.
+    - A trailing ``/`` (``drafts/``) matches directories only.
+    - ``**`` matches any number of directories: ``**/tmp``, ``drafts/**``, ``a/**/b``.
+    - A directory that matches covers everything under it: ``--exclude 'drafts/*'`` leaves
+      out ``drafts/sub/c.txt`` (the directory ``drafts/sub`` matches), as git and rsync do.
+
+    >>> Pattern("drafts/*").matches("drafts/sub", directory=True)
+    True
+    >>> Pattern("*.txt").matches("a/b/c.txt")
+    True
     """
-    decoded = _decode(data)
-    if not decoded.text.strip():
-        raise DecodeError(EMPTY)
-    return decoded
+
+    def __init__(self, pattern: str) -> None:
+        if not pattern or pattern.strip("/") == "":
+            raise ValueError(f"empty pattern {pattern!r}")
+        self.pattern = pattern
+        self.directory_only = pattern.endswith("/")
+        body = pattern.rstrip("/")
+        anchored = "/" in body
+        body = body.lstrip("/")
+        self._regex = re.compile(("" if anchored else "(?:.*/)?") + _translate(body) + r"\Z", re.DOTALL)
+
+    def matches(self, relative: str, *, directory: bool = False) -> bool:
+        """Whether the path (relative to the directory argument, ``/`` separators) matches."""
+        return (directory or not self.directory_only) and self._regex.match(relative) is not None
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.pattern!r})"
 
 
-def _decode(data: bytes) -> Decoded:
-    if not data.strip():
-        raise DecodeError(EMPTY)
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            try:
-                return Decoded(data.decode(encoding), encoding)
-            except UnicodeDecodeError as exc:
-                raise DecodeError(UNDECODABLE, f"{encoding} byte order mark, then {exc.reason}") from None
-    if _looks_binary(data):
-        raise DecodeError(BINARY)
-    try:
-        return Decoded(data.decode("utf-8"), "utf-8")
-    except UnicodeDecodeError:
-        pass
-    return _decode_legacy_chinese(data)
+def _translate(body: str) -> str:
+    parts, i = [], 0
+    while i < len(body):
+        if body.startswith("**", i) and (i == 0 or body[i - 1] == "/"):
+            end = i + 2
+            if end == len(body):
+                parts.append(".*")  # "drafts/**": everything inside
+                i = end
+                continue
+            if body[end] == "/":
+                parts.append("(?:.*/)?")  # "**/x", "a/**/b": any number of directories
+                i = end + 1
+                continue
+        character = body[i]
+        if character == "*":
+            while i + 1 < len(body) and body[i + 1] == "*":
+                i += 1  # other runs of stars are one star, as in git
+            parts.append("[^/]*")
+        elif character == "?":
+            parts.append("[^/]")
+        elif character == "[" and (close := _class_end(body, i)) is not None:
+            inside = body[i + 1 : close]
+            negate = inside[:1] in ("!", "^")
+            inside = inside[1:] if negate else inside
+            escaped = inside.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+            parts.append(f"(?!/)[{'^' if negate else ''}{escaped}]")
+            i = close
+        elif character == "\\" and i + 1 < len(body):
+            i += 1
+            parts.append(re.escape(body[i]))
+        else:
+            parts.append(re.escape(character))
+        i += 1
+    return "".join(parts)
 
 
-def _decode_legacy_chinese(data: bytes) -> Decoded:
-    """GB18030 (a superset of GBK and GB2312) or Big5, whichever reads as more plausible Chinese.
-
-    Both codecs accept most byte pairs, so the bytes of one usually decode under the
-    other too, into rare characters. The reading whose characters are more frequent in
-    jieba's dictionary wins: on Wikipedia paragraphs cut to 10 characters this picked
-    the right encoding every time (200 GB18030 and 52 Big5 samples), where a statistical
-    detector (charset-normalizer) took a quarter of the GB18030 ones for Big5.
-    """
-    readings = []
-    for encoding in _LEGACY:
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-        score = _plausibility(text)
-        readings.append((-1.0 if score is None else score, encoding == "gb18030", encoding, text))
-    if readings:
-        score, _, encoding, text = max(readings)
-        if score >= _IMPLAUSIBLE or _cjk_count(text) < _IMPLAUSIBLE_AFTER:
-            return Decoded(text, encoding)
-    raise DecodeError(UNDECODABLE, "not UTF-8, UTF-16 with BOM, GB18030 or Big5")
-
-
-# Random high bytes decoded as GB18030 or Big5 score about 3.6 (at most 4.7 in 200 tries);
-# real simplified text about 10, traditional about 7. Judged only on texts long enough.
-_IMPLAUSIBLE = 5.0
-_IMPLAUSIBLE_AFTER = 50
-
-
-def _cjk_count(text: str) -> int:
-    return sum(1 for c in text if c >= "\u2e80")
-
-
-def _plausibility(text: str) -> float | None:
-    """Mean log-frequency of the text's CJK characters in jieba's dictionary (None without any)."""
-    frequencies = _character_frequencies()
-    scores = [frequencies.get(c, 0.0) for c in text if c >= "\u2e80"]
-    return sum(scores) / len(scores) if scores else None
-
-
-@lru_cache(maxsize=1)
-def _character_frequencies() -> dict[str, float]:
-    """log(1 + summed frequency of the words it occurs in) for each character of jieba's dictionary."""
-    counts: Counter[str] = Counter()
-    with files("jieba").joinpath("dict.txt").open(encoding="utf-8") as lines:
-        for line in lines:
-            word, frequency = line.split(" ", 2)[:2]
-            for character in word:
-                counts[character] += int(frequency)
-    return {character: math.log1p(count) for character, count in counts.items()}
+def _class_end(body: str, start: int) -> int | None:
+    """Index of the ``]`` closing the class opened at ``start`` (a ``]`` first in the class is literal)."""
+    i = start + 1
+    if i < len(body) and body[i] in "!^":
+        i += 1
+    if i < len(body) and body[i] == "]":
+        i += 1
+    close = body.find("]", i)
+    return None if close < 0 else close
 
 
 # ------------------------------------------------------------ walking
-
-
-def _matches(key: str, patterns: Iterable[str]) -> bool:
-    path = PurePosixPath(key)
-    return any(path.match(pattern) for pattern in patterns)
 
 
 def walk(
@@ -206,20 +177,19 @@ def walk(
 
     A file found under a directory argument is keyed by its path relative to that
     directory with ``/`` separators; a file named directly by the path as given.
-    ``include``/``exclude`` are glob patterns matched against that relative key
-    (from the right, so ``*.txt`` matches at any depth). Hidden files and directories
-    are left out unless ``hidden``. Symlinks are followed, loops detected.
+    ``include``/``exclude`` are :class:`Pattern` s (gitignore rules) matched against
+    that relative path, and apply to files found in directories, not to files named
+    directly. A file is taken when it or a directory above it matches an include
+    (or there are none), and neither it nor a directory above it matches an exclude;
+    excluded directories are not entered. Hidden files and directories are left out
+    unless ``hidden``. Symlinks are followed, loops detected. FIFOs, sockets and
+    devices are skipped, never opened.
     """
-    include, exclude = list(include), list(exclude)
-
-    def wanted(relative: str) -> bool:
-        if include and not _matches(relative, include):
-            return False
-        return not (exclude and _matches(relative, exclude))
-
+    includes = [Pattern(p) for p in include]
+    excludes = [Pattern(p) for p in exclude]
     for argument in paths:
         if Path(argument).is_dir():
-            yield from _walk_directory(Path(argument), prefix, wanted, hidden)
+            yield from _walk_directory(Path(argument), prefix, includes, excludes, hidden)
         else:
             yield file_source(argument, prefix + str(argument).replace(os.sep, "/"))
 
@@ -236,20 +206,36 @@ def file_source(argument: str | Path, key: str | None = None) -> Source | Skip:
     if stat.S_ISDIR(info.st_mode):
         return Skip(shown, UNREADABLE, "a directory")
     if not stat.S_ISREG(info.st_mode):
-        return Skip(shown, UNREADABLE, "not a regular file")
+        return Skip(shown, UNREADABLE, f"not a regular file: {special_kind(info.st_mode)}")
     return Source(key if key is not None else shown.replace(os.sep, "/"), shown, size=info.st_size, stamp=_stamp(info))
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is not a regular file or directory is, in words."""
+    for test, kind in (
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "a special file"
 
 
 def _stamp(info: os.stat_result) -> str:
     return f"{info.st_size}:{info.st_mtime_ns}"
 
 
-def _walk_directory(root: Path, prefix: str, wanted, hidden: bool) -> Iterator[Source | Skip]:
+def _walk_directory(
+    root: Path, prefix: str, includes: list[Pattern], excludes: list[Pattern], hidden: bool
+) -> Iterator[Source | Skip]:
     root_info = root.stat()
     visited = {(root_info.st_dev, root_info.st_ino)}
-    stack = [(str(root), "")]
+    # (directory, its path relative to root with a trailing "/", whether an include matched above it)
+    stack = [(str(root), "", not includes)]
     while stack:
-        directory, relative_dir = stack.pop()
+        directory, relative_dir, included_above = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
@@ -262,175 +248,33 @@ def _walk_directory(root: Path, prefix: str, wanted, hidden: bool) -> Iterator[S
                 continue
             try:
                 info = entry.stat(follow_symlinks=True)
-            except FileNotFoundError:
-                if wanted(relative):
-                    yield Skip(entry.path, BROKEN_SYMLINK)
-                continue
             except OSError as exc:
-                if wanted(relative):
-                    yield Skip(entry.path, SYMLINK_LOOP if exc.errno == errno.ELOOP else UNREADABLE, exc.strerror or "")
+                if _wanted(relative, False, included_above, includes, excludes):
+                    if isinstance(exc, FileNotFoundError):
+                        yield Skip(entry.path, BROKEN_SYMLINK)
+                    else:
+                        yield Skip(entry.path, SYMLINK_LOOP if exc.errno == errno.ELOOP else UNREADABLE, exc.strerror or "")
                 continue
             if stat.S_ISDIR(info.st_mode):
+                if any(p.matches(relative, directory=True) for p in excludes):
+                    continue  # nothing under an excluded directory is wanted: do not enter it
                 identity = (info.st_dev, info.st_ino)
                 if identity in visited:
                     yield Skip(entry.path, SYMLINK_LOOP, "directory already visited")
                     continue
                 visited.add(identity)
-                subdirectories.append((entry.path, relative + "/"))
+                included = included_above or any(p.matches(relative, directory=True) for p in includes)
+                subdirectories.append((entry.path, relative + "/", included))
+            elif not _wanted(relative, False, included_above, includes, excludes):
+                continue
             elif stat.S_ISREG(info.st_mode):
-                if wanted(relative):
-                    yield Source(prefix + relative, entry.path, size=info.st_size, stamp=_stamp(info))
-            elif wanted(relative):
-                yield Skip(entry.path, UNREADABLE, "not a regular file")
+                yield Source(prefix + relative, entry.path, size=info.st_size, stamp=_stamp(info))
+            else:
+                yield Skip(entry.path, SPECIAL_FILE, special_kind(info.st_mode))
         stack.extend(reversed(subdirectories))
 
 
-# ------------------------------------------------------------ JSONL
-
-
-def read_jsonl(
-    stream: IO[bytes], name: str, *, key_field: str = "key", text_field: str = "text", prefix: str = ""
-) -> Iterator[Source | Skip]:
-    """Records of a JSONL stream, one object per line; broken lines become Skips naming the line."""
-    for where, record in _jsonl_rows(stream, name):
-        if isinstance(record, Skip):
-            yield record
-            continue
-        key, text = record.get(key_field), record.get(text_field)
-        if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
-            yield Skip(where, BAD_RECORD, f"no {key_field!r} field with a string or integer")
-            continue
-        if not isinstance(text, str):
-            yield Skip(where, BAD_RECORD, f"no {text_field!r} field with a string")
-            continue
-        yield Source(prefix + str(key), text=text, size=len(text.encode("utf-8", "surrogatepass")))
-
-
-# ------------------------------------------------------------ existing fingerprints (import)
-
-
-@dataclass(frozen=True)
-class FingerprintRecord:
-    key: str
-    fingerprint: int
-
-
-def parse_fingerprint(value: object, form: str = "auto") -> int:
-    """An unsigned 64-bit fingerprint from 16 hex digits or a decimal (unsigned or signed) integer.
-
-    ``auto``: a JSON integer or a string of digits with a sign or not of length other
-    than 16 is decimal; exactly 16 characters (or ``0x`` and 16) is hex, as
-    ``simhash-store fingerprint`` prints it. ``hex`` and ``decimal`` force one reading.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValueError(f"fingerprint must be a string or an integer, not {type(value).__name__}")
-    if isinstance(value, int):
-        number = value
-    else:
-        text = value.strip()
-        bare = text[2:] if text[:2].lower() == "0x" else text
-        as_hex = form == "hex" or (form == "auto" and (len(bare) == 16 or bare is not text))
-        if as_hex:
-            if len(bare) != 16 or any(c not in "0123456789abcdefABCDEF" for c in bare):
-                raise ValueError(f"expected 16 hex digits, got {text!r}")
-            return int(bare, 16)
-        if not text.lstrip("+-").isdigit() or not text.isascii():
-            raise ValueError(f"not 16 hex digits or a decimal integer: {text!r}")
-        number = int(text)
-    if -(1 << 63) <= number < 0:
-        return number + (1 << 64)
-    if 0 <= number < 1 << 64:
-        return number
-    raise ValueError(f"{number} is outside the 64-bit range")
-
-
-def read_fingerprints(
-    stream: IO[bytes],
-    name: str,
-    *,
-    format: str = "auto",
-    key_field: str = "key",
-    fingerprint_field: str = "fingerprint",
-    fingerprint_form: str = "auto",
-) -> Iterator[FingerprintRecord | Skip]:
-    """(key, fingerprint) rows of a CSV file (with a header row) or a JSONL file; bad rows become Skips."""
-    if format == "auto":
-        format = "csv" if name.lower().endswith((".csv", ".tsv")) else "jsonl"
-    if format == "jsonl":
-        rows = _jsonl_rows(stream, name)
-    elif format == "csv":
-        rows = _csv_rows(stream, name, key_field, fingerprint_field)
-    else:
-        raise ValueError(f"format must be csv, jsonl or auto, not {format!r}")
-    for where, record in rows:
-        if isinstance(record, Skip):
-            yield record
-            continue
-        key, value = record.get(key_field), record.get(fingerprint_field)
-        if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
-            yield Skip(where, BAD_RECORD, f"no {key_field!r} value")
-            continue
-        try:
-            yield FingerprintRecord(str(key), parse_fingerprint(value, fingerprint_form))
-        except ValueError as exc:
-            yield Skip(where, BAD_RECORD, str(exc))
-
-
-def _jsonl_rows(stream: IO[bytes], name: str) -> Iterator[tuple[str, dict | Skip]]:
-    for number, raw in enumerate(stream, start=1):
-        where = f"{name}:{number}"
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            yield where, Skip(where, BAD_RECORD, f"not valid JSON: {exc}")
-            continue
-        yield where, record if isinstance(record, dict) else Skip(where, BAD_RECORD, "not a JSON object")
-
-
-def _csv_rows(stream: IO[bytes], name: str, key_field: str, fingerprint_field: str) -> Iterator[tuple[str, dict | Skip]]:
-    import csv
-
-    undecodable: dict[int, str] = {}
-
-    def lines() -> Iterator[str]:
-        # Decode line by line, so one bad line is reported and the rest still read.
-        for number, raw in enumerate(stream, start=1):
-            try:
-                yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                undecodable[number] = f"not UTF-8: {exc.reason}"
-                yield "\n"
-
-    def pending_skips() -> Iterator[tuple[str, Skip]]:
-        for number in sorted(undecodable):
-            where = f"{name}:{number}"
-            yield where, Skip(where, BAD_RECORD, undecodable.pop(number))
-
-    reader = csv.reader(lines())
-    header = next(reader, None)
-    yield from pending_skips()
-    if header is None:
-        return
-    missing = [f for f in (key_field, fingerprint_field) if f not in header]
-    if missing:
-        yield f"{name}:1", Skip(f"{name}:1", BAD_RECORD, f"header has no column {', '.join(map(repr, missing))}")
-        return
-    while True:
-        where = f"{name}:{reader.line_num + 1}"
-        try:
-            row = next(reader)
-        except StopIteration:
-            yield from pending_skips()
-            return
-        except csv.Error as exc:
-            yield where, Skip(where, BAD_RECORD, str(exc))
-            continue
-        yield from pending_skips()
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            yield where, Skip(where, BAD_RECORD, f"{len(row)} columns, the header has {len(header)}")
-            continue
-        yield where, dict(zip(header, row))
+def _wanted(relative: str, directory: bool, included_above: bool, includes: list[Pattern], excludes: list[Pattern]) -> bool:
+    if not included_above and not any(p.matches(relative, directory=directory) for p in includes):
+        return False
+    return not any(p.matches(relative, directory=directory) for p in excludes)

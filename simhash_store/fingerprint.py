@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -23,12 +22,13 @@ from typing import Iterable
 
 import numpy as np
 
+from .dictionaries import Vocabulary, is_content, known_vocabulary
+from .dictionaries import idf_table as _idf_table  # noqa: F401  (tests check it against jieba.analyse)
 from .errors import SchemeError
 from .hashing import HASHES
-from .scheme import DEFAULT, WEIGHTED_TOKENIZERS, Scheme, get_scheme
-from .seed_format import parse_seed_line
+from .scheme import DEFAULT, Scheme, get_scheme
+from .tokenizers import Feature, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
 
-Feature = tuple[str, float]
 
 # ---------------------------------------------------------------- normalisation
 
@@ -82,66 +82,7 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     return _DROPPED_SPACE.sub("", text)
 
 
-# ---------------------------------------------------------------- segmentation
-
-_tokenizer_lock = threading.Lock()
-
-
-@lru_cache(maxsize=8)
-def _jieba(user_dict: str | None):
-    import logging
-
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    with _tokenizer_lock:
-        tokenizer = jieba.Tokenizer()
-        tokenizer.initialize()
-        if user_dict:
-            tokenizer.load_userdict(user_dict)
-    return tokenizer
-
-
-@lru_cache(maxsize=1)
-def _rjieba():
-    try:
-        import rjieba
-    except ImportError:
-        raise SchemeError(
-            "the rjieba scheme needs the optional package rjieba: pip install 'simhash-store[fast]'"
-        ) from None
-    return rjieba
-
-
-def _segment(text: str, scheme: Scheme) -> list[str]:
-    if scheme.tokenizer == "jieba":
-        return _jieba(scheme.user_dict).lcut(text, HMM=scheme.hmm)
-    if scheme.tokenizer == "rjieba":
-        if scheme.user_dict:
-            raise SchemeError("rjieba cannot load a user dictionary; use the jieba tokenizer")
-        return _rjieba().cut(text, scheme.hmm)
-    if scheme.tokenizer == "char-windows":
-        return _windows(text, scheme.ngram) if text else []
-    if scheme.tokenizer == "pypi-char-windows":
-        # The PyPI simhash package slides over its word characters only, joined across the
-        # gaps, and gives a text without any the single feature "" (not no feature).
-        return _windows("".join(_PYPI_SIMHASH_WORDS.findall(text)), scheme.ngram)
-    raise SchemeError(f"tokenizer {scheme.tokenizer!r} does not segment plain text")
-
-
-_CHARACTER_WINDOW_TOKENIZERS = ("char-windows", "pypi-char-windows")
-# The PyPI simhash package's default "letters"; \w already holds all of U+4E00-U+9FCC today.
-_PYPI_SIMHASH_WORDS = re.compile(r"[\w\u4e00-\u9fcc]+")
-
-
-def _windows(text: str, width: int) -> list[str]:
-    """Overlapping windows of ``width`` characters; a shorter text is its own single window."""
-    return [text[i : i + width] for i in range(max(len(text) - width + 1, 1))]
-
-
-def _is_content(token: str) -> bool:
-    """A token that carries meaning: it holds at least one letter or digit."""
-    return token.isalnum() or any(c.isalnum() for c in token)
+# ---------------------------------------------------------------- segmenting (the tokenizers are in tokenizers.py) and keeping words
 
 
 # jieba's keyword-extraction stop words (jieba 0.42.1, jieba.analyse.tfidf.KeywordExtractor.STOP_WORDS),
@@ -151,17 +92,6 @@ JIEBA_STOP_WORDS = frozenset(
     "an and are as at be by can for from has have if in is it not of on one or that the then this to we which "
     "with you all".split()
 )
-
-
-@lru_cache(maxsize=1)
-def _idf_table() -> tuple[dict[str, float], float]:
-    """jieba's IDF table (jieba/analyse/idf.txt) and its median, exactly as jieba.analyse reads them."""
-    from importlib.resources import files
-
-    content = (files("jieba") / "analyse" / "idf.txt").read_text(encoding="utf-8")
-    words_and_values = content.split()  # "word idf" per line; no word holds whitespace
-    table = dict(zip(words_and_values[0::2], map(float, words_and_values[1::2])))
-    return table, sorted(table.values())[len(table) // 2]
 
 
 def _stopwords(scheme: Scheme) -> frozenset[str]:
@@ -186,8 +116,8 @@ _PIECE_BOUNDARY = re.compile("[。,;:!?、]")
 
 
 def _segment_in_pieces(normalized: str, scheme: Scheme) -> Iterable[list[str]]:
-    if len(normalized) <= PIECE_CHARACTERS or scheme.tokenizer not in ("jieba", "rjieba"):
-        yield _segment(normalized, scheme)
+    if len(normalized) <= PIECE_CHARACTERS or not tokenizer_of(scheme).pieces:
+        yield segment_text(normalized, scheme)
         return
     start = 0
     while start < len(normalized):
@@ -200,7 +130,7 @@ def _segment_in_pieces(normalized: str, scheme: Scheme) -> Iterable[list[str]]:
                 for last in _PIECE_BOUNDARY.finditer(normalized, boundary.start(), end):
                     pass
                 end = last.end()
-        yield _segment(normalized[start:end], scheme)
+        yield segment_text(normalized[start:end], scheme)
         start = end
 
 
@@ -211,15 +141,15 @@ def segment(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
     so schemes that share those can share one segmentation (see :func:`fingerprint_segmented`).
     """
     scheme = get_scheme(scheme)
-    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
+    if tokenizer_of(scheme).weighted_input:
         raise SchemeError("a weighted scheme reads token^weight items; it does not segment text")
-    return _segment(normalize(text, scheme.normalizer), scheme)
+    return segment_text(normalize(text, scheme.normalizer), scheme)
 
 
 def tokens(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
     """The scheme's tokens of a text, in order, after normalisation and filtering."""
     scheme = get_scheme(scheme)
-    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
+    if tokenizer_of(scheme).weighted_input:
         return [token for token, _ in _given_features(text, scheme)]
     return _select(segment(text, scheme), scheme)
 
@@ -227,11 +157,12 @@ def tokens(text: str, scheme: Scheme | str = DEFAULT) -> list[str]:
 def _select(segmented: list[str], scheme: Scheme) -> list[str]:
     """The features of a segmentation before weighting, in order: the kept words (or word
     n-grams), then, with ``bigram_weight``, the pairs of adjacent kept words."""
-    if scheme.tokenizer == "pypi-char-windows":
-        # The package's windows are its features as they come, the empty window included.
+    tokenizer = tokenizer_of(scheme)
+    if tokenizer.every_feature:
+        # e.g. the PyPI package's windows, the empty window included.
         return segmented
     kept = _words(segmented, scheme)
-    if scheme.ngram > 1 and scheme.tokenizer not in _CHARACTER_WINDOW_TOKENIZERS:
+    if scheme.ngram > 1 and tokenizer.words:
         n = scheme.ngram
         return [_GRAM_JOINER.join(kept[i : i + n]) for i in range(max(len(kept) - n + 1, 1))] if kept else []
     if scheme.bigram_weight:
@@ -250,7 +181,7 @@ def _keeps(scheme: Scheme):
     stop = _stopwords(scheme)
     min_length = scheme.min_token_length
     if scheme.drop_punctuation:
-        return lambda t: len(t) >= min_length and t not in stop and _is_content(t)
+        return lambda t: len(t) >= min_length and t not in stop and is_content(t)
     return lambda t: len(t) >= min_length and t not in stop and not t.isspace()
 
 
@@ -260,56 +191,19 @@ _GRAM_JOINER = "\x1f"
 _GRAM_JOINER_BYTES = _GRAM_JOINER.encode()
 
 
-def _vocabulary(scheme: Scheme) -> _Vocabulary | None:
+def _vocabulary(scheme: Scheme) -> Vocabulary | None:
     """For ``known_words_only`` schemes: every word they keep, numbered; else None."""
     if not scheme.known_words_only:
         return None
-    return _known_vocabulary(
+    return known_vocabulary(
         scheme.user_dict,
         scheme.user_dict_sha256,
         _stopwords(scheme),
         scheme.min_token_length,
         scheme.drop_punctuation,
+        scheme.hash,
+        scheme.bits // 8,
     )
-
-
-class _Vocabulary:
-    """The words a ``known_words_only`` scheme keeps, numbered from 0; a word's number
-    indexes its IDF and, once a hash has been asked for, its feature hash."""
-
-    def __init__(self, idf_of: dict[str, float]) -> None:
-        self.words = list(idf_of)
-        self.number = dict(zip(self.words, range(len(self.words))))
-        self.idf = np.fromiter(idf_of.values(), dtype=np.float64, count=len(self.words))
-        self.encoded = _encode(self.words)
-        self.encoded_joined = [word + _GRAM_JOINER_BYTES for word in self.encoded]
-        self._hashes: dict[tuple[str, int], np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    hashed = True  # it gives every word's hash
-
-    def __contains__(self, word: str) -> bool:
-        return word in self.number
-
-    def numbers(self, part: list[str]) -> np.ndarray:
-        """The numbers of the pieces it keeps, in order."""
-        sequence = np.fromiter(map(self.number.get, part, repeat(-1)), dtype=np.int64, count=len(part))
-        return sequence[sequence >= 0]
-
-    def idf_of(self, numbers: np.ndarray) -> np.ndarray:
-        return self.idf[numbers]
-
-    def hashes(self, hash_name: str, nbytes: int) -> np.ndarray:
-        """Every word's hash under ``hash_name``, by number, as little-endian integers of ``nbytes``."""
-        key = (hash_name, nbytes)
-        if key not in self._hashes:
-            with self._lock:
-                if key not in self._hashes:
-                    function = HASHES[hash_name].function
-                    self._hashes[key] = np.fromiter(
-                        map(function, self.encoded), dtype=f"<u{nbytes}", count=len(self.encoded)
-                    )
-        return self._hashes[key]
 
 
 class _SeenWords:
@@ -335,32 +229,6 @@ class _SeenWords:
     def idf_of(self, numbers: np.ndarray) -> np.ndarray:
         words = self.words
         return np.fromiter((self.idf(words[i]) for i in numbers.tolist()), dtype=np.float64, count=len(numbers))
-
-
-@lru_cache(maxsize=8)
-def _known_vocabulary(
-    user_dict: str | None, user_dict_sha256: str | None, stop: frozenset[str], min_length: int, drop_punctuation: bool
-) -> _Vocabulary:
-    """The words of jieba's IDF table and of the user dictionary that pass the scheme's filters.
-
-    A word of the user dictionary that the table lacks gets the median IDF, as any unknown word would.
-    """
-    table, median = _idf_table()
-    known = dict(table)
-    if user_dict:
-        with open(user_dict, encoding="utf-8") as lines:
-            for line in lines:
-                if line.strip():
-                    known.setdefault(line.split()[0], median)
-    return _Vocabulary(
-        {
-            word: idf
-            for word, idf in known.items()
-            if len(word) >= min_length
-            and word not in stop
-            and (_is_content(word) if drop_punctuation else not word.isspace())
-        }
-    )
 
 
 # ---------------------------------------------------------------- weighting
@@ -393,7 +261,7 @@ def _idf_function(scheme: Scheme):
     """IDF of a feature from jieba's table (its median for unknown words; the mean over an n-gram)."""
     table, median = _idf_table()
     get = table.get
-    if scheme.tokenizer in _CHARACTER_WINDOW_TOKENIZERS or scheme.ngram == 1:
+    if not tokenizer_of(scheme).words or scheme.ngram == 1:
         return lambda token: get(token, median)
 
     def mean_idf(token: str) -> float:
@@ -403,40 +271,18 @@ def _idf_function(scheme: Scheme):
     return mean_idf
 
 
-def parse_weighted(line: str) -> list[Feature]:
-    """Parse caller-weighted features in the ``词^权重`` form: ``"中国^2 知乎^1 读者^2"``.
-
-    Items are separated by whitespace; an item without ``^`` has weight 1. A weight
-    that is not a number raises :class:`SchemeError`.
-    """
-    result: list[Feature] = []
-    for item in line.split():
-        token, caret, weight = item.rpartition("^")
-        if not caret:
-            result.append((item, 1.0))
-            continue
-        try:
-            value = float(weight)
-        except ValueError:
-            raise SchemeError(f"weight of {token!r} is not a number: {weight!r}") from None
-        if not math.isfinite(value):
-            raise SchemeError(f"weight of {token!r} is not finite: {weight!r}")
-        result.append((token, value))
-    return result
-
-
 def features(text: str, scheme: Scheme | str = DEFAULT) -> list[Feature]:
     """The weighted features a scheme extracts from a text (heaviest first when ``top_k`` is set)."""
     scheme = get_scheme(scheme)
-    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
+    if tokenizer_of(scheme).weighted_input:
         return _given_features(text, scheme)
     weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme, in_order=True)
     return list(zip(weighted.names(), weighted.weights.tolist()))
 
 
 def _given_features(line: str, scheme: Scheme) -> list[Feature]:
-    """The items of a caller-weighted line; the seed program's reading keeps order and repeats."""
-    return parse_seed_line(line) if scheme.tokenizer == "seed-weighted" else parse_weighted(line)
+    """The items of a caller-weighted line, as the scheme's tokenizer reads them."""
+    return tokenizer_of(scheme).read(line)
 
 
 @dataclass
@@ -474,7 +320,7 @@ def _weighted(segmented: Iterable[list[str]], scheme: Scheme, in_order: bool = F
     with ``in_order`` each in order of first occurrence. Order changes no fingerprint:
     the sums are exact (see :func:`_whole_units`).
     """
-    if scheme.tokenizer in ("jieba", "rjieba") and scheme.ngram == 1:
+    if tokenizer_of(scheme).words and scheme.ngram == 1:
         vocabulary = _vocabulary(scheme) or _SeenWords(scheme)
         return _heaviest(_weighted_numbered(segmented, scheme, vocabulary, in_order), scheme)
     return _weighted_features(_select([t for part in segmented for t in part], scheme), scheme)
@@ -485,7 +331,7 @@ _PAIR_SPAN = 1 << 31
 
 
 def _weighted_numbered(
-    segmented: Iterable[list[str]], scheme: Scheme, vocabulary: _Vocabulary | _SeenWords, in_order: bool
+    segmented: Iterable[list[str]], scheme: Scheme, vocabulary: Vocabulary | _SeenWords, in_order: bool
 ) -> _Features:
     """:func:`_weighted` for word features, on word numbers in numpy.
 
@@ -532,9 +378,9 @@ def _weighted_numbered(
     weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
     if hashes is not None:
         function = HASHES[scheme.hash].function
-        joined = map(bytes.__add__, map(vocabulary.encoded_joined.__getitem__, first_words.tolist()),
-                     map(vocabulary.encoded.__getitem__, second_words.tolist()))
-        pair_hashes = np.fromiter(map(function, joined), dtype=hashes.dtype, count=len(pair_numbers))
+        words = vocabulary.words
+        joined = [f"{words[a]}{_GRAM_JOINER}{words[b]}" for a, b in zip(first_words.tolist(), second_words.tolist())]
+        pair_hashes = np.fromiter(map(function, _encode(joined)), dtype=hashes.dtype, count=len(pair_numbers))
         hashes = np.concatenate([hashes, pair_hashes])
     return _Features(names, weights, firsts, seconds, hashes)
 
@@ -620,7 +466,7 @@ def fingerprint_features(weighted: Iterable[Feature] | Iterable[str], scheme: Sc
     True
     """
     scheme = get_scheme(scheme)
-    if scheme.tokenizer in _IN_ORDER_TOKENIZERS:
+    if tokenizer_of(scheme).in_order_sums:
         pairs = [(item, 1.0) if isinstance(item, str) else (item[0], float(item[1])) for item in weighted]
         return _simhash_in_order([t for t, _ in pairs], [w for _, w in pairs], scheme)
     totals: dict[str, float] = {}
@@ -728,11 +574,10 @@ def _pack(set_bits: np.ndarray) -> int:
     return int.from_bytes(np.packbits(set_bits, bitorder="little").tobytes(), "little")
 
 
-# Schemes that reproduce a program summing in floating point, feature after feature, must
-# add in that order: rounding makes the sums order-dependent, and near zero the order can
-# flip a bit (1e16 + 1 - 1e16 is 0 in doubles, 1 exactly). So no merging of repeated
-# tokens and no matrix product, whose order BLAS chooses.
-_IN_ORDER_TOKENIZERS = ("seed-weighted",)
+# Tokenizers with in_order_sums reproduce a program summing in floating point, feature after
+# feature, and must add in that order: rounding makes the sums order-dependent, and near
+# zero the order can flip a bit (1e16 + 1 - 1e16 is 0 in doubles, 1 exactly). So no merging
+# of repeated tokens and no matrix product, whose order BLAS chooses.
 
 
 def _simhash_in_order(feature_tokens: list[str], weights: list[float], scheme: Scheme) -> int:
@@ -768,7 +613,7 @@ def fingerprint_if_any(text: str, scheme: Scheme | str = DEFAULT) -> int | None:
     True
     """
     scheme = get_scheme(scheme)
-    if scheme.tokenizer in WEIGHTED_TOKENIZERS:
+    if tokenizer_of(scheme).weighted_input:
         given = _given_features(text, scheme)
         return fingerprint_features(given, scheme) if given else None
     weighted = _weighted(_segment_in_pieces(normalize(text, scheme.normalizer), scheme), scheme)

@@ -14,7 +14,8 @@ import os
 import sys
 from typing import IO, Any, Iterator
 
-from .corpus import Skip, _csv_rows, _jsonl_rows
+from .corpus import Skip
+from .records import DEFAULT_MAX_BYTES, _delimited_rows, _json_rows, _refuse_missing_fields
 from .errors import SimhashStoreError
 
 FORMATS = ("jsonl", "csv", "parquet")
@@ -59,10 +60,12 @@ def read_records(path: str, format: str, *, key_field: str, text_field: str) -> 
         return
     stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")
     try:
+        fields = {key_field: "key", text_field: "text"}
         if format == "jsonl":
-            yield from _jsonl_rows(stream, path)
+            yield from _refuse_missing_fields(_json_rows(stream, path, DEFAULT_MAX_BYTES), path, fields)
         else:
-            yield from _csv_rows(stream, path, key_field, text_field)
+            delimiter = "\t" if path.lower().endswith(".tsv") else ","
+            yield from _delimited_rows(stream, path, delimiter, fields, DEFAULT_MAX_BYTES)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -88,7 +91,9 @@ def parquet_schema(path: str):
 
 def _json_line(record: dict) -> str:
     # U+2028 and U+2029 end lines for some splitters: escape them so each line is one record.
-    return json.dumps(record, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") + "\n"
+    # default=str: an integer of thousands of digits is read as a HugeInteger, written as its digits.
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085") + "\n"
 
 
 class RecordWriter:

@@ -9,19 +9,34 @@ not fingerprinted again).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
+import stat
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from .corpus import BAD_KEY, BAD_RECORD, NO_WORDS, UNREADABLE, DecodeError, Skip, Source, decode, digest
+from .corpus import (
+    BAD_KEY,
+    BAD_RECORD,
+    BINARY,
+    NO_WORDS,
+    SPECIAL_FILE,
+    TOO_LARGE,
+    UNREADABLE,
+    DecodeError,
+    Skip,
+    Source,
+    decode,
+    digest,
+    is_binary_start,
+    special_kind,
+)
+from .decoding import SAMPLE_BYTES
+from .records import DEFAULT_MAX_BYTES, unique_keys
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
@@ -36,7 +51,8 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]  # (documents done, bytes done)
 
-# Below this many documents in a batch, starting worker processes costs more than it saves.
+# Below this many documents in a batch, starting worker processes costs more than it saves,
+# unless they were started early (Fingerprinter.start) to load dictionaries meanwhile.
 PARALLEL_THRESHOLD = 16
 
 
@@ -52,22 +68,36 @@ class Prepared:
     unchanged: bool = False
     skip: Skip | None = None
     stamp: str | None = None
+    warning: str | None = None  # stored, but the user should know: "3 invalid bytes replaced ..."
 
 
 @dataclass
 class IngestSummary:
+    """What happened to every input: each is counted in exactly one of added, updated,
+    unchanged, near_duplicates, skipped (deliberate: not text) and failures."""
+
     added: int = 0
     updated: int = 0
     unchanged: int = 0
     documents: int = 0
     bytes: int = 0
-    skipped: list[Skip] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)  # deliberate skips and failures alike
     near_duplicates: list[SkippedNearDuplicate] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Skip]:
         """Inputs that should have been stored but could not be read, decoded or keyed."""
         return [s for s in self.skipped if not s.deliberate]
+
+    @property
+    def deliberate(self) -> list[Skip]:
+        """Inputs that are not text (empty, binary, no words, not a regular file)."""
+        return [s for s in self.skipped if s.deliberate]
+
+    @property
+    def inputs(self) -> int:
+        return self.added + self.updated + self.unchanged + len(self.near_duplicates) + len(self.skipped)
 
     def skipped_by_reason(self) -> dict[str, int]:
         return dict(Counter(s.reason for s in self.skipped))
@@ -99,81 +129,144 @@ def _exit_with(parent: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def prepare(source: Source, stored_digest: bytes | None, scheme: Scheme) -> Prepared:
-    """Read, decode and fingerprint one Source; unchanged when its digest equals ``stored_digest``."""
-    where = str(source.path) if source.path is not None else source.key
+def prepare(
+    source: Source, stored_digest: bytes | None, scheme: Scheme, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Prepared:
+    """Read, decode and fingerprint one Source; unchanged when its digest equals ``stored_digest``.
+
+    A file is opened without blocking and checked to be a regular file first (it may
+    have been replaced by a FIFO since the walk); a binary one is told from its first
+    bytes, without reading the rest; one over ``max_bytes`` is refused, not read.
+    """
+    where = source.shown
     if source.text is not None:
         raw = source.text.encode("utf-8", "surrogatepass")
         text = source.text
     else:
-        try:
-            with open(source.path, "rb") as handle:  # type: ignore[arg-type]
-                raw = handle.read()
-        except OSError as exc:
-            return Prepared(source.key, source.size, skip=Skip(where, UNREADABLE, exc.strerror or str(exc)))
+        raw = _read_file(source, max_bytes)
+        if isinstance(raw, Skip):
+            return Prepared(source.key, 0, skip=raw)  # 0: nothing read (a sparse 60 GB file is no throughput)
         text = None
     content_digest = digest(raw)
     if stored_digest is not None and stored_digest == content_digest:
         return Prepared(source.key, len(raw), digest=content_digest, unchanged=True, stamp=source.stamp)
+    warning = None
     if text is None:
         try:
-            text = decode(raw).text
+            decoded = decode(raw)
         except DecodeError as exc:
             return Prepared(source.key, len(raw), skip=Skip(where, exc.reason, exc.detail))
+        text = decoded.text
+        if decoded.replaced:
+            warning = f"{where}: {decoded.replaced} invalid bytes replaced by U+FFFD (read as {decoded.encoding})"
     del raw
     try:
         value = fingerprint_if_any(text, scheme)
     except SchemeError as exc:  # e.g. a malformed token^weight line for the weighted schemes
         return Prepared(source.key, source.size, skip=Skip(where, BAD_RECORD, str(exc)))
+    except MemoryError:
+        return Prepared(source.key, source.size, skip=Skip(where, TOO_LARGE, "out of memory fingerprinting it"))
     if value is None:
         return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS))
     return Prepared(
-        source.key, source.size, fingerprint=value, digest=content_digest, length=len(text), stamp=source.stamp
+        source.key, source.size, fingerprint=value, digest=content_digest, length=len(text), stamp=source.stamp,
+        warning=warning,
     )
 
 
+def _read_file(source: Source, max_bytes: int) -> bytes | Skip:
+    where = source.shown
+    try:
+        # O_NONBLOCK: opening a FIFO that replaced the file since the walk must not wait for a writer.
+        descriptor = os.open(source.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # type: ignore[arg-type]
+    except OSError as exc:
+        return Skip(where, UNREADABLE, exc.strerror or str(exc))
+    with os.fdopen(descriptor, "rb", buffering=0) as handle:
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                return Skip(where, SPECIAL_FILE, special_kind(info.st_mode))
+            start = _read_up_to(handle, SAMPLE_BYTES)
+            if len(start) == SAMPLE_BYTES and is_binary_start(start):
+                return Skip(where, BINARY)  # the rest need not be read: nothing after it changes that
+            if info.st_size > max_bytes:
+                return Skip(where, TOO_LARGE, _too_large(info.st_size, max_bytes))
+            data = start + _read_up_to(handle, max_bytes + 1 - len(start))
+        except OSError as exc:
+            return Skip(where, UNREADABLE, exc.strerror or str(exc))
+        except MemoryError:
+            return Skip(where, TOO_LARGE, f"out of memory reading {info.st_size:,} bytes")
+    if len(data) > max_bytes:  # it grew since it was measured
+        return Skip(where, TOO_LARGE, _too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"{size:,} bytes, over the limit of {limit:,}; raise it with --max-file-size"
+
+
+def _read_up_to(handle, size: int) -> bytes:
+    parts, remaining = [], size
+    while remaining > 0:
+        part = handle.read(min(remaining, 1 << 24))
+        if not part:
+            break
+        parts.append(part)
+        remaining -= len(part)
+    return b"".join(parts)
+
+
 def _prepare_indexed_in_worker(
-    scheme: Scheme, tasks: list[tuple[int, tuple[Source, bytes | None]]]
+    scheme: Scheme, max_bytes: int, tasks: list[tuple[int, tuple[Source, bytes | None]]]
 ) -> list[tuple[int, Prepared]]:
-    return [(index, prepare(source, stored_digest, scheme)) for index, (source, stored_digest) in tasks]
+    return [(index, prepare(source, stored_digest, scheme, max_bytes)) for index, (source, stored_digest) in tasks]
 
 
 class Fingerprinter:
     """Runs :func:`prepare` over many Sources, on ``jobs`` processes when there is enough work."""
 
-    def __init__(self, scheme: Scheme, jobs: int | None = None) -> None:
+    def __init__(self, scheme: Scheme, jobs: int | None = None, max_file_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.scheme = scheme
         self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.max_file_bytes = max_file_bytes
         self._pool = None
 
-    def start(self) -> None:
-        """Start the workers now, loading their dictionaries while this process does other work.
+    def start(self, workers: int | None = None) -> None:
+        """Start ``workers`` (at most ``jobs``; default all) now, loading their dictionaries
+        while this process does other work; from then on every batch goes to them.
 
         Otherwise they start with the first batch that needs fingerprinting, so that
-        re-adding an unchanged corpus never pays for the dictionaries.
+        re-adding an unchanged corpus never pays for the dictionaries. With ``jobs`` 1 there
+        are no workers: everything runs in this process.
         """
         if self.jobs > 1:
-            self._get_pool().submit(int)  # the executor starts its processes with the first task
+            self._get_pool(workers).submit(int)  # the executor starts its processes with the first task
 
-    def _get_pool(self):
+    def _get_pool(self, workers: int | None = None):
         if self._pool is None:
+            import multiprocessing  # here, not at the top: most one-file commands never start workers
+            from concurrent.futures import ProcessPoolExecutor
+
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
             # An executor, not multiprocessing.Pool: when a worker dies (kill -9, the kernel's OOM
             # killer) Pool starts another and waits forever for the lost tasks; the executor raises.
             self._pool = ProcessPoolExecutor(
-                self.jobs, mp_context=context, initializer=_init_worker, initargs=(self.scheme, os.getpid())
+                min(self.jobs, workers or self.jobs),
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(self.scheme, os.getpid()),
             )
         return self._pool
 
     def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
         """Start work on a batch; returns a function that collects the results in input order,
         reporting each document to ``progress`` as it completes."""
-        if self.jobs == 1 or len(tasks) < PARALLEL_THRESHOLD:
+        if self._pool is None and (self.jobs == 1 or len(tasks) < PARALLEL_THRESHOLD):
 
             def collect_here(progress: Progress | None) -> list[Prepared]:
                 results = []
                 for source, stored in tasks:
-                    results.append(prepare(source, stored, self.scheme))
+                    results.append(prepare(source, stored, self.scheme, self.max_file_bytes))
                     if progress is not None:
                         progress(1, results[-1].size)
                 return results
@@ -184,11 +277,14 @@ class Fingerprinter:
         chunksize = max(1, min(16, len(tasks) // (self.jobs * 16)))
         pool = self._get_pool()
         pending = [
-            pool.submit(_prepare_indexed_in_worker, self.scheme, [(i, tasks[i]) for i in order[start : start + chunksize]])
+            pool.submit(_prepare_indexed_in_worker, self.scheme, self.max_file_bytes, [(i, tasks[i]) for i in order[start : start + chunksize]])
             for start in range(0, len(order), chunksize)
         ]
 
         def collect(progress: Progress | None) -> list[Prepared]:
+            from concurrent.futures import as_completed
+            from concurrent.futures.process import BrokenProcessPool
+
             in_order: list[Prepared] = [None] * len(tasks)  # type: ignore[list-item]
             try:
                 for chunk in as_completed(pending):
@@ -246,7 +342,7 @@ def _split(batch: list[Source | Skip], summary: IngestSummary) -> list[Source]:
         try:
             validate_key(item.key)
         except InvalidKeyError as exc:
-            summary.skipped.append(Skip(str(item.path or item.key), BAD_KEY, str(exc)))
+            summary.skipped.append(Skip(item.shown, BAD_KEY, str(exc)))
             continue
         sources.append(item)
     return sources
@@ -282,7 +378,9 @@ def add(
         fingerprinter.scheme = scheme
     with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
         finished: list[Prepared] | None = None
-        for batch in _batches(inputs, batch_size):
+        # Two inputs with one key (x.txt in both of `add a b`) are never merged: the first is
+        # stored, the second reported; a re-run does the same, so nothing flips back and forth.
+        for batch in _batches(unique_keys(inputs), batch_size):
             sources = _split(batch, summary)
             stored = store.versions([s.key for s in sources]) if sources else {}
             tasks, unchanged = [], []
@@ -317,6 +415,8 @@ def _write(
     for item in prepared:
         summary.documents += 1
         summary.bytes += item.size
+        if item.warning is not None:
+            summary.warnings.append(item.warning)
         if item.skip is not None:
             summary.skipped.append(item.skip)
         elif item.unchanged:

@@ -21,11 +21,9 @@ from pathlib import Path
 
 from .errors import SchemeError
 from .hashing import HASHES
+from .tokenizers import TOKENIZERS
 
 NORMALIZERS = ("nfkc-casefold", "lower", "none")
-TOKENIZERS = ("jieba", "rjieba", "weighted", "char-windows", "seed-weighted", "pypi-char-windows")
-# Tokenizers that read caller-weighted "token^weight" items instead of segmenting text.
-WEIGHTED_TOKENIZERS = ("weighted", "seed-weighted")
 WEIGHTINGS = ("tf", "log-tf", "binary", "tfidf", "log-tfidf", "given")
 STOPWORD_LISTS = ("jieba", "none")
 
@@ -74,7 +72,7 @@ class Scheme:
             raise SchemeError("a scheme needs a non-empty name")
         choices = {
             "normalizer": NORMALIZERS,
-            "tokenizer": TOKENIZERS,
+            "tokenizer": tuple(TOKENIZERS),
             "weighting": WEIGHTINGS,
             "stopwords": STOPWORD_LISTS,
             "hash": tuple(HASHES),
@@ -95,7 +93,8 @@ class Scheme:
             raise SchemeError(f"scheme {self.name!r}: min_token_length must be an integer of at least 1, not {length!r}")
         if self.ngram < 1:
             raise SchemeError(f"scheme {self.name!r}: ngram must be at least 1, not {self.ngram}")
-        word_tokenizer = self.tokenizer in ("jieba", "rjieba")
+        tokenizer = TOKENIZERS[self.tokenizer]
+        word_tokenizer = tokenizer.words
         if not isinstance(self.known_words_only, bool):
             raise SchemeError(f"scheme {self.name!r}: known_words_only must be true or false")
         if self.known_words_only and not word_tokenizer:
@@ -117,19 +116,18 @@ class Scheme:
         object.__setattr__(self, "bigram_weight", float(self.bigram_weight))
         if self.top_k is not None and self.top_k < 1:
             raise SchemeError(f"scheme {self.name!r}: top_k must be at least 1 or None")
-        if (self.weighting == "given") != (self.tokenizer in WEIGHTED_TOKENIZERS):
+        if (self.weighting == "given") != tokenizer.weighted_input:
+            weighted = [name for name, entry in TOKENIZERS.items() if entry.weighted_input]
             raise SchemeError(
                 f"scheme {self.name!r}: weighting 'given' goes with the tokenizers "
-                f"{', '.join(WEIGHTED_TOKENIZERS)} and only with them"
+                f"{', '.join(weighted)} and only with them"
             )
-        if self.tokenizer == "pypi-char-windows" and (
-            self.stopwords != "none" or self.extra_stopwords or self.drop_punctuation
-        ):
+        if tokenizer.every_feature and (self.stopwords != "none" or self.extra_stopwords or self.drop_punctuation):
             raise SchemeError(
-                f"scheme {self.name!r}: the pypi-char-windows tokenizer keeps every window, as the "
+                f"scheme {self.name!r}: the {self.tokenizer} tokenizer keeps every window, as the "
                 "package does; it needs stopwords 'none', no extra stop words and drop_punctuation False"
             )
-        if self.user_dict is not None and self.tokenizer not in ("jieba", "rjieba"):
+        if self.user_dict is not None and not word_tokenizer:
             raise SchemeError(f"scheme {self.name!r}: a user dictionary needs a jieba tokenizer")
         object.__setattr__(self, "extra_stopwords", tuple(sorted(set(self.extra_stopwords))))
 

@@ -1,0 +1,231 @@
+"""jieba's dictionary, its IDF table and the vocabularies built from them, cached on disk.
+
+Building these takes a second or more (jieba's prefix dictionary alone is half a million
+entries), which is most of a one-file command. Each is kept in the per-user cache (see
+:mod:`cache`) under a key holding everything it is built from: the jieba version, the
+digest of the file read, and the scheme's choices. So a new dictionary, a new jieba or
+another scheme never meets an old entry, and every entry holds exactly what building
+would give. jieba's own cache in the shared temporary directory is not used: any user
+could write it first, and its content would decide everyone's segmentation.
+
+>>> table, median = idf_table()
+>>> round(median, 2)
+11.95
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from functools import lru_cache
+from itertools import repeat
+
+import numpy as np
+import xxhash
+
+from . import cache
+from .hashing import HASHES
+
+_lock = threading.Lock()
+
+
+def _jieba_module():
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
+def _digest(content: bytes) -> str:
+    """A digest that tells one dictionary file from another (XXH3-128: the files are 5 to 6 MB,
+    read on every start, and SHA-256 would take ten times longer)."""
+    return xxhash.xxh3_128_hexdigest(content)
+
+
+@lru_cache(maxsize=8)
+def jieba_tokenizer(user_dict: str | None = None):
+    """A jieba Tokenizer on jieba's default dictionary, plus ``user_dict`` (a path) if given.
+
+    Its prefix dictionary comes from the cache, else from jieba's own builder (and then
+    goes into the cache); either way it is exactly what ``Tokenizer.initialize`` builds.
+    """
+    jieba = _jieba_module()
+    with _lock:
+        tokenizer = jieba.Tokenizer()
+        with tokenizer.get_dict_file() as dictionary:
+            key = {"jieba": jieba.__version__, "dictionary_xxh3_128": _digest(dictionary.read())}
+        tokenizer.FREQ, tokenizer.total = _prefix_dictionary(tokenizer, key)
+        tokenizer.initialized = True
+        if user_dict:
+            tokenizer.load_userdict(user_dict)
+    return tokenizer
+
+
+def _prefix_dictionary(tokenizer, key: dict) -> tuple[dict[str, int], int]:
+    stored = cache.load("jieba-prefix-dictionary", key)
+    if stored is not None:
+        try:
+            words = cache.split_strings(stored["words"], len(stored["frequencies"]))
+            return dict(zip(words, stored["frequencies"].tolist())), int(stored["total"][0])
+        except (KeyError, ValueError, IndexError):
+            pass  # a damaged entry: build it again
+    frequencies, total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
+    joined = cache.join_strings(list(frequencies))
+    if joined is not None:
+        cache.store(
+            "jieba-prefix-dictionary",
+            key,
+            {
+                "words": joined,
+                "frequencies": np.fromiter(frequencies.values(), dtype=np.int64, count=len(frequencies)),
+                "total": np.array([total], dtype=np.int64),
+            },
+        )
+    return frequencies, total
+
+
+def _idf_file() -> bytes:
+    from importlib.resources import files
+
+    _jieba_module()
+    return (files("jieba") / "analyse" / "idf.txt").read_bytes()
+
+
+@lru_cache(maxsize=1)
+def _idf_key() -> dict:
+    return {"jieba": _jieba_module().__version__, "idf_xxh3_128": _digest(_idf_file())}
+
+
+@lru_cache(maxsize=1)
+def idf_table() -> tuple[dict[str, float], float]:
+    """jieba's IDF table (jieba/analyse/idf.txt) and its median, exactly as jieba.analyse reads them."""
+    key = _idf_key()
+    stored = cache.load("jieba-idf", key)
+    if stored is not None:
+        try:
+            words = cache.split_strings(stored["words"], len(stored["idf"]))
+            return dict(zip(words, stored["idf"].tolist())), float(stored["median"][0])
+        except (KeyError, ValueError, IndexError):
+            pass
+    content = _idf_file().decode("utf-8")
+    words_and_values = content.split()  # "word idf" per line; no word holds whitespace
+    table = dict(zip(words_and_values[0::2], map(float, words_and_values[1::2])))
+    median = sorted(table.values())[len(table) // 2]
+    joined = cache.join_strings(list(table))
+    if joined is not None:
+        cache.store(
+            "jieba-idf",
+            key,
+            {
+                "words": joined,
+                "idf": np.fromiter(table.values(), dtype=np.float64, count=len(table)),
+                "median": np.array([median]),
+            },
+        )
+    return table, median
+
+
+def is_content(token: str) -> bool:
+    """A token that carries meaning: it holds at least one letter or digit."""
+    return token.isalnum() or any(c.isalnum() for c in token)
+
+
+class Vocabulary:
+    """The words a ``known_words_only`` scheme keeps, numbered from 0; a word's number
+    indexes its IDF and its feature hash."""
+
+    hashed = True  # it gives every word's hash
+
+    def __init__(self, words: list[str], idf: np.ndarray, hashes: dict[tuple[str, int], np.ndarray]) -> None:
+        self.words = words
+        self.number = dict(zip(words, range(len(words))))
+        self.idf = idf
+        self._hashes = hashes
+        self._lock = threading.Lock()
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.number
+
+    def numbers(self, part: list[str]) -> np.ndarray:
+        """The numbers of the pieces it keeps, in order."""
+        sequence = np.fromiter(map(self.number.get, part, repeat(-1)), dtype=np.int64, count=len(part))
+        return sequence[sequence >= 0]
+
+    def idf_of(self, numbers: np.ndarray) -> np.ndarray:
+        return self.idf[numbers]
+
+    def hashes(self, hash_name: str, nbytes: int) -> np.ndarray:
+        """Every word's hash under ``hash_name``, by number, as little-endian integers of ``nbytes``."""
+        key = (hash_name, nbytes)
+        if key not in self._hashes:
+            with self._lock:
+                if key not in self._hashes:
+                    self._hashes[key] = _hash_all(self.words, hash_name, nbytes)
+        return self._hashes[key]
+
+
+def _hash_all(words: list[str], hash_name: str, nbytes: int) -> np.ndarray:
+    function = HASHES[hash_name].function
+    return np.fromiter(map(function, map(str.encode, words)), dtype=f"<u{nbytes}", count=len(words))
+
+
+@lru_cache(maxsize=8)
+def known_vocabulary(
+    user_dict: str | None,
+    user_dict_sha256: str | None,
+    stop: frozenset[str],
+    min_length: int,
+    drop_punctuation: bool,
+    hash_name: str,
+    nbytes: int,
+) -> Vocabulary:
+    """The words of jieba's IDF table and of the user dictionary that pass the scheme's filters.
+
+    A word of the user dictionary that the table lacks gets the median IDF, as any unknown
+    word would. With a hash of 4 or 8 bytes, every word's hash comes with it. The scheme's
+    ``user_dict_sha256`` only keys this process's memo; the disk cache keys on the file read.
+    """
+    user_words = b""
+    if user_dict:
+        with open(user_dict, "rb") as dictionary:
+            user_words = dictionary.read()
+    key = {
+        "built_by": 1,  # raise when what is built from the same sources changes
+        **_idf_key(),
+        "user_dict_xxh3_128": _digest(user_words) if user_dict else None,
+        "stop_words": sorted(stop),
+        "min_length": min_length,
+        "drop_punctuation": drop_punctuation,
+        "hash": hash_name if nbytes in (4, 8) else None,
+    }
+    stored = cache.load("vocabulary", key)
+    if stored is not None:
+        try:
+            words = cache.split_strings(stored["words"], len(stored["idf"]))
+            hashes = {(hash_name, nbytes): stored["hashes"]} if "hashes" in stored else {}
+            if all(len(h) == len(words) for h in hashes.values()):
+                return Vocabulary(words, stored["idf"], hashes)
+        except (KeyError, ValueError):
+            pass
+    table, median = idf_table()
+    known = dict(table)
+    for line in io.StringIO(user_words.decode("utf-8"), newline=None):  # lines as a text file gives them
+        if line.strip():
+            known.setdefault(line.split()[0], median)
+    kept = {
+        word: idf
+        for word, idf in known.items()
+        if len(word) >= min_length and word not in stop and (is_content(word) if drop_punctuation else not word.isspace())
+    }
+    words = list(kept)
+    idf = np.fromiter(kept.values(), dtype=np.float64, count=len(words))
+    hashes = {(hash_name, nbytes): _hash_all(words, hash_name, nbytes)} if nbytes in (4, 8) else {}
+    joined = cache.join_strings(words)
+    if joined is not None:
+        arrays = {"words": joined, "idf": idf}
+        if hashes:
+            arrays["hashes"] = hashes[hash_name, nbytes]
+        cache.store("vocabulary", key, arrays)
+    return Vocabulary(words, idf, hashes)

@@ -1,0 +1,198 @@
+"""The dictionary cache and the tokenizer registry: speed may depend on them, fingerprints never. No database.
+
+A command's first run builds jieba's prefix dictionary and the scheme's vocabulary and
+keeps them in the per-user cache; later runs load them. Whatever state the cache is in
+(missing, damaged, another user's, unwritable, written by several processes at once),
+fingerprints are those of the pinned values in test_fingerprint.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simhash_store import DEFAULT, SchemeError, cache, fingerprint, tokens
+from simhash_store.tokenizers import TOKENIZERS, Tokenizer, register_tokenizer
+
+CRIMINAL_LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+RAILWAY = "大莱龙铁路位于山东省北部环渤海地区，西起位于益羊铁路的潍坊大家洼车站，向东经海化、寿光、寒亭、昌邑、平度、莱州、招远、终到龙口。"
+# zh-jieba-v1, as pinned in test_fingerprint.py.
+PINNED = {CRIMINAL_LAW: 0x925D839787D42440, RAILWAY: 0x3D71B5D0A2D63D68}
+
+# A fresh process: the cache is read (or written) once per process.
+_RUN = """
+import json, sys
+from simhash_store import cache
+written = []
+original = cache.store
+def store(kind, key, arrays):
+    if cache.cache_dir() is not None:
+        written.append(kind)
+    original(kind, key, arrays)
+cache.store = store
+from simhash_store import fingerprint
+texts = json.loads(sys.argv[1])
+print(json.dumps({"fingerprints": [fingerprint(t) for t in texts] + [fingerprint(t, "classic-tfidf-top50") for t in texts],
+                  "written": sorted(written)}))
+"""
+
+
+def run(cache_dir: str | Path, tmp_path: Path) -> dict:
+    """Fingerprints of the pinned texts (default scheme, then classic-tfidf-top50) in a new process."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir(exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _RUN, json.dumps(list(PINNED))],
+        env={**os.environ, "SIMHASH_STORE_CACHE_DIR": str(cache_dir), "TMPDIR": str(temporary)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> list[int]:
+    """Fingerprints with the cache turned off: everything built from jieba's files."""
+    tmp_path = tmp_path_factory.mktemp("reference")
+    values = run("", tmp_path)
+    assert values["written"] == []
+    assert values["fingerprints"][: len(PINNED)] == list(PINNED.values())
+    return values["fingerprints"]
+
+
+def test_first_run_fills_the_cache_and_the_next_reads_it_with_the_same_fingerprints(tmp_path, reference):
+    first = run(tmp_path / "cache", tmp_path)
+    assert first["fingerprints"] == reference
+    assert first["written"] == ["jieba-idf", "jieba-prefix-dictionary", "vocabulary"]
+    assert all((path.stat().st_mode & 0o077) == 0 for path in (tmp_path / "cache").iterdir())
+    second = run(tmp_path / "cache", tmp_path)
+    assert second == {"fingerprints": reference, "written": []}
+    # jieba's own cache in the shared temporary directory is neither read nor written.
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_damaged_cache_files_are_rebuilt_not_believed(tmp_path, reference):
+    directory = tmp_path / "cache"
+    run(directory, tmp_path)
+    entries = sorted(directory.iterdir())
+    assert len(entries) == 3
+    idf, prefix, vocabulary = entries
+    prefix.write_bytes(prefix.read_bytes()[: prefix.stat().st_size // 2])  # cut short
+    content = bytearray(vocabulary.read_bytes())
+    content[-5] ^= 0x01  # one bit of one word's hash
+    vocabulary.write_bytes(bytes(content))
+    idf.write_bytes(b"")
+    damaged = run(directory, tmp_path)
+    assert damaged == {"fingerprints": reference, "written": ["jieba-idf", "jieba-prefix-dictionary", "vocabulary"]}
+    assert run(directory, tmp_path) == {"fingerprints": reference, "written": []}
+
+
+def test_a_cache_directory_that_cannot_be_written_only_costs_time(tmp_path, reference):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    assert run(blocker / "cache", tmp_path)["fingerprints"] == reference
+
+
+@pytest.mark.slow
+def test_processes_filling_an_empty_cache_at_once_agree(tmp_path, reference):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "SIMHASH_STORE_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(temporary)}
+    processes = [
+        subprocess.Popen([sys.executable, "-c", _RUN, json.dumps(list(PINNED))], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outputs = [json.loads(process.communicate(timeout=600)[0]) for process in processes]
+    assert [output["fingerprints"] for output in outputs] == [reference] * 3
+    assert run(tmp_path / "cache", tmp_path) == {"fingerprints": reference, "written": []}
+    assert not [path for path in (tmp_path / "cache").iterdir() if path.name.startswith(".")]  # no temporary left
+
+
+# ---------------------------------------------------------------- the cache file format, in this process
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv(cache.CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+KEY = {"source": "test", "version": 1}
+ARRAYS = {"words": cache.join_strings(["中国", "", "知乎"]), "values": np.arange(3, dtype=np.int64)}
+
+
+def test_an_entry_reads_back_only_under_its_own_key(cache_dir):
+    cache.store("test", KEY, ARRAYS)
+    loaded = cache.load("test", KEY)
+    assert cache.split_strings(loaded["words"], 3) == ["中国", "", "知乎"]
+    assert loaded["values"].tolist() == [0, 1, 2]
+    assert cache.load("test", {**KEY, "version": 2}) is None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda content: content[:-1],
+        lambda content: content + b"\0",
+        lambda content: content[:10],
+        lambda content: b"",
+        lambda content: content.replace(b"source", b"sourcf", 1),  # a header edited to claim another key
+        lambda content: content[:-8] + bytes(8),
+    ],
+    ids=["one byte short", "one byte more", "header cut", "empty", "edited header", "zeroed values"],
+)
+def test_a_damaged_entry_is_not_loaded(cache_dir, damage):
+    cache.store("test", KEY, ARRAYS)
+    (path,) = cache_dir.iterdir()
+    path.write_bytes(damage(path.read_bytes()))
+    assert cache.load("test", KEY) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_an_entry_others_could_have_written_is_not_loaded(cache_dir):
+    cache.store("test", KEY, ARRAYS)
+    (path,) = cache_dir.iterdir()
+    path.chmod(0o666)
+    assert cache.load("test", KEY) is None
+
+
+def test_strings_with_a_newline_are_not_cached():
+    assert cache.join_strings(["a\nb"]) is None
+
+
+# ---------------------------------------------------------------- the tokenizer registry
+
+
+def test_every_tokenizer_either_segments_text_or_reads_weighted_items():
+    for tokenizer in TOKENIZERS.values():
+        assert (tokenizer.segment is None) != (tokenizer.read is None)
+    assert [name for name, t in TOKENIZERS.items() if t.weighted_input] == ["weighted", "seed-weighted"]
+    assert [name for name, t in TOKENIZERS.items() if t.words] == ["jieba", "rjieba"]
+
+
+def test_a_registered_tokenizer_is_usable_in_a_scheme_with_what_it_declares():
+    register_tokenizer(Tokenizer("test-spaces", segment=lambda text, scheme: text.split(" ")))
+    scheme = replace(
+        DEFAULT, name="test-spaces", tokenizer="test-spaces", known_words_only=False, bigram_weight=0.0, weighting="tf"
+    )
+    assert tokens("alpha beta gamma", scheme) == ["alpha", "beta", "gamma"]
+    assert fingerprint("alpha beta gamma", scheme) == fingerprint("gamma alpha beta", scheme)
+    with pytest.raises(SchemeError, match="known_words_only needs a jieba tokenizer"):
+        replace(scheme, known_words_only=True)  # it did not declare words
+
+
+def test_rjieba_refuses_a_user_dictionary_when_it_segments(tmp_path):
+    dictionary = tmp_path / "words.txt"
+    dictionary.write_text("大莱龙铁路 10 n\n", encoding="utf-8")
+    scheme = replace(DEFAULT, tokenizer="rjieba").with_user_dict(dictionary)
+    with pytest.raises(SchemeError, match="rjieba cannot load a user dictionary"):
+        fingerprint(RAILWAY, scheme)

@@ -1,0 +1,393 @@
+"""Input reading that never loses a good record and never hangs (issue 10; issue 11 item 4).
+
+Each hostile input costs only itself: reported by line or path, the rest stored, exit 1.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simhash_store import fingerprint
+from simhash_store.cli import _json_line, app
+from simhash_store.corpus import BINARY, SPECIAL_FILE, TOO_LARGE, Pattern, Skip, Source, walk
+from simhash_store.decoding import decode
+from simhash_store.errors import InputError
+from simhash_store.ingest import prepare
+from simhash_store.records import FingerprintRecord, lines, read_fingerprints, read_jsonl
+from simhash_store.scheme import DEFAULT
+from simhash_store.store import Store
+
+TEXT_A = "第一条新闻：市图书馆夜间阅览室正式开放，读者可以在晚上借阅图书。"
+TEXT_B = "第二条新闻：城际铁路东线本月底开通运营，沿线居民出行更加方便。"
+TEXT_C = "第三条新闻：老旧小区的空地变成了社区菜园，居民们轮流照看蔬菜。"
+HEX = "1a9ffed40a667204"
+
+
+def invoke(url, *args: str, input: str | bytes | None = None):
+    env = {"SIMHASH_STORE_URL": url.render_as_string(hide_password=False)} if url is not None else {}
+    return CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
+
+
+def stored(url) -> dict[str, int]:
+    with Store(url) as store:
+        return {m.key: m.fingerprint for m in store.query(0, 64)}
+
+
+def record(key, text) -> str:
+    return json.dumps({"key": key, "text": text}, ensure_ascii=False)
+
+
+def skips(items) -> dict[str, str]:
+    return {item.where: f"{item.reason}: {item.detail}" for item in items if isinstance(item, Skip)}
+
+
+# ------------------------------------------------------------ records, no database
+
+
+def test_stray_quote_costs_its_own_line_not_the_rows_after_it():
+    rows = ["key,fingerprint", f"a1,{HEX}", f'b2,"{HEX}', f"c3,{HEX}", f'"d4,{HEX}', f"e5,{HEX}", f'"f""6",{HEX}']
+    items = list(read_fingerprints(io.BytesIO("\n".join(rows).encode()), "in.csv"))
+    good = [i.key for i in items if isinstance(i, FingerprintRecord)]
+    assert good == ["a1", "c3", "e5", 'f"6']
+    assert set(skips(items)) == {"in.csv:3", "in.csv:5"}
+    assert "unbalanced quote" in skips(items)["in.csv:3"]
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"], ids=["CR", "CRLF", "LF"])
+def test_every_line_ending_gives_one_record_per_line_and_right_numbers(ending):
+    csv_data = ending.join([b"key,fingerprint", f"a,{HEX}".encode(), b"b,zz", f"c,{HEX}".encode()]) + ending
+    items = list(read_fingerprints(io.BytesIO(csv_data), "in.csv"))
+    assert [i.key for i in items if isinstance(i, FingerprintRecord)] == ["a", "c"]
+    assert list(skips(items)) == ["in.csv:3"]
+    jsonl = ending.join([record("a", TEXT_A).encode(), b"{broken", record("c", TEXT_C).encode()])
+    items = list(read_jsonl(io.BytesIO(jsonl), "in.jsonl"))
+    assert [i.key for i in items if isinstance(i, Source)] == ["a", "c"]
+    assert list(skips(items)) == ["in.jsonl:2"]
+
+
+class Trickle(io.RawIOBase):
+    """A stream that hands out a few bytes per read, as a pipe may: line ends fall across reads."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size = data, size
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, _: int = -1) -> bytes:
+        piece, self.data = self.data[: self.size], self.data[self.size :]
+        return piece
+
+    read = read1
+
+
+def test_line_reader_splits_the_same_however_the_bytes_arrive_and_drops_overlong_lines():
+    data = b"one\r\ntwo\rthree\n\nfour" + b"x" * 50 + b"\r\nfive"
+    expected = [(1, b"one"), (2, b"two"), (3, b"three"), (4, b""), (5, None), (6, b"five")]
+    for size in (1, 2, 3, 7, 1000):
+        assert list(lines(Trickle(data, size), max_line_bytes=20)) == expected
+
+
+def test_tsv_is_tab_separated():
+    data = f"key\tfingerprint\nwith, comma\t{HEX}\nt2\t{HEX}\n".encode()
+    items = list(read_fingerprints(io.BytesIO(data), "legacy.TSV"))
+    assert [i.key for i in items] == ["with, comma", "t2"]
+
+
+def test_huge_integers_and_deep_nesting_cost_one_line_each():
+    deep = "[" * 100_000 + "]" * 100_000
+    data = "\n".join(
+        [
+            deep,
+            '{"key": "k1", "fingerprint": ' + "9" * 5000 + "}",
+            '{"key": ' + "7" * 5000 + ', "fingerprint": 1}',
+            '{"key": "k2", "fingerprint": 2, "other": ' + "8" * 5000 + "}",  # an unrelated field: fine
+            '{"key": "k3", "fingerprint": ' + deep + "}",
+            '{"key": "k4", "fingerprint": 4}',
+        ]
+    ).encode()
+    items = list(read_fingerprints(io.BytesIO(data), "in.jsonl"))
+    assert [i.key for i in items if isinstance(i, FingerprintRecord)] == ["k2", "k4"]
+    problems = skips(items)
+    assert problems == {
+        "in.jsonl:1": "bad record: JSON nested too deeply",
+        "in.jsonl:2": "bad record: an integer of 5,000 digits is outside the 64-bit range",
+        "in.jsonl:3": "bad key: 'key' is an integer of 5,000 digits",
+        "in.jsonl:5": "bad record: JSON nested too deeply",
+    }
+    csv_items = list(read_fingerprints(io.BytesIO(b"key,fingerprint\nbig," + b"9" * 5000 + b"\nok,1\n"), "in.csv"))
+    assert skips(csv_items) == {"in.csv:2": "bad record: a decimal of 5,000 digits is outside the 64-bit range"}
+
+
+def test_keys_postgresql_cannot_hold_are_named_by_line():
+    data = "\n".join(
+        [
+            json.dumps({"key": "nul\x00key", "text": TEXT_A}),
+            json.dumps({"key": "x" * 3000, "text": TEXT_A}),
+            '{"key": "\\ud800", "text": "lone surrogate key"}',
+            json.dumps({"key": "good", "text": TEXT_A}),
+        ]
+    ).encode()
+    items = list(read_jsonl(io.BytesIO(data), "-"))
+    assert [i.key for i in items if isinstance(i, Source)] == ["good"]
+    assert {where: reason.split(":")[0] for where, reason in skips(items).items()} == {
+        "-:1": "bad key", "-:2": "bad key", "-:3": "bad key"
+    }
+
+
+def test_a_missing_field_is_one_error_naming_the_fields_of_the_first_record():
+    data = "\n".join(json.dumps({"id": i, "body": TEXT_A}, ensure_ascii=False) for i in range(1000)).encode()
+    with pytest.raises(InputError, match=r"in.jsonl:1: the first record has no field 'key' \(the key\) or 'text' "
+                                         r"\(the text\); its fields are 'id', 'body'"):
+        read_jsonl(io.BytesIO(data), "in.jsonl")
+    with pytest.raises(InputError, match="its columns are 'id', 'fp'"):
+        read_fingerprints(io.BytesIO(b"id,fp\n1,2\n"), "in.csv")
+
+
+def test_the_same_key_twice_in_one_import_is_a_collision_not_a_merge():
+    data = f"key,fingerprint\ndup,{HEX}\ndup,0000000000000001\n".encode()
+    items = list(read_fingerprints(io.BytesIO(data), "in.csv"))
+    assert items[0] == FingerprintRecord("dup", int(HEX, 16))
+    assert items[1].reason == "key collision" and items[1].where == "in.csv:3"
+
+
+# ------------------------------------------------------------ files, no database
+
+
+def test_exclude_reads_patterns_as_gitignore_does(tmp_path):
+    for name in ("a.txt", "drafts/b.txt", "drafts/sub/c.txt", "notes/drafts/d.txt", "notes/e.log", "tmp/f.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(TEXT_A, encoding="utf-8")
+
+    def keys(**patterns) -> list[str]:
+        return sorted(item.key for item in walk([tmp_path], **patterns) if isinstance(item, Source))
+
+    assert keys(exclude=["drafts/*"]) == ["a.txt", "notes/drafts/d.txt", "notes/e.log", "tmp/f.txt"]
+    assert keys(exclude=["drafts"]) == ["a.txt", "notes/e.log", "tmp/f.txt"]  # no slash: any depth
+    assert keys(exclude=["**/drafts/**", "*.log", "tmp/"]) == ["a.txt"]
+    assert keys(include=["drafts/"]) == ["drafts/b.txt", "drafts/sub/c.txt", "notes/drafts/d.txt"]  # any depth
+    assert keys(include=["/drafts/"]) == ["drafts/b.txt", "drafts/sub/c.txt"]
+    assert keys(include=["*.txt"], exclude=["/a.txt"]) == ["drafts/b.txt", "drafts/sub/c.txt", "notes/drafts/d.txt", "tmp/f.txt"]
+    assert not Pattern("drafts/*").matches("notes/drafts/d.txt")
+
+
+def test_an_empty_pattern_is_a_usage_error(tmp_path):
+    result = invoke(None, "add", str(tmp_path), "--exclude", "")
+    assert result.exit_code == 2 and "empty pattern" in result.output
+
+
+def _in_thread(work, timeout: float = 20.0):
+    result = []
+    thread = threading.Thread(target=lambda: result.append(work()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "hung"
+    return result[0]
+
+
+def test_fifo_socket_and_device_are_skipped_and_never_opened(tmp_path):
+    (tmp_path / "good.txt").write_text(TEXT_A, encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.txt")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock"))
+    (tmp_path / "null").symlink_to("/dev/null")
+    items = _in_thread(lambda: list(walk([tmp_path])))
+    assert [i.key for i in items if isinstance(i, Source)] == ["good.txt"]
+    assert {Path(s.where).name: s.detail for s in items if isinstance(s, Skip)} == {
+        "pipe.txt": "a named pipe", "sock": "a socket", "null": "a character device"
+    }
+    assert all(s.reason == SPECIAL_FILE and s.deliberate for s in items if isinstance(s, Skip))
+    # A regular file replaced by a FIFO after the walk: opened without blocking, refused.
+    raced = Source("pipe.txt", str(tmp_path / "pipe.txt"))
+    prepared = _in_thread(lambda: prepare(raced, None, DEFAULT))
+    assert prepared.skip.reason == SPECIAL_FILE and prepared.fingerprint is None
+    server.close()
+
+
+def test_a_sparse_60_gb_file_is_judged_by_its_start_or_refused_by_size(tmp_path):
+    zeros = tmp_path / "zeros.txt"
+    with open(zeros, "wb") as handle:
+        handle.truncate(60 << 30)  # sparse: costs no disk
+    text = tmp_path / "text.txt"
+    with open(text, "wb") as handle:
+        handle.write(TEXT_A.encode("utf-8") * 200)
+        handle.truncate(60 << 30)
+    binary = prepare(Source("zeros.txt", str(zeros), size=60 << 30), None, DEFAULT)
+    assert binary.skip.reason == BINARY
+    large = prepare(Source("text.txt", str(text), size=60 << 30), None, DEFAULT)
+    assert large.skip.reason == TOO_LARGE and "64,424,509,440 bytes" in large.skip.detail
+
+
+# ------------------------------------------------------------ encodings, no database
+
+
+def test_gb18030_that_is_also_valid_utf8_reads_as_gb18030():
+    data = "一些学院同时要去".encode("gb18030")
+    assert data.decode("utf-8") == "һЩѧԺͬʱҪȥ"  # the premise: valid UTF-8 too
+    assert decode(data).text == "一些学院同时要去" and decode(data).encoding == "gb18030"
+    assert fingerprint(decode(data).text) == fingerprint("一些学院同时要去")
+
+
+@pytest.mark.parametrize(
+    "text", ["café résumé naïve", "Ελληνικά κείμενα", "Привет, мир", "שלום עולם", "Tiếng Việt", "“引号”—破折号…", "日本語のテキスト", "中"]
+)
+def test_utf8_text_stays_utf8(text):
+    assert decode(text.encode("utf-8")).text == text
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_bom_is_read_when_plainly_text(encoding):
+    text = TEXT_A + "\nSecond line, 2024.\n"
+    decoded = decode(text.encode(encoding))
+    assert (decoded.text, decoded.encoding) == (text, encoding)
+    assert decode((TEXT_A * 3).encode(encoding)).text == TEXT_A * 3  # no ASCII at all: no zero byte either
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "gb18030", "big5"])
+def test_a_few_invalid_bytes_are_replaced_and_counted(encoding):
+    text = "臺北市立圖書館今日宣布，總館夜間閱覽室將延長開放時間至晚上十一點。" * 3
+    data = text.encode(encoding)
+    truncated = decode(data[:-1])  # cut mid-character
+    left_over = 2 if encoding == "utf-8" else 1  # bytes of the cut character (3 in UTF-8, 2 in the others)
+    assert truncated.encoding == encoding and truncated.replaced == left_over
+    assert truncated.text == text[:-1] + "\ufffd"
+    stray = data[:30] + b"\xff" + data[30:]
+    decoded = decode(stray)
+    assert decoded.encoding == encoding and decoded.replaced == 1 and "\ufffd" in decoded.text
+
+
+# ------------------------------------------------------------ JSON lines
+
+
+def test_json_lines_escape_everything_a_line_splitter_splits_at():
+    breaks = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+    line = _json_line({"key": f"a{breaks}b"})
+    assert line.splitlines() == [line]
+    assert json.loads(line)["key"] == f"a{breaks}b"
+
+
+# ------------------------------------------------------------ through the CLI, on PostgreSQL
+
+
+def test_add_jsonl_reports_each_bad_line_and_stores_every_good_one(database_url, tmp_path):
+    hostile = [
+        record("good1", TEXT_A),
+        "{not json",
+        '{"key": "nul\\u0000", "text": "x"}',
+        '{"key": "\\udc80", "text": "x"}',
+        json.dumps({"key": "k" * 3000, "text": TEXT_A}),
+        '{"key": ' + "9" * 5000 + ', "text": "x"}',
+        "[" * 100_000 + "]" * 100_000,
+        record("good2", TEXT_B),
+        '{"key": "open quote, "text": "x"}',
+        record("good3", TEXT_C),
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes("\r".join(hostile).encode("utf-8"))  # CR-only line endings
+    result = invoke(database_url, "add", "--jsonl", str(path))
+    assert result.exit_code == 1
+    reported = sorted(int(line.split(":")[2]) for line in result.output.splitlines() if line.startswith("failed:"))
+    assert reported == [2, 3, 4, 5, 6, 7, 9]
+    assert "added 3, updated 0, unchanged 0, skipped 0, failed 7 (of 10 inputs)" in result.output
+    assert sorted(stored(database_url)) == ["good1", "good2", "good3"]
+
+
+def test_a_missing_key_field_is_one_line(database_url, tmp_path):
+    path = tmp_path / "pages.jsonl"
+    path.write_text("\n".join(json.dumps({"url": f"u{i}", "body": TEXT_A}) for i in range(50)), encoding="utf-8")
+    result = invoke(database_url, "add", "--jsonl", str(path))
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"Error: {path}:1: the first record has no field 'key' (the key) or 'text' (the text); "
+        "its fields are 'url', 'body' (choose them with --key-field and --text-field)"
+    ]
+
+
+def test_import_hostile_csv_and_tsv_stores_every_good_row(database_url, tmp_path):
+    (tmp_path / "legacy.csv").write_bytes(
+        b"key,fingerprint\r" + f'a1,{HEX}\rb2,"{HEX}\rc3,{HEX}\rbig,'.encode() + b"9" * 5000 + f"\rd4,{HEX}\r".encode()
+    )
+    (tmp_path / "legacy.tsv").write_text(f"key\tfingerprint\nt1\t{HEX}\nt1\t0000000000000001\n", encoding="utf-8")
+    result = invoke(database_url, "import", str(tmp_path / "legacy.csv"), "--scheme", "zh-jieba-v1", "--no-bulk")
+    assert result.exit_code == 1
+    assert [line.split(": ")[1] for line in result.output.splitlines() if line.startswith("failed:")] == [
+        f"{tmp_path / 'legacy.csv'}:3", f"{tmp_path / 'legacy.csv'}:5"
+    ]
+    assert "imported: 3 added, 0 updated, 0 unchanged, 2 failed" in result.output
+    result = invoke(database_url, "import", str(tmp_path / "legacy.tsv"), "--scheme", "zh-jieba-v1")
+    assert result.exit_code == 1 and "legacy.tsv:3: key collision" in result.output
+    assert stored(database_url) == {k: int(HEX, 16) for k in ("a1", "c3", "d4", "t1")}
+
+
+def test_two_folders_with_one_file_name_collide_and_a_rerun_never_flips(database_url, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.txt").write_text(TEXT_A, encoding="utf-8")
+    (tmp_path / "b" / "x.txt").write_text(TEXT_B, encoding="utf-8")
+    arguments = ("add", str(tmp_path / "a"), str(tmp_path / "b"))
+    first = invoke(database_url, *arguments)
+    assert first.exit_code == 1
+    assert f"failed: {tmp_path / 'b' / 'x.txt'}: key collision (key 'x.txt' was given by an earlier input" in first.output
+    assert "added 1, updated 0, unchanged 0, skipped 0, failed 1 (of 2 inputs)" in first.output
+    for _ in range(2):
+        again = invoke(database_url, *arguments, "--checksum")
+        assert "added 0, updated 0, unchanged 1, skipped 0, failed 1 (of 2 inputs)" in again.output
+        assert stored(database_url) == {"x.txt": fingerprint(TEXT_A)}
+
+
+def test_a_corpus_with_a_fifo_a_socket_a_sparse_file_and_bad_bytes(database_url, tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "good.txt").write_text(TEXT_A, encoding="utf-8")
+    (root / "cut.txt").write_bytes(TEXT_B.encode("utf-8")[:-1])
+    (root / "gb.txt").write_bytes("一些学院同时要去".encode("gb18030"))
+    (root / "utf16.txt").write_bytes((TEXT_C + "\n").encode("utf-16-le"))
+    os.mkfifo(root / "pipe.txt")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(root / "sock"))
+    with open(root / "sparse.txt", "wb") as handle:
+        handle.truncate(60 << 30)
+    result = _in_thread(lambda: invoke(database_url, "add", str(root), "--max-file-size", "1G"), timeout=120)
+    server.close()
+    assert result.exit_code == 0, result.output
+    assert f"skipped: {root / 'pipe.txt'}: not a regular file (a named pipe)" in result.output
+    assert f"warning: {root / 'cut.txt'}: 2 invalid bytes replaced by U+FFFD (read as utf-8)" in result.output
+    assert "added 4, updated 0, unchanged 0, skipped 3, failed 0 (of 7 inputs)" in result.output
+    assert stored(database_url) == {
+        "good.txt": fingerprint(TEXT_A),
+        "cut.txt": fingerprint(TEXT_B[:-1] + "\ufffd"),
+        "gb.txt": fingerprint("一些学院同时要去"),
+        "utf16.txt": fingerprint(TEXT_C + "\n"),
+    }
+
+
+def test_query_takes_directories_and_json_lines_never_split(database_url, tmp_path):
+    key = "odd\u2028key\u2029with\x85breaks"
+    invoke(database_url, "add", "--jsonl", "-", input=record(key, TEXT_A) + "\n" + record("plain", TEXT_A + "。"))
+    folder = tmp_path / "queries"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "one.txt").write_text(TEXT_A, encoding="utf-8")
+    (folder / "sub" / "two.txt").write_text(TEXT_A + "！", encoding="utf-8")
+    result = invoke(database_url, "query", str(folder), "--json")
+    assert result.exit_code == 0, result.output
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["query"] for a in answers] == [str(folder / "one.txt"), str(folder / "sub" / "two.txt")]
+    assert key in [m["key"] for m in answers[0]["matches"]]
+    pairs = [json.loads(line) for line in invoke(database_url, "dups", "--json").stdout.splitlines()]
+    assert {(p["a"], p["b"]) for p in pairs} == {tuple(sorted([key, "plain"]))}
+
+
+def test_near_duplicates_are_counted_in_the_summary_line(database_url, tmp_path):
+    (tmp_path / "a.txt").write_text(TEXT_A, encoding="utf-8")
+    (tmp_path / "b.txt").write_text(TEXT_A + "。", encoding="utf-8")
+    result = invoke(database_url, "add", str(tmp_path), "--skip-near-duplicates")
+    assert result.exit_code == 0
+    assert "added 1, updated 0, unchanged 0, skipped 0, failed 0, near-duplicates not stored 1 (of 2 inputs)" in result.output
