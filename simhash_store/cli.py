@@ -562,12 +562,19 @@ def calibrate(
     texts: list[tuple[str, str]] = []
     skipped = 0
     if jsonl is not None:
-        stream = sys.stdin.buffer if jsonl == "-" else _open_binary(jsonl)
-        for n, item in enumerate(corpus.read_jsonl(stream, jsonl, key_field=text_field, text_field=text_field)):
-            if isinstance(item, corpus.Source):
-                texts.append((str(n), item.text))
-            else:
-                skipped += 1
+        from .formats import read_records
+
+        try:
+            rows = read_records(jsonl, "jsonl", key_field=text_field, text_field=text_field)
+            for number, (_, record) in enumerate(rows):
+                if isinstance(record, dict) and isinstance(record.get(text_field), str):
+                    texts.append((str(number), record[text_field]))  # the record's number seeds its variants
+                else:
+                    skipped += 1
+        except OSError as exc:
+            fail(f"cannot open {jsonl}: {exc.strerror}")
+        except SimhashStoreError as exc:
+            fail(str(exc))
     store_needed = apply or (not paths and jsonl is None) or scheme is None
     with opened_store(scheme) if store_needed else contextlib.nullcontext(None) as store:
         chosen = store.scheme if store is not None else _known_scheme(scheme)

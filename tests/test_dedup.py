@@ -117,9 +117,9 @@ def test_a_second_batch_is_cleaned_against_the_first(database_url, tmp_path):
 
 
 def test_csv_and_stdin(database_url, tmp_path):
-    texts = _texts()
+    texts = {name: text.replace("\n", " ") for name, text in _texts().items()}  # a CSV record is one line
     name = next(iter(texts))
-    rows = [("k1", texts[name], "7"), ("k2", _copy(texts[name]), "8")]
+    rows = [("k1", texts[name], "7"), ("k2", _copy(texts[name]).replace("\n", " "), "8")]
     import csv
 
     with open(tmp_path / "in.csv", "w", newline="", encoding="utf-8") as handle:
