@@ -443,7 +443,7 @@ def dedup_command(
         except (SimhashStoreError, OSError) as exc:
             fail(f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
         try:
-            for _, record, verdict in dedup_rows(
+            for where, record, verdict in dedup_rows(
                 rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
                 fingerprinter=fingerprinter, batch_size=batch_size,
             ):
@@ -455,10 +455,14 @@ def dedup_command(
                     kept += 1
                 else:
                     duplicates += 1
-                if annotate:
-                    writer.write({**record, **verdict.annotation()})
-                elif verdict.kept:
-                    writer.write(dict(record))
+                try:  # a record the output format cannot hold costs that record
+                    if annotate:
+                        writer.write({**record, **verdict.annotation()})
+                    elif verdict.kept:
+                        writer.write(dict(record))
+                except formats.FormatError as exc:
+                    bad += 1
+                    warn(f"failed: {where}: {exc}")
             writer.close()
         except KeyboardInterrupt:
             writer.abandon()

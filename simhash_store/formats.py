@@ -91,9 +91,13 @@ def parquet_schema(path: str):
 
 def _json_line(record: dict) -> str:
     # U+2028 and U+2029 end lines for some splitters: escape them so each line is one record.
-    # default=str: an integer of thousands of digits is read as a HugeInteger, written as its digits.
-    text = json.dumps(record, ensure_ascii=False, default=str)
+    text = json.dumps(record, ensure_ascii=False, default=_unwritable)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085") + "\n"
+
+
+def _unwritable(value: Any) -> Any:
+    # The readers keep an integer of thousands of digits as a HugeInteger that only counts them.
+    raise FormatError(f"holds {value!r}, which cannot be written back as it was")
 
 
 class RecordWriter:

@@ -280,5 +280,11 @@ def test_csv_output_refuses_records_with_fields_the_header_lacks(database_url, t
     _write_jsonl(tmp_path / "in.jsonl", [{"key": "a", "text": texts[0]}, {"key": "b", "text": texts[1], "more": 1}])
     result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.csv"))
     assert result.exit_code == 1
-    assert result.output.strip().endswith("which a CSV header cannot take: write JSONL or Parquet")
-    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "out.csv.partial").exists()
+    assert f"failed: {tmp_path / 'in.jsonl'}:2: a record has fields the first one had not ('more')" in result.output
+    assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[0] == "key,text"  # the rest is written
+    # An integer of 5,000 digits is read as a count of digits only: that record fails, not the run.
+    line = '{"key": "h", "text": %s, "n": %s}\n' % (json.dumps(texts[2], ensure_ascii=False), "1" * 5000)
+    (tmp_path / "huge.jsonl").write_text(line + json.dumps({"key": "i", "text": texts[3]}) + "\n", encoding="utf-8")
+    huge = _run(database_url, "dedup", str(tmp_path / "huge.jsonl"), "-o", str(tmp_path / "huge-out.jsonl"))
+    assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output
+    assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == ["i"]
