@@ -417,10 +417,17 @@ def query(
 @app.command()
 def dups(
     max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
-    clusters: Annotated[bool, typer.Option("--clusters", help="Connected groups instead of pairs.")] = False,
+    clusters: Annotated[
+        bool,
+        typer.Option(
+            "--clusters",
+            help="Clusters of two or more documents (ids, representative, distances to it) instead of pairs: "
+            "the stored ones, or, for a store without them or at another -k, those recluster would store.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot.
+    """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot (or the stored clusters).
 
     Documents sharing one fingerprint come out once, as a group: one line with distance 0 and
     all their keys. A pair then names the first key of each side's group, standing for all of it.
@@ -431,11 +438,7 @@ def dups(
 
     with opened_store() as store:
         if clusters:
-            groups = store.clusters(max_distance)
-            for group in groups:
-                out.print(_json_line({"keys": group}) if as_json else "  ".join(group), markup=False)
-            if not as_json:
-                err.print(f"{len(groups)} groups within {max_distance} bits")
+            _print_clusters(store, max_distance, as_json)
             return
         found = store.near_duplicates(max_distance)
     groups = pairs = 0
@@ -451,6 +454,293 @@ def dups(
         out.print(_json_line(record) if as_json else line, markup=False)
     if not as_json:
         err.print(f"{groups} groups of identical fingerprints and {pairs} pairs within {max_distance} bits")
+
+
+@app.command()
+def recluster(
+    max_distance: Annotated[
+        Optional[int],
+        typer.Option("--max-distance", "-k", min=0, max=64, help="Cluster at this distance (default: the store's)."),
+    ] = None,
+) -> None:
+    """Cluster every stored document afresh, and keep clusters from then on (or re-cluster at another distance).
+
+    A store keeps clusters once this has run (or once dedup has filled it from empty): every
+    later write then puts its documents in clusters, at the cost of a radius search each.
+
+    Example: simhash-store recluster -k 8
+    """
+    with opened_store() as store:
+        documents, count = store.recluster(max_distance)
+        distance, _ = store.cluster_state()
+    out.print(f"{documents} documents in {count} clusters at distance {distance}", markup=False)
+
+
+@app.command("dedup")
+def dedup_command(
+    inputs: Annotated[list[str], typer.Argument(help="JSONL, CSV or Parquet files ('-' for JSONL on stdin).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Where the kept records go ('-': stdout, JSONL).")] = "-",
+    format: Annotated[
+        Optional[str], typer.Option("--format", help="jsonl, csv or parquet for inputs and output (default: by name).")
+    ] = None,
+    key_field: Annotated[str, typer.Option(help="Field holding the key.")] = "key",
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    annotate: Annotated[
+        bool,
+        typer.Option("--annotate", help="Write every record, with simhash, cluster, duplicate_of and distance added."),
+    ] = False,
+    max_distance: Annotated[
+        Optional[int],
+        typer.Option("--max-distance", "-k", min=0, max=64, help="Near-duplicate distance (default: the store's, 11)."),
+    ] = None,
+    keep: Annotated[
+        str,
+        typer.Option(
+            "--keep",
+            help="first: the first of near-duplicates is kept; longest: the longest, even when a later copy "
+            "replaces a representative stored before (reads the input twice: no stdin).",
+        ),
+    ] = "first",
+    jobs: Jobs = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Write the records that are not near-duplicates of an earlier record or of anything stored.
+
+    Every record is stored and joins a cluster; the first of each cluster is kept. A rerun
+    over the same input writes the same output, byte for byte.
+
+    Example: simhash-store dedup crawl.jsonl -o clean.jsonl
+    """
+    from . import formats
+    from .dedup import dedup_rows
+
+    if keep not in ("first", "longest"):
+        raise typer.BadParameter("must be first or longest", param_hint="--keep")
+    if keep == "longest" and "-" in inputs:
+        raise typer.BadParameter("--keep longest reads its input twice: give files, not stdin", param_hint="INPUTS")
+    try:
+        output_format = formats.format_of(output, format)
+        input_formats = [formats.format_of(path, format) for path in inputs]
+    except SimhashStoreError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    for path in inputs:
+        if path != "-" and not Path(path).is_file():
+            fail(f"cannot open {path}: no such file")
+    schema = None
+    if output_format == "parquet" and input_formats[0] == "parquet":
+        try:
+            schema = formats.parquet_schema(inputs[0])
+        except SimhashStoreError as exc:
+            fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors: one line
+            fail(f"cannot read {inputs[0]} as Parquet: {exc}")
+
+    def rows():
+        for path, kind in zip(inputs, input_formats):
+            yield from formats.read_records(path, kind, key_field=key_field, text_field=text_field)
+
+    annotation_types = None
+    if output_format == "parquet":
+        import pyarrow
+
+        annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
+                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
+    kept = duplicates = bad = 0
+    # Workers load their dictionaries while the store opens, as for add, unless the input is small.
+    size = sum(Path(path).stat().st_size for path in inputs if path != "-")
+    fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
+    with fingerprinter, opened_store() as store:
+        try:
+            writer = formats.RecordWriter(
+                output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
+            )
+        except (SimhashStoreError, OSError) as exc:
+            fail(f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
+        try:
+            for where, record, verdict in dedup_rows(
+                rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
+                fingerprinter=fingerprinter, batch_size=batch_size,
+            ):
+                if verdict.problem is not None:
+                    bad += 1
+                    warn(f"failed: {verdict.problem}")
+                    continue
+                if verdict.kept:
+                    kept += 1
+                else:
+                    duplicates += 1
+                try:  # a record the output format cannot hold costs that record
+                    if annotate:
+                        writer.write({**record, **verdict.annotation()})
+                    elif verdict.kept:
+                        writer.write(dict(record))
+                except formats.FormatError as exc:
+                    bad += 1
+                    warn(f"failed: {where}: {exc}")
+            writer.close()
+        except KeyboardInterrupt:
+            writer.abandon()
+            warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
+            raise typer.Exit(130)
+        except OSError as exc:  # an input that cannot be read, an output that cannot be written
+            writer.abandon()
+            fail(f"{exc.filename or output}: {exc.strerror or exc}")
+        except BaseException:
+            writer.abandon()
+            raise
+    if not quiet:
+        err.print(f"kept {kept}, duplicates {duplicates}, bad records {bad}", markup=False)
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def explain(
+    a: Annotated[str, typer.Argument(help="First document: a file ('-' for stdin), or the text itself with --text.")],
+    b: Annotated[str, typer.Argument(help="Second document, the same way.")],
+    as_text: Annotated[bool, typer.Option("--text", help="A and B are the texts themselves, not file names.")] = False,
+    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
+    top: Annotated[int, typer.Option(min=0, help="How many of the heaviest features to show in each list.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
+) -> None:
+    """Why two documents are near-duplicates or not: distance, heaviest features shared and not, the bits that differ.
+
+    A bit's margin is its weighted sum as a share of the document's total weight: a bit
+    that differs on a small margin flipped on a detail. No database is used.
+
+    Example: simhash-store explain --text "保护人民，制定本法。" "保护人民，制定此法。"
+    """
+    from .explain import explain as explain_texts
+
+    chosen = _known_scheme(scheme)
+    texts = [value if as_text else _read_text(value) for value in (a, b)]
+    try:
+        result = explain_texts(texts[0], texts[1], chosen, top=top)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    if as_json:
+        out.print(json.dumps(result.to_dict(), ensure_ascii=False), markup=False)
+        return
+    near = "near-duplicates" if result.distance <= DEFAULT_MAX_DISTANCE else "not near-duplicates"
+    out.print(
+        f"distance {result.distance} bits: {near} at the default k = {DEFAULT_MAX_DISTANCE}  "
+        f"(A {to_hex(result.fingerprint_a)}, B {to_hex(result.fingerprint_b)}, scheme {chosen.name})",
+        markup=False,
+    )
+    features = Table(title="heaviest features (weights)", title_justify="left")
+    features.add_column("shared")
+    features.add_column("A", justify="right")
+    features.add_column("B", justify="right")
+    features.add_column("only in A")
+    features.add_column("A", justify="right")
+    features.add_column("only in B")
+    features.add_column("B", justify="right")
+    for row in range(max(len(result.shared), len(result.only_a), len(result.only_b))):
+        cells = []
+        shared = result.shared[row] if row < len(result.shared) else None
+        cells += [Text(shared.feature), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
+        for side in (result.only_a, result.only_b):
+            item = side[row] if row < len(side) else None
+            cells += [Text(item.feature), f"{item.weight:.2f}"] if item else ["", ""]
+        features.add_row(*cells)
+    out.print(features)
+    if not result.bits:
+        return
+    bits = Table(title="bits that differ, smallest margin first (margin: bit sum / total weight)", title_justify="left")
+    for column in ("bit", "A", "margin A", "B", "margin B"):
+        bits.add_column(column, justify="right")
+    for bit in result.bits:
+        bits.add_row(
+            str(bit.bit), "1" if bit.margin_a > 0 else "0", f"{bit.margin_a:+.2%}",
+            "1" if bit.margin_b > 0 else "0", f"{bit.margin_b:+.2%}",
+        )
+    out.print(bits)
+
+
+@app.command()
+def calibrate(
+    paths: Annotated[
+        Optional[list[Path]], typer.Argument(help="Files and directories of your documents (default: stored keys that name files).")
+    ] = None,
+    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
+    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
+    sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
+    seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Record the recommended k in the store (store_info).")] = False,
+    scheme: SchemeOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of the table.")] = False,
+) -> None:
+    """Choose k on your own documents: recall of near-duplicate variants and false matches for each k.
+
+    Example: simhash-store calibrate --jsonl corpus.jsonl --plot calibrate.png
+    """
+    from . import calibrate as calibration
+
+    texts: list[tuple[str, str]] = []
+    skipped = 0
+    if jsonl is not None:
+        from .formats import read_records
+
+        try:
+            rows = read_records(jsonl, "jsonl", key_field=text_field, text_field=text_field)
+            for number, (_, record) in enumerate(rows):
+                if isinstance(record, dict) and isinstance(record.get(text_field), str):
+                    texts.append((str(number), record[text_field]))  # the record's number seeds its variants
+                else:
+                    skipped += 1
+        except OSError as exc:
+            fail(f"cannot open {jsonl}: {exc.strerror}")
+        except SimhashStoreError as exc:
+            fail(str(exc))
+    store_needed = apply or (not paths and jsonl is None) or scheme is None
+    with opened_store(scheme) if store_needed else contextlib.nullcontext(None) as store:
+        chosen = store.scheme if store is not None else _known_scheme(scheme)
+        if paths:
+            for item in corpus.walk(paths):
+                if isinstance(item, corpus.Source):
+                    try:
+                        texts.append((item.key, corpus.decode(Path(item.path).read_bytes()).text))
+                    except (OSError, corpus.DecodeError):
+                        skipped += 1
+        elif jsonl is None:
+            for key in store.sample_keys(sample * 4, seed):
+                try:
+                    texts.append((key, corpus.decode(Path(key).read_bytes()).text))
+                except (OSError, corpus.DecodeError):
+                    skipped += 1
+            if len(texts) < 2:
+                fail("the store keeps fingerprints, not texts, and fewer than two stored keys name readable files "
+                     "here: give the documents (PATHS or --jsonl)")
+        try:
+            result = calibration.calibrate(texts, chosen, sample=sample, seed=seed)
+        except ValueError as exc:
+            fail(str(exc))
+        if apply:
+            store.record_recommended_distance(result.recommended)
+    if plot is not None:
+        try:
+            calibration.plot(result, str(plot), f"{chosen.name}: {result.documents} documents, {result.pairs:,} pairs")
+        except ImportError:
+            fail("the plot needs matplotlib: pip install 'simhash-store[plot]'")
+    if as_json:
+        record = {
+            "documents": result.documents, "pairs": result.pairs, "recommended": result.recommended,
+            "reason": result.reason, "rows": [vars(row) for row in result.rows], "applied": apply,
+        }
+        out.print(json.dumps(record, ensure_ascii=False), markup=False)
+        return
+    table = Table(title=f"{result.documents} documents ({chosen.name}), {result.pairs:,} pairs of different documents",
+                  title_justify="left")
+    for column in ("k", "light variants found", "heavy variants found", "false matches", "share of pairs"):
+        table.add_column(column, justify="right")
+    for row in result.rows:
+        table.add_row(str(row.k), f"{row.light_recall:.1%}", f"{row.heavy_recall:.1%}", str(row.false_matches),
+                      f"{row.false_match_rate:.2g}", style="bold" if row.k == result.recommended else None)
+    out.print(table)
+    out.print(f"recommended k = {result.recommended}: {result.reason}" + ("; recorded in the store" if apply else ""),
+              markup=False)
 
 
 @app.command("fingerprint")
@@ -651,6 +941,18 @@ def _open_binary(path: str):
         fail(f"cannot open {path}: {exc.strerror}")
 
 
+def _read_text(path: str) -> str:
+    """A document's text, decoded as ``add`` decodes files; one error line if it cannot be."""
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        fail(f"cannot open {path}: {exc.strerror}")
+    try:
+        return corpus.decode(data).text
+    except corpus.DecodeError as exc:
+        fail(f"{path}: {exc.reason}" + (f" ({exc.detail})" if exc.detail else ""))
+
+
 def _chain(*iterables):
     for iterable in iterables:
         yield from iterable
@@ -792,6 +1094,28 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
             out.print(f"    {skipped.key} ~ {skipped.match.key} (distance {skipped.match.distance})", markup=False)
         if len(summary.near_duplicates) > 20:
             out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
+
+
+def _print_clusters(store, max_distance: int, as_json: bool) -> None:
+    """The stored clusters, or (a store without them, or another distance) those recluster would store."""
+    distance, unclustered = store.cluster_state()
+    stored = distance == max_distance and not unclustered
+    groups = store.stored_clusters() if stored else store.computed_clusters(max_distance)
+    for group in groups:
+        if as_json:
+            record = {
+                "cluster": group.id, "representative": group.representative, "size": group.size,
+                "keys": [key for key, _ in group.members],
+                "members": [{"key": key, "distance": distance} for key, distance in group.members],
+            }
+            out.print(_json_line(record), markup=False)
+        else:
+            members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
+            out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
+    if not as_json:
+        err.print(f"{len(groups)} clusters of two or more documents at distance {max_distance}")
+        if not stored:
+            err.print(f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)")
 
 
 def _megabytes(size: int) -> str:
