@@ -1171,8 +1171,9 @@ class Store:
     def computed_clusters(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[clusters.Cluster]:
         """The clusters of two or more documents that :meth:`recluster` would keep at ``max_distance``, not stored."""
         _validate_distance(max_distance)
-        ids, values = self._all_fingerprints()
-        return clusters.computed_clusters(ids, values, self._keys_of, max_distance)
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            return clusters.computed_clusters(ids, values, lambda chosen: self._keys_of(raw, chosen), max_distance)
 
     @_database_errors
     def prefer_longest(self, keys: Sequence[str]) -> int:
