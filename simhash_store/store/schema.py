@@ -3,7 +3,7 @@ record or compare the fingerprint scheme the store was created with."""
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, Text, cast, literal, select
+from sqlalchemy import Engine, Text, cast, literal, select, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.engine import Connection
 
@@ -60,3 +60,8 @@ def stored_scheme(connection: Connection) -> Scheme | None:
         return Scheme.from_dict(row.scheme)
     except SchemeError as exc:
         raise SchemeError(f"the store records a scheme this version cannot read: {exc}") from None
+
+
+def record_recommended_distance(connection: Connection, max_distance: int) -> None:
+    """Record the k that ``calibrate`` recommends in ``store_info.recommended_max_distance``."""
+    connection.execute(update(store_info).values(recommended_max_distance=max_distance))

@@ -15,7 +15,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .. import maintenance
+from .. import clusters, maintenance
 from ..bits import to_signed
 from ..config import lock_timeout
 from ..errors import InvalidValueError, LockTimeoutError
@@ -167,6 +167,7 @@ def _write(
                 )
             )
             added, updated = cursor.fetchone()
+            clusters.assign(cursor, [d.key for d in documents])  # same transaction: new rows join clusters
     result.added, result.updated = added, updated
     result.unchanged += len(documents) - added - updated
     return result
