@@ -288,3 +288,21 @@ def test_csv_output_refuses_records_with_fields_the_header_lacks(database_url, t
     huge = _run(database_url, "dedup", str(tmp_path / "huge.jsonl"), "-o", str(tmp_path / "huge-out.jsonl"))
     assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output
     assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == ["i"]
+
+
+def test_parquet_without_pyarrow_is_one_line(tmp_path):
+    # pyarrow is an optional extra: without it, asking for Parquet is a usage error, not a traceback.
+    import subprocess
+    import sys
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"key": "a", "text": "北京的新闻"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    program = "import sys; sys.modules['pyarrow'] = None; from simhash_store.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-c", program, "--db", "postgresql://nobody@127.0.0.1:1/none", "dedup", str(source),
+         "-o", str(tmp_path / "out.parquet")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == "Error: Parquet needs pyarrow: pip install 'simhash-store[parquet]'"
+    assert not (tmp_path / "out.parquet").exists()
