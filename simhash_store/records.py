@@ -371,6 +371,7 @@ def _delimited_body(
     its own line and never the rows after it.
     """
     ahead: deque[tuple[int, bytes | None, bytes]] = deque()  # lines read to try a record, given back
+    barren_until = 0  # the lines up to this one were looked through for a closing quote in vain
 
     def next_line():
         return ahead.popleft() if ahead else next(numbered, None)
@@ -384,10 +385,12 @@ def _delimited_body(
         if not raw.strip():
             continue
         cells = _cells(raw, number, delimiter)
-        if cells is _UNBALANCED:
-            cells, taken = _quoted_record(raw + ending, number, delimiter, len(header), max_bytes, next_line)
+        if cells is _UNBALANCED and number >= barren_until:
+            cells, taken, barren = _quoted_record(raw + ending, number, delimiter, len(header), max_bytes, next_line)
             if cells is _UNBALANCED:
                 ahead.extendleft(reversed(taken))
+                if barren:  # a later stray quote among these lines would search them again in vain
+                    barren_until = taken[-1][0] if taken else number
         if isinstance(cells, str):
             yield where, Skip(where, BAD_RECORD, cells)
         elif len(cells) != len(header):
@@ -397,31 +400,36 @@ def _delimited_body(
 
 
 def _quoted_record(start: bytes, number: int, delimiter: str, width: int, max_bytes: int, next_line):
-    """(fields, lines taken) of a record whose first line ends in an open quoted field; _UNBALANCED if none.
+    """(fields or _UNBALANCED, lines taken, whether no taken line held a quote) of a record open at its first line's end.
 
     A ``"`` byte is never part of a longer UTF-8 character, so an odd count of them in a
-    line flips whether the field is still open: the record is parsed only when it may be whole.
+    line flips whether the field is still open: the record is parsed only when it may be
+    whole. Each line taken counts ``_LINE_COST`` bytes more against ``max_bytes``, so that
+    the lines held in memory stay near that bound however short they are.
     """
-    text, taken, still_open = [start], [], True
+    text, taken, still_open, barren = [start], [], True, True
     size = len(start)
     while (line := next_line()) is not None:
         taken.append(line)
         _, raw, ending = line
-        size += len(raw or b"") + len(ending)
+        size += len(raw or b"") + len(ending) + _LINE_COST
         if raw is None or size > max_bytes:
             break
         text.append(raw)
-        if raw.count(b'"') % 2:
-            still_open = not still_open
+        if b'"' in raw:
+            barren = False
+            if raw.count(b'"') % 2:
+                still_open = not still_open
         if not still_open:
             cells = _cells(b"".join(text), number, delimiter)
             if cells is not _UNBALANCED:  # parsed, or unreadable: no more lines can mend it
-                return (cells, taken) if isinstance(cells, list) and len(cells) == width else (_UNBALANCED, taken)
+                return (cells, taken, False) if isinstance(cells, list) and len(cells) == width else (_UNBALANCED, taken, False)
             still_open = True  # a quote inside an unquoted field is a plain character
         text.append(ending)
-    return _UNBALANCED, taken
+    return _UNBALANCED, taken, barren
 
 
+_LINE_COST = 100
 _UNBALANCED = "unbalanced quote (no closing quote ends a record of the header's width within the size limit)"
 
 

@@ -105,6 +105,11 @@ def test_a_stray_quote_loses_only_its_line_before_many_rows_and_a_real_multiline
     items = list(read_jsonl_csv(rows))
     assert [where for where, record in items if isinstance(record, Skip)] == ["in.csv:2", "in.csv:4"]
     assert [record["key"] for _, record in items if isinstance(record, dict)] == ["b", "d"]
+    # many stray quotes among quote-free rows: each costs its line (and the rows are searched once, not per quote)
+    rows = ["key,text", *(f'k{i},"x' if i % 10 == 0 else f"k{i},x" for i in range(100))]
+    items = list(read_jsonl_csv(rows))
+    assert [where for where, record in items if isinstance(record, Skip)] == [f"in.csv:{i + 2}" for i in range(0, 100, 10)]
+    assert len([record for _, record in items if isinstance(record, dict)]) == 90
 
 
 def read_jsonl_csv(rows):
