@@ -2,9 +2,12 @@
 
 Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (old Mac files); a line is never
 longer than ``max_line_bytes`` in memory (a longer one is reported and skipped, and
-reading goes on after it). In CSV and TSV a record is one line: a quoted field may
-hold the delimiter and doubled quotes, but not a line break, so an unbalanced quote
-costs its own line instead of swallowing the rows after it. A JSON line nested too
+reading goes on after it). In CSV and TSV a quoted field may hold the delimiter, doubled
+quotes and line breaks (kept as written), as spreadsheets write them; a record is named
+by its first line. A line ending inside a quoted field is joined with the lines after it
+only if the quote closes within ``max_line_bytes`` and the record then parses with the
+header's number of fields; otherwise that line alone is an unbalanced quote and reading
+resumes at the next line, so a stray quote never swallows the rows after it. A JSON line nested too
 deeply, or holding an integer of thousands of digits, is one bad record. A key
 PostgreSQL cannot hold (NUL, a lone surrogate, over 2,048 bytes) is a bad key, named
 by its line. Two records with one key are not merged: the second is a key collision.
