@@ -162,6 +162,20 @@ def test_line_reader_splits_the_same_however_the_bytes_arrive_and_drops_overlong
         assert list(lines(Trickle(data, size), max_line_bytes=20)) == expected
 
 
+def test_line_endings_are_reported_as_written_however_the_bytes_arrive():
+    import random
+
+    from simhash_store.records import _lines
+
+    generator = random.Random(7)
+    for _ in range(200):
+        data = bytes(generator.choice(b"a\r\n") for _ in range(generator.randint(0, 30)))
+        for size in (1, 2, 3, 64):
+            read = list(_lines(Trickle(data, size), 1 << 20))
+            assert b"".join(body + ending for _, body, ending in read) == data  # so quoted line breaks are kept
+            assert [number for number, _, _ in read] == list(range(1, len(read) + 1))
+
+
 def test_tsv_is_tab_separated():
     data = f"key\tfingerprint\nwith, comma\t{HEX}\nt2\t{HEX}\n".encode()
     items = list(read_fingerprints(io.BytesIO(data), "legacy.TSV"))
