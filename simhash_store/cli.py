@@ -542,8 +542,10 @@ def dedup_command(
 
     annotation_types = None
     if output_format == "parquet":
-        import pyarrow
-
+        try:
+            pyarrow = formats.pyarrow_module()
+        except SimhashStoreError as exc:
+            fail(str(exc))
         annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
                             "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
     kept = duplicates = bad = 0

@@ -44,7 +44,7 @@ def format_of(path: str, given: str | None = None) -> str:
     raise FormatError(f"cannot tell the format of {path!r} from its name: give --format jsonl, csv or parquet")
 
 
-def _pyarrow():
+def pyarrow_module():
     try:
         import pyarrow
         import pyarrow.parquet
@@ -72,7 +72,7 @@ def read_records(path: str, format: str, *, key_field: str, text_field: str) -> 
 
 
 def _parquet_rows(path: str) -> Iterator[tuple[str, dict | Skip]]:
-    pyarrow = _pyarrow()
+    pyarrow = pyarrow_module()
     try:
         table = pyarrow.parquet.ParquetFile(path)
     except (OSError, pyarrow.ArrowException) as exc:
@@ -86,7 +86,7 @@ def _parquet_rows(path: str) -> Iterator[tuple[str, dict | Skip]]:
 
 def parquet_schema(path: str):
     """The Arrow schema of a Parquet input, so that the output keeps its column types."""
-    return _pyarrow().parquet.read_schema(path)
+    return pyarrow_module().parquet.read_schema(path)
 
 
 def _json_line(record: dict) -> str:
@@ -116,7 +116,7 @@ class RecordWriter:
         if format == "parquet":
             if path == "-":
                 raise FormatError("Parquet cannot go to stdout: give -o FILE.parquet")
-            _pyarrow()
+            pyarrow_module()
         elif path == "-":
             self._stream = sys.stdout
         else:
@@ -145,7 +145,7 @@ class RecordWriter:
     def _flush_parquet(self) -> None:
         if not self._rows:
             return
-        pyarrow = _pyarrow()
+        pyarrow = pyarrow_module()
         if self._parquet is None:
             if self._schema is not None:
                 schema = self._schema
@@ -170,7 +170,7 @@ class RecordWriter:
         if self.format == "parquet":
             self._flush_parquet()
             if self._parquet is None:  # no record: still an empty file with the input's columns
-                pyarrow = _pyarrow()
+                pyarrow = pyarrow_module()
                 schema = self._schema if self._schema is not None else pyarrow.schema([])
                 self._parquet = pyarrow.parquet.ParquetWriter(self._partial, schema)
             self._parquet.close()

@@ -2,9 +2,12 @@
 
 Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (old Mac files); a line is never
 longer than ``max_line_bytes`` in memory (a longer one is reported and skipped, and
-reading goes on after it). In CSV and TSV a record is one line: a quoted field may
-hold the delimiter and doubled quotes, but not a line break, so an unbalanced quote
-costs its own line instead of swallowing the rows after it. A JSON line nested too
+reading goes on after it). In CSV and TSV a quoted field may hold the delimiter, doubled
+quotes and line breaks (kept as written), as spreadsheets write them; a record is named
+by its first line. A line ending inside a quoted field is joined with the lines after it
+only if the quote closes within ``max_line_bytes`` and the record then parses with the
+header's number of fields; otherwise that line alone is an unbalanced quote and reading
+resumes at the next line, so a stray quote never swallows the rows after it. A JSON line nested too
 deeply, or holding an integer of thousands of digits, is one bad record. A key
 PostgreSQL cannot hold (NUL, a lone surrogate, over 2,048 bytes) is a bad key, named
 by its line. Two records with one key are not merged: the second is a key collision.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections import deque
 from dataclasses import dataclass
 from itertools import chain
 from typing import IO, Iterable, Iterator
@@ -41,18 +45,32 @@ def lines(stream: IO[bytes], max_line_bytes: int = DEFAULT_MAX_BYTES) -> Iterato
 
     Reads what is available (``read1``), so records from a pipe are handled as they come.
     """
+    for number, body, _ in _lines(stream, max_line_bytes):
+        yield number, body
+
+
+def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, bytes | None, bytes]]:
+    """As :func:`lines`, with each line's ending (``b"\\r\\n"``, ``b"\\n"``, ``b"\\r"``, or ``b""`` at the end).
+
+    A line whose ``\\r`` ends a read is held until the next read tells ``\\r`` from ``\\r\\n``,
+    so that a line break kept inside a quoted CSV field is the one written.
+    """
     read = getattr(stream, "read1", stream.read)
-    number, parts, size, too_long, carriage_return = 0, [], 0, False, False
+    number, parts, size, too_long = 0, [], 0, False
+    held: tuple[bytes | None] | None = None  # a line ended by the "\r" that ended the last read
     while chunk := read(_CHUNK):
-        if carriage_return and chunk.startswith(b"\n"):
-            chunk = chunk[1:]  # the "\n" of a "\r\n" split between two reads
-        carriage_return = False
-        for piece in chunk.splitlines(keepends=True):  # bytes split at \n, \r\n and \r only
-            if piece.endswith(b"\n"):
-                body = piece[:-2] if piece.endswith(b"\r\n") else piece[:-1]
-            elif piece.endswith(b"\r"):
-                body = piece[:-1]
-                carriage_return = True  # only matters for the last piece of the chunk
+        if held is not None:
+            crlf = chunk.startswith(b"\n")
+            if crlf:
+                chunk = chunk[1:]  # the "\n" of a "\r\n" split between two reads
+            yield number, held[0], b"\r\n" if crlf else b"\r"
+            held = None
+        pieces = chunk.splitlines(keepends=True)  # bytes split at \n, \r\n and \r only
+        for index, piece in enumerate(pieces):
+            if piece.endswith(b"\r\n"):
+                body, ending = piece[:-2], b"\r\n"
+            elif piece.endswith((b"\n", b"\r")):
+                body, ending = piece[:-1], piece[-1:]
             else:  # the start of a line that goes on in the next read
                 size += len(piece)
                 if size > max_line_bytes:
@@ -61,15 +79,16 @@ def lines(stream: IO[bytes], max_line_bytes: int = DEFAULT_MAX_BYTES) -> Iterato
                     parts.append(piece)
                 continue
             number += 1
-            if too_long or size + len(body) > max_line_bytes:
-                yield number, None
-            else:
-                yield number, b"".join(parts) + body if parts else body
+            line = None if too_long or size + len(body) > max_line_bytes else b"".join(parts) + body if parts else body
             parts, size, too_long = [], 0, False
-        if not chunk.endswith(b"\r"):
-            carriage_return = False
+            if ending == b"\r" and index == len(pieces) - 1:
+                held = (line,)
+            else:
+                yield number, line, ending
+    if held is not None:
+        yield number, held[0], b"\r"
     if parts or too_long:
-        yield number + 1, None if too_long else b"".join(parts)
+        yield number + 1, None if too_long else b"".join(parts), b""
 
 
 class HugeInteger:
@@ -320,10 +339,10 @@ def _fingerprint_records(rows, key_field: str, fingerprint_field: str, form: str
 def _delimited_rows(
     stream: IO[bytes], name: str, delimiter: str, fields: dict[str, str], max_line_bytes: int
 ) -> Iterator[tuple[str, dict | Skip]]:
-    """Rows of CSV or TSV, one line each, as dicts by the header's names; the header is read now."""
-    numbered = lines(stream, max_line_bytes)
+    """Rows of CSV or TSV as dicts by the header's names; the header (one line) is read now."""
+    numbered = _lines(stream, max_line_bytes)
     header: list[str] | None = None
-    for number, raw in numbered:
+    for number, raw, _ in numbered:
         where = f"{name}:{number}"
         if raw is None or not raw.strip():
             if raw is None:
@@ -338,11 +357,30 @@ def _delimited_rows(
             present = ", ".join(_short(cell, 40) for cell in header[:20])
             raise InputError(f"{where}: the header has no column {' or '.join(missing)}; its columns are {present}")
         break
-    return _delimited_body(numbered, name, delimiter, header) if header is not None else iter(())
+    if header is None:
+        return iter(())
+    return _delimited_body(numbered, name, delimiter, header, max_line_bytes)
 
 
-def _delimited_body(numbered, name: str, delimiter: str, header: list[str]) -> Iterator[tuple[str, dict | Skip]]:
-    for number, raw in numbered:
+def _delimited_body(
+    numbered: Iterator[tuple[int, bytes | None, bytes]], name: str, delimiter: str, header: list[str], max_bytes: int
+) -> Iterator[tuple[str, dict | Skip]]:
+    """The records after the header; one whose quoted field holds line breaks spans those lines.
+
+    A line that ends inside a quoted field is joined with the lines after it until the
+    quote closes. The joined record is taken only if it closes within ``max_bytes``, parses
+    and has the header's number of fields; otherwise the first line alone is reported as
+    an unbalanced quote and reading resumes at the very next line, so a stray quote costs
+    its own line and never the rows after it.
+    """
+    ahead: deque[tuple[int, bytes | None, bytes]] = deque()  # lines read to try a record, given back
+    barren_until = 0  # the lines up to this one were looked through for a closing quote in vain
+
+    def next_line():
+        return ahead.popleft() if ahead else next(numbered, None)
+
+    while (line := next_line()) is not None:
+        number, raw, ending = line
         where = f"{name}:{number}"
         if raw is None:
             yield where, Skip(where, BAD_RECORD, "line too long")
@@ -350,6 +388,12 @@ def _delimited_body(numbered, name: str, delimiter: str, header: list[str]) -> I
         if not raw.strip():
             continue
         cells = _cells(raw, number, delimiter)
+        if cells is _UNBALANCED and number >= barren_until:
+            cells, taken, barren = _quoted_record(raw + ending, number, delimiter, len(header), max_bytes, next_line)
+            if cells is _UNBALANCED:
+                ahead.extendleft(reversed(taken))
+                if barren:  # a later stray quote among these lines would search them again in vain
+                    barren_until = taken[-1][0] if taken else number
         if isinstance(cells, str):
             yield where, Skip(where, BAD_RECORD, cells)
         elif len(cells) != len(header):
@@ -358,8 +402,42 @@ def _delimited_body(numbered, name: str, delimiter: str, header: list[str]) -> I
             yield where, dict(zip(header, cells))
 
 
+def _quoted_record(start: bytes, number: int, delimiter: str, width: int, max_bytes: int, next_line):
+    """(fields or _UNBALANCED, lines taken, whether no taken line held a quote) of a record open at its first line's end.
+
+    A ``"`` byte is never part of a longer UTF-8 character, so an odd count of them in a
+    line flips whether the field is still open: the record is parsed only when it may be
+    whole. Each line taken counts ``_LINE_COST`` bytes more against ``max_bytes``, so that
+    the lines held in memory stay near that bound however short they are.
+    """
+    text, taken, still_open, barren = [start], [], True, True
+    size = len(start)
+    while (line := next_line()) is not None:
+        taken.append(line)
+        _, raw, ending = line
+        size += len(raw or b"") + len(ending) + _LINE_COST
+        if raw is None or size > max_bytes:
+            break
+        text.append(raw)
+        if b'"' in raw:
+            barren = False
+            if raw.count(b'"') % 2:
+                still_open = not still_open
+        if not still_open:
+            cells = _cells(b"".join(text), number, delimiter)
+            if cells is not _UNBALANCED:  # parsed, or unreadable: no more lines can mend it
+                return (cells, taken, False) if isinstance(cells, list) and len(cells) == width else (_UNBALANCED, taken, False)
+            still_open = True  # a quote inside an unquoted field is a plain character
+        text.append(ending)
+    return _UNBALANCED, taken, barren
+
+
+_LINE_COST = 100
+_UNBALANCED = "unbalanced quote (no closing quote ends a record of the header's width within the size limit)"
+
+
 def _cells(raw: bytes, number: int, delimiter: str) -> list[str] | str:
-    """The fields of one line, or why it has none."""
+    """The fields of one record, or why it has none (_UNBALANCED when it ends inside a quoted field)."""
     try:
         text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
     except UnicodeDecodeError as exc:
@@ -368,5 +446,5 @@ def _cells(raw: bytes, number: int, delimiter: str) -> list[str] | str:
         return next(csv.reader([text], delimiter=delimiter, strict=True))
     except csv.Error as exc:
         if "unexpected end of data" in str(exc):
-            return "unbalanced quote (a quoted field must end on its own line)"
+            return _UNBALANCED
         return str(exc)

@@ -136,6 +136,26 @@ def test_csv_and_stdin(database_url, tmp_path):
     assert piped.exit_code == 0 and piped.stdout == ""  # k3 duplicates k1
 
 
+def test_csv_with_multiline_texts_round_trips_through_dedup(database_url, tmp_path):
+    import csv
+
+    records = [{"key": r["id"], "text": r["text"], "rank": str(r["rank"])} for r in _records()]
+    assert all("\n" in r["text"] for r in records)  # paragraphs: line breaks inside quoted fields
+    with open(tmp_path / "in.csv", "w", newline="", encoding="utf-8") as handle:  # Excel dialect, "\r\n" rows
+        writer = csv.DictWriter(handle, ["key", "text", "rank"])
+        writer.writeheader()
+        writer.writerows(records)
+    first = _run(database_url, "dedup", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"))
+    assert first.exit_code == 0, first.output
+    assert "kept 5, duplicates 3" in first.stderr
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        assert list(csv.DictReader(handle)) == records[:5]
+    again = _run(database_url, "dedup", str(tmp_path / "out.csv"), "-o", str(tmp_path / "again.csv"))
+    assert again.exit_code == 0, again.output
+    assert "kept 5, duplicates 0" in again.stderr
+    assert (tmp_path / "again.csv").read_bytes() == (tmp_path / "out.csv").read_bytes()
+
+
 def test_parquet_in_and_out_keeps_column_types(database_url, tmp_path):
     pyarrow = pytest.importorskip("pyarrow")
     import pyarrow.parquet as parquet
@@ -288,3 +308,21 @@ def test_csv_output_refuses_records_with_fields_the_header_lacks(database_url, t
     huge = _run(database_url, "dedup", str(tmp_path / "huge.jsonl"), "-o", str(tmp_path / "huge-out.jsonl"))
     assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output
     assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == ["i"]
+
+
+def test_parquet_without_pyarrow_is_one_line(tmp_path):
+    # pyarrow is an optional extra: without it, asking for Parquet is a usage error, not a traceback.
+    import subprocess
+    import sys
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"key": "a", "text": "北京的新闻"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    program = "import sys; sys.modules['pyarrow'] = None; from simhash_store.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-c", program, "--db", "postgresql://nobody@127.0.0.1:1/none", "dedup", str(source),
+         "-o", str(tmp_path / "out.parquet")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == "Error: Parquet needs pyarrow: pip install 'simhash-store[parquet]'"
+    assert not (tmp_path / "out.parquet").exists()

@@ -61,6 +61,72 @@ def test_stray_quote_costs_its_own_line_not_the_rows_after_it():
     assert "unbalanced quote" in skips(items)["in.csv:3"]
 
 
+PARAGRAPHS = [
+    TEXT_A + "\n\n" + TEXT_B + "，\"引号\"，逗号",
+    TEXT_B + "\r\n" + TEXT_C + "\r" + TEXT_A,
+    TEXT_C,
+]
+
+
+def dictwriter_csv(**dialect) -> bytes:
+    import csv
+
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, ["key", "text", "n"], **dialect)
+    writer.writeheader()
+    for index, text in enumerate(PARAGRAPHS):
+        writer.writerow({"key": f"k{index}", "text": text, "n": index})
+    return out.getvalue().encode("utf-8")
+
+
+@pytest.mark.parametrize("terminator", ["\r\n", "\n", "\r"], ids=["excel-CRLF", "LF", "CR"])
+def test_a_spreadsheet_csv_with_paragraphs_in_quoted_fields_reads_every_record(terminator):
+    from simhash_store.records import _delimited_rows
+
+    data = dictwriter_csv(lineterminator=terminator)
+    for size in (1, 5, 1 << 20):  # line ends and "\r\n" halves fall across reads
+        rows = list(_delimited_rows(Trickle(data, size), "in.csv", ",", {"key": "", "text": ""}, 1 << 20))
+        assert [record for _, record in rows] == [
+            {"key": f"k{i}", "text": text, "n": str(i)} for i, text in enumerate(PARAGRAPHS)
+        ]
+        assert [where for where, _ in rows] == ["in.csv:2", "in.csv:5", "in.csv:8"]  # each record's first line
+
+
+def test_a_stray_quote_loses_only_its_line_before_many_rows_and_a_real_multiline_record():
+    good = [f"g{i},{HEX}" for i in range(200)]
+    rows = ["key,fingerprint", f'bad,"{HEX}', *good, f'multi,"{HEX}', '"', f'x"y,{HEX}', f"last,{HEX}"]
+    items = list(read_fingerprints(io.BytesIO("\r\n".join(rows).encode()), "in.csv"))
+    assert list(skips(items)) == ["in.csv:2"]
+    assert "unbalanced quote" in skips(items)["in.csv:2"]
+    keys = [i.key for i in items if isinstance(i, FingerprintRecord)]
+    assert keys == [f"g{i}" for i in range(200)] + ["multi", 'x"y', "last"]  # "multi" spans two lines
+    # a quote that closes a few lines on but leaves the wrong number of fields is a stray one too
+    rows = ["key,text", 'a,"open', "b,plain", 'c,"closes",extra"', "d,plain"]
+    items = list(read_jsonl_csv(rows))
+    assert [where for where, record in items if isinstance(record, Skip)] == ["in.csv:2", "in.csv:4"]
+    assert [record["key"] for _, record in items if isinstance(record, dict)] == ["b", "d"]
+    # many stray quotes among quote-free rows: each costs its line (and the rows are searched once, not per quote)
+    rows = ["key,text", *(f'k{i},"x' if i % 10 == 0 else f"k{i},x" for i in range(100))]
+    items = list(read_jsonl_csv(rows))
+    assert [where for where, record in items if isinstance(record, Skip)] == [f"in.csv:{i + 2}" for i in range(0, 100, 10)]
+    assert len([record for _, record in items if isinstance(record, dict)]) == 90
+
+
+def read_jsonl_csv(rows):
+    from simhash_store.records import _delimited_rows
+
+    return _delimited_rows(io.BytesIO("\n".join(rows).encode()), "in.csv", ",", {"key": "", "text": ""}, 1 << 20)
+
+
+def test_a_quote_that_does_not_close_within_the_size_limit_costs_its_line():
+    from simhash_store.records import _delimited_rows
+
+    data = ("key,text\n" + 'a,"never closed\n' + "".join(f"r{i},{'x' * 50}\n" for i in range(10)) + 'z,"x"\n').encode()
+    rows = list(_delimited_rows(io.BytesIO(data), "in.csv", ",", {"key": "", "text": ""}, 100))
+    assert [where for where, record in rows if isinstance(record, Skip)] == ["in.csv:2"]
+    assert [record["key"] for _, record in rows if isinstance(record, dict)] == [f"r{i}" for i in range(10)] + ["z"]
+
+
 @pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"], ids=["CR", "CRLF", "LF"])
 def test_every_line_ending_gives_one_record_per_line_and_right_numbers(ending):
     csv_data = ending.join([b"key,fingerprint", f"a,{HEX}".encode(), b"b,zz", f"c,{HEX}".encode()]) + ending
@@ -94,6 +160,20 @@ def test_line_reader_splits_the_same_however_the_bytes_arrive_and_drops_overlong
     expected = [(1, b"one"), (2, b"two"), (3, b"three"), (4, b""), (5, None), (6, b"five")]
     for size in (1, 2, 3, 7, 1000):
         assert list(lines(Trickle(data, size), max_line_bytes=20)) == expected
+
+
+def test_line_endings_are_reported_as_written_however_the_bytes_arrive():
+    import random
+
+    from simhash_store.records import _lines
+
+    generator = random.Random(7)
+    for _ in range(200):
+        data = bytes(generator.choice(b"a\r\n") for _ in range(generator.randint(0, 30)))
+        for size in (1, 2, 3, 64):
+            read = list(_lines(Trickle(data, size), 1 << 20))
+            assert b"".join(body + ending for _, body, ending in read) == data  # so quoted line breaks are kept
+            assert [number for number, _, _ in read] == list(range(1, len(read) + 1))
 
 
 def test_tsv_is_tab_separated():
@@ -325,6 +405,20 @@ def test_import_hostile_csv_and_tsv_stores_every_good_row(database_url, tmp_path
     result = invoke(database_url, "import", str(tmp_path / "legacy.tsv"), "--scheme", "zh-jieba-v1")
     assert result.exit_code == 1 and "legacy.tsv:3: key collision" in result.output
     assert stored(database_url) == {k: int(HEX, 16) for k in ("a1", "c3", "d4", "t1")}
+
+
+def test_import_a_spreadsheet_csv_whose_notes_hold_paragraphs(database_url, tmp_path):
+    import csv
+
+    with open(tmp_path / "sheet.csv", "w", newline="", encoding="utf-8") as handle:  # Excel dialect
+        writer = csv.DictWriter(handle, ["key", "note", "fingerprint"])
+        writer.writeheader()
+        for index, text in enumerate(PARAGRAPHS):
+            writer.writerow({"key": f"k{index}", "note": text, "fingerprint": f"{index:016x}"})
+    result = invoke(database_url, "import", str(tmp_path / "sheet.csv"), "--scheme", "zh-jieba-v1")
+    assert result.exit_code == 0, result.output
+    assert "failed:" not in result.output and "imported: 3 added" in result.output
+    assert stored(database_url) == {f"k{index}": index for index in range(3)}
 
 
 def test_two_folders_with_one_file_name_collide_and_a_rerun_never_flips(database_url, tmp_path):
