@@ -76,6 +76,18 @@ class Rewrite:
     flags: int = 0
 
 
+_NEAR_V2 = (
+    "near v2: candidates carry the distribution column",
+    "near v2: found holds matches",
+    "near v2: the nearest are kept whole",
+    "near v2: no join back by id",
+)
+_NEAR_MANY = (
+    "near_many: branches carry the distribution column",
+    "near_many: ranked rows carry key and fingerprint",
+    "near_many: no join back by id",
+)
+
 REWRITES = (
     # The shell table on the coordinator is empty: measure the shards instead.
     Rewrite(
@@ -104,6 +116,58 @@ REWRITES = (
         r"FROM hits JOIN simhash\.documents d ON d\.id = hits\.id",
         "FROM hits d",
         requires=("candidates carry the distribution column",),
+    ),
+    # Revision 0004's near, the same change in its staged form: the branches carry key and
+    # fingerprint, the nearest are kept as whole matches (not ids), and returned from there.
+    *(
+        Rewrite(name, pattern, replacement, requires=tuple(n for n in _NEAR_V2 if n != name), flags=re.S)
+        for name, pattern, replacement in (
+            (
+                "near v2: candidates carry the distribution column",
+                r"SELECT c\.id, c\.fingerprint FROM simhash\.documents c\b",
+                "SELECT c.id, c.key, c.fingerprint FROM simhash.documents c",
+            ),
+            ("near v2: found holds matches", r"\bfound bigint\[\];", "found simhash.match[];"),
+            (
+                "near v2: the nearest are kept whole",
+                r"SELECT array_agg\(h\.id ORDER BY h\.distance, h\.id\) INTO found(\s+)FROM \((\s+)"
+                r"SELECT u\.id, bit_count\(\(u\.fingerprint # query\)::bit\(64\)\) AS distance"
+                r"(\s+FROM \(.*?\) u\s+)ORDER BY 2, 1\b",
+                r"SELECT array_agg((h.id, h.key, h.fingerprint, h.distance)::simhash.match ORDER BY h.distance, h.id)"
+                r" INTO found\1FROM (\2SELECT u.id, u.key, u.fingerprint, "
+                r"bit_count((u.fingerprint # query)::bit(64))::integer AS distance\3ORDER BY 4, 1",
+            ),
+            (
+                "near v2: no join back by id",
+                r"SELECT d\.id, d\.key, d\.fingerprint, bit_count\(\(d\.fingerprint # query\)::bit\(64\)\)::integer"
+                r"(\s+)FROM unnest\(found\) WITH ORDINALITY AS f\(id, position\)\s+"
+                r"JOIN simhash\.documents d ON d\.id = f\.id(\s+)ORDER BY f\.position;",
+                r"SELECT f.id, f.key, f.fingerprint, f.distance"
+                r"\1FROM unnest(found) WITH ORDINALITY AS f(id, key, fingerprint, distance, position)\2ORDER BY f.position;",
+            ),
+        )
+    ),
+    # Revision 0004's near_many: every branch carries key and fingerprint, the ranked rows
+    # are the answer (no join back by id).
+    *(
+        Rewrite(name, pattern, replacement, requires=tuple(n for n in _NEAR_MANY if n != name), flags=re.S)
+        for name, pattern, replacement in (
+            (
+                "near_many: branches carry the distribution column",
+                r"SELECT q\.i, c\.id, bit_count",
+                "SELECT q.i, c.id, c.key, c.fingerprint, bit_count",
+            ),
+            (
+                "near_many: ranked rows carry key and fingerprint",
+                r"SELECT h\.i, h\.id, h\.distance, row_number\(\)",
+                "SELECT h.i, h.id, h.key, h.fingerprint, h.distance, row_number()",
+            ),
+            (
+                "near_many: no join back by id",
+                r"SELECT r\.i, d\.id, d\.key, d\.fingerprint, r\.distance(\s+)FROM ranked r JOIN simhash\.documents d ON d\.id = r\.id",
+                r"SELECT r.i, r.id, r.key, r.fingerprint, r.distance\1FROM ranked r",
+            ),
+        )
     ),
 )
 
