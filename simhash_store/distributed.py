@@ -42,7 +42,8 @@ from .errors import DatabaseError
 
 DISTRIBUTION_COLUMN = "key"
 DISTRIBUTED_TABLES = ("documents",)
-REFERENCE_TABLES = ("store_info", "block_masks")
+# cluster_heads (revision 0005): one row a cluster, read by representative id from any shard.
+REFERENCE_TABLES = ("store_info", "block_masks", "cluster_heads")
 # Functions planned afresh on every call: a generic plan cannot be distributed by Citus.
 PLAN_CACHE_MODE = "force_custom_plan"
 
@@ -220,16 +221,40 @@ def distribute(cursor: Cursor) -> None:
     """
     cursor.execute("SET LOCAL search_path = pg_catalog, pg_temp")
     cursor.execute("SELECT pg_advisory_xact_lock(hashtext('simhash-store migrations'))")
-    for table in REFERENCE_TABLES:
-        if _partition_method(cursor, table) is None:
-            cursor.execute("SELECT create_reference_table(%s)", (f"simhash.{table}",))
-            _drop_local_copy(cursor, table)
+    if _keeps_clusters(cursor):
+        raise NotDistributableError(
+            "this store keeps persistent clusters (store_info.cluster_max_distance is set), which "
+            "init --distributed cannot spread over a cluster yet; distribute a store without them"
+        )
+    _reference_tables(cursor)
     if _partition_method(cursor, "documents") is None:
         _key_in_every_unique_constraint(cursor)
         cursor.execute(
             "SELECT create_distributed_table('simhash.documents', %s)", (DISTRIBUTION_COLUMN,)
         )
         _drop_local_copy(cursor, "documents")
+
+
+def _reference_tables(cursor: Cursor) -> None:
+    """Every small table of the store that exists here (a revision may add one) becomes a reference table."""
+    for table in REFERENCE_TABLES:
+        exists = cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (f"simhash.{table}",)).fetchone()[0]
+        if exists and _partition_method(cursor, table) is None:
+            cursor.execute("SELECT create_reference_table(%s)", (f"simhash.{table}",))
+            _drop_local_copy(cursor, table)
+
+
+def _keeps_clusters(cursor: Cursor) -> bool:
+    """Whether the store assigns persistent clusters on write (revision 0005, once recluster has run)."""
+    has_column = cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('simhash.store_info') "
+        "AND attname = 'cluster_max_distance' AND NOT attisdropped)"
+    ).fetchone()[0]
+    if not has_column:
+        return False
+    return cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE cluster_max_distance IS NOT NULL)"
+    ).fetchone()[0]
 
 
 def _drop_local_copy(cursor: Cursor, table: str) -> None:
@@ -344,6 +369,7 @@ def after_migrations(connection) -> None:
     """Migrations re-create functions for one server: adapt them again when the store is distributed."""
     with connection.connection.driver_connection.cursor() as cursor:
         if is_distributed(cursor):
+            _reference_tables(cursor)  # tables a revision has just created
             adapt_functions(cursor)
 
 
