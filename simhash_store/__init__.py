@@ -6,6 +6,7 @@ True
 """
 
 from .bits import blocks, from_hex, from_signed, hamming, join_blocks, similarity, to_hex, to_signed
+from .dedup import Verdict, dedup
 from .errors import (
     ConfigError,
     DatabaseUnavailableError,
@@ -43,7 +44,9 @@ __all__ = [
     "StoreNotFoundError",
     "StoreOutdatedError",
     "StoreTooNewError",
+    "Verdict",
     "blocks",
+    "dedup",
     "features",
     "fingerprint",
     "fingerprint_features",

@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, Optional, get_args
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -21,7 +24,7 @@ from rich.text import Text
 from . import corpus, ingest, records
 from .bits import from_hex, to_hex
 from .config import URL_VARIABLE
-from .errors import SimhashStoreError, SimhashStoreWarning
+from .errors import SchemeMismatchError, SimhashStoreError, SimhashStoreWarning
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
 
 if TYPE_CHECKING:
@@ -30,7 +33,79 @@ if TYPE_CHECKING:
 # The store module (SQLAlchemy, psycopg) is imported by the commands that use it:
 # `add` starts its workers before that import (see ingest.Fingerprinter.start).
 
+class State:
+    db: str | None = None
+
+
+state = State()
+
+
+def _set_db(ctx, param, value: str | None) -> None:
+    if value is not None:
+        state.db = value
+
+
+def _plain_type(param) -> str:
+    """PATH, TEXT, INTEGER or [a|b|c] for help, instead of Typer's <list[Path]> or <int range>."""
+    descriptor = param.type_descriptor
+    if descriptor.is_choice and descriptor.choices:
+        return "[" + "|".join(str(getattr(c, "value", c)) for c in descriptor.choices) + "]"
+    annotation = descriptor.annotation
+    if descriptor.is_list:
+        annotation = get_args(annotation)[0]
+    if descriptor.is_path or annotation is Path:
+        return "PATH"
+    return {int: "INTEGER", float: "FLOAT", bool: "BOOLEAN"}.get(annotation, "TEXT")
+
+
+class _Group(TyperGroup):
+    """Every command also takes --db (after its name, as well as before it), and help shows plain types."""
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is None or getattr(command, "_simhash_prepared", False):
+            return command
+        if not any(param.name == "db" for param in command.params):
+            # No envvar here: the app's own --db already reads SIMHASH_STORE_URL, and an
+            # environment default must not override --db given before the command.
+            own = next(param for param in self.params if param.name == "db")
+            command.params.append(
+                typer.core.TyperOption(
+                    param_decls=["--db"], type_descriptor=own.type_descriptor, expose_value=False,
+                    callback=_set_db, metavar="URL",
+                    help=f"PostgreSQL URL (default: {URL_VARIABLE}, else the embedded server).",
+                )
+            )
+        _plain_help(command.params)
+        command._simhash_prepared = True
+        return command
+
+
+def _plain_help(params) -> None:
+    for param in params:
+        if not hasattr(param, "type_descriptor") or getattr(param, "is_flag", False):
+            continue
+        label = _plain_type(param)
+        if isinstance(param, TyperArgument):
+            param.metavar = param.name.upper()
+            # Typer 0.29 has no metavar for an argument's type column: replace its label.
+            shown = label + ("..." if param.nargs != 1 else "")
+            param.display_type_rich = lambda ctx, shown=shown: shown
+        else:
+            param.metavar = label
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"simhash-store {version('simhash-store')}")
+        raise typer.Exit()
+
+
 app = typer.Typer(
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
     name="simhash-store",
     help="Find near-duplicate documents in large (mostly Chinese) text collections, and remember them.\n\n"
     "Fingerprints live in PostgreSQL: --db URL or SIMHASH_STORE_URL, else a private embedded server.",
@@ -45,7 +120,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[
     Optional[str],
-    typer.Option("--db", envvar=URL_VARIABLE, show_envvar=True, help="PostgreSQL URL (default: the embedded server)."),
+    typer.Option(
+        "--db", envvar=URL_VARIABLE, show_envvar=True, metavar="URL",
+        help="PostgreSQL URL (default: the embedded server). Also accepted after the command.",
+    ),
 ]
 MaxDistance = Annotated[
     int, typer.Option("--max-distance", "-k", min=0, max=64, help="Largest Hamming distance (bits) that counts as near.")
@@ -58,21 +136,23 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line
 Jobs = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
 
 
-class State:
-    db: str | None = None
-
-
-state = State()
-
-
 @app.callback()
-def main_options(db: DbOption = None) -> None:
+def main_options(
+    db: DbOption = None,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
+    ] = False,
+) -> None:
     state.db = db
 
 
 @contextlib.contextmanager
-def opened_store(scheme: str | None = None) -> Iterator[Store]:
-    """The store for this command; library errors become one line on stderr and exit status 1."""
+def opened_store(scheme: str | None = None, mismatch: str | None = None) -> Iterator[Store]:
+    """The store for this command; library errors become one line on stderr and exit status 1.
+
+    ``mismatch``: the message for a store of another scheme, where the library's advice
+    (use that scheme) does not fit the command.
+    """
     from .store import Store
 
     try:
@@ -80,6 +160,8 @@ def opened_store(scheme: str | None = None) -> Iterator[Store]:
             warnings.simplefilter("always", SimhashStoreWarning)  # the store warns once itself
             warnings.showwarning = _show_warning
             yield store
+    except SchemeMismatchError as exc:
+        fail(mismatch or str(exc))
     except SimhashStoreError as exc:
         fail(str(exc))
 
@@ -274,7 +356,12 @@ def import_(
             else:
                 yield NewDocument(row.key, row.fingerprint)
 
-    with opened_store(_known_scheme(scheme)) as store:
+    mismatch = (
+        f"these fingerprints were computed with scheme {scheme}, and the store holds another scheme's "
+        "(simhash-store stats shows which); fingerprints of different schemes cannot be compared, "
+        "so import them into a database of their own (--db URL)"
+    )
+    with opened_store(_known_scheme(scheme), mismatch=mismatch) as store:
         result = store.load(documents(), lock_timeout=lock_timeout) if bulk else store.add(documents())
     for skip in skipped:
         warn(f"failed: {skip}")
@@ -330,10 +417,17 @@ def query(
 @app.command()
 def dups(
     max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
-    clusters: Annotated[bool, typer.Option("--clusters", help="Connected groups instead of pairs.")] = False,
+    clusters: Annotated[
+        bool,
+        typer.Option(
+            "--clusters",
+            help="Clusters of two or more documents (ids, representative, distances to it) instead of pairs: "
+            "the stored ones, or, for a store without them or at another -k, those recluster would store.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot.
+    """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot (or the stored clusters).
 
     Documents sharing one fingerprint come out once, as a group: one line with distance 0 and
     all their keys. A pair then names the first key of each side's group, standing for all of it.
@@ -344,11 +438,7 @@ def dups(
 
     with opened_store() as store:
         if clusters:
-            groups = store.clusters(max_distance)
-            for group in groups:
-                out.print(_json_line({"keys": group}) if as_json else "  ".join(group), markup=False)
-            if not as_json:
-                err.print(f"{len(groups)} groups within {max_distance} bits")
+            _print_clusters(store, max_distance, as_json)
             return
         found = store.near_duplicates(max_distance)
     groups = pairs = 0
@@ -364,6 +454,293 @@ def dups(
         out.print(_json_line(record) if as_json else line, markup=False)
     if not as_json:
         err.print(f"{groups} groups of identical fingerprints and {pairs} pairs within {max_distance} bits")
+
+
+@app.command()
+def recluster(
+    max_distance: Annotated[
+        Optional[int],
+        typer.Option("--max-distance", "-k", min=0, max=64, help="Cluster at this distance (default: the store's)."),
+    ] = None,
+) -> None:
+    """Cluster every stored document afresh, and keep clusters from then on (or re-cluster at another distance).
+
+    A store keeps clusters once this has run (or once dedup has filled it from empty): every
+    later write then puts its documents in clusters, at the cost of a radius search each.
+
+    Example: simhash-store recluster -k 8
+    """
+    with opened_store() as store:
+        documents, count = store.recluster(max_distance)
+        distance, _ = store.cluster_state()
+    out.print(f"{documents} documents in {count} clusters at distance {distance}", markup=False)
+
+
+@app.command("dedup")
+def dedup_command(
+    inputs: Annotated[list[str], typer.Argument(help="JSONL, CSV or Parquet files ('-' for JSONL on stdin).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Where the kept records go ('-': stdout, JSONL).")] = "-",
+    format: Annotated[
+        Optional[str], typer.Option("--format", help="jsonl, csv or parquet for inputs and output (default: by name).")
+    ] = None,
+    key_field: Annotated[str, typer.Option(help="Field holding the key.")] = "key",
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    annotate: Annotated[
+        bool,
+        typer.Option("--annotate", help="Write every record, with simhash, cluster, duplicate_of and distance added."),
+    ] = False,
+    max_distance: Annotated[
+        Optional[int],
+        typer.Option("--max-distance", "-k", min=0, max=64, help="Near-duplicate distance (default: the store's, 11)."),
+    ] = None,
+    keep: Annotated[
+        str,
+        typer.Option(
+            "--keep",
+            help="first: the first of near-duplicates is kept; longest: the longest, even when a later copy "
+            "replaces a representative stored before (reads the input twice: no stdin).",
+        ),
+    ] = "first",
+    jobs: Jobs = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Write the records that are not near-duplicates of an earlier record or of anything stored.
+
+    Every record is stored and joins a cluster; the first of each cluster is kept. A rerun
+    over the same input writes the same output, byte for byte.
+
+    Example: simhash-store dedup crawl.jsonl -o clean.jsonl
+    """
+    from . import formats
+    from .dedup import dedup_rows
+
+    if keep not in ("first", "longest"):
+        raise typer.BadParameter("must be first or longest", param_hint="--keep")
+    if keep == "longest" and "-" in inputs:
+        raise typer.BadParameter("--keep longest reads its input twice: give files, not stdin", param_hint="INPUTS")
+    try:
+        output_format = formats.format_of(output, format)
+        input_formats = [formats.format_of(path, format) for path in inputs]
+    except SimhashStoreError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    for path in inputs:
+        if path != "-" and not Path(path).is_file():
+            fail(f"cannot open {path}: no such file")
+    schema = None
+    if output_format == "parquet" and input_formats[0] == "parquet":
+        try:
+            schema = formats.parquet_schema(inputs[0])
+        except SimhashStoreError as exc:
+            fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors: one line
+            fail(f"cannot read {inputs[0]} as Parquet: {exc}")
+
+    def rows():
+        for path, kind in zip(inputs, input_formats):
+            yield from formats.read_records(path, kind, key_field=key_field, text_field=text_field)
+
+    annotation_types = None
+    if output_format == "parquet":
+        import pyarrow
+
+        annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
+                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
+    kept = duplicates = bad = 0
+    # Workers load their dictionaries while the store opens, as for add, unless the input is small.
+    size = sum(Path(path).stat().st_size for path in inputs if path != "-")
+    fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
+    with fingerprinter, opened_store() as store:
+        try:
+            writer = formats.RecordWriter(
+                output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
+            )
+        except (SimhashStoreError, OSError) as exc:
+            fail(f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
+        try:
+            for where, record, verdict in dedup_rows(
+                rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
+                fingerprinter=fingerprinter, batch_size=batch_size,
+            ):
+                if verdict.problem is not None:
+                    bad += 1
+                    warn(f"failed: {verdict.problem}")
+                    continue
+                if verdict.kept:
+                    kept += 1
+                else:
+                    duplicates += 1
+                try:  # a record the output format cannot hold costs that record
+                    if annotate:
+                        writer.write({**record, **verdict.annotation()})
+                    elif verdict.kept:
+                        writer.write(dict(record))
+                except formats.FormatError as exc:
+                    bad += 1
+                    warn(f"failed: {where}: {exc}")
+            writer.close()
+        except KeyboardInterrupt:
+            writer.abandon()
+            warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
+            raise typer.Exit(130)
+        except OSError as exc:  # an input that cannot be read, an output that cannot be written
+            writer.abandon()
+            fail(f"{exc.filename or output}: {exc.strerror or exc}")
+        except BaseException:
+            writer.abandon()
+            raise
+    if not quiet:
+        err.print(f"kept {kept}, duplicates {duplicates}, bad records {bad}", markup=False)
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def explain(
+    a: Annotated[str, typer.Argument(help="First document: a file ('-' for stdin), or the text itself with --text.")],
+    b: Annotated[str, typer.Argument(help="Second document, the same way.")],
+    as_text: Annotated[bool, typer.Option("--text", help="A and B are the texts themselves, not file names.")] = False,
+    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
+    top: Annotated[int, typer.Option(min=0, help="How many of the heaviest features to show in each list.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
+) -> None:
+    """Why two documents are near-duplicates or not: distance, heaviest features shared and not, the bits that differ.
+
+    A bit's margin is its weighted sum as a share of the document's total weight: a bit
+    that differs on a small margin flipped on a detail. No database is used.
+
+    Example: simhash-store explain --text "保护人民，制定本法。" "保护人民，制定此法。"
+    """
+    from .explain import explain as explain_texts
+
+    chosen = _known_scheme(scheme)
+    texts = [value if as_text else _read_text(value) for value in (a, b)]
+    try:
+        result = explain_texts(texts[0], texts[1], chosen, top=top)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    if as_json:
+        out.print(json.dumps(result.to_dict(), ensure_ascii=False), markup=False)
+        return
+    near = "near-duplicates" if result.distance <= DEFAULT_MAX_DISTANCE else "not near-duplicates"
+    out.print(
+        f"distance {result.distance} bits: {near} at the default k = {DEFAULT_MAX_DISTANCE}  "
+        f"(A {to_hex(result.fingerprint_a)}, B {to_hex(result.fingerprint_b)}, scheme {chosen.name})",
+        markup=False,
+    )
+    features = Table(title="heaviest features (weights)", title_justify="left")
+    features.add_column("shared")
+    features.add_column("A", justify="right")
+    features.add_column("B", justify="right")
+    features.add_column("only in A")
+    features.add_column("A", justify="right")
+    features.add_column("only in B")
+    features.add_column("B", justify="right")
+    for row in range(max(len(result.shared), len(result.only_a), len(result.only_b))):
+        cells = []
+        shared = result.shared[row] if row < len(result.shared) else None
+        cells += [Text(shared.feature), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
+        for side in (result.only_a, result.only_b):
+            item = side[row] if row < len(side) else None
+            cells += [Text(item.feature), f"{item.weight:.2f}"] if item else ["", ""]
+        features.add_row(*cells)
+    out.print(features)
+    if not result.bits:
+        return
+    bits = Table(title="bits that differ, smallest margin first (margin: bit sum / total weight)", title_justify="left")
+    for column in ("bit", "A", "margin A", "B", "margin B"):
+        bits.add_column(column, justify="right")
+    for bit in result.bits:
+        bits.add_row(
+            str(bit.bit), "1" if bit.margin_a > 0 else "0", f"{bit.margin_a:+.2%}",
+            "1" if bit.margin_b > 0 else "0", f"{bit.margin_b:+.2%}",
+        )
+    out.print(bits)
+
+
+@app.command()
+def calibrate(
+    paths: Annotated[
+        Optional[list[Path]], typer.Argument(help="Files and directories of your documents (default: stored keys that name files).")
+    ] = None,
+    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
+    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
+    sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
+    seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Record the recommended k in the store (store_info).")] = False,
+    scheme: SchemeOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of the table.")] = False,
+) -> None:
+    """Choose k on your own documents: recall of near-duplicate variants and false matches for each k.
+
+    Example: simhash-store calibrate --jsonl corpus.jsonl --plot calibrate.png
+    """
+    from . import calibrate as calibration
+
+    texts: list[tuple[str, str]] = []
+    skipped = 0
+    if jsonl is not None:
+        from .formats import read_records
+
+        try:
+            rows = read_records(jsonl, "jsonl", key_field=text_field, text_field=text_field)
+            for number, (_, record) in enumerate(rows):
+                if isinstance(record, dict) and isinstance(record.get(text_field), str):
+                    texts.append((str(number), record[text_field]))  # the record's number seeds its variants
+                else:
+                    skipped += 1
+        except OSError as exc:
+            fail(f"cannot open {jsonl}: {exc.strerror}")
+        except SimhashStoreError as exc:
+            fail(str(exc))
+    store_needed = apply or (not paths and jsonl is None) or scheme is None
+    with opened_store(scheme) if store_needed else contextlib.nullcontext(None) as store:
+        chosen = store.scheme if store is not None else _known_scheme(scheme)
+        if paths:
+            for item in corpus.walk(paths):
+                if isinstance(item, corpus.Source):
+                    try:
+                        texts.append((item.key, corpus.decode(Path(item.path).read_bytes()).text))
+                    except (OSError, corpus.DecodeError):
+                        skipped += 1
+        elif jsonl is None:
+            for key in store.sample_keys(sample * 4, seed):
+                try:
+                    texts.append((key, corpus.decode(Path(key).read_bytes()).text))
+                except (OSError, corpus.DecodeError):
+                    skipped += 1
+            if len(texts) < 2:
+                fail("the store keeps fingerprints, not texts, and fewer than two stored keys name readable files "
+                     "here: give the documents (PATHS or --jsonl)")
+        try:
+            result = calibration.calibrate(texts, chosen, sample=sample, seed=seed)
+        except ValueError as exc:
+            fail(str(exc))
+        if apply:
+            store.record_recommended_distance(result.recommended)
+    if plot is not None:
+        try:
+            calibration.plot(result, str(plot), f"{chosen.name}: {result.documents} documents, {result.pairs:,} pairs")
+        except ImportError:
+            fail("the plot needs matplotlib: pip install 'simhash-store[plot]'")
+    if as_json:
+        record = {
+            "documents": result.documents, "pairs": result.pairs, "recommended": result.recommended,
+            "reason": result.reason, "rows": [vars(row) for row in result.rows], "applied": apply,
+        }
+        out.print(json.dumps(record, ensure_ascii=False), markup=False)
+        return
+    table = Table(title=f"{result.documents} documents ({chosen.name}), {result.pairs:,} pairs of different documents",
+                  title_justify="left")
+    for column in ("k", "light variants found", "heavy variants found", "false matches", "share of pairs"):
+        table.add_column(column, justify="right")
+    for row in result.rows:
+        table.add_row(str(row.k), f"{row.light_recall:.1%}", f"{row.heavy_recall:.1%}", str(row.false_matches),
+                      f"{row.false_match_rate:.2g}", style="bold" if row.k == result.recommended else None)
+    out.print(table)
+    out.print(f"recommended k = {result.recommended}: {result.reason}" + ("; recorded in the store" if apply else ""),
+              markup=False)
 
 
 @app.command("fingerprint")
@@ -389,15 +766,15 @@ def fingerprint_command(
 
 @app.command()
 def remove(keys: Annotated[list[str], typer.Argument(help="Keys of documents to delete.")]) -> None:
-    """Delete documents by key.
+    """Delete documents by key; keys that were not stored are named on stderr.
 
     Example: simhash-store remove news/2024/0001.txt
     """
     with opened_store() as store:
         result = store.remove(keys)
-    for key in result.missing:
-        warn(f"not stored: {key}")
     out.print(f"removed {len(result.removed)} of {len(result.removed) + len(result.missing)}", markup=False)
+    if result.missing:  # named, but not an error: what should be gone is gone
+        warn("not stored, so not removed: " + ", ".join(result.missing))
 
 
 @app.command()
@@ -412,6 +789,8 @@ def stats(as_json: JsonFlag = False) -> None:
         out.print(json.dumps(info, ensure_ascii=False), markup=False)
         return
     table = Table(show_header=False, box=None)
+    table.add_column()
+    table.add_column(overflow="fold")  # the whole URL, over several lines if need be, never cut
     for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
         table.add_row(name.replace("_", " "), str(info[name]))
     table.add_row("table + indexes", _megabytes(info["table_bytes"]))
@@ -454,17 +833,98 @@ def grant_read(role: Annotated[str, typer.Argument(help="An existing PostgreSQL 
 
 @app.command()
 def schemes() -> None:
-    """List the named fingerprint schemes.
+    """List the named fingerprint schemes: the default, and which ones the PostgreSQL store can hold.
 
     Example: simhash-store schemes
     """
     for name in sorted(SCHEMES):
         s = SCHEMES[name]
         top = f", top {s.top_k}" if s.top_k else ""
-        out.print(f"{name:<24} {s.bits}-bit {s.tokenizer}, {s.weighting}{top}, {s.hash}", markup=False)
+        mark = "*" if name == DEFAULT.name else " "
+        # The store keeps fingerprints in a bigint column (and 16-bit blocks of it).
+        where = "store and fingerprint" if s.bits == 64 else "fingerprint only (the store holds 64-bit fingerprints)"
+        description = f"{s.bits}-bit {s.tokenizer}, {s.weighting}{top}, {s.hash}"
+        out.print(f"{mark} {name:<20} {description:<56} {where}", markup=False)
+    out.print("(* the default, for a new store and for fingerprint; --scheme NAME chooses another)", markup=False)
+
+
+@app.command()
+def serve(
+    listen: Annotated[
+        Optional[str],
+        typer.Option("--listen", metavar="HOST:PORT", help="Also accept TCP connections here, with a password."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database).")] = False,
+) -> None:
+    """Run the embedded server in the foreground for other applications, until Ctrl-C or SIGTERM.
+
+    Prints one line: a postgresql:// URL that psql, psycopg and SQLAlchemy take as it is
+    (JDBC after a jdbc: prefix, over --listen). Meanwhile other simhash-store commands
+    use this server. Over TCP the password is generated once and kept, readable by you
+    only, in the data directory.
+
+    Example: simhash-store serve --listen 127.0.0.1:5433
+    """
+    address = _listen_address(listen)
+    if (state.db or "").strip() not in ("", "embedded"):  # --db, or SIMHASH_STORE_URL through it
+        fail(f"serve runs the embedded server; --db and {URL_VARIABLE} name another one")
+    from . import embedded
+    from .config import EMBEDDED_DATABASE, data_dir
+
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    try:
+        shown, server = embedded.serve(data_dir(), EMBEDDED_DATABASE, address)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    url = shown.libpq()
+    if as_json:
+        fields = {"url": url, "host": shown.host, "port": shown.port, "user": shown.user, "database": shown.database}
+        print(json.dumps(fields), flush=True)
+    else:
+        print(url, flush=True)
+    if err.is_terminal:
+        warn("serving the embedded simhash store; Ctrl-C stops it (other commands now use this server)")
+    while not stop.wait(1.0):
+        if not embedded.server_is_running(server):
+            fail("the embedded server stopped (was it killed?)")
+
+
+@app.command()
+def url() -> None:
+    """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
+
+    While serve runs (else the embedded server stops when this command exits).
+
+    Example: simhash-store url   # then: psql "$(simhash-store url)"
+    """
+    from .config import resolve_url
+
+    try:
+        resolved = resolve_url(state.db)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    out.print(resolved.set(drivername="postgresql").render_as_string(hide_password=False), markup=False)
 
 
 # ------------------------------------------------------------ helpers
+
+
+def _listen_address(listen: str | None) -> tuple[str, int] | None:
+    """HOST:PORT (or [IPv6]:PORT) checked before anything starts."""
+    if listen is None:
+        return None
+    host, _, port = listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    valid_host = bool(host) and all(c.isalnum() or c in ".-:*" for c in host)
+    if not valid_host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise typer.BadParameter(
+            f"{listen!r} is not HOST:PORT (for example 127.0.0.1:5433, or 0.0.0.0:5433 for every address)",
+            param_hint="--listen",
+        )
+    return host, int(port)
+
 
 
 def _known_scheme(name: str):
@@ -479,6 +939,18 @@ def _open_binary(path: str):
         return open(path, "rb")
     except OSError as exc:
         fail(f"cannot open {path}: {exc.strerror}")
+
+
+def _read_text(path: str) -> str:
+    """A document's text, decoded as ``add`` decodes files; one error line if it cannot be."""
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        fail(f"cannot open {path}: {exc.strerror}")
+    try:
+        return corpus.decode(data).text
+    except corpus.DecodeError as exc:
+        fail(f"{path}: {exc.reason}" + (f" ({exc.detail})" if exc.detail else ""))
 
 
 def _chain(*iterables):
@@ -622,6 +1094,28 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
             out.print(f"    {skipped.key} ~ {skipped.match.key} (distance {skipped.match.distance})", markup=False)
         if len(summary.near_duplicates) > 20:
             out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
+
+
+def _print_clusters(store, max_distance: int, as_json: bool) -> None:
+    """The stored clusters, or (a store without them, or another distance) those recluster would store."""
+    distance, unclustered = store.cluster_state()
+    stored = distance == max_distance and not unclustered
+    groups = store.stored_clusters() if stored else store.computed_clusters(max_distance)
+    for group in groups:
+        if as_json:
+            record = {
+                "cluster": group.id, "representative": group.representative, "size": group.size,
+                "keys": [key for key, _ in group.members],
+                "members": [{"key": key, "distance": distance} for key, distance in group.members],
+            }
+            out.print(_json_line(record), markup=False)
+        else:
+            members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
+            out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
+    if not as_json:
+        err.print(f"{len(groups)} clusters of two or more documents at distance {max_distance}")
+        if not stored:
+            err.print(f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)")
 
 
 def _megabytes(size: int) -> str:

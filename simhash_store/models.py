@@ -67,6 +67,9 @@ class Document(Base):
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
     added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    cluster: Mapped[int | None] = mapped_column(
+        BigInteger, index=True, comment="stable cluster id (NULL: not clustered yet)"
+    )
 
     __table_args__ = tuple(
         Index(f"ix_documents_block{n}", f"block{n}", postgresql_include=["fingerprint", "id"]) for n in range(4)
@@ -82,8 +85,23 @@ class StoreInfo(Base):
     scheme_name: Mapped[str] = mapped_column(Text)
     scheme: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    cluster_max_distance: Mapped[int | None] = mapped_column(
+        Integer, comment="distance (bits) at which new documents join clusters; NULL: the store keeps no clusters"
+    )
+    recommended_max_distance: Mapped[int | None] = mapped_column(Integer, comment="k chosen by calibrate --apply")
 
     __table_args__ = (CheckConstraint("singleton", name="one_row"),)
+
+
+class ClusterHead(Base):
+    """The representative of each cluster (a cluster's id is the id of the document that started it)."""
+
+    __tablename__ = "cluster_heads"
+
+    cluster: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    representative_id: Mapped[int] = mapped_column(
+        BigInteger, unique=True, comment="documents.id of the representative"
+    )
 
 
 class BlockMask(Base):

@@ -29,6 +29,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
+from . import clusters
 from . import distributed as citus
 from . import maintenance, migrate
 from .bits import from_signed, to_hex, to_signed
@@ -789,6 +790,7 @@ class Store:
                     )
                 )
                 added, updated = cursor.fetchone()
+                clusters.assign(cursor, [d.key for d in documents])  # same transaction: new rows join clusters
         result.added, result.updated = added, updated
         result.unchanged += len(documents) - added - updated
         return result
@@ -1138,6 +1140,74 @@ class Store:
         for position in members.tolist():
             groups.setdefault(int(labels[position]), []).append(keys[int(ids[position])])
         return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))
+
+    # ------------------------------------------------------------ persistent clusters (see clusters.py)
+
+    @_database_errors
+    def recluster(self, max_distance: int | None = None) -> tuple[int, int]:
+        """Cluster every stored document afresh, and keep clusters from now on; (documents, clusters).
+
+        At ``max_distance``, else the store's cluster distance, else the default distance.
+        Every later write then assigns clusters to its documents, at the cost of a radius search each.
+        """
+        if max_distance is not None:
+            _validate_distance(max_distance)
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            raw = connection.connection.driver_connection
+            if max_distance is None:
+                with raw.cursor() as cursor:
+                    max_distance = clusters.max_distance(cursor) or DEFAULT_MAX_DISTANCE
+            return clusters.recluster(raw, max_distance)
+
+    @_database_errors
+    def cluster_state(self) -> tuple[int | None, bool]:
+        """The distance at which this store clusters (None: it keeps no clusters), and whether any
+        stored document has no cluster."""
+        self._prepare(record=False)
+        return self._read(clusters.state)
+
+    @_database_errors
+    def computed_clusters(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[clusters.Cluster]:
+        """The clusters of two or more documents that :meth:`recluster` would keep at ``max_distance``, not stored."""
+        _validate_distance(max_distance)
+        with self._snapshot() as raw:
+            ids, values = self._all_fingerprints(raw)
+            return clusters.computed_clusters(ids, values, lambda chosen: self._keys_of(raw, chosen), max_distance)
+
+    @_database_errors
+    def prefer_longest(self, keys: Sequence[str]) -> int:
+        """Make each stored key its cluster's representative if it is longer than the current one."""
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            with connection.connection.driver_connection.cursor() as cursor:
+                return clusters.prefer_longest(cursor, keys)
+
+    @_database_errors
+    def sample_keys(self, count: int, seed: str = "") -> list[str]:
+        """Up to ``count`` stored keys, the same ones for the same seed and contents (for calibrate)."""
+        self._prepare(record=False)
+        return self._read(lambda cursor: clusters.sample_keys(cursor, count, seed))
+
+    @_database_errors
+    def record_recommended_distance(self, max_distance: int) -> None:
+        """Record the k that ``calibrate`` recommends in ``store_info.recommended_max_distance``."""
+        _validate_distance(max_distance)
+        self._prepare(record=True)
+        with self.engine.begin() as connection:
+            connection.execute(text("UPDATE simhash.store_info SET recommended_max_distance = :k"), {"k": max_distance})
+
+    @_database_errors
+    def memberships(self, keys: Sequence[str]) -> dict[str, clusters.Membership]:
+        """Cluster, representative and distance to it of each stored key among ``keys``."""
+        self._prepare(record=False)
+        return self._read(lambda cursor: clusters.memberships(cursor, keys))
+
+    @_database_errors
+    def stored_clusters(self, min_size: int = 2) -> list[clusters.Cluster]:
+        """The stored clusters of at least ``min_size`` documents, largest first."""
+        self._prepare(record=False)
+        return self._read(lambda cursor: clusters.stored_clusters(cursor, min_size))
 
     # ------------------------------------------------------------ access for other applications
 

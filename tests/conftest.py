@@ -5,6 +5,15 @@ PostgreSQL 15), and always a private embedded server (PostgreSQL 18) in a tempor
 directory. Tests that take the ``database_url`` or ``store`` fixture run once per
 backend, each in a fresh database of its own that is dropped afterwards, so runs
 never collide.
+
+Real Chinese text: a small sample ships in ``tests/data/`` (see its README for sources and
+licences) and every test that needs real text reads it through the ``sample_*`` fixtures.
+Only tests that need the whole benchmark corpus (``../shared/corpus``) take the ``corpus``
+fixture: they are marked ``corpus`` and skip with a reason when it is absent.
+
+Skips. With ``SIMHASH_STORE_STRICT_SKIPS=1`` (``.ci/run`` sets it) the run fails when any
+test is skipped for a reason not in ``ALLOWED_SKIP_REASONS`` below, so that a test cannot
+quietly stop running in CI.
 """
 
 from __future__ import annotations
@@ -16,22 +25,76 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
 from simhash_store import migrate
 from simhash_store.config import normalize_url
 from simhash_store.store import Store
 
+import sample_text  # tests/sample_text.py: the text shipped in tests/data
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"
 TEST_URL_VARIABLE = "SIMHASH_STORE_TEST_URL"
+STRICT_SKIPS_VARIABLE = "SIMHASH_STORE_STRICT_SKIPS"
+
+# The only reasons a test may be skipped in CI (prefixes of the skip message), and why each
+# is acceptable. Anything else (a missing file, a missing corpus, a missing library) means a
+# test silently stopped testing, and fails the run under SIMHASH_STORE_STRICT_SKIPS=1.
+ROOT_READS_EVERYTHING = "root reads files whatever their mode"
+NO_SYSTEM_POSTGRESQL = "no system PostgreSQL"
+EXTERNAL_BACKEND = "this backend is the external server"
+ALLOWED_SKIP_REASONS = {
+    ROOT_READS_EVERYTHING: "permission tests cannot fail for root, which CI containers often are",
+    NO_SYSTEM_POSTGRESQL: "psql or a server at SIMHASH_STORE_TEST_URL is needed and the machine has none",
+    EXTERNAL_BACKEND: "a test of the embedded server itself, parametrised over both backends",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "corpus: needs the whole benchmark corpus at ../shared/corpus (skips without it)")
 
 
 def pytest_collection_modifyitems(config, items):
-    # Anything that reaches a server is a database test, whatever its file says.
     for item in items:
-        if "pg_server" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        # Anything that reaches a server is a database test, whatever its file says.
+        if "pg_server" in fixtures:
             item.add_marker(pytest.mark.db)
+        if "corpus" in fixtures:
+            item.add_marker(pytest.mark.corpus)
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return message.removeprefix("Skipped: ")
+
+
+def disallowed_skips(reports) -> list[str]:
+    """The skipped tests (``nodeid: reason``) whose reason is not an allowed one."""
+    return [
+        f"{report.nodeid}: {_skip_reason(report)}"
+        for report in reports
+        if report.skipped and not hasattr(report, "wasxfail")
+        and not _skip_reason(report).startswith(tuple(ALLOWED_SKIP_REASONS))
+    ]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get(STRICT_SKIPS_VARIABLE) != "1":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    bad = disallowed_skips(reporter.stats.get("skipped", []))
+    if bad:
+        reporter.ensure_newline()
+        reporter.write_line(f"{len(bad)} tests skipped for a reason CI does not allow ({STRICT_SKIPS_VARIABLE}=1):", red=True)
+        for line in bad:
+            reporter.write_line(f"  {line}", red=True)
+        reporter.write_line("allowed reasons: " + "; ".join(ALLOWED_SKIP_REASONS), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _backends() -> list[str]:
@@ -99,7 +162,9 @@ def pg_server(request, tmp_path_factory):
         # A directory the embedded server's own system user can reach when tests run as root.
         directory = Path(tempfile.mkdtemp(prefix="simhash-store-test-"))
         server = _embedded_server(directory)
-        admin = make_url(server.get_uri()).set(drivername="postgresql+psycopg")
+        from simhash_store.embedded import socket_address
+
+        admin = socket_address(server, "postgres").sqlalchemy()
     server = Server(admin)
     yield server
     server.close()
@@ -129,6 +194,25 @@ def store(database_url):
 
 @pytest.fixture
 def corpus() -> Path:
+    """The whole benchmark corpus (``../shared/corpus``); the test skips when it is absent."""
     if not CORPUS.is_dir():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
+        pytest.skip(f"needs the whole benchmark corpus, which is not at {CORPUS} (tests/data holds the shipped sample)")
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def sample_laws() -> list[str]:
+    """The texts of the 20 shipped laws (4 to 9 KB each), sorted by file name."""
+    return list(sample_text.laws())
+
+
+@pytest.fixture(scope="session")
+def sample_paragraphs() -> list[str]:
+    """40 shipped Chinese Wikipedia paragraphs (266 to 980 characters)."""
+    return sample_text.paragraphs()
+
+
+@pytest.fixture(scope="session")
+def revision_pairs() -> list[tuple[str, str, float]]:
+    """Successive versions of the same law: (older, newer, 5-character-shingle Jaccard), most similar first."""
+    return list(sample_text.revision_pairs())

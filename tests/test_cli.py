@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,9 +71,8 @@ def test_every_command_has_help_with_an_example():
         assert "Example: simhash-store" in result.output, f"{name} --help shows no example"
 
 
-def test_fingerprint_is_the_same_in_every_encoding(tmp_path):
-    law = (Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt")
-    simplified = next(iter(sorted(law))).read_text(encoding="utf-8")[:3000]
+def test_fingerprint_is_the_same_in_every_encoding(tmp_path, sample_laws):
+    simplified = sample_laws[0][:3000]
     cases = {
         "utf8.txt": simplified.encode("utf-8"),
         "utf8-bom.txt": b"\xef\xbb\xbf" + simplified.encode("utf-8"),
@@ -242,14 +242,24 @@ def test_scheme_mismatch_is_refused(database_url, tmp_path):
     assert result.output.startswith("Error: the store was created with scheme")
 
 
-def test_dups_equals_brute_force(database_url, tmp_path):
-    texts = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))[:12]
-    for path in texts:
-        text = path.read_text(encoding="utf-8")
-        write(tmp_path / path.name, text)
-        write(tmp_path / f"copy-{path.name}", "来源：法律法规数据库\n" + text)
+def _components(keys, pairs) -> list[list[str]]:
+    """Connected groups of keys joined by pairs (an oracle sharing no code with the store)."""
+    group_of = {key: {key} for key in keys}
+    for a, b in pairs:
+        if group_of[a] is not group_of[b]:
+            merged = group_of[a] | group_of[b]
+            for key in merged:
+                group_of[key] = merged
+    return sorted({tuple(sorted(group)) for group in group_of.values() if len(group) > 1})
+
+
+def test_dups_equals_brute_force(database_url, tmp_path, sample_laws):
+    for number, text in enumerate(sample_laws[:12]):
+        write(tmp_path / f"law-{number:02}.txt", text)
+        write(tmp_path / f"copy-{number:02}.txt", "来源：法律法规数据库\n" + text)
     assert invoke(database_url, "add", str(tmp_path)).exit_code == 0
     values = stored(database_url)
+    assert len(values) == 24
     for k in (0, 3, 8):
         result = invoke(database_url, "dups", "-k", str(k), "--json")
         lines = [json.loads(line) for line in result.output.splitlines()]
@@ -266,9 +276,12 @@ def test_dups_equals_brute_force(database_url, tmp_path):
             if hamming(values[a], values[b]) <= k
         )
         assert got == expected
+        if k == 8:  # every law and its copy at least
+            assert {(f"copy-{n:02}.txt", f"law-{n:02}.txt") for n in range(12)} <= {(a, b) for a, b, _ in got}
+            near = [(a, b) for a, b, _ in expected]
     clusters = invoke(database_url, "dups", "-k", "8", "--clusters", "--json")
-    groups = [json.loads(line)["keys"] for line in clusters.output.splitlines()]
-    assert all(len(group) >= 2 for group in groups)
+    groups = sorted(tuple(sorted(json.loads(line)["keys"])) for line in clusters.output.splitlines())
+    assert groups == _components(values, near)
 
 
 def test_import_round_trip_then_query_finds_imported(database_url, tmp_path):
@@ -296,17 +309,19 @@ def test_remove_and_stats(database_url):
     invoke(database_url, "add", str(EXAMPLES / "corpus"))
     result = invoke(database_url, "remove", "community-garden.txt", "nope")
     assert result.stdout.strip() == "removed 1 of 2"
-    assert result.stderr.strip() == "not stored: nope"
+    assert result.stderr.strip() == "not stored, so not removed: nope"
     info = json.loads(invoke(database_url, "stats", "--json").output)
     assert info["documents"] == 4 and info["default_max_distance"] == DEFAULT_MAX_DISTANCE
     assert set(info["largest_block_buckets"]) == {"block0", "block1", "block2", "block3"}
 
 
 @pytest.mark.slow
-def test_killed_add_then_rerun_gives_the_clean_store(database_url, pg_server, tmp_path):
-    laws = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))[:120]
-    for path in laws:
-        write(tmp_path / "laws" / path.name, path.read_bytes())
+def test_killed_add_then_rerun_gives_the_clean_store(database_url, pg_server, tmp_path, sample_laws, sample_paragraphs):
+    # 120 distinct documents from the shipped sample: each paragraph followed by three laws.
+    laws = []
+    for number in range(120):
+        text = sample_paragraphs[number % 40] + "".join(sample_laws[(number + i) % 20] for i in range(3 * (number // 40 + 1)))
+        laws.append(write(tmp_path / "laws" / f"doc-{number:03}.txt", text))
     process = subprocess.Popen(
         [sys.executable, "-m", "simhash_store.cli", "add", str(tmp_path / "laws"), "--batch-size", "10", "-j", "1"],
         env=dict(os.environ, SIMHASH_STORE_URL=url_text(database_url)),
@@ -351,3 +366,79 @@ def test_unchanged_size_and_time_skip_reading_and_checksum_reads(database_url, t
     assert "updated 0, unchanged 1" in invoke(database_url, "add", str(tmp_path)).output
     with Store(database_url) as store:
         assert store.versions(["a.txt"])["a.txt"][1] == f"{path.stat().st_size}:{path.stat().st_mtime_ns}"
+
+
+# ------------------------------------------------------------ what a new user meets first
+
+
+def test_version_and_short_help():
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.output) == (0, f"simhash-store {version('simhash-store')}\n")
+    assert CliRunner().invoke(app, ["-h"]).output == CliRunner().invoke(app, ["--help"]).output
+    result = CliRunner().invoke(app, ["query", "-h"])
+    assert result.exit_code == 0 and "Example: simhash-store query" in result.output
+
+
+def test_help_shows_plain_types():
+    command = get_command(app)
+    for name in command.commands:
+        output = CliRunner().invoke(app, [name, "--help"], terminal_width=200).output
+        assert not re.search(r"<(list|int|str|float|bool|Path|path)\b", output), f"{name} --help: {output}"
+    add = CliRunner().invoke(app, ["add", "--help"], terminal_width=200).output
+    assert "PATHS PATH..." in add and "--jsonl TEXT" in add and "--max-distance INTEGER" in add
+
+
+def test_db_is_accepted_before_or_after_the_command(database_url):
+    url = url_text(database_url)
+    before = CliRunner().invoke(app, ["--db", url, "stats", "--json"], env={"SIMHASH_STORE_URL": ""})
+    after = CliRunner().invoke(app, ["stats", "--json", "--db", url], env={"SIMHASH_STORE_URL": ""})
+    assert before.exit_code == after.exit_code == 0, before.output + after.output
+    assert json.loads(before.output)["documents"] == json.loads(after.output)["documents"] == 0
+    # After the command it wins over the environment, as before it does.
+    bad = CliRunner().invoke(app, ["stats", "--db", "mysql://x/y"], env={"SIMHASH_STORE_URL": url})
+    assert bad.exit_code == 1 and "unsupported database URL scheme 'mysql'" in bad.output
+
+
+def test_schemes_marks_the_default_and_what_the_store_holds():
+    lines = CliRunner().invoke(app, ["schemes"]).output.splitlines()
+    default = [line for line in lines if line.startswith("* zh-jieba-v1")]
+    assert len(default) == 1 and "store and fingerprint" in default[0]
+    assert sum(line.startswith("* ") for line in lines) == 1
+    narrow = [line for line in lines if "seed-murmur32" in line]
+    assert narrow and "fingerprint only (the store holds 64-bit fingerprints)" in narrow[0]
+
+
+def test_import_into_a_store_of_another_scheme_does_not_advise_relabelling(database_url, tmp_path):
+    write(tmp_path / "a.txt", "一篇文章。")
+    assert invoke(database_url, "add", str(tmp_path)).exit_code == 0
+    write(tmp_path / "legacy.csv", "key,fingerprint\nx,1a9ffed40a667204\n")
+    result = invoke(database_url, "import", str(tmp_path / "legacy.csv"), "--scheme", "pypi-simhash")
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: these fingerprints were computed with scheme pypi-simhash")
+    assert "--scheme" not in result.output and "--db URL" in result.output
+    assert set(stored(database_url)) == {"a.txt"}
+
+
+def test_remove_names_the_keys_that_are_not_stored(database_url):
+    invoke(database_url, "add", str(EXAMPLES / "corpus"))
+    result = run_process(database_url, "remove", "community-garden.txt", "nope", "nope/2")
+    assert result.returncode == 0  # what should be gone is gone
+    assert result.stdout == "removed 1 of 3\n"
+    assert result.stderr == "not stored, so not removed: nope, nope/2\n"
+
+
+def test_progress_moves_with_the_first_small_documents_not_after_a_chunk_of_the_largest(sample_laws):
+    from simhash_store import corpus, ingest
+    from simhash_store.scheme import DEFAULT
+
+    large = [corpus.Source(f"large-{n}", text=law * 8, size=len(law * 8)) for n, law in enumerate(sample_laws)] * 3
+    small = [corpus.Source(f"small-{n}", text=law[:200], size=200) for n, law in enumerate(sample_laws[:2])]
+    tasks = [(source, None) for source in large[:30] + small + large[30:]]
+    reported: list[int] = []
+    with ingest.Fingerprinter(DEFAULT, jobs=2) as fingerprinter:
+        results = fingerprinter.submit(tasks)(lambda documents, size: reported.append(size))
+    assert len(results) == len(reported) == 62
+    # Each worker starts with a small document alone: the bar moves at once.
+    assert reported[0] == 200

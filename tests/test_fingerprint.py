@@ -7,13 +7,11 @@ compute; such a change needs a new scheme name, not new expected values.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -34,9 +32,6 @@ from simhash_store import (
 )
 from simhash_store.fingerprint import fingerprint_segmented, segment
 from simhash_store.hashing import HASHES
-
-CORPUS = Path(os.environ.get("SIMHASH_STORE_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
-needs_corpus = pytest.mark.skipif(not (CORPUS / "zh-laws").is_dir(), reason=f"shared corpus not found at {CORPUS}")
 
 CRIMINAL_LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
 RAILWAY = "大莱龙铁路位于山东省北部环渤海地区，西起位于益羊铁路的潍坊大家洼车站，向东经海化、寿光、寒亭、昌邑、平度、莱州、招远、终到龙口。"
@@ -218,61 +213,75 @@ def test_user_dictionary_words_count_as_known(tmp_path):
 # ---------------------------------------------------------------- near-duplicates in real text
 
 
-def _revision_pairs(min_jaccard: float) -> list[tuple[str, str]]:
-    with (CORPUS / "zh-law-revisions" / "pairs.tsv").open(encoding="utf-8") as table:
-        rows = [row for row in csv.DictReader(table, delimiter="\t") if float(row["jaccard_5char"]) >= min_jaccard]
-    return [((CORPUS / r["a"]).read_text(encoding="utf-8"), (CORPUS / r["b"]).read_text(encoding="utf-8")) for r in rows]
-
-
-@needs_corpus
-def test_lightly_revised_laws_are_within_the_default_distance():
-    pairs = _revision_pairs(0.9)[:8]
-    assert len(pairs) == 8
-    for older, newer in pairs:
+def test_lightly_revised_laws_are_within_the_default_distance(revision_pairs):
+    light = [(older, newer) for older, newer, jaccard in revision_pairs if jaccard >= 0.9]
+    assert len(light) == 5
+    for older, newer in light:
         assert hamming(fingerprint(older), fingerprint(newer)) <= DEFAULT_MAX_DISTANCE
 
 
-@needs_corpus
-def test_reposted_paragraph_is_closer_than_unrelated_paragraphs():
-    with (CORPUS / "zh-wiki" / "cmrc2018-contexts.jsonl").open(encoding="utf-8") as lines:
-        paragraphs = [json.loads(line)["text"] for _, line in zip(range(40), lines)]
-    values = [fingerprint(p) for p in paragraphs]
-    for paragraph, value in zip(paragraphs[:10], values):
+def test_rewritten_laws_are_beyond_the_default_distance(revision_pairs):
+    rewritten = [(older, newer) for older, newer, jaccard in revision_pairs if jaccard < 0.3]
+    assert len(rewritten) == 2
+    for older, newer in rewritten:
+        assert hamming(fingerprint(older), fingerprint(newer)) > DEFAULT_MAX_DISTANCE
+
+
+def test_reposted_paragraph_is_closer_than_unrelated_paragraphs(sample_paragraphs):
+    assert len(sample_paragraphs) == 40
+    values = [fingerprint(p) for p in sample_paragraphs]
+    for paragraph, value in zip(sample_paragraphs[:10], values):
         repost = "来源：东方资讯网　2023-05-12 14:32　责任编辑：王晓明\n\n" + paragraph.replace("，", ", ") + "\n（编辑：李静）"
         distance = hamming(value, fingerprint(repost))
         assert distance <= DEFAULT_MAX_DISTANCE
         assert all(distance < hamming(value, other) for other in values if other != value)
 
 
-@needs_corpus
-def test_unrelated_laws_are_beyond_the_default_distance():
-    laws = sorted((CORPUS / "zh-laws").glob("*.txt"))[::30]
-    values = [fingerprint(path.read_text(encoding="utf-8")) for path in laws]
+def test_unrelated_laws_are_beyond_the_default_distance(sample_laws):
+    values = [fingerprint(text) for text in sample_laws]
     distances = [hamming(a, b) for i, a in enumerate(values) for b in values[i + 1 :]]
     assert len(distances) == 190
     assert min(distances) > DEFAULT_MAX_DISTANCE
 
 
-def test_long_text_is_segmented_in_pieces_with_the_same_result():
-    from simhash_store.fingerprint import PIECE_CHARACTERS, fingerprint_segmented, segment
+def _long_text(sample_laws, sample_paragraphs, revision_pairs) -> str:
+    """Every shipped text, over and over in a shifting order, until it is cut in two pieces."""
+    from simhash_store.fingerprint import PIECE_CHARACTERS
 
-    laws = sorted((Path(__file__).resolve().parent.parent.parent / "shared/corpus/zh-laws").glob("*.txt"))
-    text = ""
-    for path in laws:
-        text += path.read_text(encoding="utf-8")
-        if len(text) > PIECE_CHARACTERS * 1.5:
-            break
+    texts = sample_laws + sample_paragraphs + [text for pair in revision_pairs for text in pair[:2]]
+    parts: list[str] = []
+    length, round_ = 0, 0
+    while length <= PIECE_CHARACTERS * 1.1:
+        for text in texts[round_ % len(texts) :] + texts[: round_ % len(texts)]:
+            parts.append(text)
+            length += len(text)
+        round_ += 7
+    return "\n".join(parts)
+
+
+@pytest.mark.slow
+def test_long_text_is_segmented_in_pieces_with_the_same_result(sample_laws, sample_paragraphs, revision_pairs):
+    from simhash_store.fingerprint import PIECE_CHARACTERS, _segment_in_pieces
+
+    text = _long_text(sample_laws, sample_paragraphs, revision_pairs)
+    normalized = normalize(text)
+    assert len(normalized) > PIECE_CHARACTERS
+    pieces = list(_segment_in_pieces(normalized, DEFAULT))
+    assert len(pieces) == 2
+    whole = segment(text)
+    # Cut only after punctuation: the pieces' tokens are exactly the whole text's.
+    assert [token for piece in pieces for token in piece] == whole
     # Counted piece by piece (bounded memory) equals one segmentation of the whole text.
-    assert fingerprint(text) == fingerprint_segmented(segment(text))
+    assert fingerprint(text) == fingerprint_segmented(whole)
 
 
-@needs_corpus
 @pytest.mark.parametrize("scheme", ["zh-jieba-v1", "classic-tfidf-top50"])
-def test_fingerprint_is_the_simhash_of_its_features(scheme):
+def test_fingerprint_is_the_simhash_of_its_features(scheme, sample_laws, sample_paragraphs, revision_pairs):
     # The default schemes sum hash values looked up by word number (and pairs hashed from
     # their words' bytes); hashing each feature's name must give the same bits.
-    laws = sorted((CORPUS / "zh-laws").glob("*.txt"))[::60]
-    texts = [path.read_text(encoding="utf-8") for path in laws] + [CRIMINAL_LAW, RAILWAY]
+    texts = sample_laws + sample_paragraphs + [text for pair in revision_pairs for text in pair[:2]]
+    texts += [CRIMINAL_LAW, RAILWAY]
+    assert len(texts) == 76
     for text in texts:
         assert fingerprint(text, scheme) == fingerprint_features(features(text, scheme), scheme)
 

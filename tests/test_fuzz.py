@@ -7,7 +7,9 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_store import fingerprint
+import pytest
+
+from simhash_store import features, fingerprint, fingerprint_features, normalize
 from simhash_store.corpus import DecodeError, Skip, decode
 from simhash_store.errors import InputError
 from simhash_store.records import FingerprintRecord, parse_fingerprint, read_fingerprints, read_jsonl
@@ -34,16 +36,30 @@ def test_decode_gives_text_or_a_reason(data):
 
 @settings(max_examples=300, deadline=None)
 @given(NASTY_TEXT)
-def test_fingerprint_of_any_text_is_a_64_bit_value(text):
-    value = fingerprint(text)
-    assert 0 <= value < 2**64
+def test_fingerprint_of_any_text_is_the_simhash_of_its_features(text):
+    # The fast path (word numbers, hash tables, byte bincounts) equals the definition,
+    # whatever the text holds: NUL, lone surrogates, BOMs, line separators.
+    assert fingerprint(text) == fingerprint_features(features(text))
 
 
-@settings(max_examples=50, deadline=None)
-@given(st.integers(1000, 200_000))
-def test_very_long_lines_and_control_characters(length):
-    text = ("中文\x00\x07长行" * length)[:length]
-    assert 0 <= fingerprint(text) < 2**64
+LINE_UNIT = "中文\x00\x07长行"  # two words and two control characters, no punctuation
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(50, 20_000))
+def test_a_line_repeated_any_number_of_times_keeps_its_fingerprint(repeats):
+    # Control characters are boundaries, not words, and only relative weights count.
+    assert fingerprint(LINE_UNIT * repeats) == fingerprint(LINE_UNIT * 50) != 0
+
+
+@pytest.mark.slow
+def test_a_line_longer_than_a_piece_without_punctuation_keeps_its_fingerprint():
+    from simhash_store.fingerprint import PIECE_CHARACTERS
+
+    text = LINE_UNIT * (PIECE_CHARACTERS // 4 + 5000)
+    # No punctuation to cut after: the piece is cut at its nominal size, inside the line.
+    assert len(normalize(text)) > PIECE_CHARACTERS
+    assert fingerprint(text) == fingerprint(LINE_UNIT * 50)
 
 
 @settings(max_examples=200, deadline=None)

@@ -19,15 +19,24 @@ import pytest
 from simhash_store import StoreNotFoundError, fingerprint
 from simhash_store.store import Store
 
-CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+import sample_text  # the real text shipped in tests/data
 
 pytestmark = pytest.mark.slow
 
 
 def wiki_paragraphs(count: int) -> list[dict]:
-    with open(CORPUS / "zh-wiki" / "cmrc2018-contexts.jsonl", encoding="utf-8") as handle:
-        records = [json.loads(line) for _, line in zip(range(count), handle)]
-    return [{"key": f"wiki/{r['id']}", "text": r["text"]} for r in records]
+    """The shipped Wikipedia paragraphs (the first 40), then longer documents made from them and the laws."""
+    return [{"key": f"wiki/{name}", "text": text} for name, text in sample_text.documents(count)]
+
+
+def write_laws(directory: Path, count: int) -> list[Path]:
+    """``count`` law-sized documents from the shipped text, one file each."""
+    directory.mkdir()
+    paths = []
+    for name, text in sample_text.documents(count, long=True):
+        paths.append(directory / f"{name}.txt")
+        paths[-1].write_text(text, encoding="utf-8")
+    return paths
 
 
 def cli(*args: str, url: str | None = None, data_dir: str | None = None, **kwargs) -> subprocess.Popen:
@@ -308,10 +317,7 @@ def test_two_cli_processes_share_a_fresh_embedded_server(tmp_path):
 def test_a_killed_fingerprinting_worker_fails_the_add_instead_of_hanging(database_url, tmp_path):
     # The kernel's OOM killer picks the worker that fingerprints a huge document. multiprocessing.Pool
     # replaced such a worker and waited for its lost tasks forever; the add must stop and say so.
-    laws = sorted((CORPUS / "zh-laws").glob("*.txt"))[:150]
-    (tmp_path / "laws").mkdir()
-    for path in laws:
-        (tmp_path / "laws" / path.name).write_bytes(path.read_bytes())
+    laws = write_laws(tmp_path / "laws", 150)
     process = cli("add", str(tmp_path / "laws"), "--batch-size", "30", "-j", "2", url=url_text(database_url))
     deadline = time.time() + 120
     with Store(database_url) as store:  # one batch stored, the next ones being fingerprinted
@@ -340,10 +346,7 @@ def test_a_killed_fingerprinting_worker_fails_the_add_instead_of_hanging(databas
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
 def test_fingerprinting_workers_exit_when_the_add_is_killed(database_url, tmp_path, how):
     # Forked workers waited for work from a dead parent forever, holding their memory.
-    laws = sorted((CORPUS / "zh-laws").glob("*.txt"))[:200]
-    (tmp_path / "laws").mkdir()
-    for path in laws:
-        (tmp_path / "laws" / path.name).write_bytes(path.read_bytes())
+    write_laws(tmp_path / "laws", 200)
     process = cli("add", str(tmp_path / "laws"), "--batch-size", "100", "-j", "2", url=url_text(database_url))
     parent = psutil.Process(process.pid)
     deadline = time.time() + 120

@@ -1,0 +1,56 @@
+"""The real Chinese text shipped in tests/data (sources and licences in its README)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from functools import lru_cache
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")  # no newline translation
+
+
+@lru_cache(maxsize=None)
+def laws() -> tuple[str, ...]:
+    """The texts of the 20 shipped laws (4 to 9 KB each), sorted by file name."""
+    return tuple(_read(path) for path in sorted((DATA / "laws").glob("*.txt")))
+
+
+@lru_cache(maxsize=None)
+def paragraph_records() -> tuple[dict, ...]:
+    """40 Chinese Wikipedia paragraphs (266 to 980 characters): ``id``, ``title``, ``source``, ``text``."""
+    return tuple(json.loads(line) for line in _read(DATA / "wiki-paragraphs.jsonl").splitlines() if line.strip())
+
+
+def paragraphs() -> list[str]:
+    return [record["text"] for record in paragraph_records()]
+
+
+@lru_cache(maxsize=None)
+def revision_pairs() -> tuple[tuple[str, str, float], ...]:
+    """Successive versions of the same law: (older, newer, 5-character-shingle Jaccard), most similar first."""
+    with (DATA / "law-revisions" / "pairs.tsv").open(encoding="utf-8", newline="") as table:
+        rows = list(csv.DictReader(table, delimiter="\t"))
+    return tuple((_read(DATA / r["a"]), _read(DATA / r["b"]), float(r["jaccard_5char"])) for r in rows)
+
+
+def documents(count: int, long: bool = False) -> list[tuple[str, str]]:
+    """``count`` distinct (name, text) documents: the 40 paragraphs, then each paragraph followed
+    by 400 characters of a law, or with ``long`` by one to three whole laws (5 to 25 KB, the
+    size of a typical law), as many as a test needs."""
+    records = paragraph_records()
+    result = [(f"wiki-{r['id']}", r["text"]) for r in records[:count]]
+    for number in range(len(records), count):
+        first = number // len(records)  # with number % 40, tells every document apart
+        if long:
+            extra = "".join(laws()[(first + i) % len(laws())] for i in range(1 + number % 3))
+        else:
+            law = laws()[first % len(laws())]
+            start = (number * 397) % (len(law) - 400)
+            extra = law[start : start + 400]
+        result.append((f"mixed-{number:04}", records[number % len(records)]["text"] + "\n" + extra))
+    return result

@@ -1,0 +1,251 @@
+"""Persistent clusters: leader clustering, stable ids, SQL access, recluster, concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, text
+from typer.testing import CliRunner
+
+from simhash_store import migrate
+from simhash_store.cli import app
+from simhash_store.clusters import leaders
+from simhash_store.store import NewDocument, Store
+
+
+def _plain(url) -> str:
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _bits(n: int, start: int = 0) -> int:
+    """A fingerprint with bits start .. start + n - 1 set."""
+    return ((1 << n) - 1) << start
+
+
+def _clusters(url) -> dict[str, int | None]:
+    with psycopg.connect(_plain(url)) as connection:
+        return dict(connection.execute("SELECT key, cluster FROM simhash.documents").fetchall())
+
+
+def _brute_force_leaders(values: list[int], k: int) -> list[int]:
+    representative = []
+    leaders_so_far: list[int] = []
+    for position, value in enumerate(values):
+        near = [(bin(values[p] ^ value).count("1"), p) for p in leaders_so_far]
+        near = [item for item in near if item[0] <= k]
+        if near:
+            representative.append(min(near)[1])
+        else:
+            leaders_so_far.append(position)
+            representative.append(position)
+    return representative
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([0, 1, 3, 7, 0xFF, 0xFFF0, 1 << 63, (1 << 64) - 1, 0x0F0F, 0x8001]), max_size=40)
+    | st.lists(st.integers(0, 2**64 - 1), max_size=40),
+    st.integers(0, 16),
+)
+def test_leader_clustering_equals_the_definition(values, k):
+    assert leaders(np.array(values, dtype=np.uint64), k).tolist() == _brute_force_leaders(values, k)
+
+
+def test_near_duplicates_join_the_first_and_chains_are_cut(store, database_url):
+    # b is 6 bits from a; c is 6 bits from b but 12 from a: leader clustering does not chain.
+    assert store.recluster() == (0, 0)  # from now on this store keeps clusters, at k = 11
+    store.add([NewDocument("a", 0), NewDocument("b", _bits(6)), NewDocument("c", _bits(12)),
+               NewDocument("far", _bits(40, 20))])
+    ids = {key: store.get(key).id for key in "abc"}
+    clusters = _clusters(database_url)
+    assert clusters["a"] == clusters["b"] == ids["a"]
+    assert clusters["c"] == ids["c"]
+    assert clusters["far"] not in (ids["a"], ids["c"])
+    [group] = store.stored_clusters()
+    assert (group.id, group.representative, group.members) == (ids["a"], "a", [("a", 0), ("b", 6)])
+
+
+def test_a_second_batch_never_renumbers_an_existing_cluster(store, database_url):
+    store.recluster()
+    rng = np.random.default_rng(7)
+    originals = [int(v) for v in rng.integers(0, 2**63, 60, dtype=np.int64)]
+    first = [NewDocument(f"one/{i}", v) for i, v in enumerate(originals)]
+    first += [NewDocument(f"one/{i}-copy", v ^ _bits(3, i % 50)) for i, v in enumerate(originals[:20])]
+    store.add(first, batch_size=25)
+    before = _clusters(database_url)
+    assert all(before[f"one/{i}-copy"] == before[f"one/{i}"] for i in range(20))
+    second = [NewDocument(f"two/{i}-copy", v ^ _bits(5, i % 40)) for i, v in enumerate(originals[20:50])]
+    second += [NewDocument(f"two/new{i}", int(v)) for i, v in enumerate(rng.integers(0, 2**63, 30, dtype=np.int64))]
+    store.add(second, batch_size=17)
+    after = _clusters(database_url)
+    assert {key: after[key] for key in before} == before
+    assert all(after[f"two/{i - 20}-copy"] == before[f"one/{i}"] for i in range(20, 50))
+    # Reclustering at the same distance, in arrival order, gives every document the same id.
+    store.recluster()
+    assert _clusters(database_url) == after
+
+
+def test_sql_access_for_read_only_roles(database_url, pg_server):
+    role = f"simhash_reader_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+    try:
+        with Store(database_url) as store:
+            store.recluster()
+            store.add([NewDocument("a", 0), NewDocument("b", _bits(4)), NewDocument("c", _bits(30, 30))])
+            store.grant_read_only(role)
+            a_id = store.get("a").id
+        with psycopg.connect(_plain(database_url.set(username=role, password=None))) as connection:
+            assert connection.execute("SELECT simhash.cluster_of('b')").fetchone() == (a_id,)
+            assert connection.execute("SELECT simhash.cluster_of('missing')").fetchone() == (None,)
+            rows = connection.execute(
+                "SELECT representative_key, size FROM simhash.clusters ORDER BY size DESC, representative_key"
+            ).fetchall()
+            assert rows == [("a", 2), ("c", 1)]
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                connection.execute("UPDATE simhash.documents SET cluster = 0")
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP OWNED BY "{role}"'))
+            connection.execute(text(f'DROP ROLE "{role}"'))
+        admin.dispose()
+
+
+def test_cluster_function_pins_its_search_path(database_url):
+    with psycopg.connect(_plain(database_url)) as connection:
+        config = connection.execute(
+            "SELECT proconfig FROM pg_proc WHERE oid = 'simhash.cluster_of(text)'::regprocedure"
+        ).fetchone()[0]
+    assert config == ["search_path=pg_catalog, pg_temp"]
+
+
+def test_a_removed_representative_leaves_its_cluster_a_representative(store, database_url):
+    store.recluster()
+    store.add([NewDocument("a", 0), NewDocument("b", _bits(2)), NewDocument("c", _bits(3))])
+    store.remove(["a"])
+    with psycopg.connect(_plain(database_url)) as connection:
+        assert connection.execute("SELECT representative_key, size FROM simhash.clusters").fetchall() == [("b", 2)]
+
+
+def test_recluster_assigns_bulk_loaded_stores_and_changes_distance(store, database_url):
+    store.load([NewDocument("a", 0), NewDocument("b", _bits(6)), NewDocument("c", _bits(3, 40))])
+    assert set(_clusters(database_url).values()) == {None}
+    assert store.cluster_state() == (None, True)
+    assert store.recluster() == (3, 1)
+    assert store.recluster(4) == (3, 2)
+    assert store.cluster_state() == (4, False)
+    assert _clusters(database_url)["b"] != _clusters(database_url)["a"]
+    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "recluster", "-k", "11"])
+    assert result.exit_code == 0 and result.output.strip() == "3 documents in 1 clusters at distance 11"
+
+
+def test_concurrent_writers_put_near_duplicates_in_one_cluster(database_url):
+    # Each round, two writers store near-duplicates at the same moment; both must end in one cluster.
+    rounds = 15
+    rng = np.random.default_rng(3)
+    bases = [int(v) for v in rng.integers(0, 2**63, rounds, dtype=np.int64)]
+    with Store(database_url) as store:
+        store.recluster()
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def writer(side: int) -> None:
+        try:
+            with Store(database_url) as store:
+                for n, base in enumerate(bases):
+                    barrier.wait()
+                    store.add([NewDocument(f"{n}/{side}", base ^ _bits(2, 10 * side))])
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=writer, args=(side,)) for side in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    clusters = _clusters(database_url)
+    assert all(clusters[f"{n}/0"] == clusters[f"{n}/1"] is not None for n in range(rounds))
+
+
+def test_dups_clusters_shows_ids_representatives_and_distances(store, database_url):
+    store.recluster()
+    store.add([NewDocument("x", 0), NewDocument("y", _bits(5)), NewDocument("z", _bits(2, 50))])
+    x = store.get("x").id
+    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"])
+    assert result.exit_code == 0
+    expected = [
+        {"cluster": x, "representative": "x", "size": 3, "keys": ["x", "z", "y"],
+         "members": [{"key": "x", "distance": 0}, {"key": "z", "distance": 2}, {"key": "y", "distance": 5}]}
+    ]
+    assert [json.loads(line) for line in result.stdout.splitlines()] == expected
+    store.remove(["z"])
+    store.load([NewDocument("z", _bits(2, 50))])  # bulk-loaded: no cluster, so computed again, the same
+    again = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"])
+    assert [json.loads(line) for line in again.stdout.splitlines()] == expected
+
+
+def test_downgrade_removes_clusters_and_keeps_documents(empty_database_url):
+    engine = create_engine(empty_database_url)
+    migrate.upgrade(engine)
+    with Store(engine) as store:
+        store.add([NewDocument("a", 0), NewDocument("b", 1)])
+    migrate.downgrade(engine, "0001")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM simhash.documents")).scalar() == 2
+        assert connection.execute(text("SELECT to_regclass('simhash.cluster_heads')")).scalar() is None
+        assert connection.execute(text("SELECT to_regprocedure('simhash.cluster_of(text)')")).scalar() is None
+    migrate.upgrade(engine)
+    with Store(engine) as store:
+        assert store.cluster_state() == (None, True)
+        assert store.recluster() == (2, 1)
+        assert store.cluster_state() == (11, False)
+    engine.dispose()
+
+
+def test_a_store_keeps_no_clusters_until_asked(store, database_url):
+    # Clustering costs a radius search per document written, so plain stores do not pay it.
+    store.add([NewDocument("a", 0), NewDocument("b", 1)])
+    assert set(_clusters(database_url).values()) == {None}
+    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters"])
+    assert result.exit_code == 0
+    assert result.stdout == "cluster %d (2): a <- b (1)\n" % store.get("a").id  # what recluster would store
+    assert "(computed, not stored: `simhash-store recluster -k 11` keeps them" in result.stderr
+    store.recluster()
+    store.add([NewDocument("c", 3)])
+    assert len(set(_clusters(database_url).values())) == 1
+
+
+def test_the_in_memory_and_sql_searches_cluster_alike(pg_server, monkeypatch):
+    # Few clusters: compared in numpy; many: a radius search per document in SQL. Same answers.
+    from simhash_store import clusters as clustering
+
+    rng = np.random.default_rng(11)
+    originals = [int(v) for v in rng.integers(0, 2**63, 40, dtype=np.int64)]
+    first = [NewDocument(f"o{i}", v) for i, v in enumerate(originals)]
+    second = [NewDocument(f"c{i}-{j}", v ^ int(rng.integers(0, 2**63)) & _bits(64) if j == 2 else v ^ _bits(4 + 3 * j, i))
+              for i, v in enumerate(originals) for j in range(3)]
+    results = []
+    for limit in (clustering.IN_MEMORY_REPRESENTATIVES, 0):
+        monkeypatch.setattr(clustering, "IN_MEMORY_REPRESENTATIVES", limit)
+        name = pg_server.create_database()
+        try:
+            url = pg_server.url(name)
+            with Store(url) as store:
+                store.recluster()
+                store.add(first)
+                store.add(second, batch_size=50)
+            results.append(_clusters(url))
+        finally:
+            pg_server.drop_database(name)
+    assert results[0] == results[1]
+    assert sum(1 for key, cluster in results[0].items() if key.startswith("c") and cluster == results[0]["o" + key[1:].split("-")[0]]) >= 60

