@@ -174,6 +174,25 @@ def test_migrations_readapt_functions_they_recreate(distributed_store, citus_url
             assert "JOIN simhash.documents d ON d.id" not in definition, function  # adapted again
 
 
+def test_upgrading_a_distributed_store_lays_out_the_tables_a_revision_adds(citus_url):
+    """A store distributed at revision 0004, then upgraded: 0005's cluster_heads becomes a reference table."""
+    engine = create_engine(citus_url.replace("postgresql:", "postgresql+psycopg:"))
+    migrate.upgrade(engine, "0004")
+    distributed.distribute_store(engine)
+    documents = random_documents(50, 16)
+    migrate.upgrade(engine)
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute(
+            "SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = 'simhash.cluster_heads'::regclass"
+        ).fetchone() == ("n",)
+    with Store(citus_url) as store:
+        store.add(documents)
+        query = documents[9].fingerprint
+        assert answers(store.query(query, 20)) == brute_force(documents, query, 20)
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute("SELECT simhash.cluster_of('doc/9')").fetchone() == (None,)
+
+
 def test_a_function_of_unknown_shape_is_refused_clearly():
     definition = "CREATE FUNCTION simhash.f() ... SELECT reltuples FROM pg_class WHERE oid = 'simhash.documents'::regclass"
     with pytest.raises(distributed.NotDistributableError, match="planner statistics"):
