@@ -10,7 +10,10 @@ single-node one, and this step changes only how it is laid out.
   distributed unique constraint, but every row still gets its ``id`` from the one identity
   sequence on the coordinator (all writes go through it), and ``id`` stays the leading
   column of an index for lookups by id.
-- ``block_masks`` and ``store_info`` become reference tables (a copy on every node).
+- ``block_masks``, ``store_info`` and ``cluster_heads`` (revision 0005) become reference
+  tables (a copy on every node), also when a later revision creates one on a distributed store.
+- A store that keeps persistent clusters (revision 0005) is refused: Citus cannot run their
+  membership reads (``documents`` joined to itself by ``id`` and ``cluster``).
 - Every function of the ``simhash`` schema is adapted, whatever revision made it (see
   :data:`REWRITES`): the coordinator plans each of its statements afresh (Citus cannot build a
   multi-shard plan for a generic plan with parameters, so ``force_generic_plan`` fails there);
