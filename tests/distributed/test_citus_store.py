@@ -200,6 +200,14 @@ def test_a_function_of_unknown_shape_is_refused_clearly():
     join = "... FROM hits JOIN simhash.documents d ON d.id = hits.id ..."
     with pytest.raises(distributed.NotDistributableError, match="not for"):
         distributed.adapt(join, "simhash.g()")
+    # Revision 0004's near, changed in one place the rewrites rely on: refused, not half-adapted.
+    from importlib import import_module
+
+    head = import_module("simhash_store.migrations.versions.0004_near_v2")
+    near = head.function_text(head.NEAR)
+    assert "JOIN simhash.documents d ON d.id" not in distributed.adapt(near, "simhash.near")
+    with pytest.raises(distributed.NotDistributableError, match="found holds matches"):
+        distributed.adapt(near.replace("found bigint[];", "found bigint[] := '{}';"), "simhash.near")
 
 
 # ------------------------------------------------------------ what Citus needs, one by one
