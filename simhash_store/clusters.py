@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import psycopg
 
+from . import distributed
 from .bits import from_signed
 from .pairs import near_pairs
 
@@ -90,7 +91,8 @@ def max_distance(cursor: psycopg.Cursor) -> int | None:
 
 def state(cursor: psycopg.Cursor) -> tuple[int | None, bool]:
     """(cluster distance or None, whether some stored document has no cluster)."""
-    unclustered = cursor.execute("SELECT EXISTS (SELECT FROM simhash.documents WHERE cluster IS NULL)").fetchone()[0]
+    # SELECT 1: Citus 13.2 cannot plan the empty target list, and dups --clusters asks this on every store.
+    unclustered = cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.documents WHERE cluster IS NULL)").fetchone()[0]
     return max_distance(cursor), unclustered
 
 
@@ -219,6 +221,12 @@ def recluster(connection, k: int) -> tuple[int, int]:
     reclustering at the same distance keeps the ids of a store clustered as it grew.
     """
     with connection.cursor() as cursor:
+        if distributed.is_distributed(cursor):
+            # Citus cannot run the membership reads (documents joined to itself by id and cluster).
+            raise distributed.NotDistributableError(
+                "this store is distributed over a Citus cluster, which does not keep persistent clusters yet; "
+                "`dups --clusters` computes them instead"
+            )
         lock(cursor)
         rows = cursor.execute("SELECT id, fingerprint FROM simhash.documents ORDER BY id").fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)

@@ -10,7 +10,10 @@ single-node one, and this step changes only how it is laid out.
   distributed unique constraint, but every row still gets its ``id`` from the one identity
   sequence on the coordinator (all writes go through it), and ``id`` stays the leading
   column of an index for lookups by id.
-- ``block_masks`` and ``store_info`` become reference tables (a copy on every node).
+- ``block_masks``, ``store_info`` and ``cluster_heads`` (revision 0005) become reference
+  tables (a copy on every node), also when a later revision creates one on a distributed store.
+- A store that keeps persistent clusters (revision 0005) is refused: Citus cannot run their
+  membership reads (``documents`` joined to itself by ``id`` and ``cluster``).
 - Every function of the ``simhash`` schema is adapted, whatever revision made it (see
   :data:`REWRITES`): the coordinator plans each of its statements afresh (Citus cannot build a
   multi-shard plan for a generic plan with parameters, so ``force_generic_plan`` fails there);
@@ -42,7 +45,8 @@ from .errors import DatabaseError
 
 DISTRIBUTION_COLUMN = "key"
 DISTRIBUTED_TABLES = ("documents",)
-REFERENCE_TABLES = ("store_info", "block_masks")
+# cluster_heads (revision 0005): one row a cluster, read by representative id from any shard.
+REFERENCE_TABLES = ("store_info", "block_masks", "cluster_heads")
 # Functions planned afresh on every call: a generic plan cannot be distributed by Citus.
 PLAN_CACHE_MODE = "force_custom_plan"
 
@@ -76,6 +80,18 @@ class Rewrite:
     flags: int = 0
 
 
+_NEAR_V2 = (
+    "near v2: candidates carry the distribution column",
+    "near v2: found holds matches",
+    "near v2: the nearest are kept whole",
+    "near v2: no join back by id",
+)
+_NEAR_MANY = (
+    "near_many: branches carry the distribution column",
+    "near_many: ranked rows carry key and fingerprint",
+    "near_many: no join back by id",
+)
+
 REWRITES = (
     # The shell table on the coordinator is empty: measure the shards instead.
     Rewrite(
@@ -104,6 +120,62 @@ REWRITES = (
         r"FROM hits JOIN simhash\.documents d ON d\.id = hits\.id",
         "FROM hits d",
         requires=("candidates carry the distribution column",),
+    ),
+    # Revision 0004's near, the same change in its staged form: the branches carry key and
+    # fingerprint, a stage's matches are kept whole (not ids) and returned from there. The
+    # stage keeps all its matches and max_results applies on return: a LIMIT inside the
+    # statement would make Citus run the UNION as a subplan through an intermediate result
+    # (about 2 ms more a call here), without it the statement is one pushed-down fan-out.
+    *(
+        Rewrite(name, pattern, replacement, requires=tuple(n for n in _NEAR_V2 if n != name), flags=re.S)
+        for name, pattern, replacement in (
+            (
+                "near v2: candidates carry the distribution column",
+                r"SELECT c\.id, c\.fingerprint FROM simhash\.documents c\b",
+                "SELECT c.id, c.key, c.fingerprint FROM simhash.documents c",
+            ),
+            ("near v2: found holds matches", r"\bfound bigint\[\];", "found simhash.match[];"),
+            (
+                "near v2: the nearest are kept whole",
+                r"SELECT array_agg\(h\.id ORDER BY h\.distance, h\.id\) INTO found(\s+)FROM \((\s+)"
+                r"SELECT u\.id, bit_count\(\(u\.fingerprint # query\)::bit\(64\)\) AS distance"
+                r"(\s+FROM \(.*?\) u)\s+ORDER BY 2, 1\s+LIMIT wanted\b",
+                r"SELECT array_agg((h.id, h.key, h.fingerprint, h.distance)::simhash.match ORDER BY h.distance, h.id)"
+                r" INTO found\1FROM (\2SELECT u.id, u.key, u.fingerprint, "
+                r"bit_count((u.fingerprint # query)::bit(64))::integer AS distance\3",
+            ),
+            (
+                "near v2: no join back by id",
+                r"SELECT d\.id, d\.key, d\.fingerprint, bit_count\(\(d\.fingerprint # query\)::bit\(64\)\)::integer"
+                r"(\s+)FROM unnest\(found\) WITH ORDINALITY AS f\(id, position\)\s+"
+                r"JOIN simhash\.documents d ON d\.id = f\.id(\s+)ORDER BY f\.position;",
+                r"SELECT f.id, f.key, f.fingerprint, f.distance"
+                r"\1FROM unnest(found) WITH ORDINALITY AS f(id, key, fingerprint, distance, position)\2ORDER BY f.position"
+                r"\2LIMIT wanted;",
+            ),
+        )
+    ),
+    # Revision 0004's near_many: every branch carries key and fingerprint, the ranked rows
+    # are the answer (no join back by id).
+    *(
+        Rewrite(name, pattern, replacement, requires=tuple(n for n in _NEAR_MANY if n != name), flags=re.S)
+        for name, pattern, replacement in (
+            (
+                "near_many: branches carry the distribution column",
+                r"SELECT q\.i, c\.id, bit_count",
+                "SELECT q.i, c.id, c.key, c.fingerprint, bit_count",
+            ),
+            (
+                "near_many: ranked rows carry key and fingerprint",
+                r"SELECT h\.i, h\.id, h\.distance, row_number\(\)",
+                "SELECT h.i, h.id, h.key, h.fingerprint, h.distance, row_number()",
+            ),
+            (
+                "near_many: no join back by id",
+                r"SELECT r\.i, d\.id, d\.key, d\.fingerprint, r\.distance(\s+)FROM ranked r JOIN simhash\.documents d ON d\.id = r\.id",
+                r"SELECT r.i, r.id, r.key, r.fingerprint, r.distance\1FROM ranked r",
+            ),
+        )
     ),
 )
 
@@ -156,16 +228,40 @@ def distribute(cursor: Cursor) -> None:
     """
     cursor.execute("SET LOCAL search_path = pg_catalog, pg_temp")
     cursor.execute("SELECT pg_advisory_xact_lock(hashtext('simhash-store migrations'))")
-    for table in REFERENCE_TABLES:
-        if _partition_method(cursor, table) is None:
-            cursor.execute("SELECT create_reference_table(%s)", (f"simhash.{table}",))
-            _drop_local_copy(cursor, table)
+    if _keeps_clusters(cursor):
+        raise NotDistributableError(
+            "this store keeps persistent clusters (store_info.cluster_max_distance is set), which "
+            "init --distributed cannot spread over a cluster yet; distribute a store without them"
+        )
+    _reference_tables(cursor)
     if _partition_method(cursor, "documents") is None:
         _key_in_every_unique_constraint(cursor)
         cursor.execute(
             "SELECT create_distributed_table('simhash.documents', %s)", (DISTRIBUTION_COLUMN,)
         )
         _drop_local_copy(cursor, "documents")
+
+
+def _reference_tables(cursor: Cursor) -> None:
+    """Every small table of the store that exists here (a revision may add one) becomes a reference table."""
+    for table in REFERENCE_TABLES:
+        exists = cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (f"simhash.{table}",)).fetchone()[0]
+        if exists and _partition_method(cursor, table) is None:
+            cursor.execute("SELECT create_reference_table(%s)", (f"simhash.{table}",))
+            _drop_local_copy(cursor, table)
+
+
+def _keeps_clusters(cursor: Cursor) -> bool:
+    """Whether the store assigns persistent clusters on write (revision 0005, once recluster has run)."""
+    has_column = cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('simhash.store_info') "
+        "AND attname = 'cluster_max_distance' AND NOT attisdropped)"
+    ).fetchone()[0]
+    if not has_column:
+        return False
+    return cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE cluster_max_distance IS NOT NULL)"
+    ).fetchone()[0]
 
 
 def _drop_local_copy(cursor: Cursor, table: str) -> None:
@@ -280,6 +376,7 @@ def after_migrations(connection) -> None:
     """Migrations re-create functions for one server: adapt them again when the store is distributed."""
     with connection.connection.driver_connection.cursor() as cursor:
         if is_distributed(cursor):
+            _reference_tables(cursor)  # tables a revision has just created
             adapt_functions(cursor)
 
 

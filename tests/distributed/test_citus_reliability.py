@@ -10,15 +10,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from simhash_store import fingerprint
 from simhash_store.store import Store
-
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 
 pytestmark = pytest.mark.slow
 
@@ -85,11 +82,8 @@ def cli(*args: str, url: str) -> subprocess.Popen:
     )
 
 
-def test_kill_9_during_add_then_rerun(distributed_url, citus, tmp_path):
-    if not CORPUS.is_dir():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
-    with open(CORPUS / "zh-wiki" / "cmrc2018-contexts.jsonl", encoding="utf-8") as handle:
-        records = [json.loads(line) for _, line in zip(range(100), handle)]
+def test_kill_9_during_add_then_rerun(distributed_url, citus, tmp_path, sample_paragraphs):
+    records = [{"id": i, "text": text} for i, text in enumerate(sample_paragraphs)]  # shipped in tests/data
     source = tmp_path / "news.jsonl"
     source.write_text("".join(json.dumps({"key": f"wiki/{r['id']}", "text": r["text"]}, ensure_ascii=False) + "\n"
                               for r in records), encoding="utf-8")

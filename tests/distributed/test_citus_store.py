@@ -78,7 +78,10 @@ def test_init_distributed_lays_out_the_store_and_is_safe_to_rerun(citus_url):
             "SELECT logicalrelid::text, CASE partmethod WHEN 'h' THEN column_to_column_name(logicalrelid, partkey) "
             "ELSE 'reference' END FROM pg_dist_partition"
         ).fetchall())
-        assert layout == {"simhash.documents": "key", "simhash.store_info": "reference", "simhash.block_masks": "reference"}
+        assert layout == {
+            "simhash.documents": "key", "simhash.store_info": "reference", "simhash.block_masks": "reference",
+            "simhash.cluster_heads": "reference",
+        }
         constraints = dict(connection.execute(
             "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'simhash.documents'::regclass"
         ).fetchall())
@@ -113,19 +116,81 @@ def test_an_existing_store_is_distributed_in_place(citus_url):
     assert shell == (0, 0)  # the original rows are not left behind on the coordinator
 
 
+def test_a_store_that_keeps_clusters_is_refused_in_one_line(citus_url):
+    with Store(citus_url) as store:
+        store.init()
+        store.add(random_documents(20, 14))
+        store.recluster(3)
+    result = cli(citus_url, "init", "--distributed")
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "persistent clusters" in lines[0], result.output
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute("SELECT count(*) FROM pg_dist_partition").fetchone()[0] == 0  # nothing changed
+    with Store(citus_url) as store:
+        assert store.count() == 20 and store.cluster_state() == (3, False)
+
+
+def test_clusters_on_a_distributed_store(distributed_store, citus_url):
+    """Revision 0005's SQL works on the coordinator; keeping clusters is refused in one line; dups --clusters computes them."""
+    documents = random_documents(40, 15)
+    documents.append(NewDocument("twin", documents[0].fingerprint ^ 1))
+    distributed_store.add(documents)
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute("SELECT simhash.cluster_of('doc/0'), simhash.cluster_of('absent')").fetchone() == (None, None)
+        assert connection.execute("SELECT count(*) FROM simhash.clusters").fetchone()[0] == 0
+    assert distributed_store.cluster_state() == (None, True)
+    result = cli(citus_url, "recluster", "-k", "3")
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "does not keep persistent clusters" in lines[0], result.output
+    assert distributed_store.cluster_state() == (None, True)  # nothing recorded
+    result = cli(citus_url, "dups", "-k", "1", "--clusters", "--json")
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads(result.stdout.splitlines()[0])["keys"]) == ["doc/0", "twin"]
+
+
 def test_migrations_readapt_functions_they_recreate(distributed_store, citus_url):
     """An upgrade that re-creates near in its one-server form leaves it working on the coordinator."""
     from importlib import import_module
 
-    initial = import_module("simhash_store.migrations.versions.0001_initial_store")
+    head = import_module("simhash_store.migrations.versions.0004_near_v2")
     with psycopg.connect(citus_url, autocommit=True) as connection:
         connection.execute("SET citus.multi_shard_modify_mode = 'sequential'")
-        connection.execute(initial.NEAR.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"))
+        for function in (head.NEAR, head.NEAR_MANY):
+            connection.execute(head.function_text(function).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"))
+        assert "JOIN simhash.documents d ON d.id" in connection.execute(
+            "SELECT pg_get_functiondef('simhash.near_many(bigint[],integer,text,integer)'::regprocedure)"
+        ).fetchone()[0]  # the one-server form is back
     migrate.upgrade(distributed_store.engine)  # at head: no revision runs, the hook does
     distributed_store.add(random_documents(30, 2))
     target = distributed_store.get("doc/3").fingerprint
     for method in ("auto", "probe", "scan"):
         assert [m.key for m in distributed_store.query(target, 0, method=method)] == ["doc/3"]
+        assert [[m.key for m in ms] for ms in distributed_store.query_many([target], 0, method=method)] == [["doc/3"]]
+    with psycopg.connect(citus_url) as connection:
+        for function in ("simhash.near(bigint,integer,text,integer)", "simhash.near_many(bigint[],integer,text,integer)"):
+            definition = connection.execute("SELECT pg_get_functiondef(%s::regprocedure)", (function,)).fetchone()[0]
+            assert "JOIN simhash.documents d ON d.id" not in definition, function  # adapted again
+
+
+def test_upgrading_a_distributed_store_lays_out_the_tables_a_revision_adds(citus_url):
+    """A store distributed at revision 0004, then upgraded: 0005's cluster_heads becomes a reference table."""
+    engine = create_engine(citus_url.replace("postgresql:", "postgresql+psycopg:"))
+    migrate.upgrade(engine, "0004")
+    distributed.distribute_store(engine)
+    documents = random_documents(50, 16)
+    migrate.upgrade(engine)
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute(
+            "SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = 'simhash.cluster_heads'::regclass"
+        ).fetchone() == ("n",)
+    with Store(citus_url) as store:
+        store.add(documents)
+        query = documents[9].fingerprint
+        assert answers(store.query(query, 20)) == brute_force(documents, query, 20)
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute("SELECT simhash.cluster_of('doc/9')").fetchone() == (None,)
 
 
 def test_a_function_of_unknown_shape_is_refused_clearly():
@@ -135,6 +200,14 @@ def test_a_function_of_unknown_shape_is_refused_clearly():
     join = "... FROM hits JOIN simhash.documents d ON d.id = hits.id ..."
     with pytest.raises(distributed.NotDistributableError, match="not for"):
         distributed.adapt(join, "simhash.g()")
+    # Revision 0004's near, changed in one place the rewrites rely on: refused, not half-adapted.
+    from importlib import import_module
+
+    head = import_module("simhash_store.migrations.versions.0004_near_v2")
+    near = head.function_text(head.NEAR)
+    assert "JOIN simhash.documents d ON d.id" not in distributed.adapt(near, "simhash.near")
+    with pytest.raises(distributed.NotDistributableError, match="found holds matches"):
+        distributed.adapt(near.replace("found bigint[];", "found bigint[] := '{}';"), "simhash.near")
 
 
 # ------------------------------------------------------------ what Citus needs, one by one
@@ -145,7 +218,7 @@ def test_near_plans_afresh_because_a_generic_plan_cannot_be_distributed(distribu
     distributed_store.add(documents)
     with psycopg.connect(citus_url, autocommit=True) as connection:
         config = connection.execute(
-            "SELECT proconfig FROM pg_proc WHERE oid = 'simhash.near(bigint,integer,text)'::regprocedure"
+            "SELECT proconfig FROM pg_proc WHERE oid = 'simhash.near(bigint,integer,text,integer)'::regprocedure"
         ).fetchone()[0]
         assert "plan_cache_mode=force_custom_plan" in config
         # Many calls in one session, prepared: plans are never cached into a generic one.
@@ -157,7 +230,7 @@ def test_near_plans_afresh_because_a_generic_plan_cannot_be_distributed(distribu
                 ).fetchall()
                 assert sorted(rows) == brute_force(documents, query, k)
         # The reason: with the one-server setting, Citus cannot plan the function's statements.
-        connection.execute("ALTER FUNCTION simhash.near(bigint, integer, text) SET plan_cache_mode = force_generic_plan")
+        connection.execute("ALTER FUNCTION simhash.near(bigint, integer, text, integer) SET plan_cache_mode = force_generic_plan")
         with pytest.raises(psycopg.Error, match="could not create distributed plan"):
             connection.execute("SELECT * FROM simhash.near(0, 3, 'probe')").fetchall()
 
@@ -185,6 +258,59 @@ def test_small_store_scans(distributed_store, citus_url):
     distributed_store.add(documents)
     sent = shard_commands(citus_url, "SELECT * FROM simhash.near(%s, 11)", (to_signed(documents[1].fingerprint),))
     assert "simhash.documents_" in sent and "c.block0 OPERATOR" not in sent, sent[:500]
+
+
+def test_near_and_near_many_are_one_fan_out_each(distributed_store, citus_url):
+    """Revision 0004's functions, adapted: candidates carry key and fingerprint, so no second trip joins them back by id."""
+    documents = random_documents(2_000, 11)
+    distributed_store.add(documents)
+    with psycopg.connect(citus_url) as connection:
+        shards = connection.execute(
+            "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'simhash.documents'::regclass"
+        ).fetchone()[0]
+    query = to_signed(documents[3].fingerprint)
+    for statement, parameters in (
+        ("SELECT * FROM simhash.near(%s, 3, 'probe')", (query,)),
+        ("SELECT * FROM simhash.near(%s, 11, 'probe', 1)", (query,)),  # max_results: one stage suffices
+        ("SELECT * FROM simhash.near_many(ARRAY[%s, 0]::bigint[], 3, 'probe')", (query,)),
+    ):
+        sent = [line for line in shard_commands(citus_url, statement, parameters).splitlines()
+                if "FROM simhash.documents_" in line or "FROM (SELECT" in line and "simhash.documents_" in line]
+        assert len(sent) == shards, (statement, sent[:3])  # one statement a shard
+        assert not any(re.search(r"\bid OPERATOR\(pg_catalog\.=\)", line) for line in sent), statement
+
+
+def test_near_and_near_many_from_psql_in_every_call_form(distributed_store, citus_url):
+    """Other applications call near with one to three arguments (the pre-0004 form); the new ones add max_results."""
+    documents = random_documents(3_000, 12)
+    documents += [NewDocument(f"twin/{i}", documents[i].fingerprint ^ (1 << i)) for i in range(3)]
+    distributed_store.add(documents)
+    query = documents[0].fingerprint
+    nearest_first = sorted(brute_force(documents, query, 11), key=lambda match: (match[1], match[0]))
+    with psycopg.connect(citus_url, autocommit=True) as connection:
+        def rows(statement, *parameters):
+            return connection.execute(statement, (to_signed(query), *parameters)).fetchall()
+
+        assert sorted(rows("SELECT key, distance FROM simhash.near(%s)")) == brute_force(documents, query, 11)
+        assert sorted(rows("SELECT key, distance FROM simhash.near(%s, 3)")) == brute_force(documents, query, 3)
+        for method in ("auto", "probe", "scan"):
+            assert sorted(rows("SELECT key, distance FROM simhash.near(%s, 12, %s)", method)) == brute_force(documents, query, 12)
+            limited = rows("SELECT key, distance FROM simhash.near(%s, 11, %s, 2)", method)
+            assert [d for _, d in limited] == [d for _, d in nearest_first[:2]], method
+        named = rows("SELECT key, distance FROM simhash.near(%s, max_results => 1)")
+        assert named == [("doc/0", 0)]
+        other = documents[1].fingerprint
+        many = connection.execute(
+            "SELECT query_index, key, distance FROM simhash.near_many(ARRAY[%s, %s]::bigint[], 11)",
+            (to_signed(query), to_signed(other)),
+        ).fetchall()
+        assert sorted((k, d) for i, k, d in many if i == 1) == brute_force(documents, query, 11)
+        assert sorted((k, d) for i, k, d in many if i == 2) == brute_force(documents, other, 11)
+        for method in ("probe", "scan"):
+            first = connection.execute(
+                "SELECT query_index, distance FROM simhash.near_many(ARRAY[%s]::bigint[], 11, %s, 2)", (to_signed(query), method)
+            ).fetchall()
+            assert first == [(1, d) for _, d in nearest_first[:2]], method
 
 
 def test_multi_shard_union_gives_each_match_once(distributed_store, citus_url):
