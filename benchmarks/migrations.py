@@ -6,9 +6,13 @@ block indexes built after the load) and ``--full-rows`` rows with every column o
 ``0001`` set (digest, length, metadata, timestamps), plus the scheme record. Nothing goes
 through ``Store``, whose first use would upgrade to head before the rows are in.
 
-Then ``simhash_store.migrate`` upgrades one revision at a time to head; after each step
-(and after stepping back down to the first revision and up again, when there is more
-than one revision) the script compares with the start:
+Then it times, on the same rows: each single step up (``simhash_store.migrate.upgrade``)
+and each single step down; then, from each earlier revision in turn (reached by stepping
+down from head: the same schema and rows a store left at that revision has), the upgrade
+to head by ``Store.upgrade()`` and by ``simhash-store init`` (a process, so its start is
+in the figure: the run also times ``init`` at head, a no-op, as its baseline). Baselines
+on the same table in the same run: ``SELECT count(*)`` and ``VACUUM ANALYZE``. After
+every step it compares with the start:
 
 * the number of documents;
 * a checksum of (key, fingerprint), ordered by key;
@@ -24,7 +28,10 @@ Going below the first revision (``downgrade base``) drops the schema by design a
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -105,6 +112,12 @@ def snapshot(url: str, points: np.ndarray, tamper: bool = False) -> dict[str, ob
     return values
 
 
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--documents", type=int, default=1_000_000, help="(key, fingerprint) rows loaded in bulk")
@@ -126,9 +139,8 @@ def main() -> None:
         rows = []
         with fresh_database(admin_url, args.database, keep=args.keep) as url:
             engine = create_engine(normalize_url(url))
-            started = time.perf_counter()
-            migrate.upgrade(engine, chain[0])
-            rows.append(["upgrade (empty) to first revision", chain[0], f"{time.perf_counter() - started:.2f} s", "", "", ""])
+            seconds = timed(lambda: migrate.upgrade(engine, chain[0]))
+            rows.append(["empty database to the first revision", chain[0], f"{seconds:.2f} s", "", "", ""])
             started = time.perf_counter()
             points = fill_at_first_revision(url, args.documents, args.full_rows, args.points, args.seed)
             print(f"filled at {migrate.current_revision(engine)} in {time.perf_counter() - started:.1f} s", flush=True)
@@ -137,31 +149,43 @@ def main() -> None:
             print(f"before: {before['documents']:,} documents, {planted} near() matches for {args.points} points",
                   flush=True)
 
-            def step(what: str, action, revision: str | None, tamper: bool = False) -> None:
-                started = time.perf_counter()
-                if action is not None:
-                    action(engine, revision)
-                seconds = time.perf_counter() - started
+            # Baselines on the same table in the same run: what an upgrade costs next to a scan and a vacuum.
+            with psycopg.connect(url, autocommit=True) as connection:
+                for what, sql in [("baseline: SELECT count(*) FROM simhash.documents", "SELECT count(*) FROM simhash.documents"),
+                                  ("baseline: VACUUM ANALYZE simhash.documents", "VACUUM ANALYZE simhash.documents")]:
+                    seconds = timed(lambda: connection.execute(sql))
+                    rows.append([what, chain[0], f"{seconds:.2f} s", "", "", ""])
+                    print(f"{what}: {seconds:.2f} s", flush=True)
+
+            def check(what: str, seconds: float | None, tamper: bool = False) -> None:
                 current = migrate.current_revision(engine)
                 after = snapshot(url, points, tamper)
                 same = [name for name in before if after[name] == before[name]]
                 differ = [name for name in before if after[name] != before[name]]
-                rows.append([what, f"{current}", f"{seconds:.2f} s", f"{after['documents']:,}",
-                             ", ".join(same) or "-", ", ".join(differ) or "none"])
-                print(f"{what} -> {current}: {seconds:.2f} s, differ: {differ or 'none'}", flush=True)
+                rows.append([what, f"{current}", "" if seconds is None else f"{seconds:.2f} s", f"{after['documents']:,}",
+                             "all five" if not differ else ", ".join(same) or "-", ", ".join(differ) or "none"])
+                print(f"{what} -> {current}: {seconds}, differ: {differ or 'none'}", flush=True)
 
-            step("control: one row deleted, one bit flipped, rolled back", None, None, tamper=True)
-            for revision in chain[1:] or chain[:1]:  # with one revision: "upgrade to head" from head, a no-op
-                step(f"upgrade to {revision}" + (" (head)" if revision == chain[-1] else ""), migrate.upgrade, revision)
-            step("upgrade head (again: idempotent)", migrate.upgrade, "head")
-            for revision in reversed(chain[:-1]):
-                step(f"downgrade to {revision}", migrate.downgrade, revision)
-            if len(chain) > 1:
-                step("upgrade to head again", migrate.upgrade, "head")
-            else:
-                step(f"downgrade to {chain[0]} (from head = {chain[0]}: a no-op)", migrate.downgrade, chain[0])
+            check("control: one row deleted, one bit flipped, rolled back", None, tamper=True)
+            for previous, revision in zip(chain, chain[1:]):  # each single step up ...
+                check(f"step up {previous} -> {revision}", timed(lambda: migrate.upgrade(engine, revision)))
+            check("upgrade head (again: a no-op)", timed(lambda: migrate.upgrade(engine, "head")))
+            for previous, revision in zip(reversed(chain), list(reversed(chain))[1:]):  # ... and down
+                check(f"step down {previous} -> {revision}", timed(lambda: migrate.downgrade(engine, revision)))
+
+            # From each earlier revision to head, the two ways a user upgrades: the library and the command.
             from simhash_store.store import Store
 
+            command = [str(Path(sys.executable).with_name("simhash-store")), "--db", url, "init"]
+            for start in chain[:-1]:
+                migrate.downgrade(engine, start)  # a store at ``start`` (from head: the same schema, the same rows)
+                with Store(url) as store:
+                    check(f"Store.upgrade() {start} -> head", timed(store.upgrade))
+                migrate.downgrade(engine, start)
+                check(f"`simhash-store init` {start} -> head (a process)",
+                      timed(lambda: subprocess.run(command, check=True, capture_output=True)))
+            check("baseline: `simhash-store init` at head (a process, a no-op)",
+                  timed(lambda: subprocess.run(command, check=True, capture_output=True)))
             with Store(url) as store:  # the library's own first use at head
                 rows.append(["Store(url).count() at head", migrate.current_revision(engine), "",
                              f"{store.count():,}", "", ""])
