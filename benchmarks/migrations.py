@@ -12,7 +12,9 @@ down from head: the same schema and rows a store left at that revision has), the
 to head by ``Store.upgrade()`` and by ``simhash-store init`` (a process, so its start is
 in the figure: the run also times ``init`` at head, a no-op, as its baseline). Baselines
 on the same table in the same run: ``SELECT count(*)`` and ``VACUUM ANALYZE``. After
-every step it compares with the start:
+every step it compares with the start. Then (``--no-fresh-stores`` to skip) it creates a
+store of its own at each earlier revision, fills it there the same way and times
+``simhash-store init`` to head, with the same comparisons:
 
 * the number of documents;
 * a checksum of (key, fingerprint), ordered by key;
@@ -128,6 +130,8 @@ def main() -> None:
     parser.add_argument("--database", default="simhash_migrations")
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--fresh-stores", action=argparse.BooleanOptionalAction, default=True,
+                        help="also fill a store of its own at each earlier revision and `init` it to head")
     args = parser.parse_args()
 
     with admin_url_for(args.admin_url) as admin_url:
@@ -190,6 +194,23 @@ def main() -> None:
                 rows.append(["Store(url).count() at head", migrate.current_revision(engine), "",
                              f"{store.count():,}", "", ""])
             engine.dispose()
+
+        # A store created and filled at each earlier revision (not reached by stepping down), then `init`.
+        for start in chain[:-1] if args.fresh_stores else []:
+            with fresh_database(admin_url, f"{args.database}_{start}", keep=args.keep) as url:
+                engine = create_engine(normalize_url(url))
+                migrate.upgrade(engine, start)
+                points = fill_at_first_revision(url, args.documents, args.full_rows, args.points, args.seed)
+                at_start = snapshot(url, points)
+                command = [str(Path(sys.executable).with_name("simhash-store")), "--db", url, "init"]
+                seconds = timed(lambda: subprocess.run(command, check=True, capture_output=True))
+                after = snapshot(url, points)
+                differ = [name for name in at_start if after[name] != at_start[name]]
+                rows.append([f"store filled at {start}, `simhash-store init` (a process)", migrate.current_revision(engine),
+                             f"{seconds:.2f} s", f"{after['documents']:,}", "all five" if not differ else "-",
+                             ", ".join(differ) or "none"])
+                print(f"filled at {start}, init: {seconds:.2f} s, differ: {differ or 'none'}", flush=True)
+                engine.dispose()
 
     print()
     print(markdown_table(["step", "revision after", "time", "documents", "equal to the start", "differ"], rows))
