@@ -155,8 +155,8 @@ def main() -> None:
 
             # Baselines on the same table in the same run: what an upgrade costs next to a scan and a vacuum.
             with psycopg.connect(url, autocommit=True) as connection:
-                for what, sql in [("baseline: SELECT count(*) FROM simhash.documents", "SELECT count(*) FROM simhash.documents"),
-                                  ("baseline: VACUUM ANALYZE simhash.documents", "VACUUM ANALYZE simhash.documents")]:
+                for sql in ["SELECT count(*) FROM simhash.documents", "VACUUM ANALYZE simhash.documents"]:
+                    what = f"baseline: {sql}"
                     seconds = timed(lambda: connection.execute(sql))
                     rows.append([what, chain[0], f"{seconds:.2f} s", "", "", ""])
                     print(f"{what}: {seconds:.2f} s", flush=True)
@@ -166,7 +166,8 @@ def main() -> None:
                 after = snapshot(url, points, tamper)
                 same = [name for name in before if after[name] == before[name]]
                 differ = [name for name in before if after[name] != before[name]]
-                rows.append([what, f"{current}", "" if seconds is None else f"{seconds:.2f} s", f"{after['documents']:,}",
+                time_taken = "" if seconds is None else f"{seconds:.2f} s"
+                rows.append([what, f"{current}", time_taken, f"{after['documents']:,}",
                              "all five" if not differ else ", ".join(same) or "-", ", ".join(differ) or "none"])
                 print(f"{what} -> {current}: {seconds}, differ: {differ or 'none'}", flush=True)
 
@@ -206,7 +207,8 @@ def main() -> None:
                 seconds = timed(lambda: subprocess.run(command, check=True, capture_output=True))
                 after = snapshot(url, points)
                 differ = [name for name in at_start if after[name] != at_start[name]]
-                rows.append([f"store filled at {start}, `simhash-store init` (a process)", migrate.current_revision(engine),
+                rows.append([f"store filled at {start}, `simhash-store init` (a process)",
+                             migrate.current_revision(engine),
                              f"{seconds:.2f} s", f"{after['documents']:,}", "all five" if not differ else "-",
                              ", ".join(differ) or "none"])
                 print(f"filled at {start}, init: {seconds:.2f} s, differ: {differ or 'none'}", flush=True)
