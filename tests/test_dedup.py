@@ -352,6 +352,18 @@ def test_parquet_without_pyarrow_is_one_line(tmp_path):
     assert not (tmp_path / "out.parquet").exists()
 
 
+def _numbered_clusters(output: bytes) -> list[str]:
+    """The output's lines with each cluster id replaced by its order of first appearance."""
+    numbers: dict[int, int] = {}
+    lines = []
+    for line in output.decode("utf-8").splitlines():
+        cluster = json.loads(line)["cluster"]
+        number = numbers.setdefault(cluster, len(numbers))
+        lines.append(line.replace(f'"cluster": {cluster},', f'"cluster": #{number},', 1))
+        assert lines[-1] != line, line
+    return lines
+
+
 @pytest.mark.slow
 def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tmp_path):
     # A real process killed with SIGKILL at a random point after its first stored batch, as
@@ -413,8 +425,12 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
             outputs[interrupted] = out.read_bytes()
         finally:
             pg_server.drop_database(name)
-    differing = [pair for pair in zip(outputs[True].splitlines(), outputs[False].splitlines()) if pair[0] != pair[1]]
-    assert outputs[True] == outputs[False], differing[:3]
+    # Byte for byte, except the cluster ids: they are the founders' document ids, and a kill inside a
+    # batch's transaction used up identity values that PostgreSQL never hands out again, so ids from
+    # that batch on can be higher than an uninterrupted run's. The clusters themselves are the same.
+    normal = {interrupted: _numbered_clusters(output) for interrupted, output in outputs.items()}
+    differing = [pair for pair in zip(normal[True], normal[False]) if pair[0] != pair[1]]
+    assert normal[True] == normal[False], differing[:3]
     rows = [json.loads(line) for line in outputs[False].decode("utf-8").splitlines()]
     assert len(rows) == len(records)
     found = {row["key"]: row["duplicate_of"] for row in rows if row.get("copy")}
