@@ -247,8 +247,12 @@ def _store_batch(store: "Store", batch, outcomes, sources, prepared, keep: str) 
         ]
         if new:
             store.add_batch(new)
-            if keep == "longest":
-                store.prefer_longest([d.key for d in new])
+        if keep == "longest":
+            # Promoting is a second transaction: a run killed between the two left its stored records
+            # unpromoted, so a rerun promotes those stored with the same text too (a no-op otherwise).
+            same = [k for k, item in fingerprinted.items() if k not in stored or stored[k][0] == item.digest]
+            if same:
+                store.prefer_longest(same)
     return outcomes  # type: ignore[return-value]
 
 

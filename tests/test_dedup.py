@@ -266,6 +266,30 @@ def test_keep_longest_keeps_the_longest_copy_even_one_that_comes_later(database_
     assert _run(database_url, "dedup", "-", "--keep", "longest").exit_code == 2
 
 
+def test_keep_longest_killed_between_storing_and_promoting_is_finished_by_a_rerun(pg_server, tmp_path):
+    # --keep longest stores a batch, then in a second transaction makes its longer copies the
+    # representatives. A kill between the two left the batch stored with the shorter record as
+    # representative, and the rerun skipped the stored records, so it never promoted the longer one.
+    texts = _texts()
+    name = list(texts)[0]
+    _write_jsonl(tmp_path / "in.jsonl", [{"key": "short", "text": texts[name]}, {"key": "other", "text": list(texts.values())[1]},
+                                         {"key": "longer", "text": _copy(texts[name])}])
+    args = ["dedup", str(tmp_path / "in.jsonl"), "--keep", "longest", "--annotate"]
+    outputs = []
+    for interrupted in (False, True):
+        database = pg_server.create_database()
+        try:
+            url = pg_server.url(database)
+            if interrupted:  # what the killed run left: the batch stored (as keep first stores it), nothing promoted
+                assert _run(url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "lost.jsonl")).exit_code == 0
+            out = tmp_path / f"out-{interrupted}.jsonl"
+            assert _run(url, *args, "-o", str(out)).exit_code == 0
+            outputs.append(out.read_bytes())
+        finally:
+            pg_server.drop_database(database)
+    assert outputs[1] == outputs[0]
+
+
 # ------------------------------------------------------------ calibrate
 
 
@@ -326,3 +350,88 @@ def test_parquet_without_pyarrow_is_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: Parquet needs pyarrow: pip install 'simhash-store[parquet]'"
     assert not (tmp_path / "out.parquet").exists()
+
+
+def _numbered_clusters(output: bytes) -> list[str]:
+    """The output's lines with each cluster id replaced by its order of first appearance."""
+    numbers: dict[int, int] = {}
+    lines = []
+    for line in output.decode("utf-8").splitlines():
+        cluster = json.loads(line)["cluster"]
+        number = numbers.setdefault(cluster, len(numbers))
+        lines.append(line.replace(f'"cluster": {cluster},', f'"cluster": #{number},', 1))
+        assert lines[-1] != line, line
+    return lines
+
+
+@pytest.mark.slow
+def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tmp_path):
+    # A real process killed with SIGKILL at a random point after its first stored batch, as
+    # test_reliability does for add: no partial output under the real name, every stored row whole,
+    # and the rerun writes byte for byte what an uninterrupted run into a fresh store writes.
+    import random
+    import signal
+    import time
+
+    from sqlalchemy import create_engine, text as sql
+
+    import sample_text
+    from test_reliability import cli, finish, url_text, write_jsonl
+
+    documents = sample_text.documents(200)
+    records = []
+    for n, (name, body) in enumerate(documents):  # every fourth document followed by a near-duplicate copy
+        records.append({"key": f"doc/{name}", "text": body, "n": n})
+        if n % 4 == 0:
+            records.append({"key": f"copy/{name}", "text": _copy(body), "n": n, "copy": True})
+    texts = {r["key"]: r["text"] for r in records}
+    source = write_jsonl(tmp_path / "in.jsonl", records)
+
+    def command(out: Path) -> list[str]:
+        return ["dedup", str(source), "-o", str(out), "--annotate", "--batch-size", "10", "-j", "1"]
+
+    outputs = {}
+    for interrupted in (False, True):
+        name = pg_server.create_database()
+        url = pg_server.url(name)
+        out = tmp_path / f"out-{interrupted}.jsonl"
+        try:
+            if interrupted:
+                process = cli(*command(out), url=url_text(url))
+                target = random.Random(20261123).randrange(10, len(records) // 2)
+                with Store(url) as store:
+                    while process.poll() is None and store.count() < target:
+                        time.sleep(0.02)
+                time.sleep(random.Random(target).uniform(0, 0.1))
+                assert process.poll() is None, "the run ended before it could be killed"
+                process.send_signal(signal.SIGKILL)
+                process.communicate()
+                assert not out.exists()  # only OUT.partial, never a truncated file under the real name
+                engine = create_engine(url)
+                try:
+                    with engine.connect() as connection:
+                        rows = connection.execute(
+                            sql("SELECT key, fingerprint, cluster FROM simhash.documents")
+                        ).all()
+                finally:
+                    engine.dispose()
+                assert 10 <= len(rows) < len(records)
+                for key, value, cluster in rows:  # every stored row whole: right fingerprint, in a cluster
+                    assert value % 2**64 == fingerprint(texts[key]), key
+                    assert cluster is not None, key
+            code, _, err = finish(cli(*command(out), url=url_text(url)))
+            assert code == 0, err
+            assert not Path(f"{out}.partial").exists()
+            outputs[interrupted] = out.read_bytes()
+        finally:
+            pg_server.drop_database(name)
+    # Byte for byte, except the cluster ids: they are the founders' document ids, and a kill inside a
+    # batch's transaction used up identity values that PostgreSQL never hands out again, so ids from
+    # that batch on can be higher than an uninterrupted run's. The clusters themselves are the same.
+    normal = {interrupted: _numbered_clusters(output) for interrupted, output in outputs.items()}
+    differing = [pair for pair in zip(normal[True], normal[False]) if pair[0] != pair[1]]
+    assert normal[True] == normal[False], differing[:3]
+    rows = [json.loads(line) for line in outputs[False].decode("utf-8").splitlines()]
+    assert len(rows) == len(records)
+    found = {row["key"]: row["duplicate_of"] for row in rows if row.get("copy")}
+    assert sum(duplicate_of == key.replace("copy/", "doc/", 1) for key, duplicate_of in found.items()) >= 0.9 * len(found)
