@@ -19,6 +19,10 @@ the script creates it when missing) and the classic recipe of the write-ups (jie
     python benchmarks/quality.py --explore --every 3   # the design-space sweep on a third of them
     python benchmarks/quality.py --plot docs/quality.png   # and draw the curves
 
+The default scheme and the default max distance were chosen on the variants of
+``SELECTION_SEED`` (all documents, and every third of them for the sweep); their figures on
+variants drawn with other seeds are in ``benchmarks/heldout.py``.
+
 Segmentations, keywords and PyPI values are cached in benchmarks/.cache/ (keyed by text digest).
 """
 
@@ -59,6 +63,10 @@ from simhash_store.scheme import DEFAULT, DEFAULT_MAX_DISTANCE  # noqa: E402
 CACHE = Path(__file__).resolve().parent / ".cache"
 MAX_K = 12
 UNRELATED_BELOW = 0.20  # 5-character shingle Jaccard under which a pair is unrelated
+
+# The draw of variants zh-jieba-v1 and DEFAULT_MAX_DISTANCE were chosen on. Figures on it
+# flatter the default: benchmarks/heldout.py reports it on seeds nobody chose anything on.
+SELECTION_SEED = ""
 
 # The issue's targets, at the default scheme and default max distance.
 TARGET_LIGHT = 0.98
@@ -342,6 +350,42 @@ class Result:
 COLLECTIONS = ("all", "laws", "wiki")
 
 
+def collection_members(documents: list[Document]) -> dict[str, np.ndarray]:
+    """A mask of the documents in each collection, and of all of them ("all")."""
+    collection_of = np.array([d.collection for d in documents])
+    return {"all": np.ones(len(documents), bool)} | {c: collection_of == c for c in COLLECTIONS[1:]}
+
+
+def recall_by_kind(originals: np.ndarray, variants: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, list[float]]:
+    """Per kind, the share of the masked originals whose variant lies within k, by k = 0..MAX_K."""
+    ks = np.arange(MAX_K + 1)
+    return {kind: (distances(originals[mask], variants[kind][mask])[:, None] <= ks).mean(axis=0).tolist() for kind in KINDS}
+
+
+def unrelated_close_pairs(values: np.ndarray, overlap: Overlap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs i < j of originals within MAX_K whose texts are unrelated: (i, j, distance)."""
+    first, second, found = close_pairs(values, MAX_K)
+    unrelated = np.array([overlap(int(i), int(j)) < UNRELATED_BELOW for i, j in zip(first, second)], bool)
+    return first[unrelated], second[unrelated], found[unrelated]
+
+
+def unrelated_pair_counts(documents: list[Document], overlap: Overlap) -> dict[str, int]:
+    """Pairs of originals per collection ("all" too), less the related pairs found so far.
+
+    Relatedness is only measured for pairs some method put within MAX_K, so call this
+    after every method has reported its close pairs.
+    """
+    related = overlap.related_pairs()
+    collection_of = [d.collection for d in documents]
+    sizes = {c: collection_of.count(c) for c in COLLECTIONS[1:]}
+    pairs = {"all": len(documents) * (len(documents) - 1) // 2} | {c: n * (n - 1) // 2 for c, n in sizes.items()}
+    for collection in COLLECTIONS:
+        pairs[collection] -= sum(
+            1 for i, j in related if collection == "all" or collection_of[i] == collection_of[j] == collection
+        )
+    return pairs
+
+
 def evaluate(
     label: str,
     compared: bool,
@@ -352,34 +396,21 @@ def evaluate(
     revisions: tuple[np.ndarray, np.ndarray],
 ) -> Result:
     result = Result(label, compared)
-    collection_of = np.array([d.collection for d in documents])
-    members = {"all": np.ones(len(documents), bool)} | {c: collection_of == c for c in COLLECTIONS[1:]}
+    members = collection_members(documents)
+    result.recall = {collection: recall_by_kind(originals, variants, mask) for collection, mask in members.items()}
     ks = np.arange(MAX_K + 1)
+    first, second, found = unrelated_close_pairs(originals, overlap)
     for collection, mask in members.items():
-        result.recall[collection] = {
-            kind: (distances(originals[mask], variants[kind][mask])[:, None] <= ks).mean(axis=0).tolist()
-            for kind in KINDS
-        }
-    first, second, found = close_pairs(originals, MAX_K)
-    unrelated = np.array([overlap(int(i), int(j)) < UNRELATED_BELOW for i, j in zip(first, second)], bool)
-    for collection, mask in members.items():
-        both = mask[first] & mask[second] & unrelated
+        both = mask[first] & mask[second]
         counts = [int(np.count_nonzero(both & (found <= k))) for k in ks]
         result.false_matches[collection] = counts
     result.revision_distances = distances(*revisions).tolist()
     return result
 
 
-def finish_rates(results: list[Result], documents: list[Document], overlap: Overlap) -> None:
+def finish_rates(results: list[Result], documents: list[Document], overlap: Overlap) -> dict[str, int]:
     """False-match rates per unrelated pair, once every method has reported its close pairs."""
-    related = overlap.related_pairs()
-    collection_of = [d.collection for d in documents]
-    sizes = {c: collection_of.count(c) for c in COLLECTIONS[1:]}
-    pairs = {"all": len(documents) * (len(documents) - 1) // 2} | {c: n * (n - 1) // 2 for c, n in sizes.items()}
-    for collection in COLLECTIONS:
-        pairs[collection] -= sum(
-            1 for i, j in related if collection == "all" or collection_of[i] == collection_of[j] == collection
-        )
+    pairs = unrelated_pair_counts(documents, overlap)
     for result in results:
         result.unrelated_pairs = pairs["all"]
         result.false_match_rate = {
@@ -578,18 +609,27 @@ def plot(results: list[Result], path: Path) -> None:
 # ---------------------------------------------------------------- main
 
 
-def run(
-    methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = DEFAULT_MAX_DISTANCE, seed: str = ""
-) -> list[Result]:
-    """Fingerprint the originals, their variants and the revision pairs with every method; print the report."""
-    laws, wiki = load_laws()[::every], load_wiki()[::every]
-    documents = laws + wiki
-    # The donor of an inserted sentence: the document seven places on, in the same collection.
+def make_variants(laws: list[Document], wiki: list[Document], seed: str) -> dict[str, list[str]]:
+    """One variant of every kind of every document (laws, then wiki), keyed by kind.
+
+    The donor of an inserted sentence is the document seven places on in the same
+    collection, so a subset (``--every``) draws its donors from the subset.
+    """
     donors = {}
     for collection in (laws, wiki):
         for i, document in enumerate(collection):
             donors[document.key] = collection[(i + 7) % len(collection)].text
-    variant_texts = {kind: [make_variant(kind, d.key, d.text, donors[d.key], seed) for d in documents] for kind in KINDS}
+    documents = laws + wiki
+    return {kind: [make_variant(kind, d.key, d.text, donors[d.key], seed) for d in documents] for kind in KINDS}
+
+
+def run(
+    methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = DEFAULT_MAX_DISTANCE, seed: str = SELECTION_SEED
+) -> list[Result]:
+    """Fingerprint the originals, their variants and the revision pairs with every method; print the report."""
+    laws, wiki = load_laws()[::every], load_wiki()[::every]
+    documents = laws + wiki
+    variant_texts = make_variants(laws, wiki, seed)
     revisions = load_revision_pairs()
     revision_jaccards = np.array([p.jaccard for p in revisions])
 
@@ -626,7 +666,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="labels of methods to run (substring match)")
     parser.add_argument("--jobs", type=int, default=1, help="processes for segmentation (the machine is shared)")
     parser.add_argument("--default-k", type=int, default=DEFAULT_MAX_DISTANCE)
-    parser.add_argument("--seed", default="", help="draw another set of variants (the tables use the default, empty seed)")
+    parser.add_argument("--seed", default=SELECTION_SEED,
+                        help="draw another set of variants (the default, empty seed is the one the default scheme was chosen on)")
     parser.add_argument("--plot", type=Path, help="write recall and false-match curves to this PNG")
     parser.add_argument("--json", type=Path, help="write every number to this JSON file")
     args = parser.parse_args()

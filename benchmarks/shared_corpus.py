@@ -49,6 +49,8 @@ class RevisionPair:
     older: str
     newer: str
     jaccard: float  # over 5-character shingles, whitespace removed, as pairs.tsv computed it
+    older_path: Path
+    newer_path: Path
 
 
 def load_revision_pairs() -> list[RevisionPair]:
@@ -61,6 +63,8 @@ def load_revision_pairs() -> list[RevisionPair]:
             older=(CORPUS / row["a"]).read_text(encoding="utf-8"),
             newer=(CORPUS / row["b"]).read_text(encoding="utf-8"),
             jaccard=float(row["jaccard_5char"]),
+            older_path=CORPUS / row["a"],
+            newer_path=CORPUS / row["b"],
         )
         for row in rows
     ]

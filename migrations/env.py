@@ -9,12 +9,14 @@ from alembic import context
 from sqlalchemy import create_engine, pool, text
 
 from simhash_store import distributed
-from simhash_store.config import resolve_url
+from simhash_store.config import resolve_url, session_arguments
 from simhash_store.models import SCHEMA, Base
 
 VERSION_TABLE = "alembic_version"
-# Serialises concurrent upgrades (two CLI processes on a fresh database).
-MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('simhash-store migrations'))"
+# Serialises concurrent upgrades (two CLI processes on a fresh database). Schema-qualified: a
+# role that can create functions in a schema on the caller's search_path (public, often) must
+# not get its pg_advisory_xact_lock(integer) called instead, with the migrating role's rights.
+MIGRATION_LOCK = "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('simhash-store migrations'))"
 
 config = context.config
 target_metadata = Base.metadata
@@ -50,7 +52,10 @@ def run_migrations_online() -> None:
     if connection is not None:
         run_migrations(connection)
         return
-    engine = create_engine(resolve_url(), poolclass=pool.NullPool)
+    # `alembic upgrade head` by hand: the library's session (search_path pinned to pg_catalog,
+    # lock_timeout, keepalives), as when the library migrates over its own connection.
+    url = resolve_url()
+    engine = create_engine(url, poolclass=pool.NullPool, connect_args=session_arguments(url))
     with engine.connect() as connection:
         run_migrations(connection)
     engine.dispose()

@@ -147,3 +147,49 @@ def split_strings(array: np.ndarray, count: int) -> list[str]:
     if len(strings) != count:
         raise ValueError(f"{len(strings)} strings, expected {count}")
     return strings
+
+
+# ---------------------------------------------------------------- word tables
+# jieba's prefix dictionary, its IDF table and the vocabularies are all words with one
+# value (or a few) per word, plus a value or two for the whole table (a total, a median).
+
+
+def store_word_table(kind: str, key: dict, words: list[str], arrays: dict[str, np.ndarray]) -> None:
+    """Store ``words`` with ``arrays`` (one value per word, or one value for the whole table).
+
+    A word holding a newline cannot be stored: then nothing is, and the table is built
+    again next time.
+    """
+    joined = join_strings(words)
+    if joined is not None:
+        store(kind, key, {"words": joined, **arrays})
+
+
+def load_word_table(
+    kind: str, key: dict, per_word: dict[str, np.dtype], whole_table: dict[str, np.dtype] | None = None
+) -> tuple[list[str], dict[str, np.ndarray]] | None:
+    """The words and arrays :func:`store_word_table` stored for this key, or None.
+
+    None unless every array named is there with exactly its type, each ``per_word`` array
+    with one value per word and each ``whole_table`` array with one value: an entry that
+    passes the file checks but holds anything else is rebuilt, never believed (the types
+    sit in the header, which the checksum does not cover).
+
+    >>> load_word_table("no-such-table", {}, {"values": np.dtype(np.int64)}) is None
+    True
+    """
+    stored = load(kind, key)
+    first = next(iter(per_word))
+    if stored is None or first not in stored:
+        return None
+    count = len(stored[first])  # the number of words, checked against every array and the words themselves
+    shapes = {name: (np.dtype(dtype), count) for name, dtype in per_word.items()}
+    shapes |= {name: (np.dtype(dtype), 1) for name, dtype in (whole_table or {}).items()}
+    for name, (dtype, size) in shapes.items():
+        if name not in stored or stored[name].dtype != dtype or len(stored[name]) != size:
+            return None
+    try:
+        words = split_strings(stored["words"], count)
+    except (KeyError, ValueError):  # no words, words not UTF-8, or another number of them
+        return None
+    return words, {name: stored[name] for name in shapes}

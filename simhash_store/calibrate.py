@@ -18,6 +18,7 @@ import numpy as np
 
 from .fingerprint import fingerprint_if_any
 from .pairs import near_pairs
+from .plural import counted
 from .scheme import DEFAULT, Scheme, get_scheme
 from .variants import HEAVY, LIGHT, make_variant
 
@@ -148,7 +149,7 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
     lines = recall_axes.get_legend_handles_labels()
     more = false_axes.get_legend_handles_labels()
     recall_axes.legend(lines[0] + more[0], lines[1] + more[1], loc="center right", fontsize=8)
-    recall_axes.set_title(title or f"{calibration.documents} documents, {calibration.pairs:,} pairs")
+    recall_axes.set_title(title or f"{counted(calibration.documents, 'document')}, {counted(calibration.pairs, 'pair', grouped=True)}")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

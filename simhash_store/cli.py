@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
+import math
 import signal
 import sys
 import threading
@@ -25,9 +27,11 @@ from . import corpus, ingest, records
 from .bits import from_hex, to_hex
 from .config import URL_VARIABLE
 from .errors import SchemeMismatchError, SimhashStoreError, SimhashStoreWarning
+from .plural import counted
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
 
 if TYPE_CHECKING:
+    from .lookup import Lookup
     from .store import Store
 
 # The store module (SQLAlchemy, psycopg) is imported by the commands that use it:
@@ -77,6 +81,7 @@ class _Group(TyperGroup):
                 )
             )
         _plain_help(command.params)
+        _plain_number_errors(command.params)
         command._simhash_prepared = True
         return command
 
@@ -91,8 +96,48 @@ def _plain_help(params) -> None:
             # Typer 0.29 has no metavar for an argument's type column: replace its label.
             shown = label + ("..." if param.nargs != 1 else "")
             param.display_type_rich = lambda ctx, shown=shown: shown
-        else:
+            # Usage as click writes it: FILE and FILES... when required, [FILES]... when not
+            # (Typer 0.29 writes {FILE}).
+            usage = (param.metavar if param.required else f"[{param.metavar}]") + ("..." if param.nargs != 1 else "")
+            param._usage_display_name = lambda usage=usage: usage
+        elif param.metavar is None:  # one given (URL, SECONDS, [csv|tsv]) says more than the type
             param.metavar = label
+
+
+def _plain_number_errors(params) -> None:
+    """A number out of range or not a number is said plainly, as our other usage errors are
+    ("Invalid value for -k/--max-distance: must be from 0 to 64, not 99"), not in the words
+    of the validation library Typer uses ("Input should be less than or equal to 64")."""
+    for param in params:
+        kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        if kind not in (int, float) or getattr(param, "is_flag", False):
+            continue
+        original = param.process_value
+
+        def process_value(ctx, value, param=param, kind=kind, original=original):
+            if isinstance(value, str):
+                _check_number(value, kind, param)
+            return original(ctx, value)
+
+        param.process_value = process_value
+
+
+def _check_number(value: str, kind: type, param) -> None:
+    hint = "/".join(sorted(param.opts, key=len))
+    try:
+        number = float(value)  # "3.0" is 3, as Typer takes it
+    except ValueError:
+        number = math.nan
+    if math.isnan(number) or (kind is int and not number.is_integer()):
+        wanted = "a whole number" if kind is int else "a number"
+        raise typer.BadParameter(f"{value!r} is not {wanted}", param_hint=hint)
+    low, high = param.min, param.max
+    if low is not None and high is not None and not low <= number <= high:
+        raise typer.BadParameter(f"must be from {low:g} to {high:g}, not {value}", param_hint=hint)
+    if low is not None and high is None and number < low:
+        raise typer.BadParameter(f"must be at least {low:g}, not {value}", param_hint=hint)
+    if high is not None and low is None and number > high:
+        raise typer.BadParameter(f"must be at most {high:g}, not {value}", param_hint=hint)
 
 
 def _version(value: bool) -> None:
@@ -128,6 +173,14 @@ DbOption = Annotated[
 MaxDistance = Annotated[
     int, typer.Option("--max-distance", "-k", min=0, max=64, help="Largest Hamming distance (bits) that counts as near.")
 ]
+CalibratedMaxDistance = Annotated[
+    Optional[int],
+    typer.Option(
+        "--max-distance", "-k", min=0, max=64,
+        help="Largest Hamming distance (bits) that counts as near (default: the k recorded by "
+        f"`calibrate --apply`, else {DEFAULT_MAX_DISTANCE}).",
+    ),
+]
 SchemeOption = Annotated[
     Optional[str],
     typer.Option("--scheme", help="Fingerprint scheme (default: the store's, or zh-jieba-v1 for a new store)."),
@@ -147,16 +200,22 @@ def main_options(
 
 
 @contextlib.contextmanager
-def opened_store(scheme: str | None = None, mismatch: str | None = None) -> Iterator[Store]:
+def opened_store(
+    scheme: str | None = None, mismatch: str | None = None, *, lookup: bool = False
+) -> Iterator[Store | Lookup]:
     """The store for this command; library errors become one line on stderr and exit status 1.
 
     ``mismatch``: the message for a store of another scheme, where the library's advice
-    (use that scheme) does not fit the command.
+    (use that scheme) does not fit the command. ``lookup``: a read-only view for radius
+    search that does not import SQLAlchemy (see lookup.py), for a quick one-file query.
     """
-    from .store import Store
+    if lookup:
+        from .lookup import Lookup as opener
+    else:
+        from .store import Store as opener
 
     try:
-        with warnings.catch_warnings(), Store(state.db, scheme=scheme) as store:
+        with warnings.catch_warnings(), opener(state.db, scheme=scheme) as store:
             warnings.simplefilter("always", SimhashStoreWarning)  # the store warns once itself
             warnings.showwarning = _show_warning
             yield store
@@ -199,7 +258,7 @@ def init(
     with opened_store(scheme) as store:
         recorded = store.init(distributed=distributed)
         layout = ", distributed" if distributed else ""
-        out.print(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {store.count()} documents")
+        out.print(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}")
 
 
 @app.command()
@@ -297,6 +356,14 @@ def add(
         raise typer.Exit(1)
 
 
+IMPORT_FORMATS = ("auto", "csv", "tsv", "jsonl")
+FINGERPRINT_FORMATS = ("auto", "hex", "decimal")
+
+
+def _choices(values: tuple[str, ...]) -> str:
+    return "[" + "|".join(values) + "]"
+
+
 @app.command("import")
 def import_(
     file: Annotated[
@@ -304,12 +371,16 @@ def import_(
     ],
     scheme: Annotated[str, typer.Option("--scheme", help="The scheme that computed these fingerprints.")],
     format: Annotated[
-        str, typer.Option("--format", help="csv, tsv, jsonl, or auto (by file name: .csv, .tsv, else JSONL).")
+        str,
+        typer.Option(
+            "--format", metavar=_choices(IMPORT_FORMATS), help="auto: by file name (.csv, .tsv, else JSONL)."
+        ),
     ] = "auto",
     key_field: Annotated[str, typer.Option(help="Column or field holding the key.")] = "key",
     fingerprint_field: Annotated[str, typer.Option(help="Column or field holding the fingerprint.")] = "fingerprint",
     fingerprint_format: Annotated[
-        str, typer.Option(help="auto (16 characters = hex, else decimal), hex, or decimal.")
+        str,
+        typer.Option(metavar=_choices(FINGERPRINT_FORMATS), help="auto: 16 characters are hex, else decimal."),
     ] = "auto",
     bulk: Annotated[
         bool,
@@ -333,10 +404,12 @@ def import_(
 
     Example: simhash-store import legacy.csv --scheme pypi-simhash
     """
-    if format not in ("auto", "csv", "tsv", "jsonl"):
-        raise typer.BadParameter("must be csv, tsv, jsonl or auto", param_hint="--format")
-    if fingerprint_format not in ("auto", "hex", "decimal"):
-        raise typer.BadParameter("must be auto, hex or decimal", param_hint="--fingerprint-format")
+    if format not in IMPORT_FORMATS:
+        raise typer.BadParameter(f"must be one of {', '.join(IMPORT_FORMATS)}, not {format!r}", param_hint="--format")
+    if fingerprint_format not in FINGERPRINT_FORMATS:
+        raise typer.BadParameter(
+            f"must be one of {', '.join(FINGERPRINT_FORMATS)}, not {fingerprint_format!r}", param_hint="--fingerprint-format"
+        )
     stream = sys.stdin.buffer if file == "-" else _open_binary(file)
     skipped: list[corpus.Skip] = []
     try:  # reads the header (or first record) now: a missing column is one line, before any I/O
@@ -383,7 +456,7 @@ def query(
     fingerprint: Annotated[
         Optional[list[str]], typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
     ] = None,
-    max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
+    max_distance: CalibratedMaxDistance = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many matches per query.")] = None,
     as_json: JsonFlag = False,
     scheme: SchemeOption = None,
@@ -403,8 +476,9 @@ def query(
             raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
     failures: list[corpus.Skip] = []
     fingerprinter = _early_fingerprinter(scheme, jobs, len(files or []), few_too=True)
-    with fingerprinter, opened_store(scheme) as store:
+    with fingerprinter, opened_store(scheme, lookup=True) as store:
         queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter, failures))
+        max_distance = _calibrated_distance(store, max_distance)
         for start in range(0, len(queries), 1000):
             batch = queries[start : start + 1000]
             results = store.query_many([value for _, value in batch], max_distance, limit=limit)
@@ -453,14 +527,21 @@ def dups(
             line = f"{item.distance:>2}  {item.a}  {item.b}"
         out.print(_json_line(record) if as_json else line, markup=False)
     if not as_json:
-        err.print(f"{groups} groups of identical fingerprints and {pairs} pairs within {max_distance} bits")
+        err.print(
+            f"{counted(groups, 'group')} of identical fingerprints and {counted(pairs, 'pair')} "
+            f"within {counted(max_distance, 'bit')}"
+        )
 
 
 @app.command()
 def recluster(
     max_distance: Annotated[
         Optional[int],
-        typer.Option("--max-distance", "-k", min=0, max=64, help="Cluster at this distance (default: the store's)."),
+        typer.Option(
+            "--max-distance", "-k", min=0, max=64,
+            help="Cluster at this distance (default: the store's, else the k recorded by `calibrate --apply`, "
+            f"else {DEFAULT_MAX_DISTANCE}).",
+        ),
     ] = None,
 ) -> None:
     """Cluster every stored document afresh, and keep clusters from then on (or re-cluster at another distance).
@@ -473,7 +554,7 @@ def recluster(
     with opened_store() as store:
         documents, count = store.recluster(max_distance)
         distance, _ = store.cluster_state()
-    out.print(f"{documents} documents in {count} clusters at distance {distance}", markup=False)
+    out.print(f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}", markup=False)
 
 
 @app.command("dedup")
@@ -491,7 +572,11 @@ def dedup_command(
     ] = False,
     max_distance: Annotated[
         Optional[int],
-        typer.Option("--max-distance", "-k", min=0, max=64, help="Near-duplicate distance (default: the store's, 11)."),
+        typer.Option(
+            "--max-distance", "-k", min=0, max=64,
+            help="Near-duplicate distance (default: the store's cluster distance; for a store without clusters, "
+            f"the k recorded by `calibrate --apply`, else {DEFAULT_MAX_DISTANCE}).",
+        ),
     ] = None,
     keep: Annotated[
         str,
@@ -591,8 +676,9 @@ def dedup_command(
         except BaseException:
             writer.abandon()
             raise
-    if not quiet:
-        err.print(f"kept {kept}, duplicates {duplicates}, bad records {bad}", markup=False)
+        if not quiet:
+            note = _dedup_distance_note(store, max_distance)
+            err.print(f"kept {kept}, duplicates {duplicates}, bad records {bad}; {note}", markup=False)
     if bad:
         raise typer.Exit(1)
 
@@ -626,7 +712,7 @@ def explain(
         return
     near = "near-duplicates" if result.distance <= DEFAULT_MAX_DISTANCE else "not near-duplicates"
     out.print(
-        f"distance {result.distance} bits: {near} at the default k = {DEFAULT_MAX_DISTANCE}  "
+        f"distance {counted(result.distance, 'bit')}: {near} at the default k = {DEFAULT_MAX_DISTANCE}  "
         f"(A {to_hex(result.fingerprint_a)}, B {to_hex(result.fingerprint_b)}, scheme {chosen.name})",
         markup=False,
     )
@@ -670,7 +756,14 @@ def calibrate(
     sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
     seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Record the recommended k in the store (store_info).")] = False,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="Record the recommended k in the store (store_info): query, and dedup into a store without "
+            "clusters, use it when -k is not given.",
+        ),
+    ] = False,
     scheme: SchemeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of the table.")] = False,
 ) -> None:
@@ -723,7 +816,10 @@ def calibrate(
             store.record_recommended_distance(result.recommended)
     if plot is not None:
         try:
-            calibration.plot(result, str(plot), f"{chosen.name}: {result.documents} documents, {result.pairs:,} pairs")
+            calibration.plot(
+                result, str(plot),
+                f"{chosen.name}: {counted(result.documents, 'document')}, {counted(result.pairs, 'pair', grouped=True)}",
+            )
         except ImportError:
             fail("the plot needs matplotlib: pip install 'simhash-store[plot]'")
     if as_json:
@@ -733,7 +829,8 @@ def calibrate(
         }
         out.print(json.dumps(record, ensure_ascii=False), markup=False)
         return
-    table = Table(title=f"{result.documents} documents ({chosen.name}), {result.pairs:,} pairs of different documents",
+    table = Table(title=f"{counted(result.documents, 'document')} ({chosen.name}), "
+                        f"{counted(result.pairs, 'pair', grouped=True)} of different documents",
                   title_justify="left")
     for column in ("k", "light variants found", "heavy variants found", "false matches", "share of pairs"):
         table.add_column(column, justify="right")
@@ -741,8 +838,8 @@ def calibrate(
         table.add_row(str(row.k), f"{row.light_recall:.1%}", f"{row.heavy_recall:.1%}", str(row.false_matches),
                       f"{row.false_match_rate:.2g}", style="bold" if row.k == result.recommended else None)
     out.print(table)
-    out.print(f"recommended k = {result.recommended}: {result.reason}" + ("; recorded in the store" if apply else ""),
-              markup=False)
+    recorded = "; recorded in the store: query and dedup use it when -k is not given" if apply else ""
+    out.print(f"recommended k = {result.recommended}: {result.reason}{recorded}", markup=False)
 
 
 @app.command("fingerprint")
@@ -781,7 +878,7 @@ def remove(keys: Annotated[list[str], typer.Argument(help="Keys of documents to 
 
 @app.command()
 def stats(as_json: JsonFlag = False) -> None:
-    """Documents, scheme, default distance, database size and the largest block buckets.
+    """Documents, scheme, the distances in use, database size and the largest block buckets.
 
     Example: simhash-store stats --json
     """
@@ -795,6 +892,9 @@ def stats(as_json: JsonFlag = False) -> None:
     table.add_column(overflow="fold")  # the whole URL, over several lines if need be, never cut
     for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
         table.add_row(name.replace("_", " "), str(info[name]))
+    recommended, clustered = info["recommended_max_distance"], info["cluster_max_distance"]
+    table.add_row("recommended max distance", "-" if recommended is None else f"{recommended} (calibrate --apply)")
+    table.add_row("cluster max distance", "- (no clusters kept)" if clustered is None else str(clustered))
     table.add_row("table + indexes", _megabytes(info["table_bytes"]))
     table.add_row("database size", _megabytes(info["database_bytes"]))
     for block, buckets in info["largest_block_buckets"].items():
@@ -868,10 +968,11 @@ def serve(
     Example: simhash-store serve --listen 127.0.0.1:5433
     """
     address = _listen_address(listen)
-    if (state.db or "").strip() not in ("", "embedded"):  # --db, or SIMHASH_STORE_URL through it
-        fail(f"serve runs the embedded server; --db and {URL_VARIABLE} name another one")
     from . import embedded
-    from .config import EMBEDDED_DATABASE, data_dir
+    from .config import EMBEDDED_DATABASE, data_dir, uses_embedded
+
+    if not uses_embedded(state.db or ""):  # --db, or SIMHASH_STORE_URL through it
+        fail(f"serve runs the embedded server; --db and {URL_VARIABLE} name another one")
 
     stop = threading.Event()
     for number in (signal.SIGINT, signal.SIGTERM):
@@ -901,13 +1002,19 @@ def url() -> None:
 
     Example: simhash-store url   # then: psql "$(simhash-store url)"
     """
-    from .config import resolve_url
+    from .config import EMBEDDED_DATABASE, data_dir, resolve_url, uses_embedded
 
     try:
-        resolved = resolve_url(state.db)
+        if uses_embedded(state.db):
+            from . import embedded
+
+            # Spelled as serve prints it: one store, one URL.
+            shown = embedded.address(data_dir(), EMBEDDED_DATABASE).libpq()
+        else:
+            shown = resolve_url(state.db).set(drivername="postgresql").render_as_string(hide_password=False)
     except SimhashStoreError as exc:
         fail(str(exc))
-    out.print(resolved.set(drivername="postgresql").render_as_string(hide_password=False), markup=False)
+    out.print(shown, markup=False)
 
 
 # ------------------------------------------------------------ helpers
@@ -1062,7 +1169,7 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
         out.print(_json_line(record), markup=False)
         return
     if not matches:
-        out.print(f"{name} ({to_hex(value)}): nothing stored within {max_distance} bits", markup=False)
+        out.print(f"{name} ({to_hex(value)}): nothing stored within {counted(max_distance, 'bit')}", markup=False)
         return
     table = Table(title=f"{name} ({to_hex(value)})", title_justify="left")
     table.add_column("key")
@@ -1073,6 +1180,31 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
     out.print(table)
 
 
+def _calibrated_distance(store: "Store", given: int | None) -> int:
+    """-k if given, else the k recorded by `calibrate --apply` (said on stderr), else the default."""
+    if given is not None:
+        return given
+    recommended = store.recommended_distance()
+    if recommended is None:
+        return DEFAULT_MAX_DISTANCE
+    err.print(f"k = {recommended}, recommended by calibrate --apply (-k overrides)", markup=False)
+    return recommended
+
+
+def _dedup_distance_note(store: "Store", given: int | None) -> str:
+    """At which k dedup ran, and why (for its summary line)."""
+    distance, _ = store.cluster_state()
+    recommended = store.recommended_distance()
+    if given is not None:
+        return f"k = {distance}"
+    if recommended == distance:
+        return f"k = {distance}, recommended by calibrate --apply"
+    if recommended is None:
+        return f"k = {distance}, the store's cluster distance"
+    return (f"k = {distance}, the store's cluster distance (calibrate --apply recommends {recommended}: "
+            f"`simhash-store recluster -k {recommended}` re-clusters the store at it)")
+
+
 def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
     """One line in which every input is counted once (the counts add up to the inputs), then the reasons."""
     rate = summary.documents / elapsed if elapsed > 0 else 0.0
@@ -1080,7 +1212,7 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
     out.print(
         f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
         f"skipped {len(summary.deliberate)}, failed {len(summary.failures)}{near} "
-        f"(of {summary.inputs} inputs) in {elapsed:.1f} s ({rate:,.0f} documents/s, "
+        f"(of {counted(summary.inputs, 'input')}) in {elapsed:.1f} s ({rate:,.0f} documents/s, "
         f"{summary.bytes / elapsed / 1e6 if elapsed > 0 else 0:.2f} MB/s)",
         markup=False,
     )
@@ -1115,7 +1247,7 @@ def _print_clusters(store, max_distance: int, as_json: bool) -> None:
             members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
             out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
     if not as_json:
-        err.print(f"{len(groups)} clusters of two or more documents at distance {max_distance}")
+        err.print(f"{counted(len(groups), 'cluster')} of two or more documents at distance {max_distance}")
         if not stored:
             err.print(f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)")
 
@@ -1188,7 +1320,14 @@ def hide_secrets_from_process_list(arguments: list[str]) -> None:
 
 def main() -> None:
     hide_secrets_from_process_list(sys.argv[1:])
-    app()
+    try:
+        app()
+    finally:
+        # The interpreter's teardown collects garbage over every object the imports made
+        # (SQLAlchemy, pydantic, rich: some 90,000), which takes longer than many a command;
+        # frozen, they are left to the operating system. Files are still flushed and closed,
+        # atexit handlers still run (the embedded server is still stopped).
+        gc.freeze()
 
 
 if __name__ == "__main__":

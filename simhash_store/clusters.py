@@ -7,11 +7,19 @@ id and whose representative it is. Clusters never merge, so no id ever changes a
 documents arrive (docs/dedup.md says why, and what happens to chains).
 
 A store keeps clusters once asked to (``store_info.cluster_max_distance`` set by
-:func:`recluster`): each document written then costs a radius search. The write path
-calls :func:`assign` inside its transaction, after its rows are in; writers take turns
-on an advisory lock there, so two near-duplicates written at the same time by two
-processes end in one cluster. :func:`recluster` redoes a whole store,
-at its distance or another. The leader rule itself is :func:`leaders`, pure numpy.
+:func:`recluster`): each document written then costs a radius search. A write into such a
+store takes turns with the other writers on an advisory lock (:func:`lock_for_write`) before
+its rows go in, so two near-duplicates written at the same time by two processes end in one
+cluster; under the lock it numbers its new documents itself (:func:`allocate_ids`), and calls
+:func:`assign` after its rows are in. :func:`recluster` redoes a whole store, at its distance
+or another. The leader rule itself is :func:`leaders`, pure numpy.
+
+Why ids are numbered under the lock rather than taken from the identity sequence: a cluster's
+id is its founder's document id, and sequence values are never rolled back, so a write killed
+inside its transaction would push every later id up, and a rerun of ``dedup`` would write other
+cluster ids than an uninterrupted run. One more than the largest id stored (or used by a
+cluster) depends only on what is committed. The sequence is moved past the ids taken, so
+writers that use it (other applications' INSERTs, stores that keep no clusters) never meet them.
 
 >>> import numpy as np
 >>> leaders(np.array([0b0, 0b1, 0b111, 0xFFFF], dtype=np.uint64), 2).tolist()  # 0b111 is near 0b1, not 0b0
@@ -51,15 +59,47 @@ _NEAREST_REPRESENTATIVE = """
     ) n
 """
 
-_SET_CLUSTERS = """
+_NEW_HEADS = """
+    INSERT INTO simhash.cluster_heads (cluster, representative_id)
+    SELECT * FROM unnest(%(clusters)s::bigint[], %(ids)s::bigint[])
+"""
+
+# A batch's documents get their clusters, and the clusters they found their heads, in one statement.
+_SET_CLUSTERS_AND_HEADS = """
+    WITH heads AS (
+        INSERT INTO simhash.cluster_heads (cluster, representative_id)
+        SELECT * FROM unnest(%(founded)s::bigint[], %(founders)s::bigint[])
+    )
     UPDATE simhash.documents d SET cluster = u.cluster
     FROM unnest(%(ids)s::bigint[], %(clusters)s::bigint[]) AS u(id, cluster)
     WHERE d.id = u.id
 """
 
-_NEW_HEADS = """
-    INSERT INTO simhash.cluster_heads (cluster, representative_id)
-    SELECT id, id FROM unnest(%(ids)s::bigint[]) AS u(id)
+# The largest id a new document must not take: of a stored document, and of a cluster or a
+# representative (whose document may have been removed, while the cluster lives on). And the
+# identity sequence moved past the ``count`` ids about to be taken (when this role may).
+_HIGHEST_ID = """
+    SELECT h.id,
+           CASE WHEN pg_catalog.has_sequence_privilege(s.sequence, 'UPDATE')
+                THEN pg_catalog.setval(s.sequence, GREATEST(h.id + %(count)s, pg_catalog.nextval(s.sequence))) END
+    FROM (SELECT GREATEST((SELECT max(id) FROM simhash.documents), (SELECT max(cluster) FROM simhash.cluster_heads),
+                          (SELECT max(representative_id) FROM simhash.cluster_heads), 0) AS id) h,
+         (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::regclass AS sequence) s
+"""
+
+# Clusters whose representative (among the given keys) left them, re-written with a new
+# fingerprint: the oldest remaining member becomes the representative, and a cluster left empty goes.
+_HAND_OVER = """
+    WITH vacated AS (
+        SELECT h.cluster, (SELECT min(m.id) FROM simhash.documents m WHERE m.cluster = h.cluster) AS successor
+        FROM simhash.documents d
+        JOIN simhash.cluster_heads h ON h.representative_id = d.id
+        WHERE d.key = ANY(%(keys)s::text[]) AND d.cluster IS DISTINCT FROM h.cluster
+    ), handed AS (
+        UPDATE simhash.cluster_heads h SET representative_id = v.successor
+        FROM vacated v WHERE h.cluster = v.cluster AND v.successor IS NOT NULL
+    )
+    DELETE FROM simhash.cluster_heads h USING vacated v WHERE h.cluster = v.cluster AND v.successor IS NULL
 """
 
 
@@ -96,54 +136,110 @@ def state(cursor: psycopg.Cursor) -> tuple[int | None, bool]:
     return max_distance(cursor), unclustered
 
 
-def assign(cursor: psycopg.Cursor, keys: Sequence[str]) -> None:
+def lock_for_write(cursor: psycopg.Cursor) -> int | None:
+    """In a store that keeps clusters, take the cluster lock for the rest of the transaction and
+    return the store's cluster distance; None, and no lock, for a store that keeps none."""
+    if max_distance(cursor) is None:
+        return None
+    lock(cursor)
+    return max_distance(cursor)  # again under the lock: a recluster may have changed it meanwhile
+
+
+def allocate_ids(cursor: psycopg.Cursor, count: int) -> int:
+    """Under the cluster lock: the id after which ``count`` ids are free for new documents (or
+    clusters); they are taken in order from it. Moves the identity sequence past them."""
+    return cursor.execute(_HIGHEST_ID, {"count": count}).fetchone()[0]
+
+
+def assign(cursor: psycopg.Cursor, keys: Sequence[str], *, distance: int | None = None, moved: bool = True) -> None:
     """Give every document among ``keys`` that has no cluster yet one, in the order of ``keys``
-    (the input order: the first of near-duplicates leads). Call it inside the write's transaction."""
+    (the input order: the first of near-duplicates leads). Call it inside the write's transaction.
+
+    ``distance``: the store's cluster distance, when the caller holds the lock (:func:`lock_for_write`).
+    ``moved``: documents among ``keys`` may have left their cluster (a re-written text): a cluster
+    whose representative left is handed to its oldest remaining member first.
+    """
     if not keys:
         return
-    k = max_distance(cursor)
-    if k is None:  # this store keeps no clusters
-        return
-    lock(cursor)
-    k = max_distance(cursor)  # again under the lock: a recluster may have changed it meanwhile
-    if k is None:
-        return
-    position = {key: i for i, key in enumerate(keys)}
+    if distance is None:
+        distance = lock_for_write(cursor)
+        if distance is None:  # this store keeps no clusters
+            return
+    if moved:
+        cursor.execute(_HAND_OVER, {"keys": list(keys)})
     rows = cursor.execute(
         "SELECT id, fingerprint, key FROM simhash.documents WHERE key = ANY(%s::text[]) AND cluster IS NULL",
-        (list(position),),
+        (list(keys),),
     ).fetchall()
-    if not rows:
-        return
-    rows.sort(key=lambda row: position[row[2]])
+    if rows:
+        cursor.execute(_SET_CLUSTERS_AND_HEADS, place(cursor, keys, rows, distance, moved=moved).parameters())
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where documents go, in input order: their keys, ids and clusters; and the clusters they found."""
+
+    keys: list[str]
+    ids: list[int]
+    clusters: list[int]
+    heads: list[tuple[int, int]]  # (cluster, representative id) of each cluster founded
+
+    def parameters(self) -> dict[str, list]:
+        return {
+            "keys": self.keys, "ids": self.ids, "clusters": self.clusters,
+            "founded": [cluster for cluster, _ in self.heads], "founders": [id_ for _, id_ in self.heads],
+        }
+
+
+def place(
+    cursor: psycopg.Cursor, keys: Sequence[str], rows: Sequence[tuple[int, int, str]], distance: int, *, moved: bool = False
+) -> Placement:
+    """The clusters of documents without one, by the leader rule, in the order of ``keys``; ``rows``:
+    their (id, signed fingerprint, key), stored or about to be (the caller holds the cluster lock).
+    ``moved``: some of them are stored documents re-written with a new fingerprint."""
+    position = {key: i for i, key in enumerate(keys)}
+    rows = sorted(rows, key=lambda row: position[row[2]])
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     signed = [r[1] for r in rows]
     values = np.array(signed, dtype=np.int64).view(np.uint64)
-    few = cursor.execute(
-        "SELECT count(*) FROM (SELECT FROM simhash.cluster_heads LIMIT %s) h", (IN_MEMORY_REPRESENTATIVES + 1,)
-    ).fetchone()[0]
-    if few <= IN_MEMORY_REPRESENTATIVES:
-        nearest = _nearest_in_memory(cursor, values, k)
+    representatives = _representatives(cursor)
+    if representatives is not None:
+        nearest = _nearest_in_memory(representatives, values, distance)
     else:
         nearest = {}
-        for ordinality, cluster, distance, id_ in cursor.execute(
-            _NEAREST_REPRESENTATIVE, {"fingerprints": signed, "k": k}, prepare=True
+        for ordinality, cluster, found, id_ in cursor.execute(
+            _NEAREST_REPRESENTATIVE, {"fingerprints": signed, "k": distance}, prepare=True
         ):
-            nearest[ordinality - 1] = (distance, id_, cluster)
-    clusters, founders = _assign_in_order(ids, values, nearest, k)
-    cursor.execute(_SET_CLUSTERS, {"ids": ids.tolist(), "clusters": clusters})
-    if founders:
-        cursor.execute(_NEW_HEADS, {"ids": founders})
+            nearest[ordinality - 1] = (found, id_, cluster)
+    # A re-written founder whose old cluster lives on cannot found another under its own id.
+    taken = _cluster_ids_among(cursor, ids.tolist()) if moved else set()
+    fresh = iter(range(allocate_ids(cursor, len(taken)) + 1, 2**63) if taken else ())
+    clusters, heads = _assign_in_order(ids, values, nearest, distance, lambda id_: next(fresh) if id_ in taken else id_)
+    return Placement([r[2] for r in rows], ids.tolist(), clusters, heads)
 
 
-def _nearest_in_memory(cursor: psycopg.Cursor, values: np.ndarray, k: int) -> dict[int, tuple[int, int, int]]:
-    """The nearest representative within ``k`` of each value (ties: the lowest id), all representatives
-    read at once and compared in numpy: for a store with few clusters, far cheaper than a radius
-    search per document (a few ms each at k = 11), with the same answers."""
+def _cluster_ids_among(cursor: psycopg.Cursor, ids: list[int]) -> set[int]:
+    rows = cursor.execute("SELECT cluster FROM simhash.cluster_heads WHERE cluster = ANY(%s::bigint[])", (ids,))
+    return {row[0] for row in rows}
+
+
+def _representatives(cursor: psycopg.Cursor) -> list[tuple[int, int, int]] | None:
+    """(id, signed fingerprint, cluster) of every representative in id order, if there are at most
+    ``IN_MEMORY_REPRESENTATIVES``; else None (the search goes to SQL). One statement either way."""
     rows = cursor.execute(
         "SELECT d.id, d.fingerprint, h.cluster FROM simhash.cluster_heads h "
-        "JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id"
+        "JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id LIMIT %s",
+        (IN_MEMORY_REPRESENTATIVES + 1,),
     ).fetchall()
+    return rows if len(rows) <= IN_MEMORY_REPRESENTATIVES else None
+
+
+def _nearest_in_memory(
+    rows: list[tuple[int, int, int]], values: np.ndarray, k: int
+) -> dict[int, tuple[int, int, int]]:
+    """The nearest representative within ``k`` of each value (ties: the lowest id), compared with
+    every representative (``rows``, in id order) in numpy: for a store with few clusters, far
+    cheaper than a radius search per document (a few ms each at k = 11), with the same answers."""
     nearest: dict[int, tuple[int, int, int]] = {}
     if not rows:
         return nearest
@@ -161,25 +257,27 @@ def _nearest_in_memory(cursor: psycopg.Cursor, values: np.ndarray, k: int) -> di
 
 
 def _assign_in_order(
-    ids: np.ndarray, values: np.ndarray, stored: dict[int, tuple[int, int, int]], k: int
-) -> tuple[list[int], list[int]]:
+    ids: np.ndarray, values: np.ndarray, stored: dict[int, tuple[int, int, int]], k: int, new_cluster=lambda id_: id_
+) -> tuple[list[int], list[tuple[int, int]]]:
     """Each new document's cluster, given its nearest stored representative (distance, id, cluster)
-    if any; representatives founded earlier in the same batch count too. Returns (clusters, founders)."""
+    if any; representatives founded earlier in the same batch count too. A founder's cluster id is
+    ``new_cluster(its id)``. Returns (clusters, [(cluster, representative id) of each founded])."""
     clusters: list[int] = []
-    founders: list[int] = []
+    founders: list[tuple[int, int]] = []
     founder_values = np.empty(len(ids), dtype=np.uint64)
-    for position, (id_, value) in enumerate(zip(ids.tolist(), values)):
-        best = stored.get(position)
+    for id_, value in zip(ids.tolist(), values):
+        best = stored.get(len(clusters))
         if founders:
             distances = np.bitwise_count(founder_values[: len(founders)] ^ value)
             nearest = int(np.argmin(distances))
-            candidate = (int(distances[nearest]), founders[nearest], founders[nearest])
+            cluster, founder = founders[nearest]
+            candidate = (int(distances[nearest]), founder, cluster)
             if candidate[0] <= k and (best is None or candidate[:2] < best[:2]):
                 best = candidate
         if best is None:
             founder_values[len(founders)] = value
-            founders.append(id_)
-            clusters.append(id_)
+            founders.append((new_cluster(id_), id_))
+            clusters.append(founders[-1][0])
         else:
             clusters.append(best[2])
     return clusters, founders
@@ -242,7 +340,7 @@ def recluster(connection, k: int) -> tuple[int, int]:
             {"ids": ids.tolist(), "clusters": clusters.tolist()},
         )
         founders = ids[representative == np.arange(len(ids))].tolist()
-        cursor.execute(_NEW_HEADS, {"ids": founders})
+        cursor.execute(_NEW_HEADS, {"clusters": founders, "ids": founders})
     return len(ids), len(founders)
 
 
@@ -338,12 +436,13 @@ _PREFER_LONGEST = """
 """
 
 
-def prefer_longest(cursor: psycopg.Cursor, keys: Sequence[str]) -> int:
+def prefer_longest(cursor: psycopg.Cursor, keys: Sequence[str], *, locked: bool = False) -> int:
     """Make each given document the representative of its cluster if it is longer than the
     representative (the first of equally long ones wins); returns how many clusters changed.
     Their other members keep their cluster: they are within ``k`` of the old representative,
-    so within ``2k`` of the new one."""
-    lock(cursor)
+    so within ``2k`` of the new one. ``locked``: the caller holds the cluster lock."""
+    if not locked:
+        lock(cursor)
     cursor.execute(_PREFER_LONGEST, {"keys": list(keys)})
     return cursor.rowcount
 
@@ -356,4 +455,7 @@ def sample_keys(cursor: psycopg.Cursor, count: int, seed: str) -> list[str]:
     return [row[0] for row in rows]
 
 
-__all__ = ["Cluster", "Membership", "assign", "leaders", "memberships", "recluster", "stored_clusters"]
+__all__ = [
+    "Cluster", "Membership", "Placement", "allocate_ids", "assign", "leaders", "lock_for_write", "memberships",
+    "place", "recluster", "stored_clusters",
+]

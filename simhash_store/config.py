@@ -17,18 +17,20 @@ keepalives and ``tcp_user_timeout`` (``SIMHASH_STORE_NETWORK_TIMEOUT``); see
 from __future__ import annotations
 
 import os
+import re
 import warnings
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from .errors import ConfigError, DatabaseUnavailableError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
-# SQLAlchemy is imported where a URL is parsed, not with this module: the CLI reads
-# URL_VARIABLE before it starts its workers, which should not inherit SQLAlchemy.
+# SQLAlchemy is imported where an engine's URL is made, not with this module: the CLI reads
+# URL_VARIABLE before it starts its workers, which should not inherit SQLAlchemy, and
+# `query` reads the store with psycopg alone (see lookup.py).
 
 URL_VARIABLE = "SIMHASH_STORE_URL"
 DATA_DIR_VARIABLE = "SIMHASH_STORE_DATA_DIR"
@@ -53,20 +55,22 @@ _SECRET_OPTIONS = ("password", "sslpassword", "oauth_client_secret", "scram_clie
 _INTEGER_OPTIONS = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout")
 
 
-def redact(url: URL | str) -> str:
+def redact(url: URL | UrlParts | str) -> str:
     """A URL as it may be shown to people: the password (also as ``?password=``) replaced by ``***``."""
     if isinstance(url, str):
         try:
             url = _parse(url)
         except ConfigError:
             return "<unparseable URL>"
+    if isinstance(url, UrlParts):
+        url = url.sqlalchemy()
     hidden = {name: "***" for name in _SECRET_OPTIONS if name in url.query}
     if hidden:
         url = url.update_query_dict(hidden)
     return url.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
 
 
-def secrets_of(url: URL) -> list[str]:
+def secrets_of(url: URL | UrlParts) -> list[str]:
     """The secret values a URL holds, to be scrubbed from any message that might echo them."""
     values = [url.password] if url.password else []
     for name in _SECRET_OPTIONS:
@@ -96,7 +100,70 @@ def scrub(message: str, secrets: list[str]) -> str:
     return message
 
 
-def _parse(raw: str) -> URL:
+@dataclass(frozen=True)
+class UrlParts:
+    """A database URL taken apart, as SQLAlchemy's ``URL`` holds it (the same attribute names),
+    without importing SQLAlchemy; :meth:`sqlalchemy` makes that ``URL``."""
+
+    drivername: str
+    username: str | None = None
+    password: str | None = None
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+    query: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+
+    def sqlalchemy(self) -> URL:
+        from sqlalchemy.engine import URL
+
+        return URL.create(self.drivername, self.username, self.password, self.host, self.port, self.database, self.query)
+
+
+# SQLAlchemy's own URL pattern (sqlalchemy.engine.url._parse_url): split as make_url splits.
+_URL_PATTERN = re.compile(
+    r"""
+        (?P<name>[\w\+]+)://
+        (?:
+            (?P<username>[^:/]*)
+            (?::(?P<password>[^@]*))?
+        @)?
+        (?:
+            (?:
+                \[(?P<ipv6host>[^/\?]+)\] |
+                (?P<ipv4host>[^/:\?]+)
+            )?
+            (?::(?P<port>[^/\?]*))?
+        )?
+        (?:/(?P<database>[^\?]*))?
+        (?:\?(?P<query>.*))?
+    """,
+    re.X,
+)
+
+
+def _split(text: str) -> UrlParts:
+    """What ``sqlalchemy.engine.make_url(text)`` holds, without SQLAlchemy; ValueError where it raises one."""
+    from urllib.parse import parse_qsl, unquote
+
+    match = _URL_PATTERN.match(text)
+    if match is None:
+        raise ValueError("not a URL")
+    found = match.groupdict()
+    query: dict[str, str | tuple[str, ...]] = {}
+    for key, value in parse_qsl(found["query"] or ""):
+        earlier = query.get(key)
+        query[key] = value if earlier is None else (*earlier, value) if isinstance(earlier, tuple) else (earlier, value)
+    return UrlParts(
+        found["name"],
+        *(unquote(found[name]) if found[name] is not None else None for name in ("username", "password")),
+        host=found["ipv4host"] or found["ipv6host"],
+        port=int(found["port"]) if found["port"] is not None else None,  # "" raises, as in make_url
+        database=unquote(found["database"]) if found["database"] is not None else None,
+        query=query,
+    )
+
+
+def _parse(raw: str) -> UrlParts:
     """make_url, but a password may hold ``@``, ``:`` or ``/`` unescaped, and no parse error echoes it.
 
     SQLAlchemy (like libpq) ends the password at the first ``@``, so ``user:p@ss@host``
@@ -105,8 +172,6 @@ def _parse(raw: str) -> URL:
     percent-encoded before parsing (already encoded text is left as it was).
     """
     from urllib.parse import quote, unquote
-
-    from sqlalchemy.engine import make_url
 
     raw = raw.strip()
     scheme, separator, rest = raw.partition("://")
@@ -124,15 +189,21 @@ def _parse(raw: str) -> URL:
     if host.count("[") != host.count("]"):
         raise ConfigError("unclosed '[' in the host of the database URL (IPv6 hosts are written [::1])")
     try:
-        return make_url(f"{scheme}://{rest}")
-    except ValueError as exc:  # ArgumentError is one; a bad port is a bare ValueError
-        port = host.rsplit("]", 1)[-1].rpartition(":")[2]
+        return _split(f"{scheme}://{rest}")
+    except ValueError:  # no match (a scheme of other characters), or a port that is not a number
+        after_host = host.rsplit("]", 1)[-1]
+        port = after_host.rpartition(":")[2] if ":" in after_host else ""
         if port and not port.isdigit():
             raise ConfigError("bad port in the database URL: a number from 1 to 65535") from None
-        raise ConfigError("not a database URL (expected postgresql://user@host:port/database)") from exc.__cause__
+        raise ConfigError("not a database URL (expected postgresql://user@host:port/database)") from None
 
 
 def normalize_url(raw: str) -> URL:
+    """:func:`normalized_parts` as SQLAlchemy's URL."""
+    return normalized_parts(raw).sqlalchemy()
+
+
+def normalized_parts(raw: str) -> UrlParts:
     """Accept ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://`` URLs; use psycopg 3.
 
     A connection timeout is added unless the URL sets one, so no command hangs forever
@@ -147,13 +218,12 @@ def normalize_url(raw: str) -> URL:
             "(postgresql://user@host:port/database)"
         )
     _check_options(url)
-    url = url.set(drivername="postgresql+psycopg")
-    if "connect_timeout" not in url.query:
-        url = url.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_SECONDS)})
-    return url
+    query = dict(url.query)
+    query.setdefault("connect_timeout", str(CONNECT_TIMEOUT_SECONDS))
+    return replace(url, drivername="postgresql+psycopg", query=query)
 
 
-def _check_options(url: URL) -> None:
+def _check_options(url: UrlParts) -> None:
     import psycopg
 
     if url.port is not None and not 1 <= url.port <= 65535:
@@ -192,7 +262,7 @@ def network_timeout() -> float:
     return _seconds_setting(NETWORK_TIMEOUT_VARIABLE, NETWORK_TIMEOUT_SECONDS)
 
 
-def session_arguments(url: URL) -> dict[str, str]:
+def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     """libpq parameters for the library's own connections, on top of what the URL says.
 
     - ``options``: ``search_path`` pinned to :data:`SEARCH_PATH`, ``lock_timeout`` and
@@ -235,10 +305,22 @@ def resolve_url(url: str | URL | None = None) -> URL:
 
     if isinstance(url, URL):
         return normalize_url(url.render_as_string(hide_password=False))  # re-encodes the password
+    return resolve_parts(url).sqlalchemy()
+
+
+def resolve_parts(url: str | None = None) -> UrlParts:
+    """:func:`resolve_url` taken apart, without SQLAlchemy."""
+    if uses_embedded(url):
+        from . import embedded
+
+        return embedded.address(data_dir(), EMBEDDED_DATABASE).parts()
+    return normalized_parts(url if url is not None else os.environ[URL_VARIABLE])
+
+
+def uses_embedded(url: str | None = None) -> bool:
+    """Whether :func:`resolve_url` would give the embedded server for this URL (or for none)."""
     raw = url if url is not None else os.environ.get(URL_VARIABLE, "")
-    if raw.strip() in ("", EMBEDDED):
-        return embedded_url()
-    return normalize_url(raw)
+    return raw.strip() in ("", EMBEDDED)
 
 
 def data_dir() -> Path:
@@ -275,9 +357,12 @@ __all__ = [
     "data_dir",
     "embedded_url",
     "normalize_url",
+    "normalized_parts",
     "raw_secrets",
     "redact",
+    "resolve_parts",
     "resolve_url",
     "scrub",
     "session_arguments",
+    "uses_embedded",
 ]

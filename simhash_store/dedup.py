@@ -14,6 +14,7 @@ byte for byte, after an interruption too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .corpus import DELIBERATE, Skip, Source
@@ -73,11 +74,11 @@ def dedup(
     """``(record, verdict)`` for each record, in order; records are dicts (or any mapping).
 
     ``store``: a :class:`Store`, a URL, or None for the default store. ``max_distance``:
-    None for the store's cluster distance (11 unless ``recluster`` chose another); another
-    value is accepted by an empty store only. ``keep="longest"``: the longest record of
-    each cluster is kept, so verdicts come after all records are stored (a one-shot
-    iterator is held in memory for that). A bad record (no key, no text, a key repeated)
-    gets a verdict with ``problem`` set and the rest go on.
+    None for the store's cluster distance (for a store that keeps no clusters yet: the k
+    recorded by ``calibrate --apply``, else 11); another value is accepted by an empty store
+    only. ``keep="longest"``: the longest record of each cluster is kept, so verdicts come
+    after all records are stored (a one-shot iterator is held in memory for that). A bad
+    record (no key, no text, a key repeated) gets a verdict with ``problem`` set and the rest go on.
     """
     if keep == "longest" and not isinstance(records, Sequence):
         records = list(records)
@@ -112,6 +113,7 @@ def dedup_rows(
     first, then each gets the verdict of the final clusters.
     """
     from .ingest import Fingerprinter, _batches
+    from .scheme import DEFAULT
     from .store import Store
 
     if batch_size < 1:
@@ -120,27 +122,32 @@ def dedup_rows(
         raise ValueError(f"keep must be first or longest, not {keep!r}")
     opened = store if isinstance(store, Store) else Store(store)
     try:
-        scheme = opened.init()
-        _check_distance(opened, max_distance)
         seen: set[str] = set()
-        if fingerprinter is not None:
-            fingerprinter.scheme = scheme
-        with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
+        with fingerprinter or Fingerprinter(DEFAULT, jobs) as fingerprinter:
+            batches = _batches(rows(), batch_size)
+            # The workers fingerprint the first batch while the store is created or checked (a new
+            # store's migrations take a second or more), with the scheme they were started for:
+            # the default unless told. A store of another scheme has the batch fingerprinted again.
+            pending = [(batch, _start_batch(batch, key, text, seen, fingerprinter)) for batch in islice(batches, 1)]
+            scheme = opened.init()
+            _check_distance(opened, max_distance)
+            if fingerprinter.scheme != scheme:
+                fingerprinter.scheme = scheme
+                pending = [(batch, _fingerprint(so_far, sources, fingerprinter)) for batch, (so_far, sources, _) in pending]
             # While the workers fingerprint one batch, the one before is stored and resolved.
             outcomes: list = []
-            pending = None
-            for batch in _batches(rows(), batch_size):
-                started = _start_batch(batch, key, text, seen, fingerprinter)
-                if pending is not None:
-                    yield from _finish_batch(opened, *pending, keep, outcomes)
-                pending = (batch, started)
-            if pending is not None:
-                yield from _finish_batch(opened, *pending, keep, outcomes)
+            for batch in batches:
+                pending.append((batch, _start_batch(batch, key, text, seen, fingerprinter)))
+                yield from _finish_batch(opened, *pending.pop(0), keep, outcomes)
+            for done in pending:
+                yield from _finish_batch(opened, *done, keep, outcomes)
         if keep == "first":
             return
         # Second pass: the clusters are final, every record's verdict is read from them.
         for start, batch in zip(range(0, len(outcomes), batch_size), _batches(rows(), batch_size)):
-            yield from zip(*zip(*batch), _resolve(opened, outcomes[start : start + batch_size]))
+            keys = _stored_keys(outcomes[start : start + batch_size])
+            memberships = opened.memberships(keys) if keys else {}
+            yield from zip(*zip(*batch), _resolve(outcomes[start : start + batch_size], memberships))
     finally:
         if opened is not store:
             opened.close()
@@ -207,6 +214,10 @@ def _start_batch(batch, key_field: str, text_field: str, seen: set[str], fingerp
             continue
         seen.add(key)
         sources.append((position, Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")))))
+    return _fingerprint(outcomes, sources, fingerprinter)
+
+
+def _fingerprint(outcomes, sources, fingerprinter):
     return outcomes, sources, fingerprinter.submit([(source, None) for _, source in sources])
 
 
@@ -214,18 +225,19 @@ def _finish_batch(store: "Store", batch, started, keep: str, kept_outcomes: list
     """Store a batch whose fingerprints are coming; with keep first, yield its verdicts at once
     (with keep longest, keep its outcomes for the second pass)."""
     outcomes, sources, collect = started
-    outcomes = _store_batch(store, batch, outcomes, sources, collect(None), keep)
+    outcomes, memberships = _store_batch(store, batch, outcomes, sources, collect(None), keep)
     if keep == "first":
-        yield from zip(*zip(*batch), _resolve(store, outcomes))
+        yield from zip(*zip(*batch), _resolve(outcomes, memberships))
     else:
         kept_outcomes.extend(outcomes)
 
 
-def _store_batch(store: "Store", batch, outcomes, sources, prepared, keep: str) -> list[Verdict | _Stored]:
-    """Store the fingerprinted records of one batch; a final verdict for records that cannot be stored."""
+def _store_batch(store: "Store", batch, outcomes, sources, prepared, keep: str):
+    """Store the fingerprinted records of one batch (one transaction, which also reads back where
+    each sits): (outcomes, with a final verdict for records that cannot be stored; memberships)."""
     from .store import NewDocument
 
-    fingerprinted: dict[str, Any] = {}
+    documents = []
     for (position, source), item in zip(sources, prepared):
         where = batch[position][0]
         if item.skip is not None:
@@ -237,29 +249,20 @@ def _store_batch(store: "Store", batch, outcomes, sources, prepared, keep: str) 
             )
             continue
         outcomes[position] = _Stored(source.key, item.fingerprint, where)
-        fingerprinted[source.key] = item
-    if fingerprinted:
-        stored = store.versions(list(fingerprinted))
-        new = [
-            NewDocument(k, item.fingerprint, item.digest, item.length)
-            for k, item in fingerprinted.items()
-            if k not in stored
-        ]
-        if new:
-            store.add_batch(new)
-        if keep == "longest":
-            # Promoting is a second transaction: a run killed between the two left its stored records
-            # unpromoted, so a rerun promotes those stored with the same text too (a no-op otherwise).
-            same = [k for k, item in fingerprinted.items() if k not in stored or stored[k][0] == item.digest]
-            if same:
-                store.prefer_longest(same)
-    return outcomes  # type: ignore[return-value]
+        documents.append(NewDocument(source.key, item.fingerprint, item.digest, item.length))
+    # Keys stored before (by a run killed after this batch, or an earlier batch) keep their text
+    # and are read back. With keep longest, the longer ones of this batch, and those stored with the
+    # same text by a run killed before it could promote them, become their clusters' representatives.
+    memberships = store.add_new_and_cluster(documents, prefer_longest=keep == "longest") if documents else {}
+    return outcomes, memberships
 
 
-def _resolve(store: "Store", outcomes: list[Verdict | _Stored]) -> list[Verdict]:
+def _stored_keys(outcomes: list[Verdict | _Stored]) -> list[str]:
+    return [o.key for o in outcomes if isinstance(o, _Stored)]
+
+
+def _resolve(outcomes: list[Verdict | _Stored], memberships: Mapping[str, Any]) -> list[Verdict]:
     """Each stored record's verdict from its cluster: kept if it is the representative."""
-    keys = [o.key for o in outcomes if isinstance(o, _Stored)]
-    memberships = store.memberships(keys) if keys else {}
     verdicts = []
     for outcome in outcomes:
         if isinstance(outcome, Verdict):

@@ -31,7 +31,18 @@ _lock = threading.Lock()
 
 def _jieba_module():
     import logging
+    import sys
 
+    if "jieba" not in sys.modules and "pkg_resources" not in sys.modules:
+        # jieba imports pkg_resources (a tenth of a second or more, the slowest part of its
+        # import) only to open its own data files, and opens the very same files with open()
+        # when pkg_resources cannot be imported: make it so, for that one import.
+        sys.modules["pkg_resources"] = None  # type: ignore[assignment]
+        try:
+            import jieba
+        finally:
+            if sys.modules.get("pkg_resources", 0) is None:
+                del sys.modules["pkg_resources"]
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
@@ -63,26 +74,24 @@ def jieba_tokenizer(user_dict: str | None = None):
     return tokenizer
 
 
+_INTEGER, _REAL = np.dtype(np.int64), np.dtype(np.float64)
+
+
 def _prefix_dictionary(tokenizer, key: dict) -> tuple[dict[str, int], int]:
-    stored = cache.load("jieba-prefix-dictionary", key)
+    stored = cache.load_word_table("jieba-prefix-dictionary", key, {"frequencies": _INTEGER}, {"total": _INTEGER})
     if stored is not None:
-        try:
-            words = cache.split_strings(stored["words"], len(stored["frequencies"]))
-            return dict(zip(words, stored["frequencies"].tolist())), int(stored["total"][0])
-        except (KeyError, ValueError, IndexError):
-            pass  # a damaged entry: build it again
+        words, arrays = stored
+        return dict(zip(words, arrays["frequencies"].tolist())), int(arrays["total"][0])
     frequencies, total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
-    joined = cache.join_strings(list(frequencies))
-    if joined is not None:
-        cache.store(
-            "jieba-prefix-dictionary",
-            key,
-            {
-                "words": joined,
-                "frequencies": np.fromiter(frequencies.values(), dtype=np.int64, count=len(frequencies)),
-                "total": np.array([total], dtype=np.int64),
-            },
-        )
+    cache.store_word_table(
+        "jieba-prefix-dictionary",
+        key,
+        list(frequencies),
+        {
+            "frequencies": np.fromiter(frequencies.values(), dtype=_INTEGER, count=len(frequencies)),
+            "total": np.array([total], dtype=_INTEGER),
+        },
+    )
     return frequencies, total
 
 
@@ -102,28 +111,20 @@ def _idf_key() -> dict:
 def idf_table() -> tuple[dict[str, float], float]:
     """jieba's IDF table (jieba/analyse/idf.txt) and its median, exactly as jieba.analyse reads them."""
     key = _idf_key()
-    stored = cache.load("jieba-idf", key)
+    stored = cache.load_word_table("jieba-idf", key, {"idf": _REAL}, {"median": _REAL})
     if stored is not None:
-        try:
-            words = cache.split_strings(stored["words"], len(stored["idf"]))
-            return dict(zip(words, stored["idf"].tolist())), float(stored["median"][0])
-        except (KeyError, ValueError, IndexError):
-            pass
+        words, arrays = stored
+        return dict(zip(words, arrays["idf"].tolist())), float(arrays["median"][0])
     content = _idf_file().decode("utf-8")
     words_and_values = content.split()  # "word idf" per line; no word holds whitespace
     table = dict(zip(words_and_values[0::2], map(float, words_and_values[1::2])))
     median = sorted(table.values())[len(table) // 2]
-    joined = cache.join_strings(list(table))
-    if joined is not None:
-        cache.store(
-            "jieba-idf",
-            key,
-            {
-                "words": joined,
-                "idf": np.fromiter(table.values(), dtype=np.float64, count=len(table)),
-                "median": np.array([median]),
-            },
-        )
+    cache.store_word_table(
+        "jieba-idf",
+        key,
+        list(table),
+        {"idf": np.fromiter(table.values(), dtype=_REAL, count=len(table)), "median": np.array([median], dtype=_REAL)},
+    )
     return table, median
 
 
@@ -166,9 +167,13 @@ class Vocabulary:
         return self._hashes[key]
 
 
+def _hash_dtype(nbytes: int) -> np.dtype:
+    return np.dtype(f"<u{nbytes}")
+
+
 def _hash_all(words: list[str], hash_name: str, nbytes: int) -> np.ndarray:
     function = HASHES[hash_name].function
-    return np.fromiter(map(function, map(str.encode, words)), dtype=f"<u{nbytes}", count=len(words))
+    return np.fromiter(map(function, map(str.encode, words)), dtype=_hash_dtype(nbytes), count=len(words))
 
 
 @lru_cache(maxsize=8)
@@ -191,6 +196,7 @@ def known_vocabulary(
     if user_dict:
         with open(user_dict, "rb") as dictionary:
             user_words = dictionary.read()
+    with_hashes = nbytes in (4, 8)  # the hash widths a vocabulary carries (see the docstring)
     key = {
         "built_by": 1,  # raise when what is built from the same sources changes
         **_idf_key(),
@@ -198,17 +204,12 @@ def known_vocabulary(
         "stop_words": sorted(stop),
         "min_length": min_length,
         "drop_punctuation": drop_punctuation,
-        "hash": hash_name if nbytes in (4, 8) else None,
+        "hash": hash_name if with_hashes else None,
     }
-    stored = cache.load("vocabulary", key)
+    stored = cache.load_word_table("vocabulary", key, {"idf": _REAL} | ({"hashes": _hash_dtype(nbytes)} if with_hashes else {}))
     if stored is not None:
-        try:
-            words = cache.split_strings(stored["words"], len(stored["idf"]))
-            hashes = {(hash_name, nbytes): stored["hashes"]} if "hashes" in stored else {}
-            if all(len(h) == len(words) for h in hashes.values()):
-                return Vocabulary(words, stored["idf"], hashes)
-        except (KeyError, ValueError):
-            pass
+        words, arrays = stored
+        return Vocabulary(words, arrays["idf"], {(hash_name, nbytes): arrays["hashes"]} if with_hashes else {})
     table, median = idf_table()
     known = dict(table)
     for line in io.StringIO(user_words.decode("utf-8"), newline=None):  # lines as a text file gives them
@@ -220,12 +221,7 @@ def known_vocabulary(
         if len(word) >= min_length and word not in stop and (is_content(word) if drop_punctuation else not word.isspace())
     }
     words = list(kept)
-    idf = np.fromiter(kept.values(), dtype=np.float64, count=len(words))
-    hashes = {(hash_name, nbytes): _hash_all(words, hash_name, nbytes)} if nbytes in (4, 8) else {}
-    joined = cache.join_strings(words)
-    if joined is not None:
-        arrays = {"words": joined, "idf": idf}
-        if hashes:
-            arrays["hashes"] = hashes[hash_name, nbytes]
-        cache.store("vocabulary", key, arrays)
-    return Vocabulary(words, idf, hashes)
+    idf = np.fromiter(kept.values(), dtype=_REAL, count=len(words))
+    arrays = {"idf": idf} | ({"hashes": _hash_all(words, hash_name, nbytes)} if with_hashes else {})
+    cache.store_word_table("vocabulary", key, words, arrays)
+    return Vocabulary(words, idf, {(hash_name, nbytes): arrays["hashes"]} if with_hashes else {})

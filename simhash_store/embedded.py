@@ -20,9 +20,14 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
-from sqlalchemy.engine import URL
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError, DatabaseUnavailableError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from .config import UrlParts
 
 _log = logging.getLogger(__name__)
 
@@ -240,7 +245,15 @@ def _shell_safe_path(pgdata: Path) -> Path:
 
 def database_url(directory: Path, database: str) -> URL:
     """URL of ``database`` on the embedded server in ``directory``, created if missing."""
-    return _create_database(server_for((directory / "pgdata").resolve()), database)
+    return address(directory, database).sqlalchemy()
+
+
+def address(directory: Path, database: str) -> Address:
+    """Where ``database`` on the embedded server in ``directory`` answers (its Unix socket);
+    the server started or joined, the database created if missing."""
+    server = server_for((directory / "pgdata").resolve())
+    _create_database(server, database)
+    return socket_address(server, database)
 
 
 @dataclass(frozen=True)
@@ -271,10 +284,14 @@ class Address:
         return f"postgresql://{authority}/{quote(self.database, safe='')}?{parameters}"
 
     def sqlalchemy(self) -> URL:
-        from .config import CONNECT_TIMEOUT_SECONDS
+        return self.parts().sqlalchemy()
+
+    def parts(self) -> UrlParts:
+        """The URL the library connects with (:meth:`sqlalchemy`), taken apart."""
+        from .config import CONNECT_TIMEOUT_SECONDS, UrlParts
 
         query = {"host": self.host, "port": str(self.port), "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
-        return URL.create("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
+        return UrlParts("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
 
 
 def socket_address(server, database: str) -> Address:
@@ -340,9 +357,8 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
     import psycopg
     from psycopg import sql
 
-    _create_database(server_for((directory / "pgdata").resolve()), database)
-    server = server_for((directory / "pgdata").resolve())
-    socket = socket_address(server, database)
+    socket = address(directory, database)
+    server = server_for((directory / "pgdata").resolve())  # joined above: the same handle
     if listen is None:
         return socket, server
     host, port = listen

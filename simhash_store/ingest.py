@@ -9,6 +9,7 @@ not fingerprinted again).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -39,6 +40,7 @@ from .decoding import SAMPLE_BYTES
 from .records import DEFAULT_MAX_BYTES, unique_keys
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
+from .plural import counted
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .validation import validate_key
 
@@ -158,7 +160,7 @@ def prepare(
             return Prepared(source.key, len(raw), skip=Skip(where, exc.reason, exc.detail))
         text = decoded.text
         if decoded.replaced:
-            warning = f"{where}: {decoded.replaced} invalid bytes replaced by U+FFFD (read as {decoded.encoding})"
+            warning = f"{where}: {counted(decoded.replaced, 'invalid byte')} replaced by U+FFFD (read as {decoded.encoding})"
     del raw
     try:
         value = fingerprint_if_any(text, scheme)
@@ -195,14 +197,14 @@ def _read_file(source: Source, max_bytes: int) -> bytes | Skip:
         except OSError as exc:
             return Skip(where, UNREADABLE, exc.strerror or str(exc))
         except MemoryError:
-            return Skip(where, TOO_LARGE, f"out of memory reading {info.st_size:,} bytes")
+            return Skip(where, TOO_LARGE, f"out of memory reading {counted(info.st_size, 'byte', grouped=True)}")
     if len(data) > max_bytes:  # it grew since it was measured
         return Skip(where, TOO_LARGE, _too_large(len(data), max_bytes))
     return data
 
 
 def _too_large(size: int, limit: int) -> str:
-    return f"{size:,} bytes, over the limit of {limit:,}; raise it with --max-file-size"
+    return f"{counted(size, 'byte', grouped=True)}, over the limit of {limit:,}; raise it with --max-file-size"
 
 
 def _read_up_to(handle, size: int) -> bytes:
@@ -230,6 +232,7 @@ class Fingerprinter:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.max_file_bytes = max_file_bytes
         self._pool = None
+        self._exiting: list = []  # the executors' manager threads, still ending their workers
 
     def start(self, workers: int | None = None) -> None:
         """Start ``workers`` (at most ``jobs``; default all) now, loading their dictionaries
@@ -306,20 +309,34 @@ class Fingerprinter:
         return collect
 
     def close(self) -> None:
+        """Let the workers go, without waiting for them to exit: freeing their dictionaries
+        takes a while, and the caller goes on meanwhile (a query to the database). Leaving
+        the ``with`` block waits for them."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            self._exiting.append(getattr(self._pool, "_executor_manager_thread", None))
+            self._pool.shutdown(wait=False)
             self._pool = None
 
     def terminate(self) -> None:
         if self._pool is not None:
             # The executor cannot stop running work before Python 3.14 (terminate_workers): stop its processes.
             workers = list((getattr(self._pool, "_processes", None) or {}).values())
+            self._exiting.append(getattr(self._pool, "_executor_manager_thread", None))
             self._pool.shutdown(wait=False, cancel_futures=True)
             for worker in workers:
                 worker.terminate()
             for worker in workers:
                 worker.join()
             self._pool = None
+
+    def _wait_for_exits(self) -> None:
+        # Before the interpreter exits: there, concurrent.futures wakes every manager thread
+        # without a lock, and one that is closing its pipe meanwhile makes Python 3.11 print
+        # "OSError: [Errno 9] Bad file descriptor" after the command's output.
+        for thread in self._exiting:
+            if thread is not None:
+                thread.join(timeout=30)
+        self._exiting.clear()
 
     def __enter__(self) -> "Fingerprinter":
         return self
@@ -329,6 +346,7 @@ class Fingerprinter:
             self.close()
         else:
             self.terminate()
+        self._wait_for_exits()
 
 
 def _batches(items: Iterable, size: int) -> Iterator[list]:
@@ -449,13 +467,16 @@ def fingerprint_sources(
 ) -> Iterator[Prepared]:
     """Fingerprints of inputs in order (Skips pass through as skipped Prepared values).
 
-    A ``fingerprinter`` given (perhaps started early) works for ``scheme`` and is closed at the end.
+    A ``fingerprinter`` given (perhaps started early) works for ``scheme`` and is closed at the
+    end: its workers exit while the caller goes on, and the caller's ``with`` waits for them.
     """
-    if fingerprinter is not None:
-        fingerprinter.scheme = scheme
-    with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
+    given = fingerprinter is not None
+    fingerprinter = fingerprinter or Fingerprinter(scheme, jobs)
+    fingerprinter.scheme = scheme
+    with contextlib.nullcontext() if given else fingerprinter:
         for batch in _batches(inputs, batch_size):
             sources = [item for item in batch if isinstance(item, Source)]
             results = iter(fingerprinter.submit([(s, None) for s in sources])(None))
             for item in batch:
                 yield next(results) if isinstance(item, Source) else Prepared(item.where, 0, skip=item)
+        fingerprinter.close()

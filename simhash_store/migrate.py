@@ -11,19 +11,18 @@ from functools import lru_cache
 from importlib.resources import as_file, files
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, text
-
 from .errors import StoreNotFoundError, StoreOutdatedError, StoreTooNewError
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy import Engine
 
 # The store's PostgreSQL schema. models.py takes it from here: every command checks the
 # revision, and importing the models for it would load the SQLAlchemy ORM (60 ms) each time.
 SCHEMA = "simhash"
 
 # The newest revision in migrations/versions; a test checks it against Alembic's view.
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 
 
 @lru_cache(maxsize=1)
@@ -47,13 +46,10 @@ def head_revision() -> str:
 
 def current_revision(engine: Engine) -> str | None:
     """The revision the database is at (None for a database without the store's schema)."""
-    with engine.connect() as connection:
-        exists = connection.execute(
-            text("SELECT to_regclass(:table) IS NOT NULL"), {"table": f"{SCHEMA}.alembic_version"}
-        ).scalar()
-        if not exists:
-            return None
-        return connection.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar()
+    from .lookup import revision_of
+
+    with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+        return revision_of(cursor)
 
 
 def is_known_revision(revision: str) -> bool:

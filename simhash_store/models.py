@@ -94,7 +94,8 @@ class StoreInfo(Base):
 
 
 class ClusterHead(Base):
-    """The representative of each cluster (a cluster's id is the id of the document that started it)."""
+    """The representative of each cluster (a cluster's id is the id of the document that started it,
+    except for one founded by a re-written founder whose first cluster lives on: see docs/dedup.md)."""
 
     __tablename__ = "cluster_heads"
 

@@ -29,6 +29,7 @@ from typing import IO, Iterable, Iterator
 
 from .corpus import BAD_KEY, BAD_RECORD, KEY_COLLISION, Skip, Source
 from .errors import InputError, SimhashStoreError
+from .plural import counted
 from .validation import validate_key
 
 # A line, a file and a JSONL text are refused above this size by default, rather than
@@ -109,7 +110,7 @@ def _json_rows(stream: IO[bytes], name: str, max_line_bytes: int) -> Iterator[tu
     for number, raw in lines(stream, max_line_bytes):
         where = f"{name}:{number}"
         if raw is None:
-            yield where, Skip(where, BAD_RECORD, f"line longer than {max_line_bytes:,} bytes")
+            yield where, Skip(where, BAD_RECORD, f"line longer than {counted(max_line_bytes, 'byte', grouped=True)}")
             continue
         if not raw.strip():
             continue
@@ -346,7 +347,7 @@ def _delimited_rows(
         where = f"{name}:{number}"
         if raw is None or not raw.strip():
             if raw is None:
-                raise InputError(f"{where}: the header line is longer than {max_line_bytes:,} bytes")
+                raise InputError(f"{where}: the header line is longer than {counted(max_line_bytes, 'byte', grouped=True)}")
             continue
         cells = _cells(raw, number, delimiter)
         if isinstance(cells, str):
@@ -397,7 +398,7 @@ def _delimited_body(
         if isinstance(cells, str):
             yield where, Skip(where, BAD_RECORD, cells)
         elif len(cells) != len(header):
-            yield where, Skip(where, BAD_RECORD, f"{len(cells)} columns, the header has {len(header)}")
+            yield where, Skip(where, BAD_RECORD, f"{counted(len(cells), 'column')}, the header has {len(header)}")
         else:
             yield where, dict(zip(header, cells))
 

@@ -390,6 +390,70 @@ def test_help_shows_plain_types():
     assert "PATHS PATH..." in add and "--jsonl TEXT" in add and "--max-distance INTEGER" in add
 
 
+def test_usage_lines_name_arguments_plainly():
+    command = get_command(app)
+    for name in command.commands:
+        usage = CliRunner().invoke(app, [name, "--help"], terminal_width=200).output.splitlines()[0]
+        assert "{" not in usage and "}" not in usage, usage
+    usage = {name: CliRunner().invoke(app, [name, "--help"]).output.splitlines()[0] for name in ("query", "import", "remove")}
+    assert usage["query"] == "Usage: simhash-store query [OPTIONS] [FILES]..."  # optional
+    assert usage["import"] == "Usage: simhash-store import [OPTIONS] FILE"  # required, as click writes it
+    assert usage["remove"] == "Usage: simhash-store remove [OPTIONS] KEYS..."
+
+
+def test_help_shows_the_choices_and_the_metavars_given():
+    imported = CliRunner().invoke(app, ["import", "--help"], terminal_width=200).output
+    assert "--format [auto|csv|tsv|jsonl]" in imported
+    assert "--fingerprint-format [auto|hex|decimal]" in imported
+    assert "--lock-timeout SECONDS" in imported and "--db URL" in imported
+    result = CliRunner().invoke(app, ["import", "x.csv", "--scheme", "pypi-simhash", "--format", "xml"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == "Error: Invalid value for --format: must be one of auto, csv, tsv, jsonl, not 'xml'"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["query", "-k", "99", "-f", "0" * 16], "Invalid value for -k/--max-distance: must be from 0 to 64, not 99"),
+        (["query", "-k", "abc", "-f", "0" * 16], "Invalid value for -k/--max-distance: 'abc' is not a whole number"),
+        (["query", "--limit", "0", "-f", "0" * 16], "Invalid value for --limit: must be at least 1, not 0"),
+        (["recluster", "-k", "65"], "Invalid value for -k/--max-distance: must be from 0 to 64, not 65"),
+        (["optimize", "--lock-timeout", "0"], "Invalid value for --lock-timeout: must be from 0.001 to 86400, not 0"),
+    ],
+)
+def test_a_number_out_of_range_is_said_plainly_before_any_io(arguments, message):
+    result = run_process(None, "--db", "postgresql://nobody@127.0.0.1:9/never", *arguments)  # never reached
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == f"Error: {message}"
+    assert "Input should" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_counts_take_the_singular_for_one():
+    from simhash_store.plural import counted
+
+    assert [counted(n, "cluster") for n in (0, 1, 2)] == ["0 clusters", "1 cluster", "2 clusters"]
+    assert counted(1, "pair", grouped=True) == "1 pair" and counted(20_000, "pair", grouped=True) == "20,000 pairs"
+
+
+def test_summaries_say_1_document_not_1_documents(database_url, tmp_path):
+    text = (EXAMPLES / "corpus" / "library-night-reading.txt").read_text(encoding="utf-8")
+    write(tmp_path / "one" / "a.txt", text)
+    added = invoke(database_url, "add", str(tmp_path / "one"))
+    assert added.exit_code == 0 and "(of 1 input)" in added.output, added.output
+    assert "1 document" in invoke(database_url, "init").output and "1 documents" not in invoke(database_url, "init").output
+    unrelated = EXAMPLES / "query" / "rail-line-unrelated.txt"
+    nothing = invoke(database_url, "query", "-k", "1", str(unrelated))
+    assert nothing.output.endswith("nothing stored within 1 bit\n"), nothing.output
+    write(tmp_path / "two" / "b.txt", text)  # the same text under a second key
+    assert invoke(database_url, "add", str(tmp_path / "two")).exit_code == 0
+    pairs = run_process(database_url, "dups", "-k", "1")
+    assert pairs.stderr == "1 group of identical fingerprints and 0 pairs within 1 bit\n"
+    clusters = run_process(database_url, "dups", "--clusters", "-k", "1")
+    assert clusters.stderr.splitlines()[0] == "1 cluster of two or more documents at distance 1"
+    reclustered = invoke(database_url, "recluster", "-k", "1")
+    assert reclustered.output == "2 documents in 1 cluster at distance 1\n"
+
+
 def test_db_is_accepted_before_or_after_the_command(database_url):
     url = url_text(database_url)
     before = CliRunner().invoke(app, ["--db", url, "stats", "--json"], env={"SIMHASH_STORE_URL": ""})

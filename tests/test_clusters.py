@@ -144,7 +144,17 @@ def test_recluster_assigns_bulk_loaded_stores_and_changes_distance(store, databa
     assert store.cluster_state() == (4, False)
     assert _clusters(database_url)["b"] != _clusters(database_url)["a"]
     result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "recluster", "-k", "11"])
-    assert result.exit_code == 0 and result.output.strip() == "3 documents in 1 clusters at distance 11"
+    assert result.exit_code == 0 and result.output.strip() == "3 documents in 1 cluster at distance 11"
+
+
+def test_recluster_without_a_distance_takes_the_k_recorded_by_calibrate(store, database_url):
+    store.load([NewDocument("a", 0), NewDocument("b", _bits(6))])
+    store.record_recommended_distance(4)
+    assert store.recluster() == (2, 2) and store.cluster_state() == (4, False)
+    store.record_recommended_distance(9)  # the store's own distance comes first once it keeps clusters
+    assert store.recluster() == (2, 2) and store.cluster_state() == (4, False)
+    assert store.recluster(0) == (2, 2) and store.recluster() == (2, 2)  # k = 0 is a distance too
+    assert store.cluster_state() == (0, False)
 
 
 def test_concurrent_writers_put_near_duplicates_in_one_cluster(database_url):
@@ -249,3 +259,83 @@ def test_the_in_memory_and_sql_searches_cluster_alike(pg_server, monkeypatch):
             pg_server.drop_database(name)
     assert results[0] == results[1]
     assert sum(1 for key, cluster in results[0].items() if key.startswith("c") and cluster == results[0]["o" + key[1:].split("-")[0]]) >= 60
+
+
+def _heads(url) -> dict[int, str]:
+    with psycopg.connect(_plain(url)) as connection:
+        return dict(connection.execute(
+            "SELECT h.cluster, d.key FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id"
+        ).fetchall())
+
+
+def test_a_rewritten_document_is_clustered_again_by_its_new_text(store, database_url):
+    # b joins a; re-written near c, it leaves a's cluster for c's; re-written far from all, it founds its own.
+    store.recluster()
+    store.add([NewDocument("a", 0), NewDocument("b", _bits(3)), NewDocument("c", _bits(30, 30))])
+    ids = {key: store.get(key).id for key in "abc"}
+    assert _clusters(database_url) == {"a": ids["a"], "b": ids["a"], "c": ids["c"]}
+    store.add([NewDocument("b", _bits(30, 30) ^ _bits(2))])
+    assert _clusters(database_url) == {"a": ids["a"], "b": ids["c"], "c": ids["c"]}
+    store.add([NewDocument("b", _bits(20, 5))])
+    assert _clusters(database_url) == {"a": ids["a"], "b": ids["b"], "c": ids["c"]}
+    assert store.get("b").id == ids["b"]  # the document keeps its id; only its cluster changes
+    # The same text again (a new stamp or metadata only) changes nothing.
+    store.add([NewDocument("b", _bits(20, 5), stamp="touched")])
+    assert _clusters(database_url) == {"a": ids["a"], "b": ids["b"], "c": ids["c"]}
+
+
+def test_a_rewritten_representative_hands_its_cluster_to_the_oldest_member(store, database_url):
+    store.recluster()
+    store.add([NewDocument("a", 0), NewDocument("b", _bits(3)), NewDocument("c", _bits(4, 10)),
+               NewDocument("solo", _bits(30, 30))])
+    ids = {key: store.get(key).id for key in ("a", "b", "c", "solo")}
+    # a's text is re-written far away: the others keep cluster a (its id), now led by b, the oldest left.
+    store.add([NewDocument("a", _bits(20, 1))])
+    clusters = _clusters(database_url)
+    assert clusters["b"] == clusters["c"] == ids["a"]
+    assert _heads(database_url)[ids["a"]] == "b"
+    assert store.memberships(["c"])["c"].distance == 7  # to b now, not to a
+    # a founds a cluster of its own; its id is taken by the cluster it left, so the cluster gets a
+    # number that no document has, and no later document will.
+    moved = clusters["a"]
+    assert moved not in ids.values() and moved > max(ids.values())
+    store.add([NewDocument("a-copy", _bits(20, 1) ^ 1), NewDocument("d", _bits(14, 14))])
+    clusters = _clusters(database_url)
+    assert clusters["a-copy"] == moved and store.get("d").id > moved
+    # A representative alone in its cluster, re-written: the cluster goes, and it founds one again under its id.
+    store.add([NewDocument("solo", _bits(12, 44))])
+    assert _clusters(database_url)["solo"] == ids["solo"]
+    assert sorted(_heads(database_url).items()) == sorted(
+        {ids["a"]: "b", moved: "a", ids["solo"]: "solo", store.get("d").id: "d"}.items()
+    )
+    # Every document is within k of its representative, as after a recluster in arrival order.
+    for group in store.stored_clusters(min_size=1):
+        assert all(distance <= 11 for _, distance in group.members), group
+
+
+def test_a_write_that_fails_inside_its_transaction_uses_up_no_ids(store, database_url, monkeypatch):
+    # A cluster's id is its founder's document id. A write killed inside its transaction must not
+    # push later ids up (identity values are never rolled back), or a rerun would number clusters
+    # differently from an uninterrupted run.
+    from simhash_store import clusters as clustering
+
+    store.recluster()
+    store.add([NewDocument("a", 0)])
+    first = store.get("a").id
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("killed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(clustering, "assign", fail)
+        with pytest.raises(RuntimeError):
+            store.add([NewDocument(f"n{i}", _bits(20, i)) for i in range(5)])
+    store.add([NewDocument(f"n{i}", _bits(20, i)) for i in range(5)])
+    assert [store.get(f"n{i}").id for i in range(5)] == [first + 1 + i for i in range(5)]
+    # The identity sequence was moved past the ids taken: an application inserting in plain SQL
+    # (the column's default) does not collide with them.
+    with psycopg.connect(_plain(database_url)) as connection:
+        taken = connection.execute(
+            "INSERT INTO simhash.documents (key, fingerprint) VALUES ('by-sql', 5) RETURNING id"
+        ).fetchone()[0]
+    assert taken > first + 5

@@ -96,6 +96,62 @@ def test_damaged_cache_files_are_rebuilt_not_believed(tmp_path, reference):
     assert run(directory, tmp_path) == {"fingerprints": reference, "written": []}
 
 
+def _entries(directory: Path) -> dict[str, tuple[dict, dict[str, np.ndarray]]]:
+    """Every entry of a cache directory: kind -> (key, arrays), read through the cache itself."""
+    entries = {}
+    for path in directory.iterdir():
+        kind = path.name.rsplit("-", 1)[0]
+        header = json.loads(path.read_bytes().split(b"\n", 2)[1])
+        key = json.loads(header["key"])
+        entries[kind] = (key, cache.load(kind, key))
+    return entries
+
+
+def _a_word_short(arrays: dict) -> dict:
+    words = arrays["words"].tobytes().decode("utf-8").split("\n")
+    return arrays | {"words": cache.join_strings(words[:-1])}
+
+
+def _second_array_missing(arrays: dict) -> dict:
+    second = list(arrays)[1]  # frequencies, idf, idf
+    return {name: array for name, array in arrays.items() if name != second}
+
+
+def _last_array_one_value_short(arrays: dict) -> dict:
+    last = list(arrays)[-1]  # total, median, hashes
+    return arrays | {last: arrays[last][:-1]}
+
+
+def _second_array_narrowed(arrays: dict) -> dict:
+    second = list(arrays)[1]  # int64 frequencies and float64 IDFs, stored as float32
+    return arrays | {second: arrays[second].astype(np.float32)}
+
+
+def _last_array_reinterpreted(arrays: dict) -> dict:
+    last = list(arrays)[-1]  # the same bytes, read big-endian: the header's type is outside the checksum
+    return arrays | {last: arrays[last].view(arrays[last].dtype.newbyteorder(">"))}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_a_word_short, _second_array_missing, _last_array_one_value_short, _second_array_narrowed, _last_array_reinterpreted],
+)
+def test_well_formed_entries_holding_the_wrong_table_are_rebuilt(tmp_path, monkeypatch, reference, damage):
+    """Entries that pass every file check (header, key, checksum) but hold another table's shape."""
+    directory = tmp_path / "cache"
+    run(directory, tmp_path)
+    entries = _entries(directory)
+    assert sorted(entries) == ["jieba-idf", "jieba-prefix-dictionary", "vocabulary"]
+    assert list(entries["vocabulary"][1]) == ["words", "idf", "hashes"]
+    monkeypatch.setenv(cache.CACHE_DIR_VARIABLE, str(directory))
+    for kind, (key, arrays) in entries.items():
+        cache.store(kind, key, damage(arrays))
+        assert cache.load(kind, key) is not None  # the file checks pass: only the table's checks can refuse it
+    damaged = run(directory, tmp_path)
+    assert damaged == {"fingerprints": reference, "written": ["jieba-idf", "jieba-prefix-dictionary", "vocabulary"]}
+    assert run(directory, tmp_path) == {"fingerprints": reference, "written": []}
+
+
 def test_a_cache_directory_that_cannot_be_written_only_costs_time(tmp_path, reference):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
@@ -196,3 +252,22 @@ def test_rjieba_refuses_a_user_dictionary_when_it_segments(tmp_path):
     scheme = replace(DEFAULT, tokenizer="rjieba").with_user_dict(dictionary)
     with pytest.raises(SchemeError, match="rjieba cannot load a user dictionary"):
         fingerprint(RAILWAY, scheme)
+
+
+def test_jieba_is_imported_without_pkg_resources_and_opens_its_own_files():
+    # A fresh process: jieba is imported once. Its data files are opened without
+    # pkg_resources, and pkg_resources stays importable for anything else.
+    code = """
+import sys
+from importlib.resources import files
+from simhash_store.dictionaries import _jieba_module
+jieba = _jieba_module()
+with jieba.Tokenizer().get_dict_file() as dictionary:
+    same = dictionary.read() == (files("jieba") / "dict.txt").read_bytes()
+print(same, "pkg_resources" in sys.modules)
+from simhash_store import fingerprint
+print(hex(fingerprint(sys.argv[1])))
+"""
+    result = subprocess.run([sys.executable, "-c", code, CRIMINAL_LAW], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["True False", hex(PINNED[CRIMINAL_LAW])]

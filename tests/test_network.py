@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from simhash_store import DatabaseUnavailableError
 from simhash_store.cli import app
+from simhash_store.lookup import Lookup
 from simhash_store.store import NewDocument, Store
 
 
@@ -147,13 +148,14 @@ def test_server_that_stops_answering_mid_query_is_one_line_exit_1(proxied, monke
     url, proxy = proxied
     with Store(url) as store:
         store.add([NewDocument("a", 5)])
-    original = Store.query_many
+    original = Lookup.query_many  # what `query` reads through (without SQLAlchemy)
 
     def frozen_first(self, *args, **kwargs):
-        proxy.frozen.set()  # the store is open (schema checked); the query goes into the void
+        self.scheme  # noqa: B018 - the store is open (schema checked)
+        proxy.frozen.set()  # the query goes into the void
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Store, "query_many", frozen_first)
+    monkeypatch.setattr(Lookup, "query_many", frozen_first)
     plain = url.render_as_string(hide_password=False)
     outcome = _finishes(lambda: CliRunner().invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]))
     result = outcome["value"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from simhash_store import PermissionDeniedError
+from simhash_store import PermissionDeniedError, migrate
 from simhash_store.cli import app
 from simhash_store.store import NewDocument, Store
 
@@ -146,21 +148,29 @@ CREATE FUNCTION public.bit_count(bit) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
 """
 
 
-@pytest.fixture
-def attacker(database_url):
+@contextlib.contextmanager
+def _attacker_in(url):
     """A role that may create objects in public (as everyone could before PostgreSQL 15), with its traps set."""
     role = f"simhash_attacker_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
         connection.execute(text(f'GRANT CREATE, USAGE ON SCHEMA public TO "{role}"'))
-    with psycopg.connect(_plain(database_url.set(username=role, password=None)), autocommit=True) as connection:
+    with psycopg.connect(_plain(url.set(username=role, password=None)), autocommit=True) as connection:
         connection.execute(_TRAPS)
-    yield admin
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP OWNED BY "{role}"'))
-        connection.execute(text(f'DROP ROLE "{role}"'))
-    admin.dispose()
+    try:
+        yield admin
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP OWNED BY "{role}"'))
+            connection.execute(text(f'DROP ROLE "{role}"'))
+        admin.dispose()
+
+
+@pytest.fixture
+def attacker(database_url):
+    with _attacker_in(database_url) as admin:
+        yield admin
 
 
 def _sprung(admin) -> list[tuple[str, str]]:
@@ -204,6 +214,22 @@ def test_look_alike_functions_in_public_never_run_in_library_sessions(database_u
         result = runner.invoke(app, ["--db", plain, *args])
         assert result.exit_code == 0, result.output
     assert _sprung(attacker) == []
+
+
+def test_alembic_run_by_hand_runs_none_of_a_neighbours_code(empty_database_url):
+    # migrations/env.py advertises `SIMHASH_STORE_URL=... alembic upgrade head`: that session
+    # gets the library's pinned search_path too (its lock call once ran public's look-alike).
+    with _attacker_in(empty_database_url) as admin:
+        result = subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"],
+            cwd=Path(__file__).resolve().parent.parent,
+            env={**os.environ, "SIMHASH_STORE_URL": empty_database_url.render_as_string(hide_password=False)},
+            capture_output=True, text=True, timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert _sprung(admin) == []
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT version_num FROM simhash.alembic_version")).scalar() == migrate.HEAD_REVISION
 
 
 def test_a_read_only_role_cannot_stall_writers(database_url, reader_role, monkeypatch):

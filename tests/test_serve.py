@@ -115,6 +115,7 @@ def test_serve_prints_a_url_that_psql_psycopg_and_sqlalchemy_take(data_dir):
         assert [m["key"] for m in json.loads(query.stdout)["matches"]] == ["library-night-reading.txt"]
         shown = cli(data_dir, "url")
         assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == url + "\n"  # one store, one spelling of its URL
         with psycopg.connect(shown.stdout.strip()) as connection:
             assert connection.execute("SELECT count(*) FROM simhash.documents").fetchone() == (5,)
         assert _postmaster_pid(data_dir) == server
@@ -123,6 +124,17 @@ def test_serve_prints_a_url_that_psql_psycopg_and_sqlalchemy_take(data_dir):
     finally:
         assert serving.stop() == 0
     assert _postmaster_pid(data_dir) is None  # the last user stopped the server
+
+
+def test_url_without_serve_running_prints_what_serve_prints(data_dir):
+    alone = cli(data_dir, "url")  # starts the server, and stops it on exit
+    assert alone.returncode == 0, alone.stderr
+    serving = Serving(data_dir)
+    try:
+        assert serving.line == alone.stdout
+        assert cli(data_dir, "url").stdout == serving.line
+    finally:
+        assert serving.stop() == 0
 
 
 def test_stats_of_the_embedded_store_shows_its_whole_url_without_a_password_mark(data_dir):

@@ -37,7 +37,8 @@ from .. import clusters
 from .. import distributed as citus
 from .. import maintenance, migrate
 from ..config import network_timeout, redact, resolve_url, secrets_of
-from ..errors import SchemeError, SimhashStoreError
+from ..lookup import requested_scheme
+from ..errors import SimhashStoreError
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 from ..validation import INT4, validate_distance, validate_fingerprint, validate_integer, validate_key, validate_keys
 from ..validation import MAX_KEY_BYTES  # noqa: F401 - re-exported: callers know the limit from the store
@@ -68,12 +69,7 @@ class Store:
     """
 
     def __init__(self, url: str | URL | Engine | None = None, *, scheme: Scheme | str | None = None) -> None:
-        self._requested_scheme = get_scheme(scheme) if scheme is not None else None
-        if self._requested_scheme is not None and self._requested_scheme.bits != 64:
-            raise SchemeError(
-                f"the PostgreSQL store keeps 64-bit fingerprints; scheme {self._requested_scheme.name!r} "
-                f"makes {self._requested_scheme.bits}-bit ones"
-            )
+        self._requested_scheme = requested_scheme(scheme)
         self._url = url
         self._engine: Engine | None = connection.guest_engine(url) if isinstance(url, Engine) else None
         self._owns_engine = self._engine is None
@@ -278,6 +274,21 @@ class Store:
         return result
 
     @_database_errors
+    def add_new_and_cluster(
+        self, documents: Sequence[NewDocument], *, prefer_longest: bool = False
+    ) -> dict[str, clusters.Membership]:
+        """Store the documents whose keys are not stored yet (a stored key keeps its text), put them
+        in clusters, and return the membership of every given key that is stored: one transaction,
+        the unit of progress of ``dedup``. With ``prefer_longest``, each given document stored with
+        this text becomes its cluster's representative if it is longer. The store must keep clusters.
+        """
+        self._prepare(record=True)
+        found, added = writes.add_new_and_cluster(self.engine, documents, prefer_longest)
+        self._upkeep.changes += added
+        self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
+        return found
+
+    @_database_errors
     def remove(self, keys: str | Iterable[str]) -> "RemoveResult":
         """Delete documents by key (a string is one key); says which were removed and which were not stored.
 
@@ -413,8 +424,9 @@ class Store:
     def recluster(self, max_distance: int | None = None) -> tuple[int, int]:
         """Cluster every stored document afresh, and keep clusters from now on; (documents, clusters).
 
-        At ``max_distance``, else the store's cluster distance, else the default distance.
-        Every later write then assigns clusters to its documents, at the cost of a radius search each.
+        At ``max_distance``, else the store's cluster distance, else the k recorded by
+        ``calibrate --apply``, else the default distance. Every later write then assigns
+        clusters to its documents, at the cost of a radius search each.
         """
         if max_distance is not None:
             validate_distance(max_distance)
@@ -423,7 +435,9 @@ class Store:
             raw = connection.connection.driver_connection
             if max_distance is None:
                 with raw.cursor() as cursor:
-                    max_distance = clusters.max_distance(cursor) or DEFAULT_MAX_DISTANCE
+                    max_distance = _first_set(
+                        clusters.max_distance(cursor), schema.recommended_distance(cursor), DEFAULT_MAX_DISTANCE
+                    )
             return clusters.recluster(raw, max_distance)
 
     @_database_errors
@@ -452,6 +466,12 @@ class Store:
         """Up to ``count`` stored keys, the same ones for the same seed and contents (for calibrate)."""
         self._prepare(record=False)
         return self._read(lambda cursor: clusters.sample_keys(cursor, count, seed))
+
+    @_database_errors
+    def recommended_distance(self) -> int | None:
+        """The k recorded by ``calibrate --apply`` (``store_info.recommended_max_distance``), or None."""
+        self._prepare(record=False)
+        return self._read(schema.recommended_distance)
 
     @_database_errors
     def record_recommended_distance(self, max_distance: int) -> None:
@@ -507,8 +527,15 @@ class Store:
             "scheme_version": scheme.version,
             "scheme_recorded": self._scheme is not None,
             "default_max_distance": DEFAULT_MAX_DISTANCE,
+            "recommended_max_distance": self.recommended_distance(),  # calibrate --apply; None: not recorded
+            "cluster_max_distance": self._read(clusters.max_distance),  # None: the store keeps no clusters
             **{name: found[name] for name in ("table_bytes", "heap_bytes", "database_bytes", "largest_block_buckets")},
         }
+
+
+def _first_set(*values: int | None) -> int | None:
+    """The first value that is not None (a distance of 0 is a value)."""
+    return next((value for value in values if value is not None), None)
 
 
 __all__ = [

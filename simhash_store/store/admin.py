@@ -33,6 +33,13 @@ def grant_read_only(raw: psycopg.Connection, role: str) -> None:
     exists = raw.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone()
     if not exists:
         raise PermissionDeniedError(f"there is no role {role!r}; create it first (CREATE ROLE ... LOGIN)")
+    absent = citus.workers_without_role(raw, role)
+    if absent:
+        raise PermissionDeniedError(
+            f"role {role!r} exists on the coordinator but not on the Citus worker(s) {', '.join(absent)}: "
+            "create it there too, or drop it and create it again while connected to the store's database "
+            "on the coordinator, where Citus creates a new role on every worker"
+        )
     for statement in statements:
         raw.execute(statement.format(who))
     # Checked, not trusted: a GRANT by a role without the grant option succeeds with a warning.

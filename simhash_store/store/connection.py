@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 import psycopg
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
-from ..config import SEARCH_PATH, lock_timeout, scrub, session_arguments
-from ..errors import DatabaseError, DatabaseUnavailableError, LockTimeoutError, PermissionDeniedError
+from ..config import SEARCH_PATH, lock_timeout, session_arguments
+from ..session import ServerSilentError, WatchedConnection, first_line, library_error, silent_server_in  # noqa: F401 - first_line re-exported
 
 T = TypeVar("T")
 
@@ -33,97 +33,18 @@ def database_errors(method: Callable[..., T]) -> Callable[..., T]:
             return method(self, *args, **kwargs)
         except (DBAPIError, psycopg.Error) as exc:
             driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
-            # Cleaning up after a silent server fails in turn ("the connection is closed"): say why.
-            driver_error = _silent_server_in(exc) or driver_error
-            message = f"database {self.display_url}: {scrub(first_line(driver_error or exc), self._secrets)}"
-            sqlstate = getattr(driver_error, "sqlstate", None)
-            if sqlstate == "55P03":
-                raise LockTimeoutError(
-                    f"{message} (waited {lock_timeout():g} s for a lock another session holds; "
-                    "SIMHASH_STORE_LOCK_TIMEOUT sets the wait)"
-                ) from None
-            if sqlstate == "57014":
-                raise DatabaseError(f"{message} (SIMHASH_STORE_STATEMENT_TIMEOUT or the server's statement_timeout)") from None
-            if sqlstate == "42501":
-                raise PermissionDeniedError(message) from None
-            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-                raise DatabaseUnavailableError(f"{message} (connection lost)") from None
-            if isinstance(exc, (OperationalError, psycopg.OperationalError)):
-                raise DatabaseUnavailableError(message) from None
-            raise
+            error = library_error(
+                silent_server_in(exc) or driver_error or exc,
+                self.display_url,
+                self._secrets,
+                lost=isinstance(exc, DBAPIError) and exc.connection_invalidated,
+                unavailable=isinstance(exc, (OperationalError, psycopg.OperationalError)),
+            )
+            if error is None:
+                raise
+            raise error from None
 
     return wrapper
-
-
-def first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
-
-
-class ServerSilentError(psycopg.OperationalError):
-    """The server sent nothing for the network timeout and took no new connection."""
-
-
-def _silent_server_in(error: BaseException | None) -> ServerSilentError | None:
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, ServerSilentError):
-            return error
-        if isinstance(error, DBAPIError) and isinstance(error.orig, ServerSilentError):
-            return error.orig
-        error = error.__cause__ or error.__context__
-    return None
-
-
-class WatchedConnection(psycopg.Connection):
-    """A psycopg connection that notices a server gone silent, whatever the transport.
-
-    TCP keepalives catch a partitioned network or a frozen host, but not a server whose
-    host still answers TCP while PostgreSQL does not (a stopped postmaster, a proxy that
-    stopped forwarding), and not a Unix socket. So: once the server has sent nothing for
-    ``silence`` seconds while an answer is awaited, a second connection is tried; if that
-    cannot be made within the connect timeout either, the wait ends with
-    ``OperationalError`` and this connection is closed. A server that is merely busy
-    (an index build) accepts the second connection, and the wait goes on.
-    """
-
-    silence: float = 0.0
-    probe_arguments: dict[str, Any] = {}
-
-    def wait(self, gen, *args, **kwargs):
-        if self.silence <= 0:
-            return super().wait(gen, *args, **kwargs)
-        return super().wait(self._watched(gen), *args, **kwargs)
-
-    def _watched(self, gen):
-        heard = time.monotonic()
-        try:
-            state = next(gen)
-            while True:
-                ready = yield state
-                now = time.monotonic()
-                if ready:
-                    heard = now
-                elif now - heard >= self.silence:
-                    if not self._server_answers():
-                        self.pgconn.finish()
-                        raise ServerSilentError(
-                            f"the server sent nothing for {self.silence:g} s and takes no new connection: "
-                            f"it is unreachable or frozen (SIMHASH_STORE_NETWORK_TIMEOUT sets the wait)"
-                        )
-                    heard = time.monotonic()
-                state = gen.send(ready)
-        except StopIteration as done:
-            return done.value
-
-    def _server_answers(self) -> bool:
-        arguments = {**self.probe_arguments, "connect_timeout": max(2, min(10, round(self.silence / 2)))}
-        try:
-            psycopg.connect(**arguments).close()
-        except psycopg.OperationalError as exc:
-            return "timeout expired" not in str(exc)
-        return True
 
 
 def own_engine(url, silence: float) -> Engine:

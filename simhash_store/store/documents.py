@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..bits import to_hex
+from ..lookup import Match  # noqa: F401 - defined there, where `query` reads without SQLAlchemy
 
 
 @dataclass(frozen=True)
@@ -21,22 +21,6 @@ class NewDocument:
     # that finds the same stamp knows the file is unchanged without reading it.
     stamp: str | None = None
     metadata: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Match:
-    key: str
-    fingerprint: int
-    distance: int
-    id: int
-
-    @property
-    def similarity(self) -> float:
-        return 1.0 - self.distance / 64
-
-    @property
-    def hex(self) -> str:
-        return to_hex(self.fingerprint)
 
 
 @dataclass(frozen=True)

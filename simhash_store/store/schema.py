@@ -3,12 +3,12 @@ record or compare the fingerprint scheme the store was created with."""
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, Text, cast, literal, select, update
+from sqlalchemy import Engine, Text, cast, literal, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.engine import Connection
 
-from .. import migrate
-from ..errors import SchemeError, SchemeMismatchError
+from .. import lookup, migrate
+from ..lookup import recommended_distance  # noqa: F401 - the store reads it as the lookup (query) does
 from ..models import StoreInfo
 from ..scheme import Scheme
 
@@ -43,25 +43,16 @@ def prepare(engine: Engine, display_url: str, requested: Scheme | None, default:
                 .on_conflict_do_nothing(index_elements=[store_info.c.singleton])
             )
             stored = stored_scheme(connection)
-    if stored is not None and requested is not None and stored != requested:
-        raise SchemeMismatchError(
-            f"the store was created with scheme {stored.label}, not {requested.label}; "
-            "fingerprints of different schemes cannot be compared (use another database, "
-            f"or --scheme {stored.name})"
-        )
+    lookup.check_same_scheme(stored, requested)
     return stored
 
 
 def stored_scheme(connection: Connection) -> Scheme | None:
-    row = connection.execute(select(store_info.c.scheme)).first()
-    if row is None:
-        return None
-    try:
-        return Scheme.from_dict(row.scheme)
-    except SchemeError as exc:
-        raise SchemeError(f"the store records a scheme this version cannot read: {exc}") from None
+    with connection.connection.driver_connection.cursor() as cursor:
+        return lookup.stored_scheme(cursor)
 
 
 def record_recommended_distance(connection: Connection, max_distance: int) -> None:
     """Record the k that ``calibrate`` recommends in ``store_info.recommended_max_distance``."""
     connection.execute(update(store_info).values(recommended_max_distance=max_distance))
+

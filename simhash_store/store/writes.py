@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from .. import clusters, maintenance
 from ..bits import to_signed
 from ..config import lock_timeout
-from ..errors import InvalidValueError, LockTimeoutError
+from ..errors import InvalidValueError, LockTimeoutError, SimhashStoreError
 from ..models import Document
 from ..validation import (
     INT4,
@@ -43,23 +43,65 @@ ADVISORY_LOCK_SPACE = 0x53494D48  # "SIMH"
 SKIP_NEAR_DUPLICATES_LOCK = (ADVISORY_LOCK_SPACE, 1)
 _RETRYABLE = {"40P01", "40001"}  # deadlock detected, serialization failure
 
-# Insert or update from a staging table (``rows`` selects at most one row per key); returns
-# the counts of inserted and updated rows. An unchanged row is left alone.
+# Insert or update from the staging table (``rows`` selects at most one row per key); returns
+# the counts of inserted and updated rows, and of updated rows that left their cluster (a new
+# fingerprint: the write's clustering places them again). An unchanged row is left alone.
 _UPSERT = """
     WITH written AS (
-        INSERT INTO simhash.documents AS d (key, fingerprint, digest, length, metadata, stamp)
+        INSERT INTO simhash.documents AS d ({columns})
         {rows}
         ON CONFLICT (key) DO UPDATE
             SET fingerprint = excluded.fingerprint, digest = excluded.digest,
                 length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
-                updated_at = excluded.updated_at
+                updated_at = excluded.updated_at,
+                cluster = CASE WHEN d.fingerprint = excluded.fingerprint THEN d.cluster END
             WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
                   IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
                                     excluded.metadata, excluded.stamp)
-        RETURNING (xmax = 0) AS inserted
+        RETURNING (xmax = 0) AS inserted, cluster IS NULL AS unclustered
     )
-    SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written
+    SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted),
+           count(*) FILTER (WHERE NOT inserted AND unclustered)
+    FROM written
 """
+
+# In a store that keeps clusters, under the cluster lock: the staged rows whose key is not
+# stored, numbered from %(first_id)s on in key order: (id, signed fingerprint, key).
+_NEW_ROWS = """
+    SELECT %(first_id)s + row_number() OVER (ORDER BY i.key), i.fingerprint, i.key
+    FROM simhash_incoming i
+    WHERE NOT EXISTS (SELECT FROM simhash.documents d WHERE d.key = i.key)
+    ORDER BY i.key
+"""
+
+# Those rows stored with their ids and clusters already decided (clusters.place), so each is
+# written once, and the heads of the clusters they found (of those actually stored: a key that
+# another application inserted meanwhile is left as it is).
+_INSERT_PLACED = """
+    WITH placed AS (
+        INSERT INTO simhash.documents AS d (id, key, fingerprint, digest, length, metadata, stamp, cluster)
+        SELECT p.id, i.key, i.fingerprint, i.digest, i.length, i.metadata, i.stamp, p.cluster
+        FROM simhash_incoming i
+        JOIN unnest(%(keys)s::text[], %(ids)s::bigint[], %(clusters)s::bigint[]) AS p(key, id, cluster) ON p.key = i.key
+        ORDER BY i.key
+        ON CONFLICT (key) DO NOTHING
+        RETURNING id
+    )
+    INSERT INTO simhash.cluster_heads (cluster, representative_id)
+    SELECT h.cluster, h.id FROM unnest(%(founded)s::bigint[], %(founders)s::bigint[]) AS h(cluster, id)
+    WHERE h.id IN (SELECT id FROM placed)
+"""
+
+_COLUMNS = "key, fingerprint, digest, length, metadata, stamp"
+# Sorted by key, so concurrent writers lock rows in one order: ids from the identity sequence.
+_ROWS = f"SELECT {_COLUMNS} FROM simhash_incoming ORDER BY key"
+# In a store that keeps clusters: ids numbered under the cluster lock from %(first_id)s on
+# (clusters.allocate_ids), in key order, counting only keys not stored yet.
+_NUMBERED_ROWS = (
+    "SELECT %(first_id)s + count(*) FILTER (WHERE stored.id IS NULL) OVER (ORDER BY i.key), "
+    + ", ".join(f"i.{column}" for column in _COLUMNS.split(", "))
+    + " FROM simhash_incoming i LEFT JOIN simhash.documents stored ON stored.key = i.key ORDER BY i.key"
+)
 
 
 def validated(document: NewDocument) -> NewDocument:
@@ -154,23 +196,72 @@ def _write(
             return result
         raw = connection.connection.driver_connection
         with raw.cursor() as cursor:  # raw psycopg: COPY into the staging table, then one upsert
-            cursor.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS simhash_incoming "
-                "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb, stamp text) "
-                "ON COMMIT DELETE ROWS"
-            )
-            copy_documents(cursor, "simhash_incoming", documents)
-            # Sorted by key, so concurrent writers lock rows in one order.
-            cursor.execute(
-                _UPSERT.format(
-                    rows="SELECT key, fingerprint, digest, length, metadata, stamp FROM simhash_incoming ORDER BY key"
-                )
-            )
-            added, updated = cursor.fetchone()
-            clusters.assign(cursor, [d.key for d in documents])  # same transaction: new rows join clusters
+            distance = clusters.lock_for_write(cursor)
+            _stage(cursor, documents)
+            cursor.execute(*_insert_statement(_UPSERT, cursor, distance, len(documents)))
+            added, updated, moved = cursor.fetchone()
+            # Same transaction: new rows, and rows re-written with a new fingerprint, join clusters.
+            clusters.assign(cursor, [d.key for d in documents], distance=distance, moved=moved > 0)
     result.added, result.updated = added, updated
     result.unchanged += len(documents) - added - updated
     return result
+
+
+def add_new_and_cluster(
+    engine: Engine, documents: Sequence[NewDocument], prefer_longest: bool
+) -> tuple[dict[str, clusters.Membership], int]:
+    """Store the documents whose keys are not stored (a stored key keeps its text), cluster them,
+    and read back the membership of every given key, all in one transaction; and how many were
+    stored. With ``prefer_longest``, each given document stored with this text (now, or by an
+    earlier run) becomes its cluster's representative if it is longer. The store keeps clusters."""
+    checked = list(map(validated, documents))
+    return retry(engine, lambda: _add_new_and_cluster(engine, checked, prefer_longest))
+
+
+def _add_new_and_cluster(
+    engine: Engine, documents: list[NewDocument], prefer_longest: bool
+) -> tuple[dict[str, clusters.Membership], int]:
+    keys = [d.key for d in documents]
+    with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+        distance = clusters.lock_for_write(cursor)
+        if distance is None:
+            raise SimhashStoreError("this store keeps no clusters (run `simhash-store recluster` first)")
+        _stage(cursor, documents)
+        new = cursor.execute(_NEW_ROWS, {"first_id": clusters.allocate_ids(cursor, len(documents))}).fetchall()
+        if new:
+            cursor.execute(_INSERT_PLACED, clusters.place(cursor, keys, new, distance).parameters())
+        if prefer_longest:
+            same = {row[0] for row in cursor.execute(_SAME_TEXT)}
+            clusters.prefer_longest(cursor, [k for k in keys if k in same], locked=True)
+        return clusters.memberships(cursor, keys), len(new)
+
+
+# Staged keys stored with the staged text (by this transaction, or earlier).
+_SAME_TEXT = (
+    "SELECT i.key FROM simhash_incoming i JOIN simhash.documents d ON d.key = i.key "
+    "WHERE d.digest IS NOT DISTINCT FROM i.digest"
+)
+
+
+def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
+    """The documents into this transaction's staging table (emptied at commit)."""
+    cursor.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS simhash_incoming "
+        "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb, stamp text) "
+        "ON COMMIT DELETE ROWS"
+    )
+    copy_documents(cursor, "simhash_incoming", documents)
+
+
+def _insert_statement(
+    template: str, cursor: psycopg.Cursor, distance: int | None, count: int
+) -> tuple[str, dict | None]:
+    """``template`` over the staged rows: with ids from the identity sequence in a store that keeps
+    no clusters, numbered under the cluster lock in one that does (``distance`` not None)."""
+    if distance is None:
+        return template.format(columns=_COLUMNS, rows=_ROWS), None
+    first_id = clusters.allocate_ids(cursor, count)
+    return template.format(columns="id, " + _COLUMNS, rows=_NUMBERED_ROWS), {"first_id": first_id}
 
 
 def _take_skip_near_duplicates_lock(engine: Engine, display_url: str, connection: Connection) -> None:

@@ -280,6 +280,44 @@ def test_near_and_near_many_are_one_fan_out_each(distributed_store, citus_url):
         assert not any(re.search(r"\bid OPERATOR\(pg_catalog\.=\)", line) for line in sent), statement
 
 
+def test_near_many_probes_the_indexes_for_few_probes_and_reads_each_shard_for_many(distributed_store, citus_url):
+    """Workers plan near_many's batch with their own settings: the statement's shape decides how they join it.
+
+    Few probes: a join on ``= ANY (array)``, which no hash or merge join can run, so each shard
+    probes its block indexes. Many probes: the equality join, which the workers hash.
+    """
+    documents = random_documents(20_000, 18)  # 2,500 rows a shard: auto probes at k = 11
+    distributed_store.add(documents, batch_size=20_000)
+    statement = "SELECT query_index, key, distance FROM simhash.near_many(%s::bigint[], %s, %s)"
+    for count, k, shape in ((10, 3, "ANY (ARRAY(SELECT"), (100, 11, "m(mask)) JOIN simhash.documents_")):
+        queries = [d.fingerprint for d in documents[:count]]
+        for method in ("auto", "probe"):
+            sent = shard_commands(citus_url, statement, ([to_signed(q) for q in queries], k, method))
+            branches = [line for line in sent.splitlines() if "FROM simhash.documents_" in line or "JOIN simhash.documents_" in line]
+            assert branches and all(line.count(shape) == 4 for line in branches), (count, k, method, branches[:1])
+            found = distributed_store.query_many(queries, k, method=method)
+            assert [answers(matches) for matches in found] == [brute_force(documents, q, k) for q in queries]
+
+
+def test_near_many_adapted_before_its_two_shapes_is_adapted_again(monkeypatch):
+    """A store distributed by an earlier simhash-store has near_many without the shapes: adapting it again adds them."""
+    from importlib import import_module
+
+    head = import_module("simhash_store.migrations.versions.0004_near_v2")
+    one_server = head.function_text(head.NEAR_MANY)
+    adapted = distributed.adapt(one_server, "simhash.near_many")
+    with monkeypatch.context() as patch:
+        patch.setattr(distributed, "REWRITES", tuple(r for r in distributed.REWRITES if r.name not in distributed._NEAR_MANY_SHAPES))
+        adapted_earlier = distributed.adapt(one_server, "simhash.near_many")
+    assert "ANY (ARRAY(SELECT" not in adapted_earlier and "ANY (ARRAY(SELECT" in adapted
+    assert distributed.adapt(adapted_earlier, "simhash.near_many") == adapted
+    assert distributed.adapt(adapted, "simhash.near_many") == adapted  # idempotent
+    # A probe statement of another shape is refused, not half-adapted.
+    changed = one_server.replace("JOIN simhash.documents c ON c.block3 = q.b3 # m.mask", "JOIN simhash.documents c ON c.block3 = q.b3")
+    with pytest.raises(distributed.NotDistributableError, match="joins block_masks 3 times"):
+        distributed.adapt(changed, "simhash.near_many")
+
+
 def test_near_and_near_many_from_psql_in_every_call_form(distributed_store, citus_url):
     """Other applications call near with one to three arguments (the pre-0004 form); the new ones add max_results."""
     documents = random_documents(3_000, 12)
@@ -452,3 +490,35 @@ def test_grant_read_lets_a_role_search_in_sql_but_not_write(distributed_store, c
     finally:
         citus.execute(f'DROP OWNED BY "{role}"', database)
         citus.execute(f'DROP ROLE IF EXISTS "{role}"', database)
+
+
+def test_grant_read_to_a_role_the_workers_lack_is_one_error_line(distributed_store, citus_url, citus):
+    """A role created outside the store's database exists on the coordinator only: say so, grant nothing; once on every node, it works."""
+    role = "lone_" + re.sub(r"\W", "", citus_url.rsplit("/", 1)[1])[-8:]
+    database = citus_url.rsplit("/", 1)[1]
+    citus.execute(f'CREATE ROLE "{role}" LOGIN')  # in the postgres database: Citus does not propagate it
+    try:
+        documents = random_documents(50, 17)
+        distributed_store.add(documents)
+        result = cli(citus_url, "grant-read", role)
+        assert result.exit_code == 1
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+        assert f"role {role!r} exists on the coordinator but not on the Citus worker(s)" in lines[0]
+        assert all(f"127.0.0.1:{port}" in lines[0] for port in citus.ports[1:]), lines[0]
+        with psycopg.connect(citus_url) as connection:
+            assert not connection.execute("SELECT has_table_privilege(%s, 'simhash.documents', 'SELECT')", (role,)).fetchone()[0]
+        for port in citus.ports[1:]:
+            citus.execute(f'CREATE ROLE "{role}" LOGIN', port=port)
+        assert cli(citus_url, "grant-read", role).exit_code == 0
+        query = documents[3].fingerprint
+        with psycopg.connect(citus_url.replace("postgres@", f"{role}@"), autocommit=True) as reader:
+            rows = reader.execute("SELECT key, distance FROM simhash.near(%s, 12)", (to_signed(query),)).fetchall()
+            assert sorted(rows) == brute_force(documents, query, 12)
+            rows = reader.execute("SELECT key, distance FROM simhash.near_many(ARRAY[%s]::bigint[], 12)", (to_signed(query),)).fetchall()
+            assert sorted(rows) == brute_force(documents, query, 12)
+    finally:
+        citus.execute(f'DROP OWNED BY "{role}"', database)  # on the coordinator; Citus revokes on the workers
+        for port in citus.ports:
+            citus.execute(f'DROP ROLE IF EXISTS "{role}"', port=port)
+

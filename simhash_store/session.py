@@ -1,0 +1,111 @@
+"""psycopg sessions as the library opens them, and driver errors as the library reports them.
+
+No SQLAlchemy here: both the store's engine (store/connection.py) and the `query` command's
+lookup (lookup.py, which never imports SQLAlchemy) connect through these.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+
+from .config import lock_timeout, scrub
+from .errors import DatabaseError, DatabaseUnavailableError, LockTimeoutError, PermissionDeniedError, SimhashStoreError
+
+
+def library_error(
+    driver_error: BaseException, display_url: str, secrets: list[str], *, lost: bool, unavailable: bool
+) -> SimhashStoreError | None:
+    """The library's error for a driver's: lock or statement timeouts, permissions, a lost
+    (``lost``) or refused (``unavailable``) connection; None for any other, which keeps its traceback."""
+    message = f"database {display_url}: {scrub(first_line(driver_error), secrets)}"
+    sqlstate = getattr(driver_error, "sqlstate", None)
+    if sqlstate == "55P03":
+        return LockTimeoutError(
+            f"{message} (waited {lock_timeout():g} s for a lock another session holds; "
+            "SIMHASH_STORE_LOCK_TIMEOUT sets the wait)"
+        )
+    if sqlstate == "57014":
+        return DatabaseError(f"{message} (SIMHASH_STORE_STATEMENT_TIMEOUT or the server's statement_timeout)")
+    if sqlstate == "42501":
+        return PermissionDeniedError(message)
+    if lost:
+        return DatabaseUnavailableError(f"{message} (connection lost)")
+    if unavailable:
+        return DatabaseUnavailableError(message)
+    return None
+
+
+def first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+class ServerSilentError(psycopg.OperationalError):
+    """The server sent nothing for the network timeout and took no new connection."""
+
+
+def silent_server_in(error: BaseException | None) -> ServerSilentError | None:
+    """The :class:`ServerSilentError` behind ``error`` (cleaning up after a silent server fails in
+    turn, "the connection is closed": that is not the reason to give)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ServerSilentError):
+            return error
+        if isinstance(getattr(error, "orig", None), ServerSilentError):  # SQLAlchemy's wrapper of it
+            return error.orig  # type: ignore[union-attr]
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class WatchedConnection(psycopg.Connection):
+    """A psycopg connection that notices a server gone silent, whatever the transport.
+
+    TCP keepalives catch a partitioned network or a frozen host, but not a server whose
+    host still answers TCP while PostgreSQL does not (a stopped postmaster, a proxy that
+    stopped forwarding), and not a Unix socket. So: once the server has sent nothing for
+    ``silence`` seconds while an answer is awaited, a second connection is tried; if that
+    cannot be made within the connect timeout either, the wait ends with
+    ``OperationalError`` and this connection is closed. A server that is merely busy
+    (an index build) accepts the second connection, and the wait goes on.
+    """
+
+    silence: float = 0.0
+    probe_arguments: dict[str, Any] = {}
+
+    def wait(self, gen, *args, **kwargs):
+        if self.silence <= 0:
+            return super().wait(gen, *args, **kwargs)
+        return super().wait(self._watched(gen), *args, **kwargs)
+
+    def _watched(self, gen):
+        heard = time.monotonic()
+        try:
+            state = next(gen)
+            while True:
+                ready = yield state
+                now = time.monotonic()
+                if ready:
+                    heard = now
+                elif now - heard >= self.silence:
+                    if not self._server_answers():
+                        self.pgconn.finish()
+                        raise ServerSilentError(
+                            f"the server sent nothing for {self.silence:g} s and takes no new connection: "
+                            f"it is unreachable or frozen (SIMHASH_STORE_NETWORK_TIMEOUT sets the wait)"
+                        )
+                    heard = time.monotonic()
+                state = gen.send(ready)
+        except StopIteration as done:
+            return done.value
+
+    def _server_answers(self) -> bool:
+        arguments = {**self.probe_arguments, "connect_timeout": max(2, min(10, round(self.silence / 2)))}
+        try:
+            psycopg.connect(**arguments).close()
+        except psycopg.OperationalError as exc:
+            return "timeout expired" not in str(exc)
+        return True
