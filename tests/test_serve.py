@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from simhash_store import fingerprint, from_signed, to_signed
+from simhash_store import embedded, fingerprint, from_signed, to_signed
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 REPOST = EXAMPLES / "query" / "library-repost.txt"
@@ -67,8 +67,9 @@ class Serving:
             raise AssertionError(f"serve printed nothing: {self.process.stderr.read()}")
 
     def stop(self) -> int:
+        # Bounded by the library: a fast shutdown for STOP_SECONDS, then an immediate one.
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(60)
+        return self.process.wait(2 * embedded.STOP_SECONDS + 30)
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +243,41 @@ def test_serve_refuses_to_run_when_the_store_is_another_server(tmp_path):
     assert result.returncode == 1
     assert result.stderr == "Error: serve runs the embedded server; --db and SIMHASH_STORE_URL name another one\n"
     assert not (tmp_path / "data").exists()
+
+
+STALLED_SHUTDOWN = r"""
+import os, signal, sys
+from pathlib import Path
+import psutil
+from simhash_store import embedded
+embedded.STOP_SECONDS = 3
+server = embedded.server_for(Path(sys.argv[1]).resolve())
+postmaster = psutil.Process(server.get_postmaster_info().pid)
+stalled = [child for child in postmaster.children() if "checkpointer" in " ".join(child.cmdline())]
+assert stalled, [child.cmdline() for child in postmaster.children()]
+stalled[0].send_signal(signal.SIGSTOP)  # a fast shutdown now waits for its checkpoint forever
+print(postmaster.pid, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_shutdown_that_stalls_is_bounded_and_keeps_committed_rows(tmp_path):
+    # Under /tmp: the embedded server's own system user must reach it when tests run as root.
+    parent = Path(tempfile.mkdtemp(prefix="simhash-store-stall-"))
+    data_dir = parent / "data"
+    try:
+        assert cli(data_dir, "add", str(EXAMPLES / "corpus")).returncode == 0
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-c", STALLED_SHUTDOWN, str(data_dir / "pgdata")], capture_output=True, text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        # fast for STOP_SECONDS, then immediate (whose stragglers the postmaster kills after 5 s)
+        assert time.monotonic() - started < 60
+        assert _postmaster_pid(data_dir) is None  # the postmaster removes its pid file as it exits
+        stats = cli(data_dir, "stats", "--json")  # the next start replays the WAL
+        assert stats.returncode == 0, stats.stderr
+        assert json.loads(stats.stdout)["documents"] == 5
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
