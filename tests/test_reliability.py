@@ -128,7 +128,7 @@ def test_kill_9_at_random_points_then_rerun(database_url, pg_server, tmp_path):
 
     rng = random.Random(20261121)
     trials = []
-    for trial in range(10):
+    for trial in range(6):
         name = pg_server.create_database()
         url = pg_server.url(name)
         try:
@@ -150,8 +150,8 @@ def test_kill_9_at_random_points_then_rerun(database_url, pg_server, tmp_path):
             trials.append(len(partial))
         finally:
             pg_server.drop_database(name)
-    assert len(trials) == 10
-    assert sum(0 < n < len(records) for n in trials) >= 5, f"too few kills landed mid-run: {trials}"
+    assert len(trials) == 6
+    assert sum(0 < n < len(records) for n in trials) >= 3, f"too few kills landed mid-run: {trials}"
 
 
 @pytest.fixture
