@@ -67,9 +67,9 @@ class Serving:
             raise AssertionError(f"serve printed nothing: {self.process.stderr.read()}")
 
     def stop(self) -> int:
-        # Bounded by the library: a fast shutdown for STOP_SECONDS, then an immediate one.
+        # Bounded by the library: the lock file, a fast shutdown, then an immediate one (at most 15 s).
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(2 * embedded.STOP_SECONDS + 30)
+        return self.process.wait(embedded.LOCK_WAIT_SECONDS + embedded.STOP_SECONDS + 15 + 30)
 
 
 @pytest.fixture(scope="module")
