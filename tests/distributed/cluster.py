@@ -63,6 +63,8 @@ def unavailable() -> str | None:
             pwd.getpwnam(SERVER_USER)
         except KeyError:
             return f"running as root and there is no {SERVER_USER!r} user to run the servers as"
+        if _runuser() is None:
+            return "running as root and there is no runuser to start the servers as another user"
     return None
 
 
@@ -72,10 +74,16 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _runuser() -> str | None:
+    """runuser, also where root's PATH lacks the sbin directories (a minimal environment)."""
+    found = shutil.which("runuser")
+    return found or next((path for path in ("/usr/sbin/runuser", "/sbin/runuser") if os.access(path, os.X_OK)), None)
+
+
 def _as_server_user(command: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return command
-    return ["runuser", "-u", SERVER_USER, "--", *command]
+    return [_runuser(), "-u", SERVER_USER, "--", *command]
 
 
 @dataclass
