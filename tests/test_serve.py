@@ -184,6 +184,50 @@ def test_serve_listen_opens_tcp_with_a_password_kept_private(data_dir):
         assert again.stop() == 0
 
 
+def test_two_serves_listening_on_the_same_address_at_once_serve_it_or_say_why_in_one_line(data_dir):
+    port = _free_port()
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "simhash_store.cli", "serve", "--listen", f"127.0.0.1:{port}"], env=_env(data_dir),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        lines = [process.stdout.readline() for process in processes]  # a URL, or nothing when refused
+        urls = {line for line in lines if line}
+        assert len(urls) == 1, [process.stderr.read() for process in processes]
+        with psycopg.connect(urls.pop().strip()) as connection:
+            assert connection.execute("SELECT count(*) FROM simhash.documents").fetchone() == (5,)
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        codes = [process.wait(embedded.LOCK_WAIT_SECONDS + embedded.STOP_SECONDS + 45) for process in processes]
+    errors = [process.stderr.read() for process in processes]
+    for line, code, error in zip(lines, codes, errors):
+        if line:
+            assert code == 0, error
+        else:  # refused: a serve that came first uses the server (it was not listening yet)
+            assert code == 1 and error.startswith("Error: the embedded server listens on its socket only"), error
+            assert len(error.splitlines()) == 1
+    assert _postmaster_pid(data_dir) is None
+
+
+def test_serve_listen_refuses_to_restart_a_server_others_use(data_dir):
+    serving = Serving(data_dir)  # the Unix socket only
+    try:
+        refused = cli(data_dir, "serve", "--listen", f"127.0.0.1:{_free_port()}")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("Error: the embedded server listens on its socket only") and len(
+            refused.stderr.splitlines()
+        ) == 1, refused.stderr
+        assert f"pid {serving.process.pid}" in refused.stderr and "serve without --listen" in refused.stderr
+        with psycopg.connect(serving.line.strip()) as connection:  # the first serve's URL still works
+            assert connection.execute("SELECT count(*) FROM simhash.documents").fetchone() == (5,)
+    finally:
+        assert serving.stop() == 0
+
+
 def test_serve_refuses_a_bad_listen_address_before_starting_anything(tmp_path):
     result = cli(tmp_path / "data", "serve", "--listen", "localhost")
     assert result.returncode == 2
@@ -253,15 +297,19 @@ from simhash_store import embedded
 embedded.STOP_SECONDS = 3
 server = embedded.server_for(Path(sys.argv[1]).resolve())
 postmaster = psutil.Process(server.get_postmaster_info().pid)
-stalled = [child for child in postmaster.children() if "checkpointer" in " ".join(child.cmdline())]
+if sys.argv[2] == "postmaster":
+    stalled = [postmaster]  # not even an immediate shutdown can finish: the tree is killed
+else:
+    stalled = [child for child in postmaster.children() if "checkpointer" in " ".join(child.cmdline())]
 assert stalled, [child.cmdline() for child in postmaster.children()]
 stalled[0].send_signal(signal.SIGSTOP)  # a fast shutdown now waits for its checkpoint forever
-print(postmaster.pid, flush=True)
+print(" ".join(str(process.pid) for process in [postmaster, *postmaster.children()]), flush=True)
 """
 
 
 @pytest.mark.slow
-def test_a_shutdown_that_stalls_is_bounded_and_keeps_committed_rows(tmp_path):
+@pytest.mark.parametrize("stopped", ["checkpointer", "postmaster"])
+def test_a_shutdown_that_stalls_is_bounded_and_keeps_committed_rows(tmp_path, stopped):
     # Under /tmp: the embedded server's own system user must reach it when tests run as root.
     parent = Path(tempfile.mkdtemp(prefix="simhash-store-stall-"))
     data_dir = parent / "data"
@@ -269,18 +317,28 @@ def test_a_shutdown_that_stalls_is_bounded_and_keeps_committed_rows(tmp_path):
         assert cli(data_dir, "add", str(EXAMPLES / "corpus")).returncode == 0
         started = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-c", STALLED_SHUTDOWN, str(data_dir / "pgdata")], capture_output=True, text=True,
+            [sys.executable, "-c", STALLED_SHUTDOWN, str(data_dir / "pgdata"), stopped], capture_output=True, text=True,
             timeout=120,
         )
         assert result.returncode == 0, result.stderr
-        # fast for STOP_SECONDS, then immediate (whose stragglers the postmaster kills after 5 s)
+        # fast for STOP_SECONDS, then immediate for 15 s at most, then the processes are killed
         assert time.monotonic() - started < 60
-        assert _postmaster_pid(data_dir) is None  # the postmaster removes its pid file as it exits
+        left = [int(pid) for pid in result.stdout.split() if _alive(int(pid))]
+        assert not left, left
         stats = cli(data_dir, "stats", "--json")  # the next start replays the WAL
         assert stats.returncode == 0, stats.stderr
         assert json.loads(stats.stdout)["documents"] == 5
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """A process with this pid runs (a zombie does not count)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 HELD_LOCK = r"""
