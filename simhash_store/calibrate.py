@@ -102,14 +102,16 @@ def calibrate(
     if not 0 <= max_k <= 64:
         raise ValueError(f"max_k must be between 0 and 64, not {max_k}")
     chosen: list[tuple[str, str, int]] = []
+    positions: list[int] = []  # of each chosen text in ``texts``: pairs are listed in input order
     without_features = 0
     rng = random.Random(f"calibrate|{seed}")
-    candidates = list(texts)
+    candidates = list(enumerate(texts))
     rng.shuffle(candidates)
-    for key, text in candidates:
+    for position, (key, text) in candidates:
         value = fingerprint_if_any(text, scheme)
         if value is not None:
             chosen.append((key, text, value))
+            positions.append(position)
         else:
             without_features += 1
         if len(chosen) == sample:
@@ -131,7 +133,7 @@ def calibrate(
         return by_kind
 
     light, heavy = recall(LIGHT), recall(HEAVY)
-    false_matches, duplicates = _checked_pairs(chosen, originals, max_k, scheme.normalizer)
+    false_matches, duplicates = _checked_pairs(chosen, positions, originals, max_k, scheme.normalizer)
     false_distances = np.array([pair.distance for pair in false_matches], dtype=np.int64)
     false_counts = np.cumsum(np.bincount(false_distances, minlength=max_k + 1)[: max_k + 1])
     pairs = len(chosen) * (len(chosen) - 1) // 2
@@ -162,7 +164,7 @@ def calibrate(
 
 
 def _checked_pairs(
-    chosen: list[tuple[str, str, int]], originals: np.ndarray, max_k: int, normalizer: str
+    chosen: list[tuple[str, str, int]], positions: list[int], originals: np.ndarray, max_k: int, normalizer: str
 ) -> tuple[list[SampledPair], list[SampledPair]]:
     """The pairs of sampled documents within ``max_k``, checked against their text: (false matches, duplicates)."""
     left, right, distances = near_pairs(originals, max_k)
@@ -173,13 +175,15 @@ def _checked_pairs(
             cache[index] = shingles(chosen[index][1], normalizer)
         return cache[index]
 
-    false_matches, duplicates = [], []
+    found: list[tuple[int, int, int, SampledPair]] = []
     for a, b, distance in zip(left.tolist(), right.tolist(), distances.tolist()):
-        a, b = min(a, b), max(a, b)  # in sample order, so a listing reads the same on every run
+        a, b = sorted((a, b), key=positions.__getitem__)  # the earlier input first
         pair = SampledPair(chosen[a][0], chosen[b][0], distance, overlap_of(shingles_of(a), shingles_of(b)))
-        (duplicates if pair.overlap.near_duplicate else false_matches).append(pair)
-    order = lambda pair: (pair.distance, pair.key_a, pair.key_b)  # noqa: E731
-    return sorted(false_matches, key=order), sorted(duplicates, key=order)
+        found.append((distance, positions[a], positions[b], pair))
+    found.sort(key=lambda item: item[:3])  # nearest first, then in input order
+    false_matches = [pair for *_, pair in found if not pair.overlap.near_duplicate]
+    duplicates = [pair for *_, pair in found if pair.overlap.near_duplicate]
+    return false_matches, duplicates
 
 
 def check_plot(path: str | os.PathLike) -> None:
