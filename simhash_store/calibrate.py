@@ -1,4 +1,4 @@
-"""Choosing k on one's own documents: recall of light and heavy variants, and false matches, per distance. Pure but for the plot.
+"""Choosing k on one's own documents: recall of light and heavy variants, and false matches, per distance. Pure.
 
 A sample of documents gets the benchmark's variants (:mod:`variants`): light ones
 (boilerplate, reflow, one sentence dropped or inserted, 1% typos) that should be found,

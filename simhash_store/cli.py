@@ -682,7 +682,9 @@ def dedup_command(
             raise
         if not quiet:
             note = _dedup_distance_note(store, max_distance)
-            passed = "".join(f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items()))
+            passed = "".join(
+                f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
+            )
             err.print(f"kept {kept}, duplicates {duplicates}, {passed}bad records {bad}; {note}", markup=False)
     if bad:
         raise typer.Exit(1)
@@ -700,7 +702,7 @@ def explain(
     ] = DEFAULT_MAX_DISTANCE,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
 ) -> None:
-    """Why two documents are near-duplicates or not: distance, the text they share, heaviest features shared and not, the bits that differ.
+    """Why two documents are near-duplicates or not: distance, shared text, heaviest features, differing bits.
 
     A bit's margin is its weighted sum as a share of the document's total weight: a bit
     that differs on a small margin flipped on a detail. The shingle overlap (5 characters

@@ -1,4 +1,4 @@
-"""Why two documents are (or are not) near-duplicates: their features, the bits that differ, the text they share. Pure: no I/O.
+"""Why two documents are (or are not) near-duplicates: features, differing bits, shared text. Pure: no I/O.
 
 The distance is the number of bits in which the fingerprints differ. Each bit is the
 sign of a weighted sum over the document's features; its *margin* is that sum as a
@@ -23,7 +23,7 @@ import numpy as np
 from .bits import hamming, to_hex
 from .errors import NoFeaturesError
 from .fingerprint import bit_sums, features, fingerprint_if_any, no_features_message
-from .overlap import NEAR_IDENTICAL_JACCARD, Overlap, overlap
+from .overlap import NEAR_DUPLICATE_CONTAINMENT, NEAR_IDENTICAL_JACCARD, Overlap, overlap
 from .scheme import DEFAULT, Scheme, get_scheme
 
 _JOINER = "\x1f"  # between the two words of a pair feature
@@ -71,7 +71,7 @@ class Explanation:
 
         Close fingerprints whose texts share little (Jaccard < 0.2, neither inside the other)
         are likely a false match; far fingerprints of texts with Jaccard >= 0.8 are a
-        near-duplicate this k misses, and a text mostly inside the other is an excerpt,
+        near-duplicate this k misses, and a text at least 0.8 inside the other is an excerpt,
         which a fingerprint of the whole text does not find.
         """
         o = self.overlap
@@ -81,11 +81,10 @@ class Explanation:
         if self.distance > max_distance and o.jaccard >= NEAR_IDENTICAL_JACCARD:
             return (f"the texts are near-duplicates (Jaccard {o.jaccard:.2f}) but the fingerprints are more than "
                     f"k = {max_distance} bits apart: a near-duplicate that this k misses")
-        if self.distance > max_distance and o.near_duplicate and o.jaccard < NEAR_IDENTICAL_JACCARD:
-            inside, share = ("A", o.containment_a) if o.containment_a >= o.containment_b else ("B", o.containment_b)
-            if share > o.jaccard:
-                return (f"{share:.0%} of {inside}'s text is in the other: a fingerprint compares whole texts, "
-                        f"so it does not find one inside another")
+        inside, share = ("A", o.containment_a) if o.containment_a >= o.containment_b else ("B", o.containment_b)
+        if self.distance > max_distance and share >= NEAR_DUPLICATE_CONTAINMENT:
+            return (f"{share:.0%} of {inside}'s text is in the other: a fingerprint compares whole texts, "
+                    "so it does not find one inside another")
         return None
 
     def to_dict(self) -> dict:
@@ -112,7 +111,8 @@ def explain(text_a: str, text_b: str, scheme: Scheme | str = DEFAULT, top: int =
     if fingerprint_a is None or fingerprint_b is None:
         if fingerprint_a is None and fingerprint_b is None:
             raise NoFeaturesError(no_features_message("the two texts", scheme, both=True))
-        raise NoFeaturesError(no_features_message("the first text (A)" if fingerprint_a is None else "the second text (B)", scheme))
+        which = "the first text (A)" if fingerprint_a is None else "the second text (B)"
+        raise NoFeaturesError(no_features_message(which, scheme))
     weights_a, weights_b = dict(features(text_a, scheme)), dict(features(text_b, scheme))
     shared = sorted(
         (SharedFeature(_readable(f), round(weights_a[f], 4), round(weights_b[f], 4)) for f in weights_a.keys() & weights_b.keys()),

@@ -102,6 +102,15 @@ def test_explain_says_when_real_near_duplicates_are_further_than_k(revision_pair
     assert cli.exit_code == 0 and "note: the texts are near-duplicates" in cli.stdout
 
 
+def test_explain_says_a_text_inside_another_is_not_what_a_fingerprint_finds(sample_paragraphs, sample_laws):
+    page = sample_laws[0] + "\n" + sample_paragraphs[0] + "\n" + sample_laws[1]
+    result = explain(sample_paragraphs[0], page, SCHEME)
+    assert result.overlap.containment_a == 1.0
+    assert result.disagreement(max_distance=result.distance - 1) == (
+        "100% of A's text is in the other: a fingerprint compares whole texts, so it does not find one inside another"
+    )
+
+
 def test_explain_of_texts_without_features_is_one_line_and_a_failure():
     both = _run("explain", "--text", "，。！", "   ")
     assert both.exit_code == 1
