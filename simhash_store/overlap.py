@@ -25,7 +25,9 @@ when Jaccard < 0.2 and neither is mostly inside the other.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import asdict, dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -59,10 +61,23 @@ def shingles(text: str, normalizer: str = "nfkc-casefold", size: int = SHINGLE_U
     """The distinct shingles of a text as sorted 64-bit hashes (empty for a text without units)."""
     if size < 1:
         raise ValueError(f"a shingle has at least 1 unit, not {size}")
-    found = units(text, normalizer)
-    # A space cannot occur inside a unit, so joined shingles of different units never coincide.
-    runs = (" ".join(found[i : i + size]).encode() for i in range(max(len(found) - size + 1, 1 if found else 0)))
-    return np.unique(np.fromiter(map(_HASH, runs), dtype=np.uint64))
+    return np.unique(np.fromiter(map(_HASH, _runs(_UNIT.finditer(normalize(text, normalizer)), size)), dtype=np.uint64))
+
+
+def _runs(found: Iterator[re.Match], size: int) -> Iterator[bytes]:
+    """Each run of ``size`` consecutive units (one run of all of them when there are fewer), UTF-8.
+
+    A sliding window, not a list of units: a CJK character as a string of its own takes 80
+    bytes, so a long document's units would take many times its size.
+    """
+    window: deque[str] = deque(maxlen=size)
+    for match in found:
+        window.append(match.group())
+        if len(window) == size:
+            # A space cannot occur inside a unit, so runs of different units never join to the same bytes.
+            yield " ".join(window).encode()
+    if 0 < len(window) < size:
+        yield " ".join(window).encode()
 
 
 @dataclass(frozen=True)
