@@ -174,7 +174,7 @@ def _write_jsonl(path: Path, texts: list[tuple[str, str]]) -> Path:
 
 
 def test_calibrate_command_lists_duplicates_and_false_matches(tmp_path):
-    crawl = _write_jsonl(tmp_path / "crawl.jsonl", _laws() + _planted())
+    crawl = _write_jsonl(tmp_path / "crawl.jsonl", _laws() + _planted() + [("english", ENGLISH)])
     args = ["calibrate", "--scheme", SCHEME, "--jsonl", str(crawl), "--sample", "500"]  # a scheme and inputs: no database
     result = _run(*args, "--json")
     assert result.exit_code == 0, result.output
@@ -185,12 +185,14 @@ def test_calibrate_command_lists_duplicates_and_false_matches(tmp_path):
     assert all(d["jaccard"] >= 0.5 or max(d["containment_a"], d["containment_b"]) >= 0.8 for d in report["duplicates"])
     assert len(report["false_match_pairs"]) == report["rows"][-1]["false_matches"]
     assert not any({p["key_a"], p["key_b"]} <= planted_lines for p in report["false_match_pairs"])
+    assert report["without_features"] == 1  # the English page: no features under this scheme, left out
     rows = report["rows"]
     assert report["recommended"] == min(r["k"] for r in rows if r["light_recall"] >= 0.95 and r["heavy_recall"] >= 0.8)
 
     table = _run(*args)
     assert table.exit_code == 0
     lines = table.stdout.splitlines()
+    assert f"left out: 1 text without features under {SCHEME}" in lines
     assert f"the sample holds near-duplicates of its own: {len(report['duplicates'])} pairs within 20 bits" in table.stdout
     nearest = report["duplicates"][0]
     assert any(line.endswith(f"{nearest['key_a']}  ~  {nearest['key_b']}") and line.split()[:2] == [str(nearest["distance"]), "bits"]
