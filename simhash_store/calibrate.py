@@ -10,12 +10,16 @@ unless the corpus holds near-duplicates of its own: ``dups`` shows them).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
+from .errors import ConfigError
 from .fingerprint import fingerprint_if_any
 from .pairs import near_pairs
 from .plural import counted
@@ -122,8 +126,28 @@ def calibrate(
     return Calibration(len(chosen), pairs, rows, recommended, reason, light, heavy)
 
 
+def check_plot(path: str) -> None:
+    """Whether :func:`plot` can draw into ``path``, asked before the work it would draw: matplotlib is
+    installed, and ``path`` names a file in a directory this process may write; else ConfigError."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ConfigError("--plot needs matplotlib: pip install 'simhash-store[plot]'") from None
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(f"cannot write the plot to {path}: it is a directory")
+    if not os.path.isdir(directory):
+        raise ConfigError(f"cannot write the plot to {path}: there is no directory {directory}")
+    if not os.access(directory, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ConfigError(f"cannot write the plot to {path}: permission denied")
+
+
 def plot(calibration: Calibration, path: str, title: str = "") -> None:
-    """Recall and false matches against k as a PNG (matplotlib: ``pip install 'simhash-store[plot]'``)."""
+    """Recall and false matches against k as a PNG (matplotlib: ``pip install 'simhash-store[plot]'``).
+
+    Drawn into a new file of its own beside ``path`` and renamed into place when complete, so a
+    failure leaves no half-written PNG, and a file or link put at ``path`` is replaced, not written through.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,8 +175,21 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
     recall_axes.legend(lines[0] + more[0], lines[1] + more[1], loc="center right", fontsize=8)
     recall_axes.set_title(title or f"{counted(calibration.documents, 'document')}, {counted(calibration.pairs, 'pair', grouped=True)}")
     figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    directory, name = os.path.split(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(descriptor, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
+        with os.fdopen(descriptor, "wb") as file:
+            figure.savefig(file, format="png")
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    finally:
+        plt.close(figure)
 
 
 __all__ = ["Calibration", "Row", "calibrate", "plot"]

@@ -773,6 +773,11 @@ def calibrate(
     """
     from . import calibrate as calibration
 
+    if plot is not None:  # before the work: a plot that cannot be drawn would lose it
+        try:
+            calibration.check_plot(str(plot))
+        except SimhashStoreError as exc:
+            fail(str(exc))
     texts: list[tuple[str, str]] = []
     skipped = 0
     if jsonl is not None:
@@ -820,8 +825,8 @@ def calibrate(
                 result, str(plot),
                 f"{chosen.name}: {counted(result.documents, 'document')}, {counted(result.pairs, 'pair', grouped=True)}",
             )
-        except ImportError:
-            fail("the plot needs matplotlib: pip install 'simhash-store[plot]'")
+        except OSError as exc:  # the directory went away or filled up meanwhile
+            fail(f"cannot write the plot to {plot}: {exc.strerror or exc}")
     if as_json:
         record = {
             "documents": result.documents, "pairs": result.pairs, "recommended": result.recommended,

@@ -3,7 +3,8 @@
 The distance is the number of bits in which the fingerprints differ. Each bit is the
 sign of a weighted sum over the document's features; its *margin* is that sum as a
 share of the document's total weight. A bit that differs with a small margin in one of
-the documents flipped on a detail; a large margin means the documents really differ there.
+the documents flipped on a detail; a large margin means the documents really differ there. A text without features (no words) cannot be explained:
+:class:`~simhash_store.errors.InputError`.
 
 >>> e = explain("保护人民，制定本法。", "保护人民，制定此法。")
 >>> e.distance == len(e.bits)
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .bits import hamming, to_hex
+from .errors import InputError, InvalidValueError
 from .fingerprint import bit_sums, features, fingerprint
 from .scheme import DEFAULT, Scheme, get_scheme
 
@@ -73,9 +75,15 @@ def explain(text_a: str, text_b: str, scheme: Scheme | str = DEFAULT, top: int =
     """Distance, the ``top`` heaviest features shared and not shared, and every differing bit with its margins."""
     scheme = get_scheme(scheme)
     if top < 0:
-        raise ValueError(f"top must be 0 or more, not {top}")
-    fingerprint_a, fingerprint_b = fingerprint(text_a, scheme), fingerprint(text_b, scheme)
+        raise InvalidValueError(f"top must be 0 or more, not {top}")
     weights_a, weights_b = dict(features(text_a, scheme)), dict(features(text_b, scheme))
+    # A text without features has the fingerprint 0, as does every other such text: a distance
+    # between them (0 bits, "near-duplicates") would say nothing about the texts.
+    empty = [name for name, weights in (("A", weights_a), ("B", weights_b)) if not weights]
+    if empty:
+        which = "A and B have" if len(empty) == 2 else f"{empty[0]} has"
+        raise InputError(f"{which} no features (no words that {scheme.name} counts): there is nothing to compare")
+    fingerprint_a, fingerprint_b = fingerprint(text_a, scheme), fingerprint(text_b, scheme)
     shared = sorted(
         (SharedFeature(_readable(f), round(weights_a[f], 4), round(weights_b[f], 4)) for f in weights_a.keys() & weights_b.keys()),
         key=lambda s: (-max(s.weight_a, s.weight_b), s.feature),

@@ -506,3 +506,58 @@ def test_progress_moves_with_the_first_small_documents_not_after_a_chunk_of_the_
     assert len(results) == len(reported) == 62
     # Each worker starts with a small document alone: the bar moves at once.
     assert reported[0] == 200
+
+
+# ------------------------------------------------------------ refused before the work, and what cannot be compared
+
+
+def test_explain_of_texts_without_words_says_so_and_fails():
+    # Both fingerprints are 0 (no features): "distance 0 bits: near-duplicates" said nothing true.
+    for texts, who in ((("   ...", "!!!"), "A and B have"), (("保护人民，制定本法。", "，。！"), "B has")):
+        for extra in ([], ["--json"]):
+            result = invoke(None, "explain", "--text", *texts, *extra)
+            assert result.exit_code == 1 and result.stdout == ""
+            assert result.stderr == f"Error: {who} no features (no words that zh-jieba-v1 counts): there is nothing to compare\n"
+
+
+def _calibration_input(tmp_path, sample_paragraphs) -> Path:
+    lines = [json.dumps({"text": text}, ensure_ascii=False) for text in sample_paragraphs[:12]]
+    return write(tmp_path / "docs.jsonl", "\n".join(lines) + "\n")
+
+
+def test_calibrate_plot_that_cannot_be_drawn_is_refused_before_the_work(database_url, tmp_path, sample_paragraphs, monkeypatch):
+    # It failed after the calibration (and after --apply had recorded its k), with the results lost,
+    # or (a missing directory) with a traceback.
+    documents = str(_calibration_input(tmp_path, sample_paragraphs))
+    invoke(database_url, "init")
+    arguments = ["calibrate", "--jsonl", documents, "--sample", "10", "--apply"]
+    missing = invoke(database_url, *arguments, "--plot", str(tmp_path / "no-such-dir" / "k.png"))
+    assert (missing.exit_code, missing.stdout) == (1, "")
+    assert missing.stderr == f"Error: cannot write the plot to {tmp_path / 'no-such-dir' / 'k.png'}: there is no directory {tmp_path / 'no-such-dir'}\n"
+    with monkeypatch.context() as patched:
+        patched.setitem(sys.modules, "matplotlib", None)  # as if not installed: importing it fails
+        result = invoke(database_url, *arguments, "--plot", str(tmp_path / "k.png"))
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "Error: --plot needs matplotlib: pip install 'simhash-store[plot]'\n"
+    with Store(database_url) as store:
+        assert store.recommended_distance() is None  # nothing was done, so nothing recorded
+    drawn = invoke(database_url, *arguments, "--plot", str(tmp_path / "k.png"))
+    assert drawn.exit_code == 0 and (tmp_path / "k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["docs.jsonl", "k.png"]  # no temporary left
+
+
+# Chinese in GB18030 whose bytes are also valid UTF-8 (of letters in seven scripts): a phrase of the
+# corpus, repeated as a boilerplate line is; and phrases of the shipped sample (tests/data), run together.
+GB18030_ALSO_UTF8 = ["一些学院同时要去" * 30, "实施洗钱诈骗投注一业一证山路水闸" * 15]
+
+
+@pytest.mark.parametrize("text", GB18030_ALSO_UTF8)
+def test_a_gb18030_file_whose_bytes_are_also_utf8_is_read_as_gb18030(database_url, tmp_path, text):
+    data = text.encode("gb18030")
+    data.decode("utf-8")  # valid UTF-8 too: the ambiguity this test is about
+    path = write(tmp_path / "notice.txt", data)
+    printed = invoke(None, "fingerprint", str(path))
+    assert printed.stdout == f"{to_hex(fingerprint(text))}  {path}\n"
+    added = invoke(database_url, "add", str(path))
+    assert added.exit_code == 0 and added.stdout.startswith("added 1, updated 0, unchanged 0, skipped 0")
+    assert stored(database_url) == {str(path): fingerprint(text)}
