@@ -202,7 +202,7 @@ def _utf8_or_legacy(data: bytes, text: str) -> Decoded:
     (``一些学院同时要去``, eight characters that are valid UTF-8, repeated thirty times is
     240): ``一些学院同时要去`` in GB18030 reads ``һЩѧԺͬʱҪȥ`` as UTF-8, seven scripts in
     eight letters. So a UTF-8 reading is looked at again, whatever its length, when it has no
-    CJK character and most of its non-ASCII letters (judged on the first few thousand) are
+    CJK character and most of its non-ASCII letters (judged on the first thousand) are
     ones real text seldom uses (see _common_outside_cjk); and the legacy reading wins only if
     it decodes without an invalid byte, scores as real Chinese does, and holds nothing but CJK
     and ASCII. A UTF-8 text with CJK characters, or in a European script, stays UTF-8. The
@@ -225,7 +225,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _CJK = re.compile(r"[\u2e80-\U0010ffff]")  # CJK and everything above it, as _cjk_count counts
 # The first this many non-ASCII characters decide whether a UTF-8 reading looks like garbage:
 # a GB18030 text read as UTF-8 is garbage throughout, and a long text is judged in time.
-_JUDGED_CHARACTERS = 4096
+_JUDGED_CHARACTERS = 1024
 # A legacy reading this plausible (mean log-frequency of its characters) is Chinese:
 # short snippets of real text score 9 to 13; UTF-8 letters of European scripts read
 # as GB18030 (café as caf茅) reach 8.7.
