@@ -561,3 +561,97 @@ def test_a_gb18030_file_whose_bytes_are_also_utf8_is_read_as_gb18030(database_ur
     added = invoke(database_url, "add", str(path))
     assert added.exit_code == 0 and added.stdout.startswith("added 1, updated 0, unchanged 0, skipped 0")
     assert stored(database_url) == {str(path): fingerprint(text)}
+
+
+# ------------------------------------------------------------ keys, paths and texts reach the terminal inert
+
+# What a key or file name may hold (any user's data): a terminal title and a screen clear, a line
+# break (splits a line a script reads), a right-to-left override (shows what follows backwards),
+# a C1 CSI (a control sequence on many terminals), a zero-width space, markup and an emoji code.
+HOSTILE = {
+    "title": "t\x1b]0;owned\x07\x1b[2J.txt",
+    "newline": "line\nbreak.txt",
+    "override": "rev\u202eabc.txt",
+    "csi": "c1\x9b31m.txt",
+    "zero-width": "z\u200bw.txt",
+    "markup": ":smile:[bold]b[/bold].txt",
+}
+SHOWN = {
+    "title": "t\\x1b]0;owned\\x07\\x1b[2J.txt",
+    "newline": "line\\nbreak.txt",
+    "override": "rev\\u202eabc.txt",
+    "csi": "c1\\x9b31m.txt",
+    "zero-width": "z\\u200bw.txt",
+    "markup": ":smile:[bold]b[/bold].txt",
+}
+
+
+def _inert(output: str) -> str:
+    """``output`` if no character in it is one a terminal acts on or that hides or reorders text."""
+    import unicodedata
+
+    acting = [c for c in output if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")]
+    assert not acting, acting
+    return output
+
+
+def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(database_url, tmp_path, sample_paragraphs):
+    root = tmp_path / "in"
+    for n, (name, key) in enumerate(HOSTILE.items()):
+        write(root / key, sample_paragraphs[n])
+    write(root / "copy\x1b[2J.txt", sample_paragraphs[0])  # the same text as "title", and stored first
+    write(root / "garbage\x1b[2J.txt", b"\x80\xff" * 20)  # fails: named on stderr
+    shown_root = str(root)
+    added = invoke(database_url, "add", str(root), "--skip-near-duplicates")
+    assert added.exit_code == 1
+    _inert(added.stdout), _inert(added.stderr)
+    assert f"failed: {shown_root}/garbage\\x1b[2J.txt: undecodable" in added.stderr
+    assert "    t\\x1b]0;owned\\x07\\x1b[2J.txt ~ copy\\x1b[2J.txt (distance 0)" in added.stdout.splitlines()
+
+    query = invoke(database_url, "query", str(root / HOSTILE["title"]), "-k", "0")
+    _inert(query.stdout)
+    assert f"{shown_root}/{SHOWN['title']} (" in query.stdout and "│ copy\\x1b[2J.txt │" in query.stdout
+    exact = json.loads(invoke(database_url, "query", str(root / HOSTILE["override"]), "-k", "0", "--json").stdout)
+    assert (exact["query"], exact["matches"][0]["key"]) == (str(root / HOSTILE["override"]), HOSTILE["override"])
+
+    write(root / "again.txt", sample_paragraphs[1])  # "newline" again, so dups pairs it
+    invoke(database_url, "add", str(root / "again.txt"))
+    dups = invoke(database_url, "dups", "-k", "0")
+    again = f"{root}/again.txt"  # a file named on the command line: its key is the path given
+    assert _inert(dups.stdout).splitlines() == [f" 0  {again}  {SHOWN['newline']}"]  # one line, not two
+    assert [json.loads(line)["keys"] for line in invoke(database_url, "dups", "-k", "0", "--json").stdout.splitlines()] == [
+        [again, HOSTILE["newline"]]
+    ]
+    invoke(database_url, "recluster", "-k", "0")
+    clusters = invoke(database_url, "dups", "--clusters", "-k", "0")
+    assert _inert(clusters.stdout).endswith(f": {SHOWN['newline']} <- {again} (0)\n")
+
+    removed = invoke(database_url, "remove", HOSTILE["csi"], "gone\x1b[2J\u202e")
+    assert removed.stdout == "removed 1 of 2\n"
+    assert _inert(removed.stderr) == "not stored, so not removed: gone\\x1b[2J\\u202e\n"
+
+    legacy = write(tmp_path / "legacy\x1b[2J.csv", f"key,fingerprint\n{HOSTILE['zero-width']}x,zz\n")
+    imported = invoke(database_url, "import", str(legacy), "--scheme", "zh-jieba-v1")
+    assert imported.exit_code == 1 and f"failed: {tmp_path}/legacy\\x1b[2J.csv:2: " in _inert(imported.stderr)
+
+    lines = [{"key": HOSTILE["markup"], "body": sample_paragraphs[7]}, {"key": HOSTILE["title"] + "2"}]  # no body: bad
+    records = write(tmp_path / "crawl\x1b[2J.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    deduped = invoke(database_url, "dedup", str(records), "--text-field", "body", "-o", str(tmp_path / "out.jsonl"))
+    assert deduped.exit_code == 1 and f"failed: {tmp_path}/crawl\\x1b[2J.jsonl:2: " in _inert(deduped.stderr)
+    stats = invoke(database_url, "stats")
+    _inert(stats.stdout)
+
+
+def test_paths_and_texts_in_messages_without_a_database_are_escaped(tmp_path):
+    for name, shown in zip(HOSTILE.values(), SHOWN.values()):
+        path = write(tmp_path / name, "保护人民，制定本法。")
+        printed = invoke(None, "fingerprint", str(path))
+        assert _inert(printed.stdout) == f"{to_hex(fingerprint('保护人民，制定本法。'))}  {tmp_path}/{shown}\n"
+        missing = invoke(None, "explain", str(tmp_path / ("no-" + name)), str(path))
+        assert (missing.exit_code, _inert(missing.stderr)) == (1, f"Error: cannot open {tmp_path}/no-{shown}: No such file or directory\n")
+        calibrated = invoke(None, "calibrate", "--jsonl", str(tmp_path / ("no-" + name)), "--scheme", "zh-jieba-v1")
+        assert calibrated.exit_code == 1 and _inert(calibrated.stderr).startswith(f"Error: cannot open {tmp_path}/no-{shown}")
+    explained = invoke(None, "explain", "--text", "保护\u202e人民，制定本法。\x1b[2J", "保护人民，制定此法。")
+    _inert(explained.stdout)
+    as_json = json.loads(invoke(None, "explain", "--json", "--text", "保护人民\u202e，制定本法。", "保护人民，制定此法。").stdout)
+    assert as_json["distance"] >= 0
