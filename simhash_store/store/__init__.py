@@ -294,6 +294,7 @@ class Store:
     @_database_errors
     def remove(self, keys: str | Iterable[str]) -> "RemoveResult":
         """Delete documents by key (a string is one key); says which were removed and which were not stored.
+        Their ids are never given to another document (``store_info.highest_retired_id``).
 
         >>> store.remove(["a.txt", "gone.txt"])                 # doctest: +SKIP
         RemoveResult(removed=['a.txt'], missing=['gone.txt'])
