@@ -29,6 +29,8 @@ from .config import URL_VARIABLE
 from .errors import SchemeMismatchError, SimhashStoreError, SimhashStoreWarning
 from .plural import counted
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
+from .terminal import json_line as _json_line
+from .terminal import visible
 
 if TYPE_CHECKING:
     from .lookup import Lookup
@@ -160,8 +162,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 _default_show_warning = warnings.showwarning
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Keys, paths and texts are data: no markup ([bold]), no emoji codes (:smile:), and every one
+# printed through visible() (terminal.py), so that none is acted on by the terminal.
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 DbOption = Annotated[
     Optional[str],
@@ -233,12 +237,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def fail(message: str, code: int = 1) -> None:
-    err.print(Text(f"Error: {message}"))
+    """One line on stderr (the keys and paths in ``message`` made visible), and exit."""
+    err.print(Text(f"Error: {visible(message)}"))
     raise typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    err.print(Text(message))
+    err.print(Text(visible(message)))
 
 
 # ------------------------------------------------------------ commands
@@ -258,7 +263,7 @@ def init(
     with opened_store(scheme) as store:
         recorded = store.init(distributed=distributed)
         layout = ", distributed" if distributed else ""
-        out.print(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}")
+        out.print(visible(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}"))
 
 
 @app.command()
@@ -520,11 +525,11 @@ def dups(
         if isinstance(item, IdenticalGroup):
             groups += 1
             record = {"keys": item.keys, "distance": 0}
-            line = "  ".join([" 0", *item.keys])
+            line = "  ".join([" 0", *map(visible, item.keys)])
         else:
             pairs += 1
             record = {"a": item.a, "b": item.b, "distance": item.distance}
-            line = f"{item.distance:>2}  {item.a}  {item.b}"
+            line = f"{item.distance:>2}  {visible(item.a)}  {visible(item.b)}"
         out.print(_json_line(record) if as_json else line, markup=False)
     if not as_json:
         err.print(
@@ -721,8 +726,7 @@ def explain(
         fail(str(exc))
     disagreement = result.disagreement(max_distance)
     if as_json:
-        out.print(json.dumps({**result.to_dict(), "max_distance": max_distance, "disagreement": disagreement},
-                             ensure_ascii=False), markup=False)
+        out.print(_json_line({**result.to_dict(), "max_distance": max_distance, "disagreement": disagreement}))
         return
     near = "near-duplicates" if result.distance <= max_distance else "not near-duplicates"
     given = "the default k" if max_distance == DEFAULT_MAX_DISTANCE else "k"
@@ -750,10 +754,10 @@ def explain(
     for row in range(max(len(result.shared), len(result.only_a), len(result.only_b))):
         cells = []
         shared = result.shared[row] if row < len(result.shared) else None
-        cells += [Text(shared.feature), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
+        cells += [Text(visible(shared.feature)), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
         for side in (result.only_a, result.only_b):
             item = side[row] if row < len(side) else None
-            cells += [Text(item.feature), f"{item.weight:.2f}"] if item else ["", ""]
+            cells += [Text(visible(item.feature)), f"{item.weight:.2f}"] if item else ["", ""]
         features.add_row(*cells)
     out.print(features)
     if not result.bits:
@@ -868,7 +872,7 @@ def calibrate(
             "duplicates": [named(pair) for pair in result.duplicates],
             "without_features": result.without_features,
         }
-        out.print(json.dumps(record, ensure_ascii=False), markup=False)
+        out.print(_json_line(record))
         return
     table = Table(title=f"{counted(result.documents, 'document')} ({chosen.name}), "
                         f"{counted(result.pairs, 'pair', grouped=True)} of different documents",
@@ -918,7 +922,7 @@ def fingerprint_command(
     failures: list[corpus.Skip] = []
     try:
         for name, value in _fingerprint_arguments(files, chosen, jobs, failures=failures):
-            out.print(f"{to_hex(value, chosen.bits)}  {name}", markup=False)
+            out.print(f"{to_hex(value, chosen.bits)}  {visible(name)}")
     except SimhashStoreError as exc:  # a worker died: no database here, so no opened_store to catch it
         fail(str(exc))
     if failures:
@@ -947,13 +951,13 @@ def stats(as_json: JsonFlag = False) -> None:
     with opened_store() as store:
         info = store.stats()
     if as_json:
-        out.print(json.dumps(info, ensure_ascii=False), markup=False)
+        out.print(_json_line(info))
         return
     table = Table(show_header=False, box=None)
     table.add_column()
     table.add_column(overflow="fold")  # the whole URL, over several lines if need be, never cut
     for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
-        table.add_row(name.replace("_", " "), str(info[name]))
+        table.add_row(name.replace("_", " "), visible(str(info[name])))
     recommended, clustered = info["recommended_max_distance"], info["cluster_max_distance"]
     table.add_row("recommended max distance", "-" if recommended is None else f"{recommended} (calibrate --apply)")
     table.add_row("cluster max distance", "- (no clusters kept)" if clustered is None else str(clustered))
@@ -992,7 +996,7 @@ def grant_read(role: Annotated[str, typer.Argument(help="An existing PostgreSQL 
     """
     with opened_store() as store:
         store.grant_read_only(role)
-    out.print(f"{role} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
+    out.print(f"{visible(role)} may now read simhash.documents and call simhash.near(); it cannot write")
 
 
 @app.command()
@@ -1209,16 +1213,6 @@ def _size(value: str, option: str) -> int:
     return size
 
 
-_LINE_BREAK_ESCAPES = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def _json_line(record: object) -> str:
-    """One JSON object on one line for every consumer: json escapes the control characters
-    (\\n, \\r, \\x0b, \\x0c, \\x1c-\\x1e), and this the line breaks above ASCII that
-    str.splitlines, JavaScript and others split at (U+0085, U+2028, U+2029)."""
-    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAK_ESCAPES)
-
-
 def _print_matches(name: str, value: int, matches, max_distance: int, as_json: bool) -> None:
     if as_json:
         record = {
@@ -1231,14 +1225,14 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
         out.print(_json_line(record), markup=False)
         return
     if not matches:
-        out.print(f"{name} ({to_hex(value)}): nothing stored within {counted(max_distance, 'bit')}", markup=False)
+        out.print(f"{visible(name)} ({to_hex(value)}): nothing stored within {counted(max_distance, 'bit')}")
         return
-    table = Table(title=f"{name} ({to_hex(value)})", title_justify="left")
+    table = Table(title=f"{visible(name)} ({to_hex(value)})", title_justify="left")
     table.add_column("key")
     table.add_column("distance", justify="right")
     table.add_column("similarity", justify="right")
     for match in matches:
-        table.add_row(Text(match.key), str(match.distance), f"{match.similarity:.3f}")
+        table.add_row(Text(visible(match.key)), str(match.distance), f"{match.similarity:.3f}")
     out.print(table)
 
 
@@ -1287,7 +1281,7 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
     if summary.near_duplicates:
         out.print(f"  near-duplicates of stored documents, not stored: {len(summary.near_duplicates)}", markup=False)
         for skipped in summary.near_duplicates[:20]:
-            out.print(f"    {skipped.key} ~ {skipped.match.key} (distance {skipped.match.distance})", markup=False)
+            out.print(f"    {visible(skipped.key)} ~ {visible(skipped.match.key)} (distance {skipped.match.distance})")
         if len(summary.near_duplicates) > 20:
             out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
 
@@ -1306,8 +1300,8 @@ def _print_clusters(store, max_distance: int, as_json: bool) -> None:
             }
             out.print(_json_line(record), markup=False)
         else:
-            members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
-            out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
+            members = "  ".join(f"{visible(key)} ({distance})" for key, distance in group.members[1:])
+            out.print(f"cluster {group.id} ({group.size}): {visible(group.representative)} <- {members}")
     if not as_json:
         err.print(f"{counted(len(groups), 'cluster')} of two or more documents at distance {max_distance}")
         if not stored:

@@ -75,15 +75,17 @@ _SET_CLUSTERS_AND_HEADS = """
     WHERE d.id = u.id
 """
 
-# The largest id a new document must not take: of a stored document, and of a cluster or a
-# representative (whose document may have been removed, while the cluster lives on). And the
+# The largest id a new document must not take: of a stored document, of a cluster or a
+# representative (whose document may have been removed, while the cluster lives on), and of a
+# removed document (store_info.highest_retired_id: ids are never given twice). And the
 # identity sequence moved past the ``count`` ids about to be taken (when this role may).
 _HIGHEST_ID = """
     SELECT h.id,
            CASE WHEN pg_catalog.has_sequence_privilege(s.sequence, 'UPDATE')
                 THEN pg_catalog.setval(s.sequence, GREATEST(h.id + %(count)s, pg_catalog.nextval(s.sequence))) END
     FROM (SELECT GREATEST((SELECT max(id) FROM simhash.documents), (SELECT max(cluster) FROM simhash.cluster_heads),
-                          (SELECT max(representative_id) FROM simhash.cluster_heads), 0) AS id) h,
+                          (SELECT max(representative_id) FROM simhash.cluster_heads),
+                          (SELECT highest_retired_id FROM simhash.store_info), 0) AS id) h,
          (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::regclass AS sequence) s
 """
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .bits import hamming, to_hex
-from .errors import NoFeaturesError
+from .errors import InvalidValueError, NoFeaturesError
 from .fingerprint import bit_sums, features, fingerprint_if_any, no_features_message
 from .overlap import NEAR_DUPLICATE_CONTAINMENT, NEAR_IDENTICAL_JACCARD, Overlap, overlap
 from .scheme import DEFAULT, Scheme, get_scheme
@@ -106,7 +106,7 @@ def explain(text_a: str, text_b: str, scheme: Scheme | str = DEFAULT, top: int =
     """
     scheme = get_scheme(scheme)
     if top < 0:
-        raise ValueError(f"top must be 0 or more, not {top}")
+        raise InvalidValueError(f"top must be 0 or more, not {top}")
     fingerprint_a, fingerprint_b = fingerprint_if_any(text_a, scheme), fingerprint_if_any(text_b, scheme)
     if fingerprint_a is None or fingerprint_b is None:
         if fingerprint_a is None and fingerprint_b is None:

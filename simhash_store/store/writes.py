@@ -333,13 +333,30 @@ def set_stamps(connection: Connection, stamps: dict[str, str]) -> None:
     )
 
 
+# The largest id removed, kept so that no new document takes it again (clusters.allocate_ids numbers
+# from above it). The row is locked only when the id is above what is recorded.
+_RETIRE = """
+    UPDATE simhash.store_info SET highest_retired_id = GREATEST(highest_retired_id, CAST(:id AS bigint))
+    WHERE highest_retired_id IS DISTINCT FROM GREATEST(highest_retired_id, CAST(:id AS bigint))
+"""
+
+
 def remove(connection: Connection, keys: list[str]) -> RemoveResult:
-    """Delete documents by (distinct) key; which were removed and which were not stored."""
+    """Delete documents by (distinct) key, retiring their ids; which were removed and which were not stored."""
     c = documents_table.c
-    removed = set(
-        connection.execute(
-            delete(documents_table).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))).returning(c.key),
-            {"keys": keys},
-        ).scalars()
+    rows = connection.execute(
+        delete(documents_table).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))).returning(c.key, c.id),
+        {"keys": keys},
     )
+    removed = {key: id_ for key, id_ in rows}
+    if removed and _may_retire(connection):
+        connection.execute(text(_RETIRE), {"id": max(removed.values())})
     return RemoveResult([k for k in keys if k in removed], [k for k in keys if k not in removed])
+
+
+def _may_retire(connection: Connection) -> bool:
+    """Whether this role may record retired ids (UPDATE is checked when a statement is planned,
+    whatever its WHERE says, so it is asked first)."""
+    return connection.execute(
+        text("SELECT pg_catalog.has_column_privilege('simhash.store_info', 'highest_retired_id', 'UPDATE')")
+    ).scalar_one()
