@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError, DatabaseUnavailableError
+from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -411,15 +411,35 @@ def _create_database(server, database: str) -> URL:
 # ------------------------------------------------------------ serve: the server for other applications
 
 PASSWORD_FILE = "password"
-# Connections over the Unix socket (mode 0700: only the owner reaches it) are trusted, as
-# initdb set them up; over TCP every role needs its password.
-_HBA = "local all all trust\nhost all all all scram-sha-256\n"
+# The role TCP clients get: it owns the store (its database, the simhash schema and every
+# object in it) and nothing else. The server's superuser could run programs as the server's
+# OS account (COPY ... FROM PROGRAM), read and write its files: it stays on the Unix socket.
+STORE_OWNER = "simhash_owner"
+# Memberships that would give the owner role a superuser's reach after all.
+_SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+
+
+def _hba(superuser: str) -> str:
+    """pg_hba.conf of a serving server: the Unix socket (mode 0700: only the owner reaches it)
+    trusted, as initdb set it up; over TCP the superuser refused, every other role by password."""
+    return (
+        "# Written by simhash-store serve --listen; rewritten at its next start.\n"
+        "local all all trust\n"
+        f'host all "{superuser}" 0.0.0.0/0 reject\n'
+        f'host all "{superuser}" ::/0 reject\n'
+        "host all all all scram-sha-256\n"
+    )
+
+
+def new_password() -> str:
+    """A random password: letters, digits, - and _ (nothing to escape in a URL)."""
+    import secrets
+
+    return secrets.token_urlsafe(24)
 
 
 def _password(directory: Path) -> str:
-    """The TCP password: generated on first use, kept in a file only the owner can read."""
-    import secrets
-
+    """The store owner's TCP password: generated on first use, kept in a file only the owner can read."""
     path = directory / PASSWORD_FILE
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -430,20 +450,115 @@ def _password(directory: Path) -> str:
         if password:
             return password
         descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    password = secrets.token_urlsafe(24)  # letters, digits, - and _: nothing to escape in a URL
+    password = new_password()
     with os.fdopen(descriptor, "w", encoding="ascii") as file:
         file.write(password + "\n")
     return password
 
 
+def password_verifier(connection, role: str, password: str) -> str:
+    """The SCRAM verifier of ``password``, computed here: the password itself never reaches the
+    server, so no server log (a failed statement is logged with its text) can show it."""
+    return connection.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256").decode("ascii")
+
+
+def _prepare_store_owner(connection, owner: str, password: str, superuser: str) -> None:
+    """Create (or re-check) the owner role, give it the store, and take the superuser's password away.
+
+    Run as the superuser over the socket, in one transaction, at every ``serve --listen``: a
+    store that the library on this machine (the superuser) created or upgraded since, is
+    handed over again. Ownership rather than grants: migrations (``init``, ``upgrade``)
+    and ``optimize`` need the owner's rights, and a store has one owner.
+    """
+    from psycopg import sql
+
+    who = sql.Identifier(owner)
+    exists = connection.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (owner,)).fetchone()
+    verb = "ALTER" if exists else "CREATE"
+    # The attributes are set again on an existing role: nobody gave it more since.
+    connection.execute(
+        sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}").format(
+            who, sql.Literal(password_verifier(connection, owner, password))
+        )
+    )
+    reach = connection.execute(
+        "SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.rolname <> %(owner)s "
+        "AND pg_catalog.pg_has_role(%(owner)s, r.oid, 'MEMBER') "
+        "AND (r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication OR r.rolbypassrls "
+        "OR r.rolname = ANY(%(server_roles)s)) ORDER BY 1",
+        {"owner": owner, "server_roles": list(_SERVER_ROLES)},
+    ).fetchall()
+    if reach:
+        names = ", ".join(name for name, in reach)
+        raise PermissionDeniedError(
+            f"role {owner} is a member of {names}, which would give TCP clients more than the store: "
+            f"revoke that (REVOKE ... FROM {owner}, over the Unix socket: psql \"$(simhash-store url)\") and serve again"
+        )
+    connection.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(superuser)))
+    # The database too: a fresh data directory gets its schema from the owner's own first `init`.
+    connection.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(connection.info.dbname), who))
+    if connection.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'simhash'").fetchone() is None:
+        return
+    connection.execute(sql.SQL("ALTER SCHEMA simhash OWNER TO {}").format(who))
+    # Indexes, the sequences of serial columns and the row types of tables follow their table.
+    owned_elsewhere = connection.execute(
+        """
+        SELECT CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE'
+                              WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'c' THEN 'TYPE' ELSE 'TABLE' END,
+               CAST(CAST(c.oid AS pg_catalog.regclass) AS pg_catalog.text)
+        FROM pg_catalog.pg_class c
+        WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace)
+          AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
+          AND c.relowner <> CAST(%(owner)s AS pg_catalog.regrole)
+          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                          WHERE d.classid = CAST('pg_catalog.pg_class' AS pg_catalog.regclass) AND d.objid = c.oid
+                            AND d.refclassid = CAST('pg_catalog.pg_class' AS pg_catalog.regclass)
+                            AND d.deptype IN ('a', 'i'))
+        UNION ALL
+        SELECT CASE p.prokind WHEN 'a' THEN 'AGGREGATE' ELSE 'ROUTINE' END,
+               CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text)
+        FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = CAST('simhash' AS pg_catalog.regnamespace)
+          AND p.proowner <> CAST(%(owner)s AS pg_catalog.regrole)
+        UNION ALL
+        SELECT CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END,
+               CAST(CAST(t.oid AS pg_catalog.regtype) AS pg_catalog.text)
+        FROM pg_catalog.pg_type t
+        WHERE t.typnamespace = CAST('simhash' AS pg_catalog.regnamespace)
+          AND t.typrelid = 0 AND t.typtype <> 'm'
+          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type e WHERE e.typarray = t.oid)
+          AND t.typowner <> CAST(%(owner)s AS pg_catalog.regrole)
+        """,
+        {"owner": owner},
+    ).fetchall()
+    for kind, name in owned_elsewhere:  # names as the catalog spells them: quoted where needed
+        connection.execute(sql.SQL(f"ALTER {kind} {{}} OWNER TO {{}}").format(sql.SQL(name), who))
+    # Read-only roles keep SELECT on the tables later migrations add, now run by the owner.
+    readers = connection.execute(
+        "SELECT DISTINCT a.grantee FROM pg_catalog.pg_default_acl d, "
+        "LATERAL pg_catalog.aclexplode(d.defaclacl) a "
+        "WHERE d.defaclrole = CAST(%s AS pg_catalog.regrole) AND d.defaclobjtype = 'r' "
+        "AND d.defaclnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND a.privilege_type = 'SELECT'",
+        (superuser,),
+    ).fetchall()
+    for grantee, in readers:
+        reader = sql.SQL("PUBLIC") if grantee == 0 else sql.Identifier(
+            connection.execute("SELECT pg_catalog.pg_get_userbyid(%s)", (grantee,)).fetchone()[0]
+        )
+        connection.execute(
+            sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA simhash GRANT SELECT ON TABLES TO {}").format(who, reader)
+        )
+
+
 def serve(directory: Path, database: str, listen: tuple[str, int] | None = None) -> tuple[Address, object]:
     """Start (or join) the embedded server for other applications; with ``listen``, also on TCP.
 
-    Returns the address to print (TCP, with the password, when listening; else the socket)
-    and the server handle; the server stops when the last process using it exits.
+    Returns the address to print and the server handle; the server stops when the last
+    process using it exits. Without ``listen``: the Unix socket, as the server's superuser
+    (only this OS user reaches it). With ``listen``: the TCP address, as the store's owner
+    role :data:`STORE_OWNER` with its password; the superuser is refused over TCP.
     """
     import psycopg
-    from psycopg import sql
 
     socket = address(directory, database)
     server = server_for((directory / "pgdata").resolve())  # joined above: the same handle
@@ -458,14 +573,15 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
         socket = socket_address(server, database)
         try:
             with psycopg.connect(socket.libpq(), autocommit=True, connect_timeout=10) as connection:
-                connection.execute(
-                    sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(socket.user), sql.Literal(password))
-                )
+                with connection.transaction():
+                    _prepare_store_owner(connection, STORE_OWNER, password, socket.user)
                 listening = connection.execute("SHOW listen_addresses").fetchone()[0]
                 current_port = int(connection.execute("SHOW port").fetchone()[0])
                 hba = Path(connection.execute("SHOW hba_file").fetchone()[0])
-                if hba.read_text() != _HBA:
-                    hba.write_text(_HBA)  # rewritten in place: keeps the file's owner
+                wanted = _hba(socket.user)
+                if hba.read_text() != wanted:
+                    # Before TCP opens (the restart below): the superuser is never let in over it.
+                    hba.write_text(wanted)  # rewritten in place: keeps the file's owner
                     connection.execute("SELECT pg_reload_conf()")
         except psycopg.Error as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -493,8 +609,25 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
             except Exception as exc:  # the package raises bare subprocess errors
                 raise DatabaseUnavailableError(f"could not restart the embedded server to listen on {host}:{port}: {exc}") from None
             server.ensure_postgres_running()
-    shown_host = "127.0.0.1" if host in ("*", "0.0.0.0") else "::1" if host == "::" else host
-    return Address(host=shown_host, port=port, user=socket.user, database=database, password=password), server
+    return Address(host=_shown_host(host), port=port, user=STORE_OWNER, database=database, password=password), server
+
+
+def _shown_host(host: str) -> str:
+    """Where a client on this machine reaches a server listening on ``host``."""
+    return "127.0.0.1" if host in ("*", "0.0.0.0", "") else "::1" if host == "::" else host
+
+
+def tcp_address(directory: Path, database: str, user: str, password: str | None) -> Address | None:
+    """Where ``user`` reaches ``database`` over TCP while the running server in ``directory``
+    listens there (a ``serve --listen``), else None."""
+    try:
+        lines = (directory / "pgdata" / "postmaster.pid").read_text().split("\n")
+        port, listening = int(lines[3]), lines[5].strip()  # as PostgreSQL documents its lines 4 and 6
+    except (OSError, ValueError, IndexError):
+        return None
+    if not listening:
+        return None
+    return Address(host=_shown_host(listening), port=port, user=user, database=database, password=password)
 
 
 def _check_port_free(host: str, port: int) -> None:
