@@ -316,9 +316,10 @@ def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_di
         write = cli(data_dir, "--db", reader_url, "add", str(note))
         assert write.returncode == 1 and write.stderr.startswith("Error: ") and len(write.stderr.splitlines()) == 1
         assert _count(owner_url) == 5
-        # Without --password, as before: grants only, prints no password.
-        again = cli(data_dir, "grant-read", role)
-        assert again.returncode == 0 and "password" not in again.stdout, again.stderr
+        # Without --password, as before: grants only, prints no password; the owner may do that too.
+        for db in ([], ["--db", owner_url]):
+            again = cli(data_dir, *db, "grant-read", role)
+            assert again.returncode == 0 and "password" not in again.stdout, again.stderr
     finally:
         with psycopg.connect(socket_url, autocommit=True) as connection:
             connection.execute(f'DROP OWNED BY "{role}"')
@@ -379,6 +380,13 @@ def test_a_store_opened_to_the_superuser_by_an_earlier_serve_listen_is_handed_to
             # The read-only role granted before keeps its rights, and the library on this machine still works.
             reader_url = url.replace(f"user={OWNER}&password={old_password}", f"user={reader}&password={reader_password}")
             assert _count(reader_url) == 6
+            # ... also on a table the owner creates later (as a migration would)
+            with psycopg.connect(url, connect_timeout=10) as connection:
+                connection.execute("CREATE TABLE simhash.added_later (n integer)")
+            with psycopg.connect(reader_url, connect_timeout=10) as connection:
+                assert connection.execute("SELECT count(*) FROM simhash.added_later").fetchone() == (0,)
+            with psycopg.connect(url, connect_timeout=10) as connection:
+                connection.execute("DROP TABLE simhash.added_later")
             stats = cli(data_dir, "stats", "--json")
             assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 6, stats.stderr
         finally:
