@@ -936,19 +936,26 @@ def grant_read(
 ) -> None:
     """Let another application's role search and read the store in SQL, but not write.
 
-    Example: simhash-store grant-read news_reader --password
+    With --password on the embedded server, ROLE is created if missing. Example:
+    simhash-store grant-read news_reader --password
     """
     from . import embedded
+    from .config import EMBEDDED_DATABASE, data_dir, uses_embedded
 
     secret = embedded.new_password() if password else None
+    local = uses_embedded(state.db)
+    if secret is not None and local:
+        # The embedded server's superuser sets it (creating the role if missing); the grants are the owner's.
+        try:
+            embedded.set_login_password(data_dir(), role, secret)
+        except SimhashStoreError as exc:
+            fail(str(exc))
     with opened_store() as store:
-        store.grant_read_only(role, password=secret)
+        store.grant_read_only(role, password=None if local else secret)
     out.print(f"{role} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
     if secret is not None:
         out.print(f"password of {role} (shown once, kept nowhere): {secret}", markup=False)
-        from .config import EMBEDDED_DATABASE, data_dir, uses_embedded
-
-        if uses_embedded(state.db):
+        if local:
             tcp = embedded.tcp_address(data_dir(), EMBEDDED_DATABASE, role, secret)
             if tcp is None:
                 out.print("read-only over TCP once `simhash-store serve --listen HOST:PORT` runs", markup=False)
@@ -1012,7 +1019,7 @@ def serve(
     except SimhashStoreError as exc:
         fail(str(exc))
     url = shown.libpq()
-    superuser = address is None  # the socket's URL is the superuser's; TCP never is
+    superuser = shown.user != embedded.STORE_OWNER  # TCP never is; the socket until serve --listen hands the store over
     if as_json:
         fields = {"url": url, "host": shown.host, "port": shown.port, "user": shown.user, "database": shown.database}
         print(json.dumps({**fields, "superuser": superuser}), flush=True)
@@ -1020,6 +1027,8 @@ def serve(
         print(url, flush=True)
     if superuser:
         rights = f"as the server's superuser {shown.user}, over its Unix socket only you can reach"
+    elif address is None:
+        rights = f"over its Unix socket only you can reach, as {shown.user}, the store's owner (not a superuser)"
     else:
         rights = f"over TCP as {shown.user}, the store's owner, not a superuser (the superuser: Unix socket only)"
     warn(f"serving the embedded simhash store {rights}; Ctrl-C stops it (other commands now use this server)")
@@ -1033,8 +1042,9 @@ def url() -> None:
     """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
 
     While serve runs (else the embedded server stops when this command exits). The embedded
-    server's URL is its superuser's, over the Unix socket only you can reach: other
-    applications get the store's owner from serve --listen, or a role of their own from
+    server's URL is over the Unix socket only you can reach: as its superuser, or, once
+    serve --listen has handed the store over, as the store's owner simhash_owner. Other
+    applications get the owner from serve --listen, or a role of their own from
     grant-read ROLE --password.
 
     Example: simhash-store url   # then: psql "$(simhash-store url)"

@@ -338,10 +338,14 @@ def database_url(directory: Path, database: str) -> URL:
 
 def address(directory: Path, database: str) -> Address:
     """Where ``database`` on the embedded server in ``directory`` answers (its Unix socket);
-    the server started or joined, the database created if missing."""
+    the server started or joined, the database created if missing.
+
+    As the server's superuser, until ``serve --listen`` hands the store to :data:`STORE_OWNER`;
+    from then on as that role: code the owner can change (the ``simhash`` functions, a
+    trigger) must never run with a superuser's rights.
+    """
     server = server_for((directory / "pgdata").resolve())
-    _create_database(server, database)
-    return socket_address(server, database)
+    return socket_address(server, database, _create_database(server, database))
 
 
 @dataclass(frozen=True)
@@ -382,37 +386,54 @@ class Address:
         return UrlParts("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
 
 
-def socket_address(server, database: str) -> Address:
-    """The Unix-socket address of a running server (its port too: the socket's name holds it)."""
+def socket_address(server, database: str, user: str | None = None) -> Address:
+    """The Unix-socket address of a running server (its port too: the socket's name holds it),
+    for ``user`` (default: the server's superuser)."""
     info = server.get_postmaster_info()
     if info.socket_dir is None or info.port is None:
         raise DatabaseUnavailableError(f"the embedded server in {server.pgdata} has no Unix socket")
-    return Address(host=str(info.socket_dir), port=info.port, user=server.postgres_user, database=database)
+    return Address(host=str(info.socket_dir), port=info.port, user=user or server.postgres_user, database=database)
 
 
-def _create_database(server, database: str) -> URL:
+def _superuser(address: Address):
+    """A connection as the server's superuser, resolving names in the system catalog only: it
+    reads catalogs and runs DDL, and no object another role created can stand in for one."""
     import psycopg
 
-    address = socket_address(server, database)
-    admin = replace(address, database="postgres").libpq()
+    return psycopg.connect(
+        address.libpq(),
+        autocommit=True, connect_timeout=10, options="-c search_path=pg_catalog,pg_temp",
+    )
+
+
+def _create_database(server, database: str) -> str:
+    """Create ``database`` if missing; the role the library connects to it as (see :func:`address`)."""
+    import psycopg
+
+    admin = socket_address(server, "postgres")
     try:
-        with psycopg.connect(admin, autocommit=True, connect_timeout=10) as connection:
-            exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        with _superuser(admin) as connection:
+            exists = connection.execute("SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s", (database,)).fetchone()
             if not exists:
                 try:
                     connection.execute(f'CREATE DATABASE "{database}"')
                 except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                     pass  # another process created it at the same moment
+            handed_over = connection.execute(
+                "SELECT pg_catalog.has_database_privilege(r.oid, d.oid, 'CREATE') FROM pg_catalog.pg_database d "
+                "JOIN pg_catalog.pg_roles r ON r.rolname = %s WHERE d.datname = %s",
+                (STORE_OWNER, database),
+            ).fetchone()
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailableError(f"the embedded PostgreSQL server does not answer: {exc}") from None
-    return address.sqlalchemy()
+    return STORE_OWNER if handed_over and handed_over[0] else server.postgres_user
 
 
 # ------------------------------------------------------------ serve: the server for other applications
 
 PASSWORD_FILE = "password"
-# The role TCP clients get: it owns the store (its database, the simhash schema and every
-# object in it) and nothing else. The server's superuser could run programs as the server's
+# The role TCP clients get: it owns the store (the simhash schema and every object in it),
+# may create schemas in the store's database, and nothing else. The server's superuser could run programs as the server's
 # OS account (COPY ... FROM PROGRAM), read and write its files: it stays on the Unix socket.
 STORE_OWNER = "simhash_owner"
 # Memberships that would give the owner role a superuser's reach after all.
@@ -465,10 +486,11 @@ def password_verifier(connection, role: str, password: str) -> str:
 def _prepare_store_owner(connection, owner: str, password: str, superuser: str) -> None:
     """Create (or re-check) the owner role, give it the store, and take the superuser's password away.
 
-    Run as the superuser over the socket, in one transaction, at every ``serve --listen``: a
-    store that the library on this machine (the superuser) created or upgraded since, is
-    handed over again. Ownership rather than grants: migrations (``init``, ``upgrade``)
-    and ``optimize`` need the owner's rights, and a store has one owner.
+    Run as the superuser over the socket (reading catalogs and running DDL only), in one
+    transaction, at every ``serve --listen``. Ownership rather than grants: migrations
+    (``init``, ``upgrade``) and ``optimize`` need the owner's rights, and a store has one
+    owner. From then on the library on this machine connects as the owner too (see
+    :func:`address`), so objects it creates later are the owner's as well.
     """
     from psycopg import sql
 
@@ -495,8 +517,12 @@ def _prepare_store_owner(connection, owner: str, password: str, superuser: str) 
             f"revoke that (REVOKE ... FROM {owner}, over the Unix socket: psql \"$(simhash-store url)\") and serve again"
         )
     connection.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(superuser)))
-    # The database too: a fresh data directory gets its schema from the owner's own first `init`.
-    connection.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(connection.info.dbname), who))
+    # CREATE on the database, for a fresh data directory's first `init` by the owner; not the
+    # database itself: its owner could change the settings of every session in it, the
+    # superuser's too, and drop it.
+    connection.execute(
+        sql.SQL("GRANT CONNECT, CREATE, TEMPORARY ON DATABASE {} TO {}").format(sql.Identifier(connection.info.dbname), who)
+    )
     if connection.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'simhash'").fetchone() is None:
         return
     connection.execute(sql.SQL("ALTER SCHEMA simhash OWNER TO {}").format(who))
@@ -550,6 +576,38 @@ def _prepare_store_owner(connection, owner: str, password: str, superuser: str) 
         )
 
 
+def set_login_password(directory: Path, role: str, password: str) -> None:
+    """Give ``role`` on the embedded server in ``directory`` this password, creating it (LOGIN,
+    nothing more) if missing, as the server's superuser: the store's owner may not.
+
+    Refused for a role that could do more than read once it logs in over TCP: a superuser,
+    one that may create roles or databases, replicate or bypass row security, and the
+    store's owner. The connection is to the ``postgres`` database: it touches nothing of the store.
+    """
+    import psycopg
+    from psycopg import sql
+
+    server = server_for((directory / "pgdata").resolve())
+    try:
+        with _superuser(socket_address(server, "postgres")) as connection, connection.transaction():
+            found = connection.execute(
+                "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls, rolcanlogin "
+                "FROM pg_catalog.pg_roles WHERE rolname = %s",
+                (role,),
+            ).fetchone()
+            if role == STORE_OWNER or (found and found[0]):
+                what = "the store's owner" if role == STORE_OWNER else "a role with more rights than reading"
+                raise PermissionDeniedError(f"role {role!r} is {what}, not a read-only role: no password set, nothing granted")
+            if found and not found[1]:
+                raise PermissionDeniedError(f"role {role!r} is NOLOGIN (ALTER ROLE ... LOGIN first): no password set, nothing granted")
+            verb = "ALTER ROLE {} PASSWORD {}" if found else "CREATE ROLE {} LOGIN PASSWORD {}"
+            verifier = sql.Literal(password_verifier(connection, role, password))
+            connection.execute(sql.SQL(verb).format(sql.Identifier(role), verifier))
+    except psycopg.Error as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatabaseUnavailableError(f"cannot set the password of {role!r} on the embedded server: {detail}") from None
+
+
 def serve(directory: Path, database: str, listen: tuple[str, int] | None = None) -> tuple[Address, object]:
     """Start (or join) the embedded server for other applications; with ``listen``, also on TCP.
 
@@ -572,7 +630,7 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
         server.ensure_postgres_running()
         socket = socket_address(server, database)
         try:
-            with psycopg.connect(socket.libpq(), autocommit=True, connect_timeout=10) as connection:
+            with _superuser(socket) as connection:
                 with connection.transaction():
                     _prepare_store_owner(connection, STORE_OWNER, password, socket.user)
                 listening = connection.execute("SHOW listen_addresses").fetchone()[0]

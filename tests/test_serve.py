@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -191,10 +192,15 @@ NEW_TEXT = "社区图书馆今年新增了周末亲子阅读活动，报名的�
 
 
 def _socket_url(data_dir: Path) -> str:
-    """The superuser's URL over the Unix socket (the server must be running: serve is up)."""
+    """The URL of `simhash-store url`: the Unix socket (the server must be running: serve is up)."""
     shown = cli(data_dir, "url")
     assert shown.returncode == 0, shown.stderr
     return shown.stdout.strip()
+
+
+def _superuser_url(data_dir: Path) -> str:
+    """The server's superuser over the Unix socket, for the tests' own set-up and clean-up."""
+    return re.sub(r"user=[^&]*", "user=postgres", _socket_url(data_dir))
 
 
 def _count(url: str) -> int:
@@ -229,9 +235,9 @@ def test_serve_listen_gives_tcp_clients_the_stores_owner_not_a_superuser(data_di
             owners = connection.execute(
                 "SELECT (SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'simhash'), "
                 "(SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'simhash.documents'::regclass), "
-                "(SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database())"
+                "has_database_privilege(current_database(), 'CREATE')"
             ).fetchone()
-            assert owners == (OWNER, OWNER, OWNER)
+            assert owners == (OWNER, OWNER, True)
         # The owner adds, queries and removes through the library, over TCP.
         note = tmp_path / "owner-note.txt"
         note.write_text(NEW_TEXT, encoding="utf-8")
@@ -241,7 +247,8 @@ def test_serve_listen_gives_tcp_clients_the_stores_owner_not_a_superuser(data_di
         assert found.returncode == 0, found.stderr
         keys = [m["key"] for m in json.loads(found.stdout)["matches"]]
         assert len(keys) == 1 and keys[0].endswith("owner-note.txt")
-        # The library on this machine (the superuser, over the socket) still reads and writes the store.
+        # The library on this machine still reads and writes the store, over the socket, now as its owner.
+        assert f"user={OWNER}" in _socket_url(data_dir) and _socket_url(data_dir).startswith("postgresql:///simhash_store?host=")
         local = cli(data_dir, "query", "--json", str(note))
         assert local.returncode == 0, local.stderr
         assert [m["key"] for m in json.loads(local.stdout)["matches"]] == keys
@@ -263,7 +270,7 @@ def test_the_superuser_is_refused_over_tcp_even_with_the_password(data_dir):
             psycopg.connect(refused, connect_timeout=10)
         with pytest.raises(psycopg.OperationalError, match='pg_hba.conf rejects connection .* user "postgres"'):
             psycopg.connect(refused.replace("/simhash_store?", "/postgres?"), connect_timeout=10)
-        with psycopg.connect(_socket_url(data_dir), connect_timeout=10) as connection:  # the socket: still the superuser
+        with psycopg.connect(_superuser_url(data_dir), connect_timeout=10) as connection:  # the socket: still the superuser
             assert connection.execute(
                 "SELECT rolsuper, rolpassword IS NULL FROM pg_authid WHERE rolname = current_user"
             ).fetchone() == (True, True)
@@ -276,19 +283,8 @@ def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_di
     port = _free_port()
     serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
     owner_url = serving.line.strip()
-    socket_url = _socket_url(data_dir)
     try:
-        with psycopg.connect(socket_url, autocommit=True) as connection:
-            connection.execute(f'CREATE ROLE "{role}" LOGIN')
-        # The store's owner may grant, but not give another role a password: one line, nothing granted.
-        refused = cli(data_dir, "--db", owner_url, "grant-read", role, "--password")
-        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
-        assert refused.stderr.startswith(f"Error: role {OWNER} may not set the password of '{role}' (nothing granted)")
-        with psycopg.connect(socket_url) as connection:
-            assert connection.execute(
-                "SELECT has_table_privilege(%s, 'simhash.documents', 'SELECT')", (role,)
-            ).fetchone() == (False,)
-        granted = cli(data_dir, "grant-read", role, "--password")  # the superuser, over the socket
+        granted = cli(data_dir, "grant-read", role, "--password")  # on the embedded server: creates the role
         assert granted.returncode == 0, granted.stderr
         lines = granted.stdout.splitlines()
         password = lines[1].rpartition(": ")[2]
@@ -298,6 +294,10 @@ def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_di
         assert password not in "".join(
             path.read_text(errors="replace") for path in data_dir.iterdir() if path.is_file()
         )
+        # The store's owner may grant, but not set another role's password: one line, the password unchanged.
+        refused = cli(data_dir, "--db", owner_url, "grant-read", role, "--password")
+        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert refused.stderr.startswith(f"Error: role {OWNER} may not set the password of '{role}' (nothing granted)")
         repost = to_signed(fingerprint(REPOST.read_text(encoding="utf-8")))
         with psycopg.connect(reader_url, connect_timeout=10) as connection:
             assert connection.execute("SELECT key FROM simhash.near(%s, 11)", (repost,)).fetchall() == [
@@ -321,9 +321,44 @@ def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_di
             again = cli(data_dir, *db, "grant-read", role)
             assert again.returncode == 0 and "password" not in again.stdout, again.stderr
     finally:
-        with psycopg.connect(socket_url, autocommit=True) as connection:
+        with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
             connection.execute(f'DROP OWNED BY "{role}"')
             connection.execute(f'DROP ROLE "{role}"')
+        assert serving.stop() == 0
+
+
+TRAP = """
+CREATE TABLE simhash.caught (who text, superuser boolean);
+CREATE FUNCTION simhash.trap() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO simhash.caught SELECT current_user, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER trap AFTER INSERT ON simhash.documents FOR EACH STATEMENT EXECUTE FUNCTION simhash.trap();
+"""
+
+
+def test_code_the_owner_plants_never_runs_with_the_superusers_rights(data_dir, tmp_path):
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{_free_port()}")
+    url = serving.line.strip()
+    note = tmp_path / "trap-note.txt"
+    try:
+        # Whoever holds the owner's URL can put code in the store that the library on this machine runs.
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(TRAP)
+        note.write_text(NEW_TEXT, encoding="utf-8")
+        added = cli(data_dir, "add", str(note))  # the library on this machine, over the socket
+        assert added.returncode == 0, added.stderr
+        with psycopg.connect(url) as connection:
+            assert connection.execute("SELECT DISTINCT who, superuser FROM simhash.caught").fetchall() == [(OWNER, False)]
+    finally:
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("DROP TRIGGER IF EXISTS trap ON simhash.documents")
+            connection.execute("DROP FUNCTION IF EXISTS simhash.trap()")
+            connection.execute("DROP TABLE IF EXISTS simhash.caught")
+            keys = connection.execute("SELECT key FROM simhash.documents WHERE key LIKE '%trap-note.txt'").fetchall()
+        for key, in keys:
+            assert cli(data_dir, "remove", key).returncode == 0
         assert serving.stop() == 0
 
 
@@ -390,7 +425,7 @@ def test_a_store_opened_to_the_superuser_by_an_earlier_serve_listen_is_handed_to
             stats = cli(data_dir, "stats", "--json")
             assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 6, stats.stderr
         finally:
-            with psycopg.connect(_socket_url(data_dir), autocommit=True) as connection:
+            with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
                 connection.execute(f'DROP OWNED BY "{reader}"')
                 connection.execute(f'DROP ROLE "{reader}"')
             assert serving.stop() == 0
