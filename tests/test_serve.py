@@ -203,6 +203,13 @@ def _superuser_url(data_dir: Path) -> str:
     return re.sub(r"user=[^&]*", "user=postgres", _socket_url(data_dir))
 
 
+def _drop_role(data_dir: Path, role: str) -> None:
+    with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
+        if connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            connection.execute(f'DROP OWNED BY "{role}"')
+            connection.execute(f'DROP ROLE "{role}"')
+
+
 def _count(url: str) -> int:
     with psycopg.connect(url, connect_timeout=10) as connection:
         return connection.execute("SELECT count(*) FROM simhash.documents").fetchone()[0]
@@ -321,10 +328,10 @@ def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_di
             again = cli(data_dir, *db, "grant-read", role)
             assert again.returncode == 0 and "password" not in again.stdout, again.stderr
     finally:
-        with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
-            connection.execute(f'DROP OWNED BY "{role}"')
-            connection.execute(f'DROP ROLE "{role}"')
-        assert serving.stop() == 0
+        try:
+            _drop_role(data_dir, role)
+        finally:
+            assert serving.stop() == 0
 
 
 TRAP = """
@@ -352,14 +359,16 @@ def test_code_the_owner_plants_never_runs_with_the_superusers_rights(data_dir, t
         with psycopg.connect(url) as connection:
             assert connection.execute("SELECT DISTINCT who, superuser FROM simhash.caught").fetchall() == [(OWNER, False)]
     finally:
-        with psycopg.connect(url, autocommit=True) as connection:
-            connection.execute("DROP TRIGGER IF EXISTS trap ON simhash.documents")
-            connection.execute("DROP FUNCTION IF EXISTS simhash.trap()")
-            connection.execute("DROP TABLE IF EXISTS simhash.caught")
-            keys = connection.execute("SELECT key FROM simhash.documents WHERE key LIKE '%trap-note.txt'").fetchall()
-        for key, in keys:
-            assert cli(data_dir, "remove", key).returncode == 0
-        assert serving.stop() == 0
+        try:
+            with psycopg.connect(url, autocommit=True) as connection:
+                connection.execute("DROP TRIGGER IF EXISTS trap ON simhash.documents")
+                connection.execute("DROP FUNCTION IF EXISTS simhash.trap()")
+                connection.execute("DROP TABLE IF EXISTS simhash.caught")
+                keys = connection.execute("SELECT key FROM simhash.documents WHERE key LIKE '%trap-note.txt'").fetchall()
+            for key, in keys:
+                assert cli(data_dir, "remove", key).returncode == 0
+        finally:
+            assert serving.stop() == 0
 
 
 OLD_HBA = "local all all trust\nhost all all all scram-sha-256\n"  # what serve --listen wrote before
@@ -425,10 +434,10 @@ def test_a_store_opened_to_the_superuser_by_an_earlier_serve_listen_is_handed_to
             stats = cli(data_dir, "stats", "--json")
             assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 6, stats.stderr
         finally:
-            with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
-                connection.execute(f'DROP OWNED BY "{reader}"')
-                connection.execute(f'DROP ROLE "{reader}"')
-            assert serving.stop() == 0
+            try:
+                _drop_role(data_dir, reader)
+            finally:
+                assert serving.stop() == 0
     finally:
         shutil.rmtree(parent, ignore_errors=True)
 
