@@ -936,8 +936,9 @@ def grant_read(
 ) -> None:
     """Let another application's role search and read the store in SQL, but not write.
 
-    With --password on the embedded server, ROLE is created if missing. Example:
-    simhash-store grant-read news_reader --password
+    With --password on the embedded server, ROLE is created if missing.
+
+    Example: simhash-store grant-read news_reader --password
     """
     from . import embedded
     from .config import EMBEDDED_DATABASE, data_dir, uses_embedded
