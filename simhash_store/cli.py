@@ -924,7 +924,7 @@ def optimize(
 
 @app.command("grant-read")
 def grant_read(
-    role: Annotated[str, typer.Argument(help="An existing PostgreSQL role.")],
+    role: Annotated[str, typer.Argument(help="A PostgreSQL role (with --password, created on the embedded server if missing).")],
     password: Annotated[
         bool,
         typer.Option(
