@@ -632,8 +632,10 @@ def dedup_command(
         except SimhashStoreError as exc:
             fail(str(exc))
         annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
-                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
+                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32(),
+                            "not_compared": pyarrow.string()}
     kept = duplicates = bad = 0
+    not_compared: Counter[str] = Counter()  # passed through without a fingerprint, by reason
     # Workers load their dictionaries while the store opens, as for add, unless the input is small.
     size = sum(Path(path).stat().st_size for path in inputs if path != "-")
     fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
@@ -653,7 +655,9 @@ def dedup_command(
                     bad += 1
                     warn(f"failed: {verdict.problem}")
                     continue
-                if verdict.kept:
+                if verdict.not_compared is not None:
+                    not_compared[verdict.not_compared] += 1
+                elif verdict.kept:
                     kept += 1
                 else:
                     duplicates += 1
@@ -678,7 +682,10 @@ def dedup_command(
             raise
         if not quiet:
             note = _dedup_distance_note(store, max_distance)
-            err.print(f"kept {kept}, duplicates {duplicates}, bad records {bad}; {note}", markup=False)
+            passed = "".join(
+                f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
+            )
+            err.print(f"kept {kept}, duplicates {duplicates}, {passed}bad records {bad}; {note}", markup=False)
     if bad:
         raise typer.Exit(1)
 
@@ -690,12 +697,17 @@ def explain(
     as_text: Annotated[bool, typer.Option("--text", help="A and B are the texts themselves, not file names.")] = False,
     scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
     top: Annotated[int, typer.Option(min=0, help="How many of the heaviest features to show in each list.")] = 10,
+    max_distance: Annotated[
+        int, typer.Option("--max-distance", "-k", min=0, max=64, help="The k to judge the distance at.")
+    ] = DEFAULT_MAX_DISTANCE,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
 ) -> None:
-    """Why two documents are near-duplicates or not: distance, heaviest features shared and not, the bits that differ.
+    """Why two documents are near-duplicates or not: distance, shared text, heaviest features, differing bits.
 
     A bit's margin is its weighted sum as a share of the document's total weight: a bit
-    that differs on a small margin flipped on a detail. No database is used.
+    that differs on a small margin flipped on a detail. The shingle overlap (5 characters
+    of Chinese, 5 words of English) is what the texts really share; a line says when it
+    and the distance disagree. No database is used.
 
     Example: simhash-store explain --text "保护人民，制定本法。" "保护人民，制定此法。"
     """
@@ -707,15 +719,26 @@ def explain(
         result = explain_texts(texts[0], texts[1], chosen, top=top)
     except SimhashStoreError as exc:
         fail(str(exc))
+    disagreement = result.disagreement(max_distance)
     if as_json:
-        out.print(json.dumps(result.to_dict(), ensure_ascii=False), markup=False)
+        out.print(json.dumps({**result.to_dict(), "max_distance": max_distance, "disagreement": disagreement},
+                             ensure_ascii=False), markup=False)
         return
-    near = "near-duplicates" if result.distance <= DEFAULT_MAX_DISTANCE else "not near-duplicates"
+    near = "near-duplicates" if result.distance <= max_distance else "not near-duplicates"
+    given = "the default k" if max_distance == DEFAULT_MAX_DISTANCE else "k"
     out.print(
-        f"distance {counted(result.distance, 'bit')}: {near} at the default k = {DEFAULT_MAX_DISTANCE}  "
+        f"distance {counted(result.distance, 'bit')}: {near} at {given} = {max_distance}  "
         f"(A {to_hex(result.fingerprint_a)}, B {to_hex(result.fingerprint_b)}, scheme {chosen.name})",
         markup=False,
     )
+    o = result.overlap
+    out.print(
+        f"text shared: Jaccard {o.jaccard:.2f}, {o.containment_a:.0%} of A is in B, {o.containment_b:.0%} of B is in A "
+        f"({counted(o.shared, 'shingle')} shared of {o.shingles_a:,} and {o.shingles_b:,})",
+        markup=False,
+    )
+    if disagreement is not None:
+        out.print(f"note: {disagreement}", markup=False)
     features = Table(title="heaviest features (weights)", title_justify="left")
     features.add_column("shared")
     features.add_column("A", justify="right")
@@ -769,20 +792,31 @@ def calibrate(
 ) -> None:
     """Choose k on your own documents: recall of near-duplicate variants and false matches for each k.
 
+    Pairs of sampled documents whose texts are near-duplicates (shingle Jaccard >= 0.5, or one
+    at least 0.8 inside the other) are listed as duplicates in the sample, not counted as false
+    matches; the false matches counted are listed too.
+
     Example: simhash-store calibrate --jsonl corpus.jsonl --plot calibrate.png
     """
     from . import calibrate as calibration
 
+    if plot is not None:
+        try:  # before the work, which takes minutes: not a failure after it
+            calibration.check_plot(plot)
+        except SimhashStoreError as exc:
+            fail(str(exc))
     texts: list[tuple[str, str]] = []
+    names: dict[str, str] = {}  # how a JSONL record is shown (FILE:LINE), by its key
     skipped = 0
     if jsonl is not None:
         from .formats import read_records
 
         try:
             rows = read_records(jsonl, "jsonl", key_field=text_field, text_field=text_field)
-            for number, (_, record) in enumerate(rows):
+            for number, (where, record) in enumerate(rows):
                 if isinstance(record, dict) and isinstance(record.get(text_field), str):
                     texts.append((str(number), record[text_field]))  # the record's number seeds its variants
+                    names[str(number)] = where
                 else:
                     skipped += 1
         except OSError as exc:
@@ -820,12 +854,19 @@ def calibrate(
                 result, str(plot),
                 f"{chosen.name}: {counted(result.documents, 'document')}, {counted(result.pairs, 'pair', grouped=True)}",
             )
-        except ImportError:
-            fail("the plot needs matplotlib: pip install 'simhash-store[plot]'")
+        except OSError as exc:  # the directory went away or filled up since the check
+            fail(f"cannot write {plot}: {exc.strerror or exc}")
+
+    def named(pair) -> dict:
+        return {**pair.to_dict(), "key_a": names.get(pair.key_a, pair.key_a), "key_b": names.get(pair.key_b, pair.key_b)}
+
     if as_json:
         record = {
             "documents": result.documents, "pairs": result.pairs, "recommended": result.recommended,
             "reason": result.reason, "rows": [vars(row) for row in result.rows], "applied": apply,
+            "false_match_pairs": [named(pair) for pair in result.false_match_pairs],
+            "duplicates": [named(pair) for pair in result.duplicates],
+            "without_features": result.without_features,
         }
         out.print(json.dumps(record, ensure_ascii=False), markup=False)
         return
@@ -840,6 +881,27 @@ def calibrate(
     out.print(table)
     recorded = "; recorded in the store: query and dedup use it when -k is not given" if apply else ""
     out.print(f"recommended k = {result.recommended}: {result.reason}{recorded}", markup=False)
+    if result.without_features:
+        out.print(f"left out: {counted(result.without_features, 'text')} without features under {chosen.name}",
+                  markup=False)
+    if result.duplicates:
+        out.print(f"the sample holds near-duplicates of its own: {counted(len(result.duplicates), 'pair')} within "
+                  f"{len(result.rows) - 1} bits share their text (Jaccard >= 0.5, or one 80% inside the other); "
+                  "not counted as false matches:", markup=False)
+        _print_pairs([named(pair) for pair in result.duplicates])
+    if result.false_match_pairs:
+        out.print(f"false matches counted ({counted(len(result.false_match_pairs), 'pair')} within "
+                  f"{len(result.rows) - 1} bits whose texts are not near-duplicates):", markup=False)
+        _print_pairs([named(pair) for pair in result.false_match_pairs])
+
+
+def _print_pairs(pairs: list[dict], shown: int = 20) -> None:
+    """Pairs of sampled documents, nearest first, at most ``shown`` of them (--json lists all)."""
+    for pair in pairs[:shown]:
+        out.print(Text(f"  {pair['distance']:>2} bits  Jaccard {pair['jaccard']:.2f}  containment "
+                       f"{pair['containment_a']:.2f}/{pair['containment_b']:.2f}  {pair['key_a']}  ~  {pair['key_b']}"))
+    if len(pairs) > shown:
+        out.print(f"  ... and {len(pairs) - shown} more (--json lists them all)", markup=False)
 
 
 @app.command("fingerprint")
@@ -998,10 +1060,11 @@ def serve(
 
     Prints one line: a postgresql:// URL that psql, psycopg and SQLAlchemy take as it is
     (JDBC after a jdbc: prefix, over --listen). Meanwhile other simhash-store commands
-    use this server. Without --listen: the Unix socket, as the server's superuser (only
-    you can reach it). With --listen: TCP, as simhash_owner, which owns the store and is
-    not a superuser; its password is generated once and kept, readable by you only, in
-    the data directory. Read-only roles: grant-read ROLE --password.
+    use this server. Without --listen: the Unix socket only you can reach, as the
+    server's superuser until a serve --listen hands the store to simhash_owner. With
+    --listen: TCP, as simhash_owner, which owns the store and is not a superuser; its
+    password is generated once and kept, readable by you only, in the data directory.
+    Read-only roles: grant-read ROLE --password.
 
     Example: simhash-store serve --listen 127.0.0.1:5433
     """

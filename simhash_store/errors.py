@@ -39,6 +39,12 @@ class InvalidFingerprintError(SimhashStoreError, ValueError):
     """A fingerprint value or text that is not what it should be."""
 
 
+class NoFeaturesError(SimhashStoreError, ValueError):
+    """A text in which the scheme finds no features (empty, punctuation only, or a script the
+    scheme does not read), so it has no fingerprint: a value such as 0 would put it at distance 0
+    from every other such text. ``fingerprint_if_any`` returns None for it instead."""
+
+
 class InvalidValueError(SimhashStoreError, ValueError):
     """A value the store cannot hold as given: an integer outside its column's range, metadata
     that JSON in PostgreSQL cannot represent (NaN, NUL, lone surrogates), a wrong type."""
@@ -66,6 +72,11 @@ class LockTimeoutError(DatabaseError):
 
 class InputError(SimhashStoreError):
     """An input file or stream that cannot be used at all."""
+
+
+class OutputError(SimhashStoreError):
+    """A file to be written that cannot be: its directory missing or not writable, a directory in
+    its place, a format not known, or an optional library it needs not installed."""
 
 
 class WorkerDiedError(SimhashStoreError):

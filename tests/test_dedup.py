@@ -78,7 +78,7 @@ def test_annotations_name_the_representative_and_reruns_are_byte_identical(datab
         assert copy["distance"] == hamming(int(copy["simhash"], 16), int(original["simhash"], 16)) > 0
         assert original["duplicate_of"] is None and original["distance"] == 0
         assert original["simhash"] == f"{fingerprint(original['text']):016x}"
-    assert list(rows[0]) == ["id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance"]
+    assert list(rows[0]) == ["id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
     again = _run(database_url, *args, "-o", str(tmp_path / "again.jsonl"))
     assert again.exit_code == 0
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
@@ -130,7 +130,7 @@ def test_csv_and_stdin(database_url, tmp_path):
     assert result.exit_code == 0, result.output
     with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
         out = list(csv.reader(handle))
-    assert out[0] == ["key", "text", "note", "simhash", "cluster", "duplicate_of", "distance"]
+    assert out[0] == ["key", "text", "note", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
     assert [row[0] for row in out[1:]] == ["k1", "k2"] and out[2][5] == "k1" and out[1][5] == ""
     piped = _run(database_url, "dedup", "-", "-q", input=json.dumps({"key": "k3", "text": texts[name]}, ensure_ascii=False) + "\n")
     assert piped.exit_code == 0 and piped.stdout == ""  # k3 duplicates k1
@@ -167,7 +167,7 @@ def test_parquet_in_and_out_keeps_column_types(database_url, tmp_path):
                   "-o", str(tmp_path / "out.parquet"))
     assert result.exit_code == 0, result.output
     out = parquet.read_table(tmp_path / "out.parquet")
-    assert out.schema.names == ["id", "text", "rank", "score", "tags", "simhash", "cluster", "duplicate_of", "distance"]
+    assert out.schema.names == ["id", "text", "rank", "score", "tags", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
     assert out.schema.field("rank").type == table.schema.field("rank").type
     assert out.schema.field("tags").type == table.schema.field("tags").type
     assert out.column("duplicate_of").to_pylist()[5:] == list(_texts())[:3]
