@@ -989,14 +989,45 @@ def optimize(
 
 
 @app.command("grant-read")
-def grant_read(role: Annotated[str, typer.Argument(help="An existing PostgreSQL role.")]) -> None:
+def grant_read(
+    role: Annotated[str, typer.Argument(help="A PostgreSQL role (with --password, created on the embedded server if missing).")],
+    password: Annotated[
+        bool,
+        typer.Option(
+            "--password",
+            help="Also give ROLE a new generated password, printed once and kept nowhere, for TCP "
+            "(serve --listen). Generated, not typed: a value on the command line shows in process lists.",
+        ),
+    ] = False,
+) -> None:
     """Let another application's role search and read the store in SQL, but not write.
 
-    Example: simhash-store grant-read news_reader
+    With --password on the embedded server, ROLE is created if missing.
+
+    Example: simhash-store grant-read news_reader --password
     """
+    from . import embedded
+    from .config import EMBEDDED_DATABASE, data_dir, uses_embedded
+
+    secret = embedded.new_password() if password else None
+    local = uses_embedded(state.db)
+    if secret is not None and local:
+        # The embedded server's superuser sets it (creating the role if missing); the grants are the owner's.
+        try:
+            embedded.set_login_password(data_dir(), role, secret)
+        except SimhashStoreError as exc:
+            fail(str(exc))
     with opened_store() as store:
-        store.grant_read_only(role)
-    out.print(f"{visible(role)} may now read simhash.documents and call simhash.near(); it cannot write")
+        store.grant_read_only(role, password=None if local else secret)
+    out.print(f"{visible(role)} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
+    if secret is not None:
+        out.print(f"password of {visible(role)} (shown once, kept nowhere): {secret}", markup=False)
+        if local:
+            tcp = embedded.tcp_address(data_dir(), EMBEDDED_DATABASE, role, secret)
+            if tcp is None:
+                out.print("read-only over TCP once `simhash-store serve --listen HOST:PORT` runs", markup=False)
+            else:
+                out.print(f"read-only URL: {tcp.libpq()}", markup=False)
 
 
 @app.command()
@@ -1020,16 +1051,24 @@ def schemes() -> None:
 def serve(
     listen: Annotated[
         Optional[str],
-        typer.Option("--listen", metavar="HOST:PORT", help="Also accept TCP connections here, with a password."),
+        typer.Option(
+            "--listen", metavar="HOST:PORT",
+            help="Also accept TCP connections here: as the store's owner role, with a password; never as the superuser.",
+        ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database).")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database, superuser).")
+    ] = False,
 ) -> None:
     """Run the embedded server in the foreground for other applications, until Ctrl-C or SIGTERM.
 
     Prints one line: a postgresql:// URL that psql, psycopg and SQLAlchemy take as it is
     (JDBC after a jdbc: prefix, over --listen). Meanwhile other simhash-store commands
-    use this server. Over TCP the password is generated once and kept, readable by you
-    only, in the data directory.
+    use this server. Without --listen: the Unix socket only you can reach, as the
+    server's superuser until a serve --listen hands the store to simhash_owner. With
+    --listen: TCP, as simhash_owner, which owns the store and is not a superuser; its
+    password is generated once and kept, readable by you only, in the data directory.
+    Read-only roles: grant-read ROLE --password.
 
     Example: simhash-store serve --listen 127.0.0.1:5433
     """
@@ -1048,13 +1087,19 @@ def serve(
     except SimhashStoreError as exc:
         fail(str(exc))
     url = shown.libpq()
+    superuser = shown.user != embedded.STORE_OWNER  # TCP never is; the socket until serve --listen hands the store over
     if as_json:
         fields = {"url": url, "host": shown.host, "port": shown.port, "user": shown.user, "database": shown.database}
-        print(json.dumps(fields), flush=True)
+        print(json.dumps({**fields, "superuser": superuser}), flush=True)
     else:
         print(url, flush=True)
-    if err.is_terminal:
-        warn("serving the embedded simhash store; Ctrl-C stops it (other commands now use this server)")
+    if superuser:
+        rights = f"as the server's superuser {shown.user}, over its Unix socket only you can reach"
+    elif address is None:
+        rights = f"over its Unix socket only you can reach, as {shown.user}, the store's owner (not a superuser)"
+    else:
+        rights = f"over TCP as {shown.user}, the store's owner, not a superuser (the superuser: Unix socket only)"
+    warn(f"serving the embedded simhash store {rights}; Ctrl-C stops it (other commands now use this server)")
     while not stop.wait(1.0):
         if not embedded.server_is_running(server):
             fail("the embedded server stopped (was it killed?)")
@@ -1064,7 +1109,11 @@ def serve(
 def url() -> None:
     """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
 
-    While serve runs (else the embedded server stops when this command exits).
+    While serve runs (else the embedded server stops when this command exits). The embedded
+    server's URL is over the Unix socket only you can reach: as its superuser, or, once
+    serve --listen has handed the store over, as the store's owner simhash_owner. Other
+    applications get the owner from serve --listen, or a role of their own from
+    grant-read ROLE --password.
 
     Example: simhash-store url   # then: psql "$(simhash-store url)"
     """

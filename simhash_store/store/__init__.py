@@ -508,19 +508,23 @@ class Store:
     # ------------------------------------------------------------ access for other applications
 
     @_database_errors
-    def grant_read_only(self, role: str) -> None:
+    def grant_read_only(self, role: str, password: str | None = None) -> None:
         """Let an existing role search and read the store in SQL, and nothing more.
 
         It may call ``simhash.near`` and ``simhash.distance`` and read every table of the
         schema (including tables later migrations add); it cannot insert, update or delete.
+        With ``password``, the role's password is set too (for TCP; only a superuser or a
+        role with CREATEROLE may), in the same transaction as the grants.
         Raises :class:`PermissionDeniedError`, granting nothing, when this role may not
         grant that (PostgreSQL itself only warns "no privileges were granted").
         """
         if not role or "\x00" in role:
             raise ValueError("a role name must be a non-empty string")
+        if password is not None and (not isinstance(password, str) or not password or "\x00" in password):
+            raise ValueError("a password must be a non-empty string without NUL characters")
         self._prepare(record=False)
         with self.engine.begin() as connection:
-            admin.grant_read_only(connection.connection.driver_connection, role)
+            admin.grant_read_only(connection.connection.driver_connection, role, password)
 
     # ------------------------------------------------------------ statistics
 
