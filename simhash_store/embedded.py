@@ -344,7 +344,11 @@ def address(directory: Path, database: str) -> Address:
     from then on as that role: code the owner can change (the ``simhash`` functions, a
     trigger) must never run with a superuser's rights.
     """
-    server = server_for((directory / "pgdata").resolve())
+    return server_address(server_for((directory / "pgdata").resolve()), database)
+
+
+def server_address(server, database: str) -> Address:
+    """:func:`address` on a server already at hand (``server_for``): ``database`` created if missing."""
     return socket_address(server, database, _create_database(server, database))
 
 
