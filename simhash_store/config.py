@@ -265,15 +265,16 @@ def network_timeout() -> float:
 def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     """libpq parameters for the library's own connections, on top of what the URL says.
 
-    - ``options``: ``search_path`` pinned to :data:`SEARCH_PATH`, ``lock_timeout`` and
-      (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set) ``statement_timeout``, set when
-      the session starts: no round trip per query. Options in the URL come after
-      ours, so a URL may still change the timeouts.
+    - ``options``: ``lock_timeout`` and (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set)
+      ``statement_timeout``, then the URL's own options (so a URL may still change the
+      timeouts), then ``search_path`` pinned to :data:`SEARCH_PATH`, last, so that no
+      ``options=-csearch_path=...`` in a URL can unpin it (the last setting of a name wins).
+      All are set when the session starts: no round trip per query.
     - TCP keepalives and ``tcp_user_timeout`` from ``SIMHASH_STORE_NETWORK_TIMEOUT``
       unless the URL sets them: a partitioned network or a frozen host is noticed
       within about that time even while waiting for an answer. (Unix sockets ignore them.)
     """
-    settings = {"search_path": SEARCH_PATH.replace(" ", "")}
+    settings = {}
     locks = lock_timeout()
     settings["lock_timeout"] = f"{round(locks * 1000)}ms"
     statements = _seconds_setting(STATEMENT_TIMEOUT_VARIABLE, 0.0)
@@ -283,6 +284,7 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     given = url.query.get("options")
     if given:
         options += " " + (given if isinstance(given, str) else " ".join(given))
+    options += f" -c search_path={SEARCH_PATH.replace(' ', '')}"
     arguments = {"options": options}
     network = network_timeout()
     if network:
