@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from simhash_store import PermissionDeniedError, migrate
+from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
 from simhash_store.store import NewDocument, Store
 
@@ -394,3 +394,143 @@ def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
     result = CliRunner().invoke(app, ["--db", "postgresql://app@127.0.0.1:5432/news", "stats"])
     assert result.exit_code == 1
     assert result.output == f"Error: {variable} must be a number of seconds (0 for no limit), not 'soon'\n"
+
+
+# ------------------------------------------------------------ a schema someone else made
+
+@contextlib.contextmanager
+def _other_role(url, *grants: str):
+    """A login role that is not the store's owner, with ``grants`` ({role} is its name) given by the admin."""
+    role = f"simhash_other_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+        for grant in grants:
+            connection.execute(text(grant.format(role=f'"{role}"', database=f'"{url.database}"')))
+    try:
+        yield role, admin
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP OWNED BY "{role}" CASCADE'))
+            connection.execute(text(f'DROP ROLE "{role}"'))
+        admin.dispose()
+
+
+def _as(url, role) -> psycopg.Connection:
+    return psycopg.connect(_plain(url.set(username=role, password=None)), autocommit=True)
+
+
+def _one_error_line(result) -> str:
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: "), result.output
+    assert "Traceback" not in result.output
+    return result.output
+
+
+def test_a_simhash_schema_planted_before_the_first_init_is_refused(empty_database_url):
+    plain = empty_database_url.render_as_string(hide_password=False)
+    with _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(empty_database_url, role) as planter:
+            planter.execute("CREATE SCHEMA simhash; GRANT USAGE, CREATE ON SCHEMA simhash TO PUBLIC")
+        runner = CliRunner()
+        for args in (["init"], ["add", "--jsonl", "-"], ["stats"], ["query", "-f", "0000000000000005"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "a", "text": "北京的新闻"}\n'))
+            assert f"schema simhash in database " in line and f"belongs to role {role}" in line, line
+            assert "drop the schema" in line and "SIMHASH_STORE_TRUSTED_OWNERS" in line
+        with Store(empty_database_url) as store, pytest.raises(UntrustedSchemaError, match=f"belongs to role {role}"):
+            store.upgrade()
+        with admin.connect() as connection:  # nothing was created in it
+            assert connection.execute(text(
+                "SELECT count(*) FROM pg_class WHERE relnamespace = 'simhash'::regnamespace")).scalar() == 0
+        # Alembic run by hand (migrations/env.py) checks it too, inside the migration's transaction.
+        result = subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"], cwd=Path(__file__).resolve().parent.parent,
+            env={**os.environ, "SIMHASH_STORE_URL": plain}, capture_output=True, text=True, timeout=300,
+        )
+        assert result.returncode != 0 and f"belongs to role {role}" in result.stderr
+        # Dropped by its owner, the schema is the library's own again.
+        with _as(empty_database_url, role) as planter:
+            planter.execute("DROP SCHEMA simhash")
+        assert runner.invoke(app, ["--db", plain, "init"]).exit_code == 0
+
+
+def test_a_store_schema_others_may_create_in_is_refused_until_revoked(database_url):
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url, "GRANT USAGE, CREATE ON SCHEMA simhash TO {role}") as (role, admin):
+        runner = CliRunner()
+        for grantee in ("PUBLIC", f'"{role}"'):
+            with admin.connect() as connection:
+                connection.execute(text(f"GRANT CREATE ON SCHEMA simhash TO {grantee}"))
+            for args in (["query", "-f", "0000000000000005"], ["add", "--jsonl", "-"], ["init"]):
+                line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+                assert "lets " in line and "REVOKE CREATE ON SCHEMA simhash FROM" in line, line
+                assert grantee.strip('"') in line
+            with admin.connect() as connection:
+                connection.execute(text(f"REVOKE CREATE ON SCHEMA simhash FROM {grantee}"))
+        # An object another role left there while it could create in it: refused, naming it.
+        with admin.connect() as connection:
+            connection.execute(text(f'GRANT CREATE ON SCHEMA simhash TO "{role}"'))
+        with _as(database_url, role) as other:
+            other.execute("CREATE FUNCTION simhash.near_many(bigint[], integer, text, numeric) RETURNS SETOF record "
+                          "LANGUAGE sql AS 'SELECT NULL::record WHERE false'")
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE CREATE ON SCHEMA simhash FROM "{role}"'))
+        line = _one_error_line(runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]))
+        assert f"function near_many belongs to role {role}" in line, line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError):
+            store.add([NewDocument("b", 6)])
+        with admin.connect() as connection:
+            connection.execute(text("DROP FUNCTION simhash.near_many(bigint[], integer, text, numeric)"))
+        result = runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000005", "-k", "0", "--json"])
+        assert result.exit_code == 0 and '"a"' in result.output, result.output
+    with Store(database_url) as store:
+        assert store.count() == 1
+
+
+def test_a_store_left_in_a_planted_schema_runs_none_of_the_planters_code(database_url):
+    # The state an earlier version left after init in a schema another role had made: the
+    # owner's tables and functions in a schema of that role, who then swapped near_many for its own.
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url) as (role, admin):
+        with admin.connect() as connection:
+            connection.execute(text(f'ALTER SCHEMA simhash OWNER TO "{role}"'))
+            connection.execute(text('CREATE TABLE public.stolen (who text)'))
+            connection.execute(text('GRANT INSERT ON public.stolen TO PUBLIC'))
+        with _as(database_url, role) as planter:  # as the schema's owner it may drop what it does not own
+            planter.execute("DROP FUNCTION simhash.near_many(bigint[], integer, text, integer)")
+            planter.execute(
+                "CREATE FUNCTION simhash.near_many(fingerprints bigint[], max_distance integer DEFAULT 11, "
+                "method text DEFAULT 'auto', max_results integer DEFAULT NULL, OUT query_index bigint, OUT id bigint, "
+                "OUT key text, OUT fingerprint bigint, OUT distance integer) RETURNS SETOF record LANGUAGE sql "
+                "AS $$ INSERT INTO public.stolen VALUES (current_user) RETURNING 1::bigint, 1::bigint, 'x', 1::bigint, 0 $$"
+            )
+        for args in (["query", "-f", "0000000000000005"], ["stats"], ["add", "--jsonl", "-"], ["init"]):
+            result = CliRunner().invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n')
+            assert f"belongs to role {role}" in _one_error_line(result)
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM public.stolen")).scalar() == 0
+            connection.execute(text("ALTER SCHEMA simhash OWNER TO CURRENT_USER"))
+        # Back with its owner, the swapped function is still another role's: refused, named.
+        line = _one_error_line(CliRunner().invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]))
+        assert f"function near_many belongs to role {role}" in line
+
+
+def test_a_store_of_another_owner_is_used_once_that_owner_is_trusted(database_url, reader_role, monkeypatch):
+    # The owner is an ordinary role; the reader it granted access is told to trust it first.
+    with _other_role(database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (owner, admin):
+        owner_url = database_url.set(username=owner, password=None)
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA simhash CASCADE"))
+        with Store(owner_url) as store:
+            store.add([NewDocument("a", 5)])
+            store.grant_read_only(reader_role)
+        reader = database_url.set(username=reader_role, password=None).render_as_string(hide_password=False)
+        line = _one_error_line(CliRunner().invoke(app, ["--db", reader, "query", "-f", "0000000000000005", "-k", "0"]))
+        assert f"belongs to role {owner}" in line and f"SIMHASH_STORE_TRUSTED_OWNERS={owner}" in line
+        monkeypatch.setenv("SIMHASH_STORE_TRUSTED_OWNERS", f"someone_else, {owner}")
+        result = CliRunner().invoke(app, ["--db", reader, "query", "-f", "0000000000000005", "-k", "0", "--json"])
+        assert result.exit_code == 0 and '"a"' in result.output, result.output
