@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from .config import SEARCH_PATH
 from .errors import LockTimeoutError
 
 TABLE = "simhash.documents"
@@ -38,7 +39,9 @@ def needs_maintenance(changed_rows: int, rows_before: float) -> bool:
 
 def estimated_rows(connection: psycopg.Connection) -> float:
     """The planner's row count (as of the last VACUUM, ANALYZE or index build; 0 if never)."""
-    row = connection.execute("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = 'simhash.documents'::regclass").fetchone()
+    row = connection.execute(
+        "SELECT reltuples FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) 'simhash.documents'::pg_catalog.regclass"
+    ).fetchone()
     return max(float(row[0]), 0.0) if row else 0.0
 
 
@@ -49,6 +52,13 @@ class Maintenance:
     vacuumed: bool
     analyzed: bool
     reason: str | None = None
+
+
+_SETTINGS = "SELECT pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('search_path')"
+_SET = (
+    "SELECT pg_catalog.set_config('lock_timeout', %s::pg_catalog.text, false), "
+    "pg_catalog.set_config('search_path', %s::pg_catalog.text, false)"
+)
 
 
 def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maintenance:
@@ -63,8 +73,10 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
         if diagnostic.severity_nonlocalized == "WARNING":
             warnings.append(diagnostic.message_primary or "the server skipped the table")
 
-    previous = connection.execute("SELECT current_setting('lock_timeout')").fetchone()[0]
-    connection.execute("SELECT set_config('lock_timeout', %s, false)", (_milliseconds(lock_timeout),))
+    # In autocommit, on an engine the caller made, no transaction pins the search_path: it is
+    # set here for the session and put back afterwards, with the lock timeout.
+    previous = connection.execute(_SETTINGS).fetchone()
+    connection.execute(_SET, (_milliseconds(lock_timeout), SEARCH_PATH))
     connection.add_notice_handler(collect)
     try:
         # INDEX_CLEANUP ON: without it VACUUM leaves a few dead rows (fewer than 2 % of pages) in
@@ -80,7 +92,7 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
         return Maintenance(False, False, f"{TABLE} was busy (another VACUUM or an index build) for {lock_timeout:g} s")
     finally:
         connection.remove_notice_handler(collect)
-        connection.execute("SELECT set_config('lock_timeout', %s, false)", (previous,))
+        connection.execute(_SET, previous)
 
 
 def rebuild_blockers(cursor: psycopg.Cursor) -> list[str]:
@@ -130,12 +142,12 @@ def lock_exclusively(cursor: psycopg.Cursor, lock_timeout: float, purpose: str) 
     lock request makes every later reader queue behind it, so each wait is kept short.
     Must run inside a transaction; the lock is held until it ends.
     """
-    previous = cursor.execute("SELECT current_setting('lock_timeout')").fetchone()[0]
+    previous = cursor.execute("SELECT pg_catalog.current_setting('lock_timeout')").fetchone()[0]
     deadline = time.monotonic() + lock_timeout
     while True:
         attempt = min(LOCK_ATTEMPT_SECONDS, max(deadline - time.monotonic(), 0.001))
         cursor.execute("SAVEPOINT simhash_lock")
-        cursor.execute("SELECT set_config('lock_timeout', %s, true)", (_milliseconds(attempt),))
+        cursor.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (_milliseconds(attempt),))
         try:
             cursor.execute("LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE")
         except psycopg.errors.LockNotAvailable:
@@ -148,7 +160,7 @@ def lock_exclusively(cursor: psycopg.Cursor, lock_timeout: float, purpose: str) 
             time.sleep(LOCK_PAUSE_SECONDS)
             continue
         cursor.execute("RELEASE SAVEPOINT simhash_lock")
-        cursor.execute("SELECT set_config('lock_timeout', %s, true)", (previous,))
+        cursor.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (previous,))
         return
 
 
