@@ -110,19 +110,19 @@ def rebuild_blockers(cursor: psycopg.Cursor) -> list[str]:
                    SELECT DISTINCT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)
                    FROM pg_catalog.pg_depend AS d
                    WHERE d.deptype = 'n'
-                     AND ((d.refclassid = 'pg_catalog.pg_class'::regclass
+                     AND ((d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
                            AND d.refobjid IN (SELECT indexrelid FROM pg_catalog.pg_index WHERE indrelid = c.oid))
-                       OR (d.refclassid = 'pg_catalog.pg_constraint'::regclass
+                       OR (d.refclassid = 'pg_catalog.pg_constraint'::pg_catalog.regclass
                            AND d.refobjid IN (SELECT oid FROM pg_catalog.pg_constraint WHERE conrelid = c.oid)))
                    UNION
-                   SELECT pg_catalog.format('foreign key %I on %s', conname, conrelid::regclass)
+                   SELECT pg_catalog.format('foreign key %I on %s', conname, conrelid::pg_catalog.regclass)
                    FROM pg_catalog.pg_constraint WHERE confrelid = c.oid AND contype = 'f'
                    UNION
                    SELECT pg_catalog.format('trigger %I', tgname)
                    FROM pg_catalog.pg_trigger WHERE tgrelid = c.oid AND NOT tgisinternal
                    ORDER BY 1
                )
-        FROM pg_catalog.pg_class AS c WHERE c.oid = 'simhash.documents'::regclass
+        FROM pg_catalog.pg_class AS c WHERE c.oid = 'simhash.documents'::pg_catalog.regclass
         """
     )
     owner, dependents = cursor.fetchone()
@@ -167,9 +167,9 @@ def lock_exclusively(cursor: psycopg.Cursor, lock_timeout: float, purpose: str) 
 def resync_id_sequence(cursor: psycopg.Cursor) -> None:
     """Move the id sequence past the largest id (rows inserted with explicit ids overtake it); never back."""
     cursor.execute(
-        "SELECT pg_catalog.setval(s.sequence, GREATEST((SELECT max(id) FROM simhash.documents), "
+        "SELECT pg_catalog.setval(s.sequence, GREATEST((SELECT pg_catalog.max(id) FROM simhash.documents), "
         "pg_catalog.nextval(s.sequence))) "
-        "FROM (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::regclass AS sequence) AS s"
+        "FROM (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::pg_catalog.regclass AS sequence) AS s"
     )
 
 

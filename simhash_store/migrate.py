@@ -51,7 +51,7 @@ def current_revision(engine: Engine, where: str | None = None) -> str | None:
     from .lookup import revision_of
 
     with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
-        return revision_of(cursor, where or redact(engine.url))
+        return revision_of(cursor, where or (lambda: redact(engine.url)))
 
 
 def is_known_revision(revision: str) -> bool:

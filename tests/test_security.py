@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
 from simhash_store.store import NewDocument, Store
+from simhash_store.trust import LIBRARY_FUNCTIONS
 
 
 def _plain(url) -> str:
@@ -487,6 +488,14 @@ def test_a_store_schema_others_may_create_in_is_refused_until_revoked(database_u
         assert result.exit_code == 0 and '"a"' in result.output, result.output
     with Store(database_url) as store:
         assert store.count() == 1
+
+
+def test_the_schema_check_covers_every_function_the_migrations_create(database_url):
+    # The check looks functions up by name (trust.LIBRARY_FUNCTIONS): a revision adding one must add it there.
+    with psycopg.connect(_plain(database_url)) as connection:
+        created = {row[0] for row in connection.execute(
+            "SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")}
+    assert created == set(LIBRARY_FUNCTIONS)
 
 
 def test_a_store_left_in_a_planted_schema_runs_none_of_the_planters_code(database_url):
