@@ -550,14 +550,17 @@ def test_a_store_of_another_owner_is_used_once_that_owner_is_trusted(database_ur
 # Look-alikes of every function, aggregate, operator and type name the library's statements
 # use (and SQLAlchemy's first connect), with the argument types psycopg binds (a Python int is
 # int2, int4 or int8 by value; a str is text), planted by another role in a schema of its own
-# that the URL puts first on the path. Each records who ran it in app.stolen.
+# that the URL puts first on the path. Each records who ran it in app.stolen, and counts in
+# the sequence app.sprung, which no rollback undoes (a read that ends in ROLLBACK would hide the row).
 _PLANTS = """
 SET search_path = pg_catalog;
 CREATE TABLE app.stolen (who text, what text);
+CREATE SEQUENCE app.sprung;
 GRANT USAGE ON SCHEMA app TO PUBLIC;
 GRANT INSERT ON app.stolen TO PUBLIC;
+GRANT USAGE ON SEQUENCE app.sprung TO PUBLIC;
 CREATE FUNCTION app.trap(what text) RETURNS boolean LANGUAGE sql SET search_path = pg_catalog
-  AS $$ INSERT INTO app.stolen VALUES (current_user, what) RETURNING true $$;
+  AS $$ SELECT nextval('app.sprung'); INSERT INTO app.stolen VALUES (current_user, what) RETURNING true $$;
 """
 _PLANTED_FUNCTIONS = [
     # (signature, returns, what the real one is called with)
@@ -660,8 +663,17 @@ def _planted_path(url):
 
 
 def _stolen(admin) -> list[tuple[str, str]]:
+    """What the look-alikes recorded; a look-alike run in a transaction rolled back shows as ``?``."""
     with admin.connect() as connection:
-        return [tuple(row) for row in connection.execute(text("SELECT who, what FROM app.stolen"))]
+        recorded = [tuple(row) for row in connection.execute(text("SELECT who, what FROM app.stolen"))]
+        sprung = connection.execute(text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM app.sprung")).scalar()
+    return recorded + [("?", "a look-alike, in a transaction rolled back")] * (sprung - len(recorded))
+
+
+def _reset(admin) -> None:
+    with admin.connect() as connection:
+        connection.execute(text("TRUNCATE app.stolen"))
+        connection.execute(text("SELECT setval('app.sprung', 1, false)"))
 
 
 def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database_url, reader_role, sample_paragraphs, tmp_path):
@@ -670,9 +682,11 @@ def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database
         with psycopg.connect(_plain(hostile), autocommit=True) as victim:
             victim.execute("SELECT pg_advisory_xact_lock(%s, %s)", (1397312840, 2)).fetchall()
             victim.execute("SELECT count(*) FROM pg_class WHERE relname = %s::text", ("pg_class",)).fetchall()
+            with victim.transaction(force_rollback=True):
+                victim.execute("SELECT md5(%s::text)", ("rolled back",))
         assert {"pg_advisory_xact_lock(integer, smallint)", "count(*)", "type text"} <= {w for _, w in _stolen(admin)}
-        with admin.connect() as connection:
-            connection.execute(text("TRUNCATE app.stolen"))
+        assert ("?", "a look-alike, in a transaction rolled back") in _stolen(admin)
+        _reset(admin)
 
         url = hostile.render_as_string(hide_password=False)
         texts = sample_paragraphs[:12]
@@ -718,6 +732,9 @@ def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database
         # An engine the caller made from that URL: the library's statements are pinned per transaction,
         # and its autocommit upkeep (VACUUM) names pg_catalog for everything it calls.
         engine = create_engine(hostile)
+        with engine.connect():  # SQLAlchemy's first connect (select current_schema()): the caller's, not ours
+            pass
+        _reset(admin)
         with Store(engine) as store:
             documents = [NewDocument(f"e{i}", (i * 0x2545F4914F6CDD1D) % 2**64, stamp="1:1") for i in range(40)]
             store.add(documents[:20], batch_size=7, skip_near_duplicates=True, max_distance=2)

@@ -249,7 +249,8 @@ def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
     """The documents into this transaction's staging table (emptied at commit)."""
     cursor.execute(
         "CREATE TEMP TABLE IF NOT EXISTS pg_temp.simhash_incoming "
-        "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb, stamp text) "
+        "(key pg_catalog.text, fingerprint bigint, digest pg_catalog.bytea, length integer, metadata pg_catalog.jsonb, "
+        "stamp pg_catalog.text) "
         "ON COMMIT DELETE ROWS"
     )
     copy_documents(cursor, "pg_temp.simhash_incoming", documents)
