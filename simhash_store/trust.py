@@ -83,9 +83,9 @@ SELECT
                                        ELSE pg_catalog.pg_get_userbyid(a.grantee) END, ', ')
      FROM pg_catalog.aclexplode(s.nspacl) a
      WHERE a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
-       AND a.grantee NOT IN (SELECT owners.role FROM owners)),
+       AND NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) a.grantee)),
     (SELECT o.what OPERATOR(pg_catalog.||) ' belongs to role ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_userbyid(o.owner)
-     FROM objects o WHERE o.owner NOT IN (SELECT owners.role FROM owners) LIMIT 1),
+     FROM objects o WHERE NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) o.owner) LIMIT 1),
     pg_catalog.to_regclass(%(version_table)s) IS NOT NULL
 FROM (SELECT) AS one LEFT JOIN schema s ON true
 """
