@@ -27,7 +27,8 @@ import uuid
 import psycopg
 
 from simhash_store import migrate
-from simhash_store.trust import _CHECK, LIBRARY_FUNCTIONS, trusted_owners
+from simhash_store.config import trusted_owners
+from simhash_store.trust import _CHECK, LIBRARY_FUNCTIONS
 
 OLD = "SELECT to_regclass(%s) IS NOT NULL"
 

@@ -21,12 +21,10 @@ a read pays no extra round trip. It runs under the session's pinned ``search_pat
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
+from .config import TRUSTED_OWNERS_VARIABLE, trusted_owners
 from .errors import UntrustedSchemaError
-
-TRUSTED_OWNERS_VARIABLE = "SIMHASH_STORE_TRUSTED_OWNERS"
 
 # The functions of the schema that the library and the schema's own functions and view call (a
 # test compares it with what the migrations create): looked up by name through pg_proc's index,
@@ -89,11 +87,6 @@ SELECT
     pg_catalog.to_regclass(%(version_table)s) IS NOT NULL
 FROM (SELECT) AS one LEFT JOIN schema s ON true
 """
-
-
-def trusted_owners() -> list[str]:
-    """Roles named in ``SIMHASH_STORE_TRUSTED_OWNERS`` (comma-separated) whose stores this session may use."""
-    return [name.strip() for name in os.environ.get(TRUSTED_OWNERS_VARIABLE, "").split(",") if name.strip()]
 
 
 def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bool:
