@@ -22,6 +22,7 @@ from .errors import (
     StoreNotFoundError,
     StoreOutdatedError,
     StoreTooNewError,
+    UntrustedSchemaError,
 )
 from .fingerprint import features, fingerprint, fingerprint_features, fingerprint_if_any, normalize, parse_weighted, tokens
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
@@ -46,6 +47,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreOutdatedError",
     "StoreTooNewError",
+    "UntrustedSchemaError",
     "Verdict",
     "blocks",
     "dedup",

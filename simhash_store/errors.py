@@ -31,6 +31,11 @@ class PermissionDeniedError(DatabaseError):
     """The database role may not do this (for example a read-only role writing)."""
 
 
+class UntrustedSchemaError(PermissionDeniedError):
+    """The store's schema is one that another role can change: owned by a role this session does
+    not trust, open to CREATE by others, or holding objects of another role (see trust.py)."""
+
+
 class InvalidKeyError(SimhashStoreError, ValueError):
     """A document key that PostgreSQL cannot store faithfully."""
 

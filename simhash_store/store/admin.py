@@ -99,15 +99,16 @@ def stats(connection: Connection, buckets: int) -> dict[str, Any]:
     sizes = connection.execute(
         text(
             f"SELECT {total}('simhash.documents') AS total, "
-            f"{heap}('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
-            "current_setting('server_version') AS version"
+            f"{heap}('simhash.documents') AS heap, "
+            "pg_catalog.pg_database_size(pg_catalog.current_database()) AS database, "
+            "pg_catalog.current_setting('server_version') AS version"
         )
     ).one()
     largest = {}
     for n in range(4):
         rows = connection.execute(
             text(
-                f"SELECT block{n} AS value, count(*) AS documents FROM simhash.documents "
+                f"SELECT block{n} AS value, pg_catalog.count(*) AS documents FROM simhash.documents "
                 f"GROUP BY block{n} ORDER BY count(*) DESC, block{n} LIMIT :buckets"
             ),
             {"buckets": buckets},
