@@ -422,6 +422,8 @@ def import_(
             stream, file, format=format, key_field=key_field,
             fingerprint_field=fingerprint_field, fingerprint_form=fingerprint_format,
         )
+    except records.RepeatedColumnError as exc:
+        fail(str(exc))
     except SimhashStoreError as exc:
         fail(f"{exc} (choose them with --key-field and --fingerprint-field)")
 

@@ -388,12 +388,16 @@ def _delimited_rows(
     return _delimited_body(numbered, name, delimiter, header, max_line_bytes)
 
 
+class RepeatedColumnError(InputError):
+    """A header that names two columns alike (a record would keep only the last)."""
+
+
 def _refuse_repeated_column(header: list[str], where: str) -> None:
     """A record would keep only the last of two columns of one name: refused, naming them."""
     first: dict[str, int] = {}
     for number, name in enumerate(header, start=1):
         if name in first:
-            raise InputError(
+            raise RepeatedColumnError(
                 f"{where}: the header names two columns {_short(name, 40)} (columns {first[name]} and {number}): "
                 "rename one, each column needs a name of its own"
             )
