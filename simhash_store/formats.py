@@ -259,7 +259,7 @@ class RecordWriter:
         if not self._count:
             return  # no record: an empty file, as before there were any
         header = list(self._columns.fields)
-        writer = csv.writer(self._stream)
+        writer = csv.writer(self._stream, delimiter="\t" if self.path.lower().endswith(".tsv") else ",")
         writer.writerow(header)
         for batch in self._spilled():
             writer.writerows(["" if record.get(f) is None else as_text(record.get(f)) for f in header] for record in batch)

@@ -47,6 +47,8 @@ class OutputFile:
         self._directory = directory or "."
         if not name or os.path.isdir(path):
             raise OutputError(f"cannot write {path}: it is a directory")
+        if not os.path.isdir(self._directory):
+            raise OutputError(f"cannot write {path}: no directory {self._directory}")
         stem = name if len(os.fsencode(name)) <= _LONG_NAME_BYTES else hashlib.blake2b(os.fsencode(name), digest_size=10).hexdigest()
         self._stem = stem
         self._lock = _Lock(os.path.join(self._directory, f".{stem}.lock"), path)
@@ -121,7 +123,7 @@ class _Lock:
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     raise OutputError(f"cannot write {path}: {lock_path} is a symbolic link (remove it)") from None
-                raise OutputError(f"cannot write {path}: {lock_path}: {exc.strerror or exc}") from None
+                raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
             opened = os.fstat(descriptor)
             if not stat.S_ISREG(opened.st_mode):
                 os.close(descriptor)

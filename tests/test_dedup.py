@@ -378,6 +378,10 @@ def test_csv_output_has_a_column_for_every_field_of_every_record(database_url, t
         rows = list(csv.reader(handle))
     assert rows[0] == ["key", "text", "more", "tags"]  # every record's fields, in first-seen order
     assert rows[1:] == [["a", texts[0], "", ""], ["b", texts[1], "1", '["x"]'], ["c", texts[2], "three", ""]]
+    again = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.tsv"))
+    assert again.exit_code == 0, again.output
+    with open(tmp_path / "out.tsv", newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle, delimiter="\t")) == rows  # a .tsv output is tab-separated
     # An integer of 5,000 digits is read as a count of digits only: that record fails, not the run,
     # in JSONL and in CSV alike (CSV wrote the words "an integer of 5,000 digits" in its cell).
     line = '{"key": "h", "text": %s, "n": %s}\n' % (json.dumps(texts[3], ensure_ascii=False), "1" * 5000)
