@@ -142,20 +142,29 @@ def _check_writable(value: Any) -> None:
     """Raise FormatError if a value cannot be written to a file as it is, before it is kept for later."""
     kind = type(value)
     if kind is str:
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
+        _check_text(value)
     elif kind is dict:
         for name, member in value.items():
-            _check_writable(name)
-            _check_writable(member)
+            _check_text(name)
+            if type(member) not in _PLAIN:  # the common case inline: a record is checked at each write
+                _check_writable(member)
     elif kind is list:
         for item in value:
-            _check_writable(item)
+            if type(item) not in _PLAIN:
+                _check_writable(item)
     elif isinstance(value, HugeInteger):
         _unwritable(value)
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
+def _check_text(text: str) -> None:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
 
 
 _SPILL_BATCH = 4096  # records per pickled batch, and per Parquet row group

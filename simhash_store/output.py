@@ -116,9 +116,10 @@ class _Lock:
             return
         while True:
             try:
-                # O_NONBLOCK: a FIFO planted under the lock's name must not hang the open.
+                # O_NONBLOCK: a FIFO planted under the lock's name must not hang the open. O_RDWR: over NFS,
+                # flock is a POSIX write lock, which needs a descriptor open for writing.
                 descriptor = os.open(
-                    lock_path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600
+                    lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600
                 )
             except OSError as exc:
                 if exc.errno == errno.ELOOP:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -391,6 +392,21 @@ def test_csv_output_has_a_column_for_every_field_of_every_record(database_url, t
         assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output, (name, huge.output)
         assert "5,000" not in (tmp_path / name).read_text(encoding="utf-8")
     assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == ["i"]
+
+
+def test_a_text_with_a_lone_surrogate_costs_its_record_in_every_output_format(database_url, tmp_path):
+    # JSON's "\\ud800" escape gives a string UTF-8 cannot hold: it was stored, then the writer died
+    # with a UnicodeEncodeError traceback and no output at all.
+    texts = list(_texts().values())
+    bad = json.dumps({"key": "s", "text": texts[0][:50] + "\ud800" + texts[0][50:]})  # ensure_ascii: the escape
+    (tmp_path / "in.jsonl").write_text(bad + "\n" + json.dumps({"key": "t", "text": texts[1]}) + "\n", encoding="utf-8")
+    formats = ["jsonl", "csv"] + (["parquet"] if importlib.util.find_spec("pyarrow") else [])
+    for form in formats:
+        result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / f"out.{form}"))
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert f"failed: {tmp_path / 'in.jsonl'}:1: holds a lone surrogate" in result.stderr
+        assert (tmp_path / f"out.{form}").stat().st_size > 0
+    assert [json.loads(line)["key"] for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()] == ["t"]
 
 
 def _heterogeneous(texts: list[str]) -> list[dict]:
