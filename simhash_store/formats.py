@@ -95,10 +95,11 @@ def _refuse_repeated_columns(schema, path: str) -> None:
     types = pyarrow_module().types
 
     def check(fields, where: str) -> None:
-        names = [field.name for field in fields]
-        for name in names:
-            if names.count(name) > 1:
-                raise InputError(f"{path}: {where} has two columns named {name!r}: rename one")
+        seen: set[str] = set()
+        for field in fields:
+            if field.name in seen:
+                raise InputError(f"{path}: {where} has two columns named {field.name!r}: rename one")
+            seen.add(field.name)
         for field in fields:
             kind = field.type
             while types.is_list(kind) or types.is_large_list(kind) or types.is_fixed_size_list(kind):
@@ -207,7 +208,8 @@ class RecordWriter:
                 # Unnamed (O_TMPFILE where the system has it), so no one can replace it under us.
                 self._spill = tempfile.TemporaryFile(dir=directory)
             except BaseException:
-                self._output.abandon() if self._output is not None else None
+                if self._output is not None:
+                    self._output.abandon()
                 raise
 
     def write(self, record: dict) -> None:
@@ -276,21 +278,28 @@ class RecordWriter:
     def _write_parquet(self) -> None:
         pyarrow = pyarrow_module()
         plan = {name: self._column_plan(name, shape) for name, shape in self._columns.fields.items()}
+        retyped: set[str] = set()
         while True:
             try:
                 self._write_parquet_with(plan, pyarrow)
                 return
             except _ColumnFailed as failed:
-                # A value pyarrow would not take as planned: that column becomes text (every
-                # value is a string then), and the file is written again from the start.
-                plan[failed.name] = (pyarrow.string(), TEXT)
+                # A value pyarrow would not take as planned (300 in a Parquet input's int8): the
+                # column takes the type of its values instead, else text (which always holds),
+                # and the file is written again from the start.
+                shape = self._columns.fields[failed.name]
+                if failed.name in self._given and failed.name not in retyped:
+                    plan[failed.name] = self._column_plan(failed.name, shape, use_given=False)
+                else:
+                    plan[failed.name] = (pyarrow.string(), TEXT)
+                retyped.add(failed.name)
                 self._stream.seek(0)
                 self._stream.truncate()
 
-    def _column_plan(self, name: str, shape: Any) -> tuple[Any, Any]:
+    def _column_plan(self, name: str, shape: Any, use_given: bool = True) -> tuple[Any, Any]:
         """(Arrow type, shape whose conversion the values need, or None to take them as they are)."""
         pyarrow = pyarrow_module()
-        given = self._given.get(name)
+        given = self._given.get(name) if use_given else None
         if given is not None and fits(shape, given, pyarrow):
             return given, None
         kind = arrow_type(shape, pyarrow)
@@ -310,9 +319,9 @@ class RecordWriter:
                         values = [convert(value, shape) for value in values]
                     try:
                         columns.append(pyarrow.array(values, type=kind))
-                    except (pyarrow.ArrowException, TypeError, ValueError, OverflowError):
-                        if shape == TEXT:
-                            raise  # strings always go into a string column: this is a bug, not data
+                    except (pyarrow.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                        if shape == TEXT:  # strings always go into a string column: a bug, not the data
+                            raise FormatError(f"cannot write the column {name!r} as text: {exc}") from None
                         raise _ColumnFailed(name) from None
                 writer.write_table(pyarrow.Table.from_arrays(columns, schema=schema))
         finally:

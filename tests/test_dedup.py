@@ -452,17 +452,21 @@ def test_parquet_output_of_parquet_inputs_keeps_their_types_and_adds_the_fields_
     import pyarrow.parquet as parquet
 
     texts = list(_texts().values())
-    first = pyarrow.table({"key": ["a", "b"], "text": texts[:2], "rank": pyarrow.array([1, 2], pyarrow.int32())})
+    first = pyarrow.table({"key": ["a", "b"], "text": texts[:2], "rank": pyarrow.array([1, 2], pyarrow.int32()),
+                           "level": pyarrow.array([1, 2], pyarrow.int8()), "day": pyarrow.array([0, 1], pyarrow.date32())})
     parquet.write_table(first, tmp_path / "one.parquet")
-    _write_jsonl(tmp_path / "two.jsonl", [{"key": "c", "text": texts[2], "rank": 3.5, "source": "feed"}])
+    _write_jsonl(tmp_path / "two.jsonl", [{"key": "c", "text": texts[2], "rank": 3.5, "level": 300, "source": "feed"}])
     result = _run(database_url, "dedup", str(tmp_path / "one.parquet"), str(tmp_path / "two.jsonl"),
                   "-o", str(tmp_path / "out.parquet"))
     assert result.exit_code == 0, result.output
     table = parquet.read_table(tmp_path / "out.parquet")
-    assert table.schema.names == ["key", "text", "rank", "source"]
-    # 3.5 does not fit the input's int32 (pyarrow would truncate it to 3): the column holds floats.
-    assert str(table.schema.field("rank").type) == "double"
+    assert table.schema.names == ["key", "text", "rank", "level", "day", "source"]
+    # 3.5 does not fit the input's int32 (pyarrow would truncate it to 3): the column holds floats;
+    # 300 does not fit its int8: int64. The date column, which every value fits, keeps its type.
+    assert [str(table.schema.field(name).type) for name in ("rank", "level", "day")] == ["double", "int64", "date32[day]"]
     assert table.column("rank").to_pylist() == [1.0, 2.0, 3.5]
+    assert table.column("level").to_pylist() == [1, 2, 300]
+    assert table.column("day").to_pylist() == first.column("day").to_pylist() + [None]
     assert table.column("source").to_pylist() == [None, None, "feed"]
 
 
