@@ -861,6 +861,8 @@ def calibrate(
             )
         except OSError as exc:  # the directory went away or filled up since the check
             fail(f"cannot write {plot}: {exc.strerror or exc}")
+        except SimhashStoreError as exc:  # another run writing the same file, a link planted at its lock
+            fail(str(exc))
 
     def named(pair) -> dict:
         return {**pair.to_dict(), "key_a": names.get(pair.key_a, pair.key_a), "key_b": names.get(pair.key_b, pair.key_b)}
