@@ -16,10 +16,8 @@ push the recommended k down.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
-import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ import numpy as np
 
 from .errors import OutputError
 from .fingerprint import fingerprint_if_any
+from .output import OutputFile
 from .overlap import Overlap, overlap_of, shingles
 from .pairs import near_pairs
 from .plural import counted
@@ -245,23 +244,11 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
     recall_axes.legend(lines[0] + more[0], lines[1] + more[1], loc="center right", fontsize=8)
     recall_axes.set_title(title or f"{counted(calibration.documents, 'document')}, {counted(calibration.pairs, 'pair', grouped=True)}")
     figure.tight_layout()
-    # To a new name of its own beside it, renamed into place: a reader never sees half a file,
-    # a failure leaves what was there before, and a name planted in advance is not followed.
-    target = Path(path)
-    name = target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp"
+    # Written as every output file is (:mod:`output`): a new name of its own beside it, renamed into
+    # place when whole; a name planted in advance is not followed; one run at a time per file.
     try:
-        descriptor = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    except BaseException:
-        plt.close(figure)
-        raise
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            figure.savefig(handle, format=_plot_format(target))
-        os.replace(name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
+        with OutputFile(str(path), binary=True) as output:
+            figure.savefig(output.file, format=_plot_format(Path(path)))
     finally:
         plt.close(figure)
 

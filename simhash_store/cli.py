@@ -422,6 +422,8 @@ def import_(
             stream, file, format=format, key_field=key_field,
             fingerprint_field=fingerprint_field, fingerprint_form=fingerprint_format,
         )
+    except records.RepeatedColumnError as exc:
+        fail(str(exc))
     except SimhashStoreError as exc:
         fail(f"{exc} (choose them with --key-field and --fingerprint-field)")
 
@@ -618,13 +620,11 @@ def dedup_command(
         if path != "-" and not Path(path).is_file():
             fail(f"cannot open {path}: no such file")
     schema = None
-    if output_format == "parquet" and input_formats[0] == "parquet":
-        try:
-            schema = formats.parquet_schema(inputs[0])
+    if output_format == "parquet":
+        try:  # the Parquet inputs' columns keep their Arrow types in the output (the first input's first)
+            schema = formats.parquet_schemas([path for path, kind in zip(inputs, input_formats) if kind == "parquet"])
         except SimhashStoreError as exc:
             fail(str(exc))
-        except Exception as exc:  # noqa: BLE001 - pyarrow's errors: one line
-            fail(f"cannot read {inputs[0]} as Parquet: {exc}")
 
     def rows():
         for path, kind in zip(inputs, input_formats):
@@ -641,17 +641,18 @@ def dedup_command(
                             "not_compared": pyarrow.string()}
     kept = duplicates = bad = 0
     not_compared: Counter[str] = Counter()  # passed through without a fingerprint, by reason
+    # The output is claimed before any work: a second run writing it stops here, in one line.
+    try:
+        writer = formats.RecordWriter(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
     # Workers load their dictionaries while the store opens, as for add, unless the input is small.
     size = sum(Path(path).stat().st_size for path in inputs if path != "-")
-    fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
-    with fingerprinter, opened_store() as store:
-        try:
-            writer = formats.RecordWriter(
-                output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
-            )
-        except (SimhashStoreError, OSError) as exc:
-            fail(f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
-        try:
+    try:
+        fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
+        with fingerprinter, opened_store() as store:
             for where, record, verdict in dedup_rows(
                 rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
                 fingerprinter=fingerprinter, batch_size=batch_size,
@@ -675,22 +676,22 @@ def dedup_command(
                     bad += 1
                     warn(f"failed: {where}: {exc}")
             writer.close()
-        except KeyboardInterrupt:
-            writer.abandon()
-            warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
-            raise typer.Exit(130)
-        except OSError as exc:  # an input that cannot be read, an output that cannot be written
-            writer.abandon()
-            fail(f"{exc.filename or output}: {exc.strerror or exc}")
-        except BaseException:
-            writer.abandon()
-            raise
-        if not quiet:
-            note = _dedup_distance_note(store, max_distance)
-            passed = "".join(
-                f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
-            )
-            err.print(f"kept {kept}, duplicates {duplicates}, {passed}bad records {bad}; {note}", markup=False)
+            if not quiet:
+                note = _dedup_distance_note(store, max_distance)
+                passed = "".join(
+                    f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
+                )
+                err.print(f"kept {kept}, duplicates {duplicates}, {passed}bad records {bad}; {note}", markup=False)
+    except KeyboardInterrupt:
+        writer.abandon()
+        warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
+        raise typer.Exit(130)
+    except OSError as exc:  # an input that cannot be read, an output that cannot be written
+        writer.abandon()
+        fail(f"{exc.filename or output}: {exc.strerror or exc}")
+    except BaseException:
+        writer.abandon()
+        raise
     if bad:
         raise typer.Exit(1)
 
@@ -860,6 +861,8 @@ def calibrate(
             )
         except OSError as exc:  # the directory went away or filled up since the check
             fail(f"cannot write {plot}: {exc.strerror or exc}")
+        except SimhashStoreError as exc:  # another run writing the same file, a link planted at its lock
+            fail(str(exc))
 
     def named(pair) -> dict:
         return {**pair.to_dict(), "key_a": names.get(pair.key_a, pair.key_a), "key_b": names.get(pair.key_b, pair.key_b)}
