@@ -28,14 +28,13 @@ MIGRATIONS = REPO / "migrations"  # installed as simhash_store.migrations (pypro
 # placed here and in docs/design.md.
 FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     0: (
-        "foundations: errors, value checks, bits, hashes, small helpers",
-        ("errors.py", "validation.py", "bits.py", "hashing.py", "cache.py", "plural.py", "terminal.py",
-         "seed_format.py", "variants.py"),
+        "foundations every floor may use: errors, value checks, bits, hashes, plurals, terminal-safe text",
+        ("errors.py", "validation.py", "bits.py", "hashing.py", "plural.py", "terminal.py"),
     ),
     1: (
-        "text and files, pure (no database): decoding, reading inputs, tokenizers, schemes, fingerprints",
-        ("decoding.py", "corpus.py", "records.py", "formats.py", "dictionaries.py", "tokenizers.py", "scheme.py",
-         "fingerprint.py", "overlap.py", "pairs.py", "explain.py"),
+        "text and files, pure (no database): decoding and reading inputs; tokenizers, schemes, fingerprints",
+        ("decoding.py", "corpus.py", "records.py", "formats.py", "cache.py", "dictionaries.py", "seed_format.py",
+         "tokenizers.py", "scheme.py", "fingerprint.py", "overlap.py", "pairs.py", "explain.py", "variants.py"),
     ),
     2: (
         "where the database is: URLs, the embedded server, the one resolution of the URL",
