@@ -33,8 +33,9 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     ),
     1: (
         "text and files, no database: reading inputs, writing outputs; tokenizers, schemes, fingerprints",
-        ("decoding.py", "corpus.py", "records.py", "formats.py", "columns.py", "output.py", "cache.py", "dictionaries.py", "seed_format.py",
-         "tokenizers.py", "scheme.py", "fingerprint.py", "overlap.py", "pairs.py", "explain.py", "variants.py"),
+        ("decoding.py", "corpus.py", "records.py", "formats.py", "columns.py", "output.py", "cache.py",
+         "dictionaries.py", "seed_format.py", "tokenizers.py", "scheme.py", "fingerprint.py", "overlap.py", "pairs.py",
+         "explain.py", "variants.py"),
     ),
     2: (
         "where the database is: URLs, the embedded server, the one resolution of the URL",
@@ -59,7 +60,7 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-# Libraries a floor may not import, whatever the place of the import.
+# The lowest floor that may import each of these libraries, wherever the import stands.
 FORBIDDEN = {
     "psycopg": 2,  # the floors below the database (0-1) know nothing of PostgreSQL ...
     "sqlalchemy": 2,
