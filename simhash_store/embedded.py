@@ -25,11 +25,10 @@ from urllib.parse import quote
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
+from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
-
-    from .config import UrlParts
 
 _log = logging.getLogger(__name__)
 
@@ -285,8 +284,6 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
 
 
 def _make_data_directory(pgdata: Path) -> None:
-    from .config import DATA_DIR_VARIABLE
-
     for directory in (pgdata.parent, pgdata):
         if directory.exists() and not directory.is_dir():
             raise ConfigError(f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)")
@@ -384,8 +381,6 @@ class Address:
 
     def parts(self) -> UrlParts:
         """The URL the library connects with (:meth:`sqlalchemy`), taken apart."""
-        from .config import CONNECT_TIMEOUT_SECONDS, UrlParts
-
         query = {"host": self.host, "port": str(self.port), "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
         return UrlParts("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
 

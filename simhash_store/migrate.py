@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib.resources import as_file, files
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .errors import StoreNotFoundError, StoreOutdatedError, StoreTooNewError
+from .trust import check_schema
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from psycopg import Cursor
     from sqlalchemy import Engine
 
 # The store's PostgreSQL schema. models.py takes it from here: every command checks the
@@ -48,10 +50,17 @@ def current_revision(engine: Engine, where: str | None = None) -> str | None:
     """The revision the database is at (None for a database without the store's schema); raises
     :class:`UntrustedSchemaError` for a schema another role can change (``where``: the database, for it)."""
     from .config import redact
-    from .lookup import revision_of
 
     with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
         return revision_of(cursor, where or (lambda: redact(engine.url)))
+
+
+def revision_of(cursor: Cursor, where: str | Callable[[], str]) -> str | None:
+    """:func:`current_revision` on a psycopg cursor (what ``query`` reads through, without SQLAlchemy)."""
+    if not check_schema(cursor, SCHEMA, where):
+        return None
+    row = cursor.execute(f"SELECT version_num FROM {SCHEMA}.alembic_version").fetchone()
+    return row[0] if row is not None else None
 
 
 def is_known_revision(revision: str) -> bool:

@@ -3,6 +3,7 @@ the same URL resolution, session settings, checks, errors and matches."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,12 +16,15 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+from typer.testing import CliRunner
 
-from simhash_store import fingerprint
-from simhash_store.config import UrlParts, _split, normalized_parts
-from simhash_store.errors import SimhashStoreError
+from simhash_store import fingerprint, to_hex
+from simhash_store.cli import app
+from simhash_store.config import UrlParts, normalized_parts
+from simhash_store.errors import ConfigError, SimhashStoreError
 from simhash_store.lookup import Lookup, _connects_as_written
 from simhash_store.store import NewDocument, Store
+from simhash_store.urls import _split
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -138,15 +142,22 @@ def test_lookup_refuses_what_the_store_refuses_in_the_same_words(database_url, e
 
 
 def test_a_multi_host_url_is_read_through_the_store(database_url):
+    """Lookup connects with a URL as written; `query` gives a multi-host URL, which SQLAlchemy
+    rewrites for psycopg, to the Store instead, and finds what is stored all the same."""
     with Store(database_url) as store:
         store.add([NewDocument("a", 1)])
     parts = normalized_parts(url_text(database_url))
     host = quote(parts.host or str(parts.query["host"]), safe="")
     port = parts.port or parts.query.get("port") or 5432
     both = f"postgresql://{parts.username}@/{parts.database}?host={host},{host}&port={port},{port}"
+    result = CliRunner().invoke(app, ["--db", both, "query", "--fingerprint", to_hex(1), "-k", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [m["key"] for m in json.loads(result.stdout)["matches"]] == ["a"]
     with Lookup(both) as lookup:
-        assert [m.key for m in lookup.query_many([1], 0)[0]] == ["a"]
-        assert lookup._store is not None and lookup._connection is None
+        assert not lookup.connects_directly
+        with pytest.raises(ConfigError, match="multi-host form .* read it through simhash_store.store.Store"):
+            lookup.query_many([1], 0)
+        assert lookup._connection is None
 
 
 def test_query_never_imports_sqlalchemy(database_url):

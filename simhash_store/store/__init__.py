@@ -37,7 +37,7 @@ from .. import clusters
 from .. import distributed as citus
 from .. import maintenance, migrate
 from ..config import network_timeout, redact, resolve_url, secrets_of
-from ..lookup import requested_scheme
+from ..store_info import requested_scheme
 from ..errors import SimhashStoreError
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 from ..validation import (

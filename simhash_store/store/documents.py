@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..lookup import Match  # noqa: F401 - defined there, where `query` reads without SQLAlchemy
+from ..search import Match  # noqa: F401 - defined there, on the floor the Store and the Lookup (`query`) share
 
 
 @dataclass(frozen=True)

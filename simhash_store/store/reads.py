@@ -1,5 +1,5 @@
 """Reads: radius search (one fingerprint or many, through ``simhash.near``/``near_many``: in
-:mod:`simhash_store.lookup`, which `query` uses without SQLAlchemy) and plain lookups of
+:mod:`simhash_store.search`, which `query` uses without SQLAlchemy too) and plain lookups of
 stored documents (get, versions, count)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from ..bits import from_signed
-from ..lookup import check_query_options, query, query_many  # noqa: F401 - the radius search, without SQLAlchemy
+from ..search import check_query_options, query, query_many  # noqa: F401 - the radius search, without SQLAlchemy
 from ..models import Document
 from .documents import StoredDocument
 

@@ -7,8 +7,10 @@ from sqlalchemy import Engine, Text, cast, literal, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.engine import Connection
 
-from .. import lookup, migrate
-from ..lookup import recommended_distance  # noqa: F401 - the store reads it as the lookup (query) does
+from .. import migrate
+from ..store_info import check_same_scheme
+from ..store_info import recommended_distance  # noqa: F401 - the store reads it as the lookup (query) does
+from ..store_info import stored_scheme as _stored_scheme
 from ..models import StoreInfo
 from ..scheme import Scheme
 
@@ -43,13 +45,13 @@ def prepare(engine: Engine, display_url: str, requested: Scheme | None, default:
                 .on_conflict_do_nothing(index_elements=[store_info.c.singleton])
             )
             stored = stored_scheme(connection)
-    lookup.check_same_scheme(stored, requested)
+    check_same_scheme(stored, requested)
     return stored
 
 
 def stored_scheme(connection: Connection) -> Scheme | None:
     with connection.connection.driver_connection.cursor() as cursor:
-        return lookup.stored_scheme(cursor)
+        return _stored_scheme(cursor)
 
 
 def record_recommended_distance(connection: Connection, max_distance: int) -> None:
