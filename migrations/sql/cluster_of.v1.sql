@@ -1,3 +1,4 @@
+-- simhash.cluster_of, version 1: revision 0005's text.
 CREATE OR REPLACE FUNCTION simhash.cluster_of(key text) RETURNS bigint
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp

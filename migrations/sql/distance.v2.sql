@@ -1,3 +1,4 @@
+-- simhash.distance, version 2: revision 0002's text (an SQL-standard body, so it stays inlinable).
 CREATE OR REPLACE FUNCTION simhash.distance(a bigint, b bigint) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN pg_catalog.bit_count((a OPERATOR(pg_catalog.#) b)::bit(64))::integer;

@@ -1,3 +1,5 @@
+-- simhash.documents_shard_bytes, version 1, on Citus stores only (created by init --distributed):
+-- what near's and near_many's scan/probe switch weighs there.
 CREATE OR REPLACE FUNCTION simhash.documents_shard_bytes() RETURNS bigint
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp

@@ -1,3 +1,7 @@
+-- simhash.near, version 3, as a Citus coordinator runs it (near.v3.sql is the one-server form).
+-- Differences: statements planned afresh on every call (force_custom_plan), table size read from
+-- the shards (simhash.documents_shard_bytes), and candidates carry key and fingerprint, so no
+-- join back to the table by id: every branch runs inside each shard in one round trip.
 CREATE OR REPLACE FUNCTION simhash.near(fingerprint bigint, max_distance integer DEFAULT 11, method text DEFAULT 'auto',
                              max_results integer DEFAULT NULL)
 RETURNS SETOF simhash.match

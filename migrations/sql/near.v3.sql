@@ -1,3 +1,6 @@
+-- simhash.near, version 3: revision 0006's text, the source from revision 0008 on.
+-- Every stored document within max_distance bits of a fingerprint, nearest first, exact:
+-- probes of the four 16-bit block indexes (generalised pigeonhole), or a scan when cheaper.
 CREATE OR REPLACE FUNCTION simhash.near(fingerprint bigint, max_distance integer DEFAULT 11, method text DEFAULT 'auto',
                              max_results integer DEFAULT NULL)
 RETURNS SETOF simhash.match

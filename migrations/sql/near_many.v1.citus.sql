@@ -1,3 +1,7 @@
+-- simhash.near_many, version 1, as a Citus coordinator runs it (near_many.v1.sql is the one-server form).
+-- As near.v3.citus.sql, and the probe statement takes one of two shapes by the probes of the batch:
+-- a join on = ANY (array) that the workers can only run as index probes (few probes), or an
+-- equality join they hash (many).
 CREATE OR REPLACE FUNCTION simhash.near_many(fingerprints bigint[], max_distance integer DEFAULT 11, method text DEFAULT 'auto',
                                   max_results integer DEFAULT NULL)
 RETURNS TABLE (query_index integer, id bigint, key text, fingerprint bigint, distance integer)

@@ -1,3 +1,5 @@
+-- simhash.near_many, version 1: revision 0004's text, the source from revision 0008 on.
+-- simhash.near for a batch of fingerprints in one statement.
 CREATE OR REPLACE FUNCTION simhash.near_many(fingerprints bigint[], max_distance integer DEFAULT 11, method text DEFAULT 'auto',
                                   max_results integer DEFAULT NULL)
 RETURNS TABLE (query_index integer, id bigint, key text, fingerprint bigint, distance integer)
