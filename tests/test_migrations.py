@@ -179,3 +179,21 @@ def test_the_new_hex_functions_get_the_grants_of_near(empty_database_url):
             connection.execute(text(f'DROP OWNED BY "{role}"'))
             connection.execute(text(f'DROP ROLE "{role}"'))
         engine.dispose()
+
+
+def test_each_citus_file_is_what_the_coordinator_ran_before_files(database_url):
+    """A Citus file is its one-server version as distributed.adapt rewrote it (planned afresh): nothing changed on Citus."""
+    from simhash_store import distributed
+    from simhash_store.migrations import sqlfiles
+
+    versions = [p.name.removesuffix(".citus.sql") for p in SQL_FILES.glob("*.citus.sql") if sqlfiles.path(p.name.removesuffix(".citus.sql")).exists()]
+    assert sorted(versions) == ["near.v3", "near_many.v1"]
+    definition = "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = 'simhash'::regnamespace AND p.proname = %s"
+    with psycopg.connect(_plain(database_url)) as connection:  # PostgreSQL prints both: the same layout
+        for version in versions:
+            name = version.split(".")[0]
+            connection.execute(sqlfiles.read(version))
+            rewritten = distributed.adapt(connection.execute(definition, (name,)).fetchone()[0], name).replace(
+                "SET plan_cache_mode TO 'force_generic_plan'", "SET plan_cache_mode TO 'force_custom_plan'")
+            connection.execute(sqlfiles.read(version, citus=True))  # calls documents_shard_bytes() only when it runs
+            assert connection.execute(definition, (name,)).fetchone()[0] == rewritten, version
