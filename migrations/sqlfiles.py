@@ -70,7 +70,11 @@ def citus_bodies() -> set[str]:
 
 
 def is_distributed(connection) -> bool:
-    """Whether simhash.documents is a Citus distributed table (a SQLAlchemy connection)."""
+    """Whether simhash.documents is a Citus distributed table (a SQLAlchemy connection).
+
+    Asked of the catalog here rather than through ``simhash_store.distributed``, which reads
+    the files through this module: this one stays below the library.
+    """
     from sqlalchemy import text
 
     if not connection.execute(text("SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")).scalar():

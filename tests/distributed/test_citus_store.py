@@ -229,6 +229,29 @@ def test_the_functions_a_distributed_store_runs_are_the_checked_in_snapshot(dist
     sql_snapshot.check("sql-functions.citus.sql", rendered)
 
 
+def test_init_distributed_at_head_installs_the_citus_files_without_rewriting(citus_url, monkeypatch):
+    """At head every function that needs a Citus form has one written out: no rewrite is needed."""
+    from simhash_store.migrations import sqlfiles
+
+    monkeypatch.setattr(distributed, "REWRITES", ())
+    documents = random_documents(300, 20)
+    with Store(citus_url) as store:
+        store.init(distributed=True)
+        store.add(documents)
+        query = documents[7].fingerprint
+        assert answers(store.query(query, 11)) == brute_force(documents, query, 11)
+        assert [answers(m) for m in store.query_many([query, query ^ 3], 11)] == [
+            brute_force(documents, q, 11) for q in (query, query ^ 3)
+        ]
+    with psycopg.connect(citus_url) as connection:
+        for version in ("near.v3", "near_many.v1", "documents_shard_bytes.v1"):
+            body = connection.execute(
+                "SELECT prosrc FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace AND proname = %s",
+                (version.split(".")[0],),
+            ).fetchone()[0]
+            assert body == sqlfiles.body(sqlfiles.read(version, citus=True)), version
+
+
 def test_upgrading_a_distributed_store_lays_out_the_tables_a_revision_adds(citus_url):
     """A store distributed at revision 0004, then upgraded: 0005's cluster_heads becomes a reference table."""
     engine = create_engine(citus_url.replace("postgresql:", "postgresql+psycopg:"))
