@@ -30,7 +30,9 @@ from .errors import UntrustedSchemaError
 # applications call (a test compares it with what the migrations create): looked up by name through pg_proc's index,
 # where scanning every function of the database for the schema's costs 0.3 ms more per open.
 # Any overload of one of these names counts, whatever its arguments.
-LIBRARY_FUNCTIONS = ("near", "near_many", "distance", "cluster_of", "from_hex", "to_hex")
+# documents_shard_bytes exists on a Citus store only (near and near_many call it there).
+CITUS_FUNCTIONS = ("documents_shard_bytes",)
+LIBRARY_FUNCTIONS = ("near", "near_many", "distance", "cluster_of", "from_hex", "to_hex", *CITUS_FUNCTIONS)
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
 # Owners and CREATE grantees are compared with the schema owner's own members (who may act as

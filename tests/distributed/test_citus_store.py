@@ -222,7 +222,11 @@ def test_the_functions_a_distributed_store_runs_are_the_checked_in_snapshot(dist
     """docs/sql-functions.citus.sql shows every function a Citus coordinator runs (init --distributed at head)."""
     import sql_snapshot  # tests/sql_snapshot.py
 
+    from simhash_store.trust import LIBRARY_FUNCTIONS
+
     with psycopg.connect(citus_url) as connection:
+        created = {row[0] for row in connection.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")}
+        assert created == set(LIBRARY_FUNCTIONS)  # the schema check covers every function a coordinator runs
         rendered = sql_snapshot.render(
             connection, migrate.HEAD_REVISION, "tests/distributed/test_citus_store.py", where=" on a Citus coordinator"
         )
