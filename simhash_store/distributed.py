@@ -14,18 +14,22 @@ single-node one, and this step changes only how it is laid out.
   tables (a copy on every node), also when a later revision creates one on a distributed store.
 - A store that keeps persistent clusters (revision 0005) is refused: Citus cannot run their
   membership reads (``documents`` joined to itself by ``id`` and ``cluster``).
-- Every function of the ``simhash`` schema is adapted, whatever revision made it (see
-  :data:`REWRITES`): the coordinator plans each of its statements afresh (Citus cannot build a
-  multi-shard plan for a generic plan with parameters, so ``force_generic_plan`` fails there);
-  the scan/probe switch reads the size of one shard (the coordinator's own table is an empty
-  shell); and ``near``'s candidates carry key and fingerprint instead of being joined back to
-  the table by ``id``, a join Citus cannot run shard by shard. With the distribution column
-  in every branch, the whole ``UNION`` runs inside each shard, in one round trip. The workers
-  plan that statement with their own settings, so ``near_many`` chooses its shape per batch:
-  one they can only run as index probes (few probes), or one they hash (many).
-  A function this module does not know how to adapt stops the step with a clear error
-  instead of being left to fail or crawl at query time. Migrations re-run the adaptation
-  after every upgrade of a distributed store (``migrations/env.py``).
+- Every function of the ``simhash`` schema is adapted, whatever revision made it: the coordinator
+  plans each of its statements afresh (Citus cannot build a multi-shard plan for a generic plan
+  with parameters, so ``force_generic_plan`` fails there); the scan/probe switch reads the size
+  of one shard (the coordinator's own table is an empty shell); and ``near``'s candidates carry
+  key and fingerprint instead of being joined back to the table by ``id``, a join Citus cannot
+  run shard by shard. With the distribution column in every branch, the whole ``UNION`` runs
+  inside each shard, in one round trip. The workers plan that statement with their own
+  settings, so ``near_many`` chooses its shape per batch: one they can only run as index
+  probes (few probes), or one they hash (many).
+  A function version with a file in ``migrations/sql`` (revision 0008 on) has its Citus form
+  written out beside it (``near.v3.citus.sql``): a function installed with the one-server body
+  of such a file is replaced by its Citus file, nothing is derived. Only the versions of
+  revisions 0001 to 0005, which have no files, are still rewritten by :data:`REWRITES`. A
+  function of neither kind that reads the table in a way Citus cannot run stops the step with
+  a clear error instead of being left to fail or crawl at query time. Migrations re-run the
+  adaptation after every upgrade of a distributed store (``migrations/env.py``).
 
 Writers keep their guarantee: ``--skip-near-duplicates`` serialises writers on an advisory
 lock held on the coordinator, the one node every writer talks to, and Citus commits a
@@ -45,6 +49,7 @@ from dataclasses import dataclass
 from psycopg import Cursor, sql
 
 from .errors import DatabaseError
+from .migrations import sqlfiles
 
 DISTRIBUTION_COLUMN = "key"
 DISTRIBUTED_TABLES = ("documents",)
@@ -53,19 +58,9 @@ REFERENCE_TABLES = ("store_info", "block_masks", "cluster_heads")
 # Functions planned afresh on every call: a generic plan cannot be distributed by Citus.
 PLAN_CACHE_MODE = "force_custom_plan"
 
-# The average bytes in one shard of simhash.documents: what near's scan/probe switch must weigh
-# (a probe costs the same fixed index descents in every shard, a scan reads one shard's rows).
-SHARD_BYTES = """
-CREATE OR REPLACE FUNCTION simhash.documents_shard_bytes() RETURNS bigint
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT (citus_relation_size('simhash.documents'::regclass) / greatest(count(*), 1))::bigint
-    FROM pg_dist_shard WHERE logicalrelid = 'simhash.documents'::regclass
-$$;
-COMMENT ON FUNCTION simhash.documents_shard_bytes() IS
-  'Average size of one shard of simhash.documents (Citus): what the scan/probe switch of near weighs';
-"""
+# The average bytes in one shard of simhash.documents, what near's scan/probe switch must weigh (a
+# probe costs the same fixed index descents in every shard, a scan reads one shard's rows).
+SHARD_BYTES_VERSION = "documents_shard_bytes.v1"
 
 
 class NotDistributableError(DatabaseError):
@@ -439,17 +434,31 @@ def adapt(definition: str, name: str) -> str:
 
 
 def adapt_functions(cursor: Cursor) -> list[str]:
-    """Adapt every function of the simhash schema (idempotent); returns the names changed."""
-    cursor.execute(SHARD_BYTES)
+    """Give every function of the simhash schema its Citus form (idempotent); returns the names changed.
+
+    A version with a Citus file (``migrations/sql``) is replaced by that file, matched by its
+    one-server body; a function already in a Citus file's form is left alone; older versions
+    are rewritten (:func:`adapt`).
+    """
+    cursor.execute(sqlfiles.read(SHARD_BYTES_VERSION, citus=True))
+    citus_forms = sqlfiles.citus_variants()
+    adapted_already = sqlfiles.citus_bodies()
     functions = cursor.execute(
         """
-        SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, pg_catalog.pg_get_functiondef(p.oid), p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
+        SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, pg_catalog.pg_get_functiondef(p.oid), p.prosrc,
+               p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
         FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'simhash'::pg_catalog.regnamespace AND p.prokind = 'f'
         ORDER BY 1
         """
     ).fetchall()
     changed = []
-    for signature, definition, plpgsql in functions:
+    for signature, definition, body, plpgsql in functions:
+        if body in citus_forms:
+            cursor.execute(citus_forms[body])
+            changed.append(signature)
+            continue
+        if body in adapted_already:
+            continue
         adapted = adapt(definition, signature)
         if adapted != definition:
             cursor.execute(adapted)
@@ -459,8 +468,6 @@ def adapt_functions(cursor: Cursor) -> list[str]:
                 sql.SQL("ALTER FUNCTION {} SET plan_cache_mode = {}").format(sql.SQL(signature), sql.SQL(PLAN_CACHE_MODE))
             )
     return changed
-
-
 
 
 def check_server(engine) -> str:

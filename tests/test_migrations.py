@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 from sqlalchemy import create_engine, text
 
+import sql_snapshot  # tests/sql_snapshot.py
 from simhash_store import migrate, to_signed
 from simhash_store.scheme import DEFAULT
 from simhash_store.store import Store
@@ -16,14 +17,30 @@ from simhash_store.store import Store
 VERSIONS = Path(__file__).resolve().parent.parent / "migrations" / "versions"
 # Revision 0001 shipped: its file (and so the DDL it runs) must never change.
 REVISION_0001_SHA256 = "3fead0c2e44714f52069a7aca6a1e851a39cb3758f425eec62152bca4fbac7f6"
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007"]
+SQL_FILES = VERSIONS.parent / "sql"
+# The function versions revisions run (revision 0008 on): like 0001, a released file never
+# changes; a new version is a new file (with its Citus variant beside it when Citus needs one).
+SQL_FILES_SHA256 = {
+    "cluster_of.v1.sql": "8c604662d29125fd24c243d7ef756a647e9f2d29950d1916cc8039e34e26ec36",
+    "distance.v2.sql": "b5df71bde275490a5f1610ee424dcb690064b14c90b58fd2890f282405e0d57d",
+    "documents_shard_bytes.v1.citus.sql": "6c170cd10e07f820a404c41ecdab2cce7f89f79c3e0bbcc06a0496964579101a",
+    "from_hex.v1.sql": "613f3c28afb1d33c3ade1da1b2f4e0e029fb19a47849eb807e6c5c9dd10f950e",
+    "near.v3.citus.sql": "2b1917a5837ff2e8fe5a06aa1e7c7ffb1dabc45195f7a9f41f4ec85999feeafa",
+    "near.v3.sql": "a21570eda7b9cde412aecf49b86d6de080755175f873eb83561142ca17a7a78a",
+    "near_many.v1.citus.sql": "60db165f4faaab18cb854028723a9ab85476f4b64cbbd9d415d88993d1edda11",
+    "near_many.v1.sql": "6c106b1a9e6a71d5c70e87413a9c1d9cb986730fa5940da3a5697456c4238f8c",
+    "to_hex.v1.sql": "a9fe9ef27415c1a564564f45c7615f5c19064df010f949569e31f0710603f76e",
+}
+# The functions revision 0008 adds; every other one it re-creates from files exactly as 0007 left it.
+NEW_IN_0008 = {"simhash.from_hex(text)", "simhash.to_hex(bigint)"}
+REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008"]
 
 CHECKSUM = (
     "SELECT count(*), md5(string_agg(md5(ROW(id, key, fingerprint, block0, block1, block2, block3, digest, "
     "stamp, length, metadata, added_at, updated_at)::text), '' ORDER BY id)) FROM simhash.documents"
 )
 FUNCTIONS = (
-    "SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid) FROM pg_proc p "
+    "SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid), obj_description(p.oid, 'pg_proc'), p.proacl FROM pg_proc p "
     "WHERE p.pronamespace = 'simhash'::regnamespace ORDER BY 1"
 )
 
@@ -34,6 +51,11 @@ def _plain(url) -> str:
 
 def test_revision_0001_is_frozen():
     assert hashlib.sha256((VERSIONS / "0001_initial_store.py").read_bytes()).hexdigest() == REVISION_0001_SHA256
+
+
+def test_sql_function_files_are_frozen():
+    found = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(SQL_FILES.glob("*.sql"))}
+    assert found == SQL_FILES_SHA256
 
 
 def test_revisions_are_the_ones_this_test_walks():
@@ -73,6 +95,8 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
         with psycopg.connect(url, autocommit=True) as connection:
             assert _state(connection, query) == states["0001"], revision
             functions[revision] = connection.execute(FUNCTIONS).fetchall()
+    # 0008 re-creates every function from its file: the files hold exactly what 0007 installed.
+    assert [f for f in functions["0008"] if f[0] not in NEW_IN_0008] == functions["0007"]
     with Store(empty_database_url) as store:  # the library reads the upgraded store
         assert [m.key for m in store.query(query, 7)] == [key for key, _ in states["0001"][1]]
         assert [len(found) for found in store.query_many([query, query ^ 1], 2)] == [3, 4]
@@ -117,3 +141,59 @@ def test_grants_on_near_survive_its_replacement(empty_database_url):
             connection.execute(text(f'DROP OWNED BY "{role}"'))
             connection.execute(text(f'DROP ROLE "{role}"'))
         engine.dispose()
+
+
+def test_the_installed_functions_are_the_checked_in_snapshot(database_url):
+    """docs/sql-functions.sql shows every function a store runs (regenerated here when it changes)."""
+    with psycopg.connect(_plain(database_url)) as connection:
+        rendered = sql_snapshot.render(connection, migrate.HEAD_REVISION, "tests/test_migrations.py")
+    sql_snapshot.check("sql-functions.sql", rendered)
+
+
+def test_the_new_hex_functions_get_the_grants_of_near(empty_database_url):
+    # An administrator who took EXECUTE on near away from PUBLIC and gave it to one role: the
+    # functions 0008 adds follow the same rule, and go again with a downgrade.
+    engine = create_engine(empty_database_url, isolation_level="AUTOCOMMIT")
+    migrate.upgrade(engine, "0007")
+    role = f"simhash_reader_{uuid.uuid4().hex[:8]}"
+    near = "simhash.near(bigint, integer, text, integer)"
+    with engine.connect() as connection:
+        connection.execute(text(f'CREATE ROLE "{role}"'))
+        connection.execute(text(f"REVOKE EXECUTE ON FUNCTION {near} FROM PUBLIC"))
+        connection.execute(text(f'GRANT EXECUTE ON FUNCTION {near} TO "{role}"'))
+    try:
+        migrate.upgrade(engine, "0008")
+        with engine.connect() as connection:
+            for signature in sorted(NEW_IN_0008):
+                allowed = connection.execute(
+                    text("SELECT has_function_privilege(:role, :f, 'EXECUTE'), has_function_privilege('public', :f, 'EXECUTE')"),
+                    {"role": role, "f": signature},
+                ).one()
+                assert tuple(allowed) == (True, False), signature
+        migrate.downgrade(engine, "0007")
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT to_regprocedure('simhash.from_hex(text)')")).scalar() is None
+            assert connection.execute(text("SELECT to_regprocedure('simhash.to_hex(bigint)')")).scalar() is None
+    finally:
+        with engine.connect() as connection:
+            connection.execute(text(f'DROP OWNED BY "{role}"'))
+            connection.execute(text(f'DROP ROLE "{role}"'))
+        engine.dispose()
+
+
+def test_each_citus_file_is_what_the_coordinator_ran_before_files(database_url):
+    """A Citus file is its one-server version as distributed.adapt rewrote it (planned afresh): nothing changed on Citus."""
+    from simhash_store import distributed
+    from simhash_store.migrations import sqlfiles
+
+    versions = [p.name.removesuffix(".citus.sql") for p in SQL_FILES.glob("*.citus.sql") if sqlfiles.path(p.name.removesuffix(".citus.sql")).exists()]
+    assert sorted(versions) == ["near.v3", "near_many.v1"]
+    definition = "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = 'simhash'::regnamespace AND p.proname = %s"
+    with psycopg.connect(_plain(database_url)) as connection:  # PostgreSQL prints both: the same layout
+        for version in versions:
+            name = version.split(".")[0]
+            connection.execute(sqlfiles.read(version))
+            rewritten = distributed.adapt(connection.execute(definition, (name,)).fetchone()[0], name).replace(
+                "SET plan_cache_mode TO 'force_generic_plan'", "SET plan_cache_mode TO 'force_custom_plan'")
+            connection.execute(sqlfiles.read(version, citus=True))  # calls documents_shard_bytes() only when it runs
+            assert connection.execute(definition, (name,)).fetchone()[0] == rewritten, version

@@ -174,6 +174,88 @@ def test_migrations_readapt_functions_they_recreate(distributed_store, citus_url
             assert "JOIN simhash.documents d ON d.id" not in definition, function  # adapted again
 
 
+FUNCTIONS = (
+    "SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid), obj_description(p.oid, 'pg_proc'), p.proacl FROM pg_proc p "
+    "WHERE p.pronamespace = 'simhash'::regnamespace ORDER BY 1"
+)
+
+
+def test_revision_0008_on_a_distributed_store_keeps_its_functions_adds_hex_and_goes_back(citus_url, monkeypatch):
+    """0008 re-creates near and near_many from their Citus files: exactly what the coordinator ran at 0007."""
+    engine = create_engine(citus_url.replace("postgresql:", "postgresql+psycopg:"))
+    migrate.upgrade(engine, "0007")
+    with monkeypatch.context() as patch:  # laid out as before the files existed: every function rewritten
+        patch.setattr(distributed.sqlfiles, "citus_variants", dict)
+        patch.setattr(distributed.sqlfiles, "citus_bodies", set)
+        distributed.distribute_store(engine)
+    documents = random_documents(200, 19)
+    with psycopg.connect(citus_url) as connection:  # not through Store: a write upgrades the store
+        connection.cursor().executemany(
+            "INSERT INTO simhash.documents (key, fingerprint) VALUES (%s, %s)",
+            [(d.key, to_signed(d.fingerprint)) for d in documents],
+        )
+        connection.commit()
+        at_0007 = connection.execute(FUNCTIONS).fetchall()
+    assert migrate.current_revision(engine) == "0007"
+    migrate.upgrade(engine, "0008")
+    with psycopg.connect(citus_url) as connection:
+        at_0008 = connection.execute(FUNCTIONS).fetchall()
+        kept = [f for f in at_0008 if f[0] not in ("simhash.from_hex(text)", "simhash.to_hex(bigint)")]
+        assert [f[0] for f in kept] == [f[0] for f in at_0007]
+        for now, before in zip(kept, at_0007):
+            assert now[1] == before[1] and now[2:] == before[2:], now[0]  # definition, comment, grants
+        hex_of = {row[0]: row[1] for row in connection.execute("SELECT key, simhash.to_hex(fingerprint) FROM simhash.documents")}
+        query = documents[5]
+        found = connection.execute(
+            "SELECT key, distance FROM simhash.near(simhash.from_hex(%s), 20)", (f"0x{query.fingerprint:X}",)
+        ).fetchall()
+    assert hex_of == {d.key: f"{d.fingerprint:016x}" for d in documents}
+    assert sorted(found) == brute_force(documents, query.fingerprint, 20)
+    migrate.downgrade(engine, "0007")
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute(FUNCTIONS).fetchall() == at_0007
+    migrate.upgrade(engine)
+    engine.dispose()
+
+
+def test_the_functions_a_distributed_store_runs_are_the_checked_in_snapshot(distributed_store, citus_url):
+    """docs/sql-functions.citus.sql shows every function a Citus coordinator runs (init --distributed at head)."""
+    import sql_snapshot  # tests/sql_snapshot.py
+
+    from simhash_store.trust import LIBRARY_FUNCTIONS
+
+    with psycopg.connect(citus_url) as connection:
+        created = {row[0] for row in connection.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")}
+        assert created == set(LIBRARY_FUNCTIONS)  # the schema check covers every function a coordinator runs
+        rendered = sql_snapshot.render(
+            connection, migrate.HEAD_REVISION, "tests/distributed/test_citus_store.py", where=" on a Citus coordinator"
+        )
+    sql_snapshot.check("sql-functions.citus.sql", rendered)
+
+
+def test_init_distributed_at_head_installs_the_citus_files_without_rewriting(citus_url, monkeypatch):
+    """At head every function that needs a Citus form has one written out: no rewrite is needed."""
+    from simhash_store.migrations import sqlfiles
+
+    monkeypatch.setattr(distributed, "REWRITES", ())
+    documents = random_documents(300, 20)
+    with Store(citus_url) as store:
+        store.init(distributed=True)
+        store.add(documents)
+        query = documents[7].fingerprint
+        assert answers(store.query(query, 11)) == brute_force(documents, query, 11)
+        assert [answers(m) for m in store.query_many([query, query ^ 3], 11)] == [
+            brute_force(documents, q, 11) for q in (query, query ^ 3)
+        ]
+    with psycopg.connect(citus_url) as connection:
+        for version in ("near.v3", "near_many.v1", "documents_shard_bytes.v1"):
+            body = connection.execute(
+                "SELECT prosrc FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace AND proname = %s",
+                (version.split(".")[0],),
+            ).fetchone()[0]
+            assert body == sqlfiles.body(sqlfiles.read(version, citus=True)), version
+
+
 def test_upgrading_a_distributed_store_lays_out_the_tables_a_revision_adds(citus_url):
     """A store distributed at revision 0004, then upgraded: 0005's cluster_heads becomes a reference table."""
     engine = create_engine(citus_url.replace("postgresql:", "postgresql+psycopg:"))
