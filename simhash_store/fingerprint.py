@@ -22,12 +22,12 @@ from typing import Iterable
 
 import numpy as np
 
-from .dictionaries import Vocabulary, is_content, known_vocabulary
+from .dictionaries import Vocabulary, english_vocabulary, is_content, known_vocabulary
 from .dictionaries import idf_table as _idf_table  # noqa: F401  (tests check it against jieba.analyse)
 from .errors import SchemeError
 from .hashing import HASHES
 from .scheme import DEFAULT, Scheme, get_scheme
-from .tokenizers import Feature, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
+from .tokenizers import SCRIPT_WORDS_MARK, Feature, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
 
 
 # ---------------------------------------------------------------- normalisation
@@ -44,6 +44,7 @@ _SPACED = f"[^\\W_{_CJK}]"
 # A space not between two such characters; it starts with the space so that the regex
 # engine jumps from space to space instead of testing the lookarounds at every character.
 _DROPPED_SPACE = re.compile(f" (?:(?<!{_SPACED} )|(?!{_SPACED}))")
+_SPACE_NEAR_CJK = re.compile(f" (?:(?<=[{_CJK}] )|(?=[{_CJK}]))")
 
 # The characters that keep most Chinese text from being NFKC-normal already, with their NFKC
 # forms: full-width punctuation and spaces, and the ellipsis.
@@ -63,6 +64,16 @@ def _nfkc(text: str) -> str:
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 
+def _unique_lines(text: str) -> str:
+    """Each distinct line once, where it first comes: a title repeated at the top, a header
+    or footer pasted twice, counts as much as once. Whitespace-only lines go."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    lines = dict.fromkeys(line.strip() for line in text.splitlines())
+    lines.pop("", None)
+    return "\n".join(lines)
+
+
 def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     """Make equivalent texts equal before segmentation.
 
@@ -70,6 +81,9 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     NFKC folds full-width forms into half-width ones, case is folded, and whitespace
     is dropped except for one space between two words of a spaced script, so that
     line reflow of Chinese text changes nothing.
+    ``nfkc-casefold-v2``: the same, but a line that comes again (after stripping, and
+    after the steps before) is kept only where it first comes, and whitespace is dropped
+    only next to a CJK character: "users' café, 1,000" keeps its word boundaries.
     """
     if kind == "none":
         return text
@@ -78,6 +92,9 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     text = _SURROGATES.sub("\ufffd", text)
     text = _nfkc(text)
     text = _CONTROLS.sub("", text).casefold()
+    if kind == "nfkc-casefold-v2":
+        text = _WHITESPACE.sub(" ", _unique_lines(text)).strip()
+        return _SPACE_NEAR_CJK.sub("", text)
     text = _WHITESPACE.sub(" ", text).strip()
     return _DROPPED_SPACE.sub("", text)
 
@@ -172,6 +189,9 @@ def _select(segmented: list[str], scheme: Scheme) -> list[str]:
 
 def _words(segmented: list[str], scheme: Scheme) -> list[str]:
     """The pieces of a segmentation that the scheme keeps as words, in order."""
+    if tokenizer_of(scheme).scripts:
+        every_script = _ScriptWords(scheme)
+        return list(map(every_script.words.__getitem__, every_script.numbers(segmented).tolist()))
     vocabulary = _vocabulary(scheme)
     return list(filter(vocabulary.__contains__ if vocabulary is not None else _keeps(scheme), segmented))
 
@@ -204,6 +224,96 @@ def _vocabulary(scheme: Scheme) -> Vocabulary | None:
         scheme.hash,
         scheme.bits // 8,
     )
+
+
+class _Joined:
+    """Lists read as one, by index (no copy of the big ones)."""
+
+    def __init__(self, *parts: list[str]) -> None:
+        self.parts = parts
+        self.starts = np.cumsum([0] + [len(p) for p in parts[:-1]]).tolist()
+
+    def __len__(self) -> int:
+        return self.starts[-1] + len(self.parts[-1])
+
+    def __getitem__(self, index: int) -> str:
+        for start, part in zip(reversed(self.starts), reversed(self.parts)):
+            if index >= start:
+                return part[index - start]
+        raise IndexError(index)
+
+
+# What words of alphabetic scripts weigh when the English table lacks them: numbers as a
+# common word (they are many and fragile: dates, amounts, list numbers), other words as
+# the rarest words of jieba's table (names, terms, code: what tells two texts apart).
+NUMBER_IDF = 6.0
+UNLISTED_WORD_IDF = 13.9
+
+
+class _ScriptWords:
+    """For ``scripts`` tokenizers: the known CJK words, the English table's words, then the
+    other words and numbers of one text, numbered in that order (so one text's numbers
+    index one IDF and one hash each)."""
+
+    hashed = True
+
+    def __init__(self, scheme: Scheme) -> None:
+        self.cjk = _vocabulary(scheme)
+        self.stop = _stopwords(scheme)
+        self.min_length = scheme.min_token_length
+        self.listed = english_vocabulary(self.stop, self.min_length, scheme.hash, scheme.bits // 8)
+        self.listed_start = len(self.cjk.words)
+        self.other_start = self.listed_start + len(self.listed.words)
+        self.number: dict[str, int] = {}
+        self.others: list[str] = []
+        self.words = _Joined(self.cjk.words, self.listed.words, self.others)
+
+    def numbers(self, part: list[str]) -> np.ndarray:
+        try:
+            mark = part.index(SCRIPT_WORDS_MARK)
+        except ValueError:
+            mark = len(part)
+        cjk = self.cjk.numbers(part[:mark])
+        words = part[mark + 1 :]
+        sequence = np.fromiter(map(self.listed.number.get, words, repeat(-1)), dtype=np.int64, count=len(words))
+        known = sequence >= 0
+        sequence[known] += self.listed_start
+        for i in np.flatnonzero(~known).tolist():
+            word = words[i]
+            if len(word) < self.min_length or word in self.stop:
+                continue
+            if word not in self.number:
+                self.number[word] = self.other_start + len(self.others)
+                self.others.append(word)
+            sequence[i] = self.number[word]
+        return np.concatenate([cjk, sequence[sequence >= 0]])
+
+    def idf_of(self, numbers: np.ndarray) -> np.ndarray:
+        idf = np.empty(len(numbers))
+        cjk, listed, other = self._split(numbers)
+        idf[cjk] = self.cjk.idf[numbers[cjk]]
+        idf[listed] = self.listed.idf[numbers[listed] - self.listed_start]
+        others = self.others
+        idf[other] = [
+            NUMBER_IDF if others[i][0].isdigit() else UNLISTED_WORD_IDF
+            for i in (numbers[other] - self.other_start).tolist()
+        ]
+        return idf
+
+    def hashes_of(self, numbers: np.ndarray, hash_name: str, nbytes: int) -> np.ndarray:
+        hashes = np.empty(len(numbers), dtype=f"<u{nbytes}")
+        cjk, listed, other = self._split(numbers)
+        hashes[cjk] = self.cjk.hashes(hash_name, nbytes)[numbers[cjk]]
+        hashes[listed] = self.listed.hashes(hash_name, nbytes)[numbers[listed] - self.listed_start]
+        function = HASHES[hash_name].function
+        words = self.others
+        hashes[other] = [function(words[i].encode()) for i in (numbers[other] - self.other_start).tolist()]
+        return hashes
+
+    def _split(self, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cjk = numbers < self.listed_start
+        other = numbers >= self.other_start
+        return cjk, ~(cjk | other), other
 
 
 class _SeenWords:
@@ -320,8 +430,9 @@ def _weighted(segmented: Iterable[list[str]], scheme: Scheme, in_order: bool = F
     with ``in_order`` each in order of first occurrence. Order changes no fingerprint:
     the sums are exact (see :func:`_whole_units`).
     """
-    if tokenizer_of(scheme).words and scheme.ngram == 1:
-        vocabulary = _vocabulary(scheme) or _SeenWords(scheme)
+    tokenizer = tokenizer_of(scheme)
+    if tokenizer.words and scheme.ngram == 1:
+        vocabulary = _ScriptWords(scheme) if tokenizer.scripts else _vocabulary(scheme) or _SeenWords(scheme)
         return _heaviest(_weighted_numbered(segmented, scheme, vocabulary, in_order), scheme)
     return _weighted_features(_select([t for part in segmented for t in part], scheme), scheme)
 
@@ -359,7 +470,7 @@ def _weighted_numbered(
         weights = weights * idf
     names = list(map(vocabulary.words.__getitem__, word_numbers.tolist()))
     nbytes = scheme.bits // 8
-    hashes = vocabulary.hashes(scheme.hash, nbytes)[word_numbers] if vocabulary.hashed and nbytes in (4, 8) else None
+    hashes = vocabulary.hashes_of(word_numbers, scheme.hash, nbytes) if vocabulary.hashed and nbytes in (4, 8) else None
     pair_numbers, pair_counts = pairs.result()
     if not len(pair_numbers):
         return _Features(names, weights, hashes=hashes)

@@ -18,7 +18,11 @@ those questions instead of testing names:
 ``in_order_sums``
     sums feature by feature in input order in doubles, as the program it reproduces;
 ``user_dictionary``
-    it can load a jieba user dictionary.
+    it can load a jieba user dictionary;
+``scripts``
+    its pieces come in two runs: the segmenter's pieces of the whole text, then
+    :data:`SCRIPT_WORDS_MARK`, then the words of alphabetic scripts (Latin, Cyrillic,
+    Greek, ...) and the numbers, in order; each run is weighed with its own table.
 
 Tokenizer names are part of the stored data format (a scheme names its tokenizer).
 
@@ -55,6 +59,7 @@ class Tokenizer:
     every_feature: bool = False
     in_order_sums: bool = False
     user_dictionary: bool = False
+    scripts: bool = False
 
     @property
     def weighted_input(self) -> bool:
@@ -105,13 +110,61 @@ def _rjieba():
         import rjieba
     except ImportError:
         raise SchemeError(
-            "the rjieba scheme needs the optional package rjieba: pip install 'simhash-store[fast]'"
+            "this scheme segments with rjieba, a dependency of simhash-store that is not installed: pip install rjieba==0.2.2"
         ) from None
     return rjieba
 
 
 def _rjieba_cut(text: str, scheme: Scheme) -> list[str]:
     return _rjieba().cut(text, scheme.hmm)
+
+
+# ---------------------------------------------------------------- every script
+
+# Separates the segmenter's pieces from the words of alphabetic scripts in a ``scripts``
+# tokenizer's output. A control character: the normaliser removes them, so no piece is it.
+SCRIPT_WORDS_MARK = "\x1e"
+
+# CJK ideographs (the characters jieba's dictionary is made of), the ranges of the
+# normaliser's spaced-script test, and the word characters of every other script.
+_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+_CJK = "\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff"
+_HAS_IDEOGRAPH = re.compile(f"[{_IDEOGRAPHS}]")
+_LETTER_OR_DIGIT = f"[^\\W_{_CJK}]"
+# A word of a spaced script: letters and digits, with inner apostrophes, dots and commas
+# ("don't", "u.s", "1,000.5"), as people write them.
+_SCRIPT_WORD = re.compile(f"{_LETTER_OR_DIGIT}+(?:['.,]{_LETTER_OR_DIGIT}+)*")
+_NUMBER = re.compile(r"[\d.,]+")
+
+
+def script_words(text: str) -> list[str]:
+    """The words of alphabetic scripts and the numbers of normalised text, in order.
+
+    Numbers are normalised: no thousands separators, no leading zeros
+    (``"1,000"`` and ``"01000"`` are ``"1000"``).
+
+    >>> script_words("the café's 1,000 дней, 007 ways 中文 ok")
+    ['the', "café's", '1000', 'дней', '7', 'ways', 'ok']
+    """
+    if "\u2019" in text:
+        text = text.replace("\u2019", "'")  # the typographic apostrophe of "don’t"
+    words = _SCRIPT_WORD.findall(text)
+    for i, word in enumerate(words):
+        if word[0].isdigit() and _NUMBER.fullmatch(word):
+            words[i] = word.replace(",", "").lstrip("0") or "0"
+    return words
+
+
+def _scripts_cut(cut: Callable[[str, "Scheme"], list[str]]) -> Callable[[str, "Scheme"], list[str]]:
+    """A ``scripts`` segmenter: ``cut`` for the ideographs (only where there are any), then the other scripts' words."""
+
+    def segment(text: str, scheme: Scheme) -> list[str]:
+        pieces = cut(text, scheme) if _HAS_IDEOGRAPH.search(text) else []
+        pieces.append(SCRIPT_WORDS_MARK)
+        pieces += script_words(text)
+        return pieces
+
+    return segment
 
 
 # ---------------------------------------------------------------- character windows
@@ -165,6 +218,9 @@ def parse_weighted(line: str) -> list[Feature]:
 
 register_tokenizer(Tokenizer("jieba", segment=_jieba_cut, words=True, pieces=True, user_dictionary=True))
 register_tokenizer(Tokenizer("rjieba", segment=_rjieba_cut, words=True, pieces=True))
+# Every script: CJK through jieba's dictionary, the other scripts' words and numbers as they are.
+register_tokenizer(Tokenizer("multi-rjieba", segment=_scripts_cut(_rjieba_cut), words=True, pieces=True, scripts=True))
+register_tokenizer(Tokenizer("multi-jieba", segment=_scripts_cut(_jieba_cut), words=True, pieces=True, scripts=True, user_dictionary=True))
 register_tokenizer(Tokenizer("weighted", read=parse_weighted))
 register_tokenizer(Tokenizer("char-windows", segment=_character_windows))
 # The seed C++ program's reading keeps order and repeats, and sums in doubles in that order.
