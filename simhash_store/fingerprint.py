@@ -245,9 +245,15 @@ class _Joined:
 
 # What words of alphabetic scripts weigh when the English table lacks them: numbers as a
 # common word (they are many and fragile: dates, amounts, list numbers), other words as
-# the rarest words of jieba's table (names, terms, code: what tells two texts apart).
+# jieba weighs a word its table lacks (its median IDF): names and terms count, a typo no
+# more than a word.
 NUMBER_IDF = 6.0
-UNLISTED_WORD_IDF = 13.9
+UNLISTED_WORD_IDF = 12.0
+# An English word stands for about three times the characters of a Chinese one (6 with
+# its space, against 1.7), so the words of alphabetic scripts weigh three times their IDF:
+# English paragraphs then count in a mixed article about as much as their share of its
+# text. Within a text of one script the factor changes nothing but the numbers' share.
+ALPHABETIC_WORD_SCALE = 3.0
 
 
 class _ScriptWords:
@@ -292,10 +298,10 @@ class _ScriptWords:
         idf = np.empty(len(numbers))
         cjk, listed, other = self._split(numbers)
         idf[cjk] = self.cjk.idf[numbers[cjk]]
-        idf[listed] = self.listed.idf[numbers[listed] - self.listed_start]
+        idf[listed] = self.listed.idf[numbers[listed] - self.listed_start] * ALPHABETIC_WORD_SCALE
         others = self.others
         idf[other] = [
-            NUMBER_IDF if others[i][0].isdigit() else UNLISTED_WORD_IDF
+            NUMBER_IDF if others[i][0].isdigit() else UNLISTED_WORD_IDF * ALPHABETIC_WORD_SCALE
             for i in (numbers[other] - self.other_start).tolist()
         ]
         return idf

@@ -117,7 +117,8 @@ def add_boilerplate(rng: random.Random, text: str, donor: str) -> str:
 _FULL_WIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)} | {" ": "\u3000"}
 _TO_FULL_WIDTH = str.maketrans(_FULL_WIDTH)
 _TO_HALF_WIDTH = str.maketrans({full: half for half, full in _FULL_WIDTH.items()})
-_ASCII_ALNUM = re.compile(r"[0-9A-Za-z]")
+# Latin letters and digits, half or full width: an editor never wraps inside a run of them.
+_ASCII_ALNUM = re.compile("[0-9A-Za-z\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
 
 
 def reflow(rng: random.Random, text: str, donor: str) -> str:
