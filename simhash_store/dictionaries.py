@@ -157,6 +157,9 @@ class Vocabulary:
     def idf_of(self, numbers: np.ndarray) -> np.ndarray:
         return self.idf[numbers]
 
+    def names_of(self, numbers: np.ndarray) -> list[str]:
+        return list(map(self.words.__getitem__, numbers.tolist()))
+
     def hashes_of(self, numbers: np.ndarray, hash_name: str, nbytes: int) -> np.ndarray:
         return self.hashes(hash_name, nbytes)[numbers]
 

@@ -27,7 +27,7 @@ from .dictionaries import idf_table as _idf_table  # noqa: F401  (tests check it
 from .errors import SchemeError
 from .hashing import HASHES
 from .scheme import DEFAULT, Scheme, get_scheme
-from .tokenizers import SCRIPT_WORDS_MARK, Feature, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
+from .tokenizers import Feature, is_script_word, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
 
 
 # ---------------------------------------------------------------- normalisation
@@ -129,7 +129,8 @@ def _stopword_set(stopwords: str, extra_stopwords: tuple[str, ...]) -> frozenset
 # anyway: a text of that shape is no prose.
 PIECE_CHARACTERS = 1 << 20
 _PIECE_SLACK = 1 << 16
-_PIECE_BOUNDARY = re.compile("[。,;:!?、]")
+# Not a comma between digits: "1,000" is one number to the scripts tokenizers.
+_PIECE_BOUNDARY = re.compile("[。,;:!?、](?!\\d)")
 
 
 def _segment_in_pieces(normalized: str, scheme: Scheme) -> Iterable[list[str]]:
@@ -191,7 +192,7 @@ def _words(segmented: list[str], scheme: Scheme) -> list[str]:
     """The pieces of a segmentation that the scheme keeps as words, in order."""
     if tokenizer_of(scheme).scripts:
         every_script = _ScriptWords(scheme)
-        return list(map(every_script.words.__getitem__, every_script.numbers(segmented).tolist()))
+        return every_script.names_of(every_script.numbers(segmented))
     vocabulary = _vocabulary(scheme)
     return list(filter(vocabulary.__contains__ if vocabulary is not None else _keeps(scheme), segmented))
 
@@ -226,23 +227,6 @@ def _vocabulary(scheme: Scheme) -> Vocabulary | None:
     )
 
 
-class _Joined:
-    """Lists read as one, by index (no copy of the big ones)."""
-
-    def __init__(self, *parts: list[str]) -> None:
-        self.parts = parts
-        self.starts = np.cumsum([0] + [len(p) for p in parts[:-1]]).tolist()
-
-    def __len__(self) -> int:
-        return self.starts[-1] + len(self.parts[-1])
-
-    def __getitem__(self, index: int) -> str:
-        for start, part in zip(reversed(self.starts), reversed(self.parts)):
-            if index >= start:
-                return part[index - start]
-        raise IndexError(index)
-
-
 # What words of alphabetic scripts weigh when the English table lacks them: numbers as a
 # common word (they are many and fragile: dates, amounts, list numbers), other words as
 # jieba weighs a word its table lacks (its median IDF): names and terms count, a typo no
@@ -254,6 +238,16 @@ UNLISTED_WORD_IDF = 12.0
 # English paragraphs then count in a mixed article about as much as their share of its
 # text. Within a text of one script the factor changes nothing but the numbers' share.
 ALPHABETIC_WORD_SCALE = 3.0
+
+
+@lru_cache(maxsize=4)
+def _both_vocabularies(cjk: Vocabulary, listed: Vocabulary) -> dict[str, int]:
+    """The numbers of the CJK words, then of the English table's words, in one dict (one lookup per piece).
+    No word is in both: every CJK word holds an ideograph, no English one does."""
+    both = dict(cjk.number)
+    start = len(cjk.words)
+    both.update((word, start + i) for i, word in enumerate(listed.words))
+    return both
 
 
 class _ScriptWords:
@@ -268,31 +262,35 @@ class _ScriptWords:
         self.stop = _stopwords(scheme)
         self.min_length = scheme.min_token_length
         self.listed = english_vocabulary(self.stop, self.min_length, scheme.hash, scheme.bits // 8)
+        self.known = _both_vocabularies(self.cjk, self.listed)
         self.listed_start = len(self.cjk.words)
         self.other_start = self.listed_start + len(self.listed.words)
         self.number: dict[str, int] = {}
         self.others: list[str] = []
-        self.words = _Joined(self.cjk.words, self.listed.words, self.others)
+
+    def names_of(self, numbers: np.ndarray) -> list[str]:
+        if not len(numbers) or numbers.max() < self.listed_start:  # Chinese text: the common case
+            return self.cjk.names_of(numbers)
+        names = np.empty(len(numbers), dtype=object)
+        for (start, words), inside in zip(
+            ((0, self.cjk.words), (self.listed_start, self.listed.words), (self.other_start, self.others)),
+            self._split(numbers),
+        ):
+            names[inside] = list(map(words.__getitem__, (numbers[inside] - start).tolist()))
+        return names.tolist()
 
     def numbers(self, part: list[str]) -> np.ndarray:
-        try:
-            mark = part.index(SCRIPT_WORDS_MARK)
-        except ValueError:
-            mark = len(part)
-        cjk = self.cjk.numbers(part[:mark])
-        words = part[mark + 1 :]
-        sequence = np.fromiter(map(self.listed.number.get, words, repeat(-1)), dtype=np.int64, count=len(words))
-        known = sequence >= 0
-        sequence[known] += self.listed_start
-        for i in np.flatnonzero(~known).tolist():
-            word = words[i]
-            if len(word) < self.min_length or word in self.stop:
+        sequence = np.fromiter(map(self.known.get, part, repeat(-1)), dtype=np.int64, count=len(part))
+        number, others, stop, min_length = self.number, self.others, self.stop, self.min_length
+        for i in np.flatnonzero(sequence < 0).tolist():
+            word = part[i]
+            if len(word) < min_length or word in stop or not is_script_word(word):
                 continue
-            if word not in self.number:
-                self.number[word] = self.other_start + len(self.others)
-                self.others.append(word)
-            sequence[i] = self.number[word]
-        return np.concatenate([cjk, sequence[sequence >= 0]])
+            if word not in number:
+                number[word] = self.other_start + len(others)
+                others.append(word)
+            sequence[i] = number[word]
+        return sequence[sequence >= 0]
 
     def idf_of(self, numbers: np.ndarray) -> np.ndarray:
         idf = np.empty(len(numbers))
@@ -341,6 +339,9 @@ class _SeenWords:
                 self.words.append(word)
         sequence = np.fromiter(map(number.get, part, repeat(-1)), dtype=np.int64, count=len(part))
         return sequence[sequence >= 0]
+
+    def names_of(self, numbers: np.ndarray) -> list[str]:
+        return list(map(self.words.__getitem__, numbers.tolist()))
 
     def idf_of(self, numbers: np.ndarray) -> np.ndarray:
         words = self.words
@@ -474,7 +475,7 @@ def _weighted_numbered(
     with_idf = scheme.weighting in ("tfidf", "log-tfidf")
     if with_idf:
         weights = weights * idf
-    names = list(map(vocabulary.words.__getitem__, word_numbers.tolist()))
+    names = vocabulary.names_of(word_numbers)
     nbytes = scheme.bits // 8
     hashes = vocabulary.hashes_of(word_numbers, scheme.hash, nbytes) if vocabulary.hashed and nbytes in (4, 8) else None
     pair_numbers, pair_counts = pairs.result()
@@ -482,7 +483,7 @@ def _weighted_numbered(
         return _Features(names, weights, hashes=hashes)
     first_words, second_words = np.divmod(pair_numbers, _PAIR_SPAN)
     # Positions of the pair's words among the features: where their numbers sit in word_numbers.
-    position = np.empty(len(vocabulary.words), dtype=np.int64) if in_order else None
+    position = np.empty(int(word_numbers.max()) + 1, dtype=np.int64) if in_order else None
     if position is not None:
         position[word_numbers] = np.arange(len(word_numbers))
         firsts, seconds = position[first_words], position[second_words]
@@ -495,8 +496,7 @@ def _weighted_numbered(
     weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
     if hashes is not None:
         function = HASHES[scheme.hash].function
-        words = vocabulary.words
-        joined = [f"{words[a]}{_GRAM_JOINER}{words[b]}" for a, b in zip(first_words.tolist(), second_words.tolist())]
+        joined = [f"{names[a]}{_GRAM_JOINER}{names[b]}" for a, b in zip(firsts.tolist(), seconds.tolist())]
         pair_hashes = np.fromiter(map(function, _encode(joined)), dtype=hashes.dtype, count=len(pair_numbers))
         hashes = np.concatenate([hashes, pair_hashes])
     return _Features(names, weights, firsts, seconds, hashes)

@@ -20,9 +20,9 @@ those questions instead of testing names:
 ``user_dictionary``
     it can load a jieba user dictionary;
 ``scripts``
-    its pieces come in two runs: the segmenter's pieces of the whole text, then
-    :data:`SCRIPT_WORDS_MARK`, then the words of alphabetic scripts (Latin, Cyrillic,
-    Greek, ...) and the numbers, in order; each run is weighed with its own table.
+    its pieces, in text order, are the segmenter's pieces of the text between the
+    words of alphabetic scripts (Latin, Cyrillic, Greek, ...) and those words and
+    numbers themselves (see :func:`script_words`), each weighed by its own table.
 
 Tokenizer names are part of the stored data format (a scheme names its tokenizer).
 
@@ -121,10 +121,6 @@ def _rjieba_cut(text: str, scheme: Scheme) -> list[str]:
 
 # ---------------------------------------------------------------- every script
 
-# Separates the segmenter's pieces from the words of alphabetic scripts in a ``scripts``
-# tokenizer's output. A control character: the normaliser removes them, so no piece is it.
-SCRIPT_WORDS_MARK = "\x1e"
-
 # CJK ideographs (the characters jieba's dictionary is made of), the ranges of the
 # normaliser's spaced-script test, and the word characters of every other script.
 _IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
@@ -133,8 +129,26 @@ _HAS_IDEOGRAPH = re.compile(f"[{_IDEOGRAPHS}]")
 _LETTER_OR_DIGIT = f"[^\\W_{_CJK}]"
 # A word of a spaced script: letters and digits, with inner apostrophes, dots and commas
 # ("don't", "u.s", "1,000.5"), as people write them.
-_SCRIPT_WORD = re.compile(f"{_LETTER_OR_DIGIT}+(?:['.,]{_LETTER_OR_DIGIT}+)*")
+_SCRIPT_WORD = re.compile(f"({_LETTER_OR_DIGIT}+(?:['.,]{_LETTER_OR_DIGIT}+)*)")
 _NUMBER = re.compile(r"[\d.,]+")
+
+
+def is_script_word(piece: str) -> bool:
+    """A piece of a ``scripts`` tokenizer that is a word of an alphabetic script or a number
+    (not a CJK word, punctuation or space): it starts with a letter or digit below the CJK blocks."""
+    first = piece[0]
+    return first < "\u2e80" and first.isalnum()
+
+
+def _normal_word(word: str) -> str:
+    if word[0].isdigit() and _NUMBER.fullmatch(word):
+        return word.replace(",", "").lstrip("0") or "0"
+    return word
+
+
+def _normal_words(words: list[str]) -> list[str]:
+    # Most words start with a letter: no call for them.
+    return [_normal_word(word) if word[0].isdigit() else word for word in words]
 
 
 def script_words(text: str) -> list[str]:
@@ -146,22 +160,30 @@ def script_words(text: str) -> list[str]:
     >>> script_words("the café's 1,000 дней, 007 ways 中文 ok")
     ['the', "café's", '1000', 'дней', '7', 'ways', 'ok']
     """
-    if "\u2019" in text:
-        text = text.replace("\u2019", "'")  # the typographic apostrophe of "don’t"
-    words = _SCRIPT_WORD.findall(text)
-    for i, word in enumerate(words):
-        if word[0].isdigit() and _NUMBER.fullmatch(word):
-            words[i] = word.replace(",", "").lstrip("0") or "0"
-    return words
+    return _normal_words(_SCRIPT_WORD.findall(_apostrophes(text)))
+
+
+def _apostrophes(text: str) -> str:
+    return text.replace("\u2019", "'") if "\u2019" in text else text  # the typographic one of "don’t"
 
 
 def _scripts_cut(cut: Callable[[str, "Scheme"], list[str]]) -> Callable[[str, "Scheme"], list[str]]:
-    """A ``scripts`` segmenter: ``cut`` for the ideographs (only where there are any), then the other scripts' words."""
+    """A ``scripts`` segmenter: the words of alphabetic scripts, and ``cut`` for the text
+    between them that holds ideographs, in text order."""
 
     def segment(text: str, scheme: Scheme) -> list[str]:
-        pieces = cut(text, scheme) if _HAS_IDEOGRAPH.search(text) else []
-        pieces.append(SCRIPT_WORDS_MARK)
-        pieces += script_words(text)
+        text = _apostrophes(text)
+        if not _HAS_IDEOGRAPH.search(text):
+            return _normal_words(_SCRIPT_WORD.findall(text))
+        parts = _SCRIPT_WORD.split(text)  # text between words, word, text between words, ...
+        if len(parts) == 1:
+            return cut(text, scheme)
+        pieces: list[str] = []
+        for i, part in enumerate(parts):
+            if i % 2:
+                pieces.append(_normal_word(part))
+            elif part and _HAS_IDEOGRAPH.search(part):
+                pieces += cut(part, scheme)
         return pieces
 
     return segment

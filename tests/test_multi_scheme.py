@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from simhash_store import SCHEMES, SchemeError, features, fingerprint, hamming, to_hex
+from simhash_store import DEFAULT_MAX_DISTANCE, SCHEMES, SchemeError, features, fingerprint, hamming, to_hex
 from simhash_store.fingerprint import fingerprint_segmented, segment, tokens
 from simhash_store.scheme import DEFAULT, MULTI_V2, ZH_RJIEBA_V1
 from simhash_store.tokenizers import script_words
@@ -46,20 +46,19 @@ def test_new_stores_default_to_multi_v2():
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [(CRIMINAL_LAW, "PIN1"), (ENGLISH, "PIN2"), (RUSSIAN, "PIN3"), (MIXED, "PIN4")],
+    [(CRIMINAL_LAW, "925d839787d42440"), (ENGLISH, "989cc1648ca7e940"), (RUSSIAN, "9cf42f72b75714d2"), (MIXED, "189cc4448da7cd00")],
 )
 def test_multi_v2_gives_the_recorded_fingerprints(text, expected):
     assert to_hex(fingerprint(text, "multi-v2")) == expected
+    assert to_hex(fingerprint(text)) == expected  # the default
 
 
 def test_english_text_has_features_and_distinct_fingerprints():
     """zh-jieba-v1 finds no feature in English (every English text is 0); multi-v2 reads its words."""
     assert tokens(ENGLISH, "zh-jieba-v1") == []
     assert {"quarterly", "profits", "internet"} <= set(tokens(ENGLISH, "multi-v2"))
-    assert hamming(fingerprint(ENGLISH, "multi-v2"), fingerprint(OTHER_ENGLISH, "multi-v2")) > MULTI_V2_DISTANCE
+    assert hamming(fingerprint(ENGLISH, "multi-v2"), fingerprint(OTHER_ENGLISH, "multi-v2")) > DEFAULT_MAX_DISTANCE
 
-
-MULTI_V2_DISTANCE = 11
 
 
 def test_cyrillic_words_are_features():
@@ -76,7 +75,7 @@ def test_english_paragraphs_of_a_chinese_article_count():
     """Two tech articles that differ only in their English look identical to zh-jieba-v1, not to multi-v2."""
     other = MIXED.replace(ENGLISH, OTHER_ENGLISH)
     assert fingerprint(MIXED, "zh-jieba-v1") == fingerprint(other, "zh-jieba-v1")
-    assert hamming(fingerprint(MIXED, "multi-v2"), fingerprint(other, "multi-v2")) > MULTI_V2_DISTANCE
+    assert hamming(fingerprint(MIXED, "multi-v2"), fingerprint(other, "multi-v2")) > DEFAULT_MAX_DISTANCE
 
 
 def test_a_repeated_title_or_footer_line_counts_once():
