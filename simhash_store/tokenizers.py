@@ -115,6 +115,13 @@ def _rjieba():
     return rjieba
 
 
+def check_available(scheme: Scheme) -> None:
+    """Raise :class:`SchemeError` now, once, if the scheme's segmenter cannot be imported
+    (rather than for every document a batch then fingerprints)."""
+    if tokenizer_of(scheme).name in ("rjieba", "multi-rjieba"):
+        _rjieba()
+
+
 def _rjieba_cut(text: str, scheme: Scheme) -> list[str]:
     return _rjieba().cut(text, scheme.hmm)
 

@@ -46,7 +46,7 @@ def test_new_stores_default_to_multi_v2():
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [(CRIMINAL_LAW, "925d839787d42440"), (ENGLISH, "989cc1648ca7e940"), (RUSSIAN, "9cf42f72b75714d2"), (MIXED, "189cc4448da7cd00")],
+    [(CRIMINAL_LAW, "925d839787d42440"), (ENGLISH, "989cc1648ca7e940"), (RUSSIAN, "9cf42f72b75714d2"), (MIXED, "189cc4448de7cd00")],
 )
 def test_multi_v2_gives_the_recorded_fingerprints(text, expected):
     assert to_hex(fingerprint(text, "multi-v2")) == expected
@@ -133,3 +133,21 @@ def test_a_missing_rjieba_is_one_clear_error():
     assert result.stdout.strip() == (
         "this scheme segments with rjieba, a dependency of simhash-store that is not installed: pip install rjieba==0.2.2"
     )
+
+
+_BATCH_WITHOUT_RJIEBA = """
+import sys
+sys.modules["rjieba"] = None  # as if it were not installed
+from simhash_store import SchemeError
+from simhash_store.ingest import Fingerprinter
+from simhash_store.scheme import MULTI_V2
+try:
+    Fingerprinter(MULTI_V2, jobs=2)
+except SchemeError as error:
+    print("refused before any document:", error)
+"""
+
+
+def test_a_batch_without_rjieba_is_refused_once_before_any_document():
+    result = subprocess.run([sys.executable, "-c", _BATCH_WITHOUT_RJIEBA], capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("refused before any document: this scheme segments with rjieba")
