@@ -234,11 +234,14 @@ def _vocabulary(scheme: Scheme) -> Vocabulary | None:
 NUMBER_IDF = 4.0
 UNLISTED_WORD_IDF = 12.0
 # An English word stands for about three times the characters of a Chinese one (6 with
-# its space, against 1.7). Weighed twice their IDF, English paragraphs that are 30% of a
-# Chinese article move it by about 23 bits when replaced (11 at 1x, 26 at 3x), while the
-# few Latin words of a page header or footer stay light (benchmarks/crawl_quality.py).
-# Within a text of one script the factor changes nothing but the numbers' share.
-ALPHABETIC_WORD_SCALE = 2.0
+# its space, against 1.7). Words met in a run of at least LONG_RUN words of alphabetic
+# scripts (a paragraph, not a name, a URL or a "Copyright" line in Chinese text) weigh
+# twice their IDF: English paragraphs that are 30% of a Chinese article then move it by
+# about 23 bits when replaced (11 at 1x), while the few Latin words of a page header or
+# footer stay light (benchmarks/crawl_quality.py). Within a text of one script the factor
+# changes nothing but the share of numbers and short runs.
+PARAGRAPH_WORD_SCALE = 2.0
+LONG_RUN = 8
 
 
 @lru_cache(maxsize=4)
@@ -268,6 +271,9 @@ class _ScriptWords:
         self.other_start = self.listed_start + len(self.listed.words)
         self.number: dict[str, int] = {}
         self.others: list[str] = []
+        self.in_paragraphs: list[np.ndarray] = []  # numbers of words met in long runs
+        self.carried_run = 0  # length of the run the last part ended in
+        self.carried_words: list[np.ndarray] = []
 
     def names_of(self, numbers: np.ndarray) -> list[str]:
         if not len(numbers) or numbers.max() < self.listed_start:  # Chinese text: the common case
@@ -282,27 +288,60 @@ class _ScriptWords:
 
     def numbers(self, part: list[str]) -> np.ndarray:
         sequence = np.fromiter(map(self.known.get, part, repeat(-1)), dtype=np.int64, count=len(part))
+        script = sequence >= self.listed_start  # the words of alphabetic scripts, kept or not
         number, others, stop, min_length = self.number, self.others, self.stop, self.min_length
         for i in np.flatnonzero(sequence < 0).tolist():
             word = part[i]
-            if len(word) < min_length or word in stop or not is_script_word(word):
+            if not is_script_word(word):
+                continue
+            script[i] = True
+            if len(word) < min_length or word in stop:
                 continue
             if word not in number:
                 number[word] = self.other_start + len(others)
                 others.append(word)
             sequence[i] = number[word]
+        if script.any():
+            self._find_runs(sequence, script)
+        elif self.carried_run:
+            self.carried_run, self.carried_words = 0, []
         return sequence[sequence >= 0]
+
+    def _find_runs(self, sequence: np.ndarray, script: np.ndarray) -> None:
+        """Note the words in runs of at least LONG_RUN words of alphabetic scripts (a
+        paragraph, not a name or a URL in Chinese text); a run may go on in the next part."""
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], script, [False])).astype(np.int8)))
+        starts, ends = edges[0::2], edges[1::2]
+        lengths = ends - starts
+        carried = self.carried_run if starts[0] == 0 else 0
+        lengths[0] += carried
+        for run in np.flatnonzero(lengths >= LONG_RUN).tolist():
+            words = sequence[starts[run] : ends[run]]
+            self.in_paragraphs.append(words[words >= 0])
+        if carried and lengths[0] >= LONG_RUN:
+            self.in_paragraphs += self.carried_words
+        if ends[-1] == len(script):  # the last run reaches the end of the part
+            words = sequence[starts[-1] : ends[-1]]
+            spans_part = len(starts) == 1 and carried
+            self.carried_run = int(lengths[-1])
+            self.carried_words = (self.carried_words if spans_part else []) + [words[words >= 0]]
+        else:
+            self.carried_run, self.carried_words = 0, []
 
     def idf_of(self, numbers: np.ndarray) -> np.ndarray:
         idf = np.empty(len(numbers))
         cjk, listed, other = self._split(numbers)
         idf[cjk] = self.cjk.idf[numbers[cjk]]
-        idf[listed] = self.listed.idf[numbers[listed] - self.listed_start] * ALPHABETIC_WORD_SCALE
+        idf[listed] = self.listed.idf[numbers[listed] - self.listed_start]
         others = self.others
         idf[other] = [
-            NUMBER_IDF if others[i][0].isdigit() else UNLISTED_WORD_IDF * ALPHABETIC_WORD_SCALE
+            NUMBER_IDF if others[i][0].isdigit() else UNLISTED_WORD_IDF
             for i in (numbers[other] - self.other_start).tolist()
         ]
+        if self.in_paragraphs:
+            in_paragraphs = np.isin(numbers, np.concatenate(self.in_paragraphs)) & ~cjk
+            in_paragraphs[other] &= [not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()]
+            idf[in_paragraphs] *= PARAGRAPH_WORD_SCALE
         return idf
 
     def hashes_of(self, numbers: np.ndarray, hash_name: str, nbytes: int) -> np.ndarray:

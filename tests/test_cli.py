@@ -467,7 +467,7 @@ def test_db_is_accepted_before_or_after_the_command(database_url):
 
 def test_schemes_marks_the_default_and_what_the_store_holds():
     lines = CliRunner().invoke(app, ["schemes"]).output.splitlines()
-    default = [line for line in lines if line.startswith("* zh-jieba-v1")]
+    default = [line for line in lines if line.startswith("* multi-v2")]
     assert len(default) == 1 and "store and fingerprint" in default[0]
     assert sum(line.startswith("* ") for line in lines) == 1
     narrow = [line for line in lines if "seed-murmur32" in line]
