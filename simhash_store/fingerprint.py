@@ -340,7 +340,9 @@ class _ScriptWords:
         ]
         if self.in_paragraphs:
             in_paragraphs = np.isin(numbers, np.concatenate(self.in_paragraphs)) & ~cjk
-            in_paragraphs[other] &= [not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()]
+            in_paragraphs[other] &= np.array(
+                [not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()], dtype=bool
+            )
             idf[in_paragraphs] *= PARAGRAPH_WORD_SCALE
         return idf
 
