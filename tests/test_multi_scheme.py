@@ -151,3 +151,17 @@ except SchemeError as error:
 def test_a_batch_without_rjieba_is_refused_once_before_any_document():
     result = subprocess.run([sys.executable, "-c", _BATCH_WITHOUT_RJIEBA], capture_output=True, text=True, check=True)
     assert result.stdout.startswith("refused before any document: this scheme segments with rjieba")
+
+
+def test_a_text_of_listed_english_words_only_has_a_fingerprint():
+    sentence = "The quick brown fox jumps over the lazy dog again and again today."
+    assert fingerprint(sentence, "multi-v2") != fingerprint("", "multi-v2")
+
+
+def test_english_paragraphs_weigh_twice_the_latin_words_of_a_chinese_footer():
+    """A Chinese page's "Copyright" line stays light; an English paragraph counts as its share of the text."""
+    footer = dict(features("本文介绍如何在服务器上部署应用。\nCopyright 2024 华夏网 版权所有", "multi-v2"))
+    paragraph = dict(features("本文介绍如何在服务器上部署应用。\n" + ENGLISH, "multi-v2"))
+    english_only = dict(features(ENGLISH + " copyright", "multi-v2"))
+    assert paragraph["quarterly"] == pytest.approx(english_only["quarterly"])
+    assert footer["copyright"] == pytest.approx(english_only["copyright"] / 2)
