@@ -229,18 +229,20 @@ def _vocabulary(scheme: Scheme) -> Vocabulary | None:
 
 # What words of alphabetic scripts weigh when the English table lacks them: numbers less
 # than a common word (they are many and fragile: dates, times, view counts in page
-# headers), other words as jieba weighs a word its table lacks (its median IDF): names and
-# terms count, a typo no more than a word.
-NUMBER_IDF = 4.0
+# headers, and a typo next to a digit makes another number), other words as jieba weighs
+# a word its table lacks (its median IDF): names and terms count, a typo no more than a word.
+NUMBER_IDF = 2.0
 UNLISTED_WORD_IDF = 12.0
 # An English word stands for about three times the characters of a Chinese one (6 with
 # its space, against 1.7). Words met in a run of at least LONG_RUN words of alphabetic
-# scripts (a paragraph, not a name, a URL or a "Copyright" line in Chinese text) weigh
-# twice their IDF: English paragraphs that are 30% of a Chinese article then move it by
-# about 23 bits when replaced (11 at 1x), while the few Latin words of a page header or
-# footer stay light (benchmarks/crawl_quality.py). Within a text of one script the factor
-# changes nothing but the share of numbers and short runs.
+# scripts (a paragraph) weigh twice their IDF, so that English paragraphs that are 30% of
+# a Chinese article move it by about 24 bits when replaced (11 at 1x); the others (a
+# name, a URL, a "Copyright" line of a Chinese page) half their IDF, so that page headers,
+# footers and typos move Chinese text about as little as under zh-jieba-v1, which ignored
+# them (benchmarks/crawl_quality.py). In a text of one script only the share of numbers and
+# of short runs changes.
 PARAGRAPH_WORD_SCALE = 2.0
+OTHER_WORD_SCALE = 0.5
 LONG_RUN = 8
 
 
@@ -338,12 +340,11 @@ class _ScriptWords:
             NUMBER_IDF if others[i][0].isdigit() else UNLISTED_WORD_IDF
             for i in (numbers[other] - self.other_start).tolist()
         ]
-        if self.in_paragraphs:
-            in_paragraphs = np.isin(numbers, np.concatenate(self.in_paragraphs)) & ~cjk
-            in_paragraphs[other] &= np.array(
-                [not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()], dtype=bool
-            )
-            idf[in_paragraphs] *= PARAGRAPH_WORD_SCALE
+        words = ~cjk
+        words[other] = np.array([not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()], dtype=bool)
+        in_paragraphs = np.isin(numbers, np.concatenate(self.in_paragraphs)) if self.in_paragraphs else np.zeros(len(numbers), bool)
+        idf[words & in_paragraphs] *= PARAGRAPH_WORD_SCALE
+        idf[words & ~in_paragraphs] *= OTHER_WORD_SCALE
         return idf
 
     def hashes_of(self, numbers: np.ndarray, hash_name: str, nbytes: int) -> np.ndarray:

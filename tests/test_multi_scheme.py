@@ -158,10 +158,11 @@ def test_a_text_of_listed_english_words_only_has_a_fingerprint():
     assert fingerprint(sentence, "multi-v2") != fingerprint("", "multi-v2")
 
 
-def test_english_paragraphs_weigh_twice_the_latin_words_of_a_chinese_footer():
-    """A Chinese page's "Copyright" line stays light; an English paragraph counts as its share of the text."""
+def test_english_paragraphs_weigh_four_times_the_latin_words_of_a_chinese_footer():
+    """A Chinese page's "Copyright" line stays light (half its IDF); an English paragraph
+    counts about as its share of the text (twice its IDF)."""
     footer = dict(features("本文介绍如何在服务器上部署应用。\nCopyright 2024 华夏网 版权所有", "multi-v2"))
     paragraph = dict(features("本文介绍如何在服务器上部署应用。\n" + ENGLISH, "multi-v2"))
     english_only = dict(features(ENGLISH + " copyright", "multi-v2"))
     assert paragraph["quarterly"] == pytest.approx(english_only["quarterly"])
-    assert footer["copyright"] == pytest.approx(english_only["copyright"] / 2)
+    assert footer["copyright"] == pytest.approx(english_only["copyright"] / 4)
