@@ -140,8 +140,15 @@ def _segmentations(scheme: Scheme, texts: list[str], jobs: int):
     A segmentation is stored as the joined text and the piece lengths: jieba's pieces
     concatenate to its input, so that is lossless and much smaller than a list of strings.
     """
-    package = {"jieba": "jieba", "rjieba": "rjieba"}.get(scheme.tokenizer)
+    package = {"jieba": "jieba", "rjieba": "rjieba", "multi-jieba": "jieba", "multi-rjieba": "rjieba"}.get(scheme.tokenizer)
     key = "-".join(map(str, _segmenter_key(scheme))) + (f"-{package}{version(package)}" if package else "")
+    if scheme.tokenizer.startswith("multi-"):
+        # Their pieces come from this package's own code too: a change there is a new cache.
+        import inspect
+
+        from simhash_store import tokenizers
+
+        key += "-" + hashlib.sha1(inspect.getsource(tokenizers).encode()).hexdigest()[:8]
     cache = DiskCache(f"segments-{hashlib.sha1(key.encode()).hexdigest()[:12]}.pkl")
     digests = [_digest(t) for t in texts]
     missing = sorted({d: t for d, t in zip(digests, texts) if d not in cache.data}.items())
