@@ -34,7 +34,12 @@ STOPWORD_LISTS = ("jieba", "none")
 class Scheme:
     """How text becomes a fingerprint.
 
-    ``tokenizer``: ``jieba`` (precise mode), ``rjieba`` (the Rust port, optional extra),
+    ``normalizer``: ``nfkc-casefold`` (see ``fingerprint.normalize``), ``nfkc-casefold-v2``
+    (the same, a repeated line counted once, spaces kept between words of spaced scripts),
+    ``lower`` or ``none``.
+    ``tokenizer``: ``jieba`` (precise mode), ``rjieba`` (the Rust port), ``multi-rjieba`` and
+    ``multi-jieba`` (CJK words by that segmenter, plus the words and numbers of every other
+    script, each weighed by its own table),
     ``weighted`` (whitespace-separated ``token^weight`` items), ``seed-weighted`` (a
     ``token^weight`` line read exactly as the seed C++ program reads it, summed in its
     order), ``char-windows`` (overlapping character windows of width ``ngram``) or
@@ -242,8 +247,9 @@ TFIDF_TOP50 = register_scheme(
 
 # Every script counts: CJK words as in zh-jieba-v1 (segmented by rjieba, twenty times
 # faster than jieba), the words of alphabetic scripts weighed by the English table shipped
-# in simhash_store/data (unlisted words as rare ones), numbers normalised at a common word's
-# weight; a repeated line counts once. Chosen on benchmarks/crawl_quality.py (docs/quality.md).
+# in simhash_store/data (unlisted words at jieba's median IDF; twice in paragraphs, half
+# elsewhere), numbers normalised at a low weight; a repeated line counts once. Chosen on
+# benchmarks/crawl_quality.py (docs/quality.md).
 MULTI_V2 = register_scheme(
     Scheme(
         name="multi-v2",
@@ -262,8 +268,9 @@ MULTI_V2 = register_scheme(
 DEFAULT = MULTI_V2
 # At 11 bits zh-jieba-v1 finds 98% of light (0.977-0.982 over held-out draws) and 96% of
 # heavy near-duplicates with about 1 false match per million unrelated pairs (docs/quality.md,
-# Held-out seeds); multi-v2 is within a point of it on Chinese text and keeps the same k, so
-# stores of either scheme answer at the same default distance.
+# Held-out seeds); multi-v2 is within a point of it on Chinese variants (0.980 / 0.961 against
+# 0.983 / 0.970), so it keeps the same k and stores of either scheme answer at the same
+# default distance.
 DEFAULT_MAX_DISTANCE = 11
 WEIGHTED_V1 = register_scheme(
     Scheme(name="weighted-v1", tokenizer="weighted", weighting="given", normalizer="none", stopwords="none")
