@@ -166,3 +166,36 @@ def test_english_paragraphs_weigh_four_times_the_latin_words_of_a_chinese_footer
     english_only = dict(features(ENGLISH + " copyright", "multi-v2"))
     assert paragraph["quarterly"] == pytest.approx(english_only["quarterly"])
     assert footer["copyright"] == pytest.approx(english_only["copyright"] / 4)
+
+
+# ---------------------------------------------------------------- stores (a database)
+
+
+def _add_files(url, folder, *extra: str):
+    from typer.testing import CliRunner
+
+    from simhash_store.cli import app
+
+    env = {"SIMHASH_STORE_URL": url.render_as_string(hide_password=False)}
+    result = CliRunner().invoke(app, ["add", str(folder), *extra], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.db
+def test_a_new_store_records_multi_v2_and_an_old_store_keeps_zh_jieba_v1(database_url, empty_database_url, tmp_path):
+    from simhash_store.store import Store
+
+    (tmp_path / "law.txt").write_text(CRIMINAL_LAW + "\n" + ENGLISH, encoding="utf-8")
+    _add_files(database_url, tmp_path)
+    with Store(database_url) as store:
+        assert store.scheme.name == "multi-v2"
+        assert [m.key for m in store.query(fingerprint(CRIMINAL_LAW + "\n" + ENGLISH, "multi-v2"), 0)] != []
+
+    # A store made before multi-v2 became the default records zh-jieba-v1: a later add
+    # without --scheme fingerprints with zh-jieba-v1, so its answers do not change.
+    with Store(empty_database_url, scheme="zh-jieba-v1") as old:
+        old.add([])
+    _add_files(empty_database_url, tmp_path)
+    with Store(empty_database_url) as store:
+        assert store.scheme.name == "zh-jieba-v1"
+        assert store.query(fingerprint(CRIMINAL_LAW + "\n" + ENGLISH, "zh-jieba-v1"), 0) != []
