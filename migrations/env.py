@@ -9,8 +9,9 @@ from alembic import context
 from sqlalchemy import create_engine, pool, text
 
 from simhash_store import distributed
-from simhash_store.config import resolve_url, session_arguments
+from simhash_store.config import redact, resolve_url, session_arguments
 from simhash_store.models import SCHEMA, Base
+from simhash_store.trust import check_schema
 
 VERSION_TABLE = "alembic_version"
 # Serialises concurrent upgrades (two CLI processes on a fresh database). Schema-qualified: a
@@ -43,6 +44,11 @@ def run_migrations(connection) -> None:
         connection.execute(text(MIGRATION_LOCK))
         distributed.before_migrations(connection)
         connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+        # Before any revision runs in it: a schema another role made (or can create in) is
+        # refused, whoever runs the migration (the library, or alembic by hand). Checked after
+        # CREATE SCHEMA, in its transaction, so no one can slip a schema of theirs in between.
+        with connection.connection.driver_connection.cursor() as cursor:
+            check_schema(cursor, SCHEMA, redact(connection.engine.url))
         context.run_migrations()
         distributed.after_migrations(connection)  # a Citus store: re-adapt the functions just created
 

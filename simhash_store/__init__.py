@@ -14,6 +14,7 @@ from .errors import (
     InvalidKeyError,
     InvalidValueError,
     LockTimeoutError,
+    NoFeaturesError,
     PermissionDeniedError,
     SchemeError,
     SchemeMismatchError,
@@ -21,6 +22,7 @@ from .errors import (
     StoreNotFoundError,
     StoreOutdatedError,
     StoreTooNewError,
+    UntrustedSchemaError,
 )
 from .fingerprint import features, fingerprint, fingerprint_features, fingerprint_if_any, normalize, parse_weighted, tokens
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
@@ -36,6 +38,7 @@ __all__ = [
     "InvalidKeyError",
     "InvalidValueError",
     "LockTimeoutError",
+    "NoFeaturesError",
     "PermissionDeniedError",
     "Scheme",
     "SchemeError",
@@ -44,6 +47,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreOutdatedError",
     "StoreTooNewError",
+    "UntrustedSchemaError",
     "Verdict",
     "blocks",
     "dedup",

@@ -4,19 +4,31 @@ A sample of documents gets the benchmark's variants (:mod:`variants`): light one
 (boilerplate, reflow, one sentence dropped or inserted, 1% typos) that should be found,
 and heavy ones (3% typos, a tenth of the sentences dropped, truncation, boilerplate with
 typos) that one may want found. For each k: the share of variants within k of their
-original, and the share of pairs of different sampled documents within k (false matches,
-unless the corpus holds near-duplicates of its own: ``dups`` shows them).
+original, and the share of pairs of different sampled documents within k whose texts are
+not near-duplicates (false matches).
+
+A real corpus holds near-duplicates of its own (reposts, revisions), and a sample may draw
+both copies. So each pair of sampled documents within ``max_k`` is checked against the text
+(:mod:`overlap`): texts with a shingle Jaccard >= 0.5, or one at least 0.8 inside the other,
+are duplicates in the sample, listed and not counted as false matches, so that they cannot
+push the recommended k down.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from .errors import OutputError
 from .fingerprint import fingerprint_if_any
+from .output import OutputFile
+from .overlap import Overlap, overlap_of, shingles
 from .pairs import near_pairs
 from .plural import counted
 from .scheme import DEFAULT, Scheme, get_scheme
@@ -37,6 +49,19 @@ class Row:
     false_match_rate: float
 
 
+@dataclass(frozen=True)
+class SampledPair:
+    """Two sampled documents within ``max_k`` of each other, and the text they really share."""
+
+    key_a: str
+    key_b: str
+    distance: int
+    overlap: Overlap
+
+    def to_dict(self) -> dict:
+        return {"key_a": self.key_a, "key_b": self.key_b, "distance": self.distance, **self.overlap.to_dict()}
+
+
 @dataclass
 class Calibration:
     documents: int
@@ -46,6 +71,9 @@ class Calibration:
     reason: str
     light_by_kind: dict[str, list[float]] = field(default_factory=dict)
     heavy_by_kind: dict[str, list[float]] = field(default_factory=dict)
+    false_match_pairs: list[SampledPair] = field(default_factory=list)  # counted as false matches, nearest first
+    duplicates: list[SampledPair] = field(default_factory=list)  # near-duplicate texts in the sample: not counted
+    without_features: int = 0  # texts drawn but left out: no features, so no fingerprint
 
 
 def calibrate(
@@ -63,7 +91,9 @@ def calibrate(
 
     The recommendation is the smallest k at which light variants reach ``light_target``
     and heavy ones ``heavy_target`` within the false-match budget; failing that, the
-    largest k within the budget (the most recall it allows).
+    largest k within the budget (the most recall it allows). A pair of sampled documents
+    whose texts are near-duplicates (see :mod:`overlap`) is no false match: it is listed in
+    ``duplicates``; the pairs counted are in ``false_match_pairs``.
     """
     scheme = get_scheme(scheme)
     if sample < 2:
@@ -71,13 +101,18 @@ def calibrate(
     if not 0 <= max_k <= 64:
         raise ValueError(f"max_k must be between 0 and 64, not {max_k}")
     chosen: list[tuple[str, str, int]] = []
+    positions: list[int] = []  # of each chosen text in ``texts``: pairs are listed in input order
+    without_features = 0
     rng = random.Random(f"calibrate|{seed}")
-    candidates = list(texts)
+    candidates = list(enumerate(texts))
     rng.shuffle(candidates)
-    for key, text in candidates:
+    for position, (key, text) in candidates:
         value = fingerprint_if_any(text, scheme)
         if value is not None:
             chosen.append((key, text, value))
+            positions.append(position)
+        else:
+            without_features += 1
         if len(chosen) == sample:
             break
     if len(chosen) < 2:
@@ -97,8 +132,9 @@ def calibrate(
         return by_kind
 
     light, heavy = recall(LIGHT), recall(HEAVY)
-    _, _, pair_distances = near_pairs(originals, max_k)
-    false_counts = np.cumsum(np.bincount(pair_distances, minlength=max_k + 1)[: max_k + 1])
+    false_matches, duplicates = _checked_pairs(chosen, positions, originals, max_k, scheme.normalizer)
+    false_distances = np.array([pair.distance for pair in false_matches], dtype=np.int64)
+    false_counts = np.cumsum(np.bincount(false_distances, minlength=max_k + 1)[: max_k + 1])
     pairs = len(chosen) * (len(chosen) - 1) // 2
     rows = [
         Row(int(k), float(np.mean([v[k] for v in light.values()])), float(np.mean([v[k] for v in heavy.values()])),
@@ -118,12 +154,69 @@ def calibrate(
             "the largest k within it"
         )
     else:
-        recommended, reason = 0, "even k = 0 exceeds the false-match budget: the sample holds exact duplicates"
-    return Calibration(len(chosen), pairs, rows, recommended, reason, light, heavy)
+        recommended, reason = 0, (
+            "even k = 0 exceeds the false-match budget: different texts in the sample have the same fingerprint"
+        )
+    return Calibration(
+        len(chosen), pairs, rows, recommended, reason, light, heavy, false_matches, duplicates, without_features
+    )
+
+
+def _checked_pairs(
+    chosen: list[tuple[str, str, int]], positions: list[int], originals: np.ndarray, max_k: int, normalizer: str
+) -> tuple[list[SampledPair], list[SampledPair]]:
+    """The pairs of sampled documents within ``max_k``, checked against their text: (false matches, duplicates)."""
+    left, right, distances = near_pairs(originals, max_k)
+    cache: dict[int, np.ndarray] = {}  # shingles of the documents in some pair: few, unless the sample is all copies
+
+    def shingles_of(index: int) -> np.ndarray:
+        if index not in cache:
+            cache[index] = shingles(chosen[index][1], normalizer)
+        return cache[index]
+
+    found: list[tuple[int, int, int, SampledPair]] = []
+    for a, b, distance in zip(left.tolist(), right.tolist(), distances.tolist()):
+        a, b = sorted((a, b), key=positions.__getitem__)  # the earlier input first
+        pair = SampledPair(chosen[a][0], chosen[b][0], distance, overlap_of(shingles_of(a), shingles_of(b)))
+        found.append((distance, positions[a], positions[b], pair))
+    found.sort(key=lambda item: item[:3])  # nearest first, then in input order
+    false_matches = [pair for *_, pair in found if not pair.overlap.near_duplicate]
+    duplicates = [pair for *_, pair in found if pair.overlap.near_duplicate]
+    return false_matches, duplicates
+
+
+def check_plot(path: str | os.PathLike) -> None:
+    """Raise :class:`OutputError` unless :func:`plot` can write ``path``: before the work, not after it.
+
+    matplotlib must import, the extension name a format it writes (none: PNG), and a file
+    must be creatable in the directory (a temporary one is made and removed).
+    """
+    try:
+        import matplotlib  # noqa: F401
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise OutputError("the plot needs matplotlib: pip install 'simhash-store[plot]'") from None
+    target = Path(path)
+    kind = _plot_format(target)
+    if kind not in FigureCanvasBase.get_supported_filetypes():
+        raise OutputError(f"cannot write {path}: matplotlib writes no {kind!r} files (use .png, .svg or .pdf)")
+    if target.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory")
+    try:
+        descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(descriptor)
+        os.unlink(name)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _plot_format(path: Path) -> str:
+    return path.suffix[1:].lower() or "png"
 
 
 def plot(calibration: Calibration, path: str, title: str = "") -> None:
-    """Recall and false matches against k as a PNG (matplotlib: ``pip install 'simhash-store[plot]'``)."""
+    """Recall and false matches against k as a PNG, or the format the extension names (matplotlib:
+    ``pip install 'simhash-store[plot]'``; :func:`check_plot` tells beforehand whether it can be written)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,8 +244,13 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
     recall_axes.legend(lines[0] + more[0], lines[1] + more[1], loc="center right", fontsize=8)
     recall_axes.set_title(title or f"{counted(calibration.documents, 'document')}, {counted(calibration.pairs, 'pair', grouped=True)}")
     figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    # Written as every output file is (:mod:`output`): a new name of its own beside it, renamed into
+    # place when whole; a name planted in advance is not followed; one run at a time per file.
+    try:
+        with OutputFile(str(path), binary=True) as output:
+            figure.savefig(output.file, format=_plot_format(Path(path)))
+    finally:
+        plt.close(figure)
 
 
-__all__ = ["Calibration", "Row", "calibrate", "plot"]
+__all__ = ["Calibration", "Row", "SampledPair", "calibrate", "check_plot", "plot"]

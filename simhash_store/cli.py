@@ -29,6 +29,8 @@ from .config import URL_VARIABLE
 from .errors import SchemeMismatchError, SimhashStoreError, SimhashStoreWarning
 from .plural import counted
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, get_scheme
+from .terminal import json_line as _json_line
+from .terminal import visible
 
 if TYPE_CHECKING:
     from .lookup import Lookup
@@ -160,8 +162,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 _default_show_warning = warnings.showwarning
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Keys, paths and texts are data: no markup ([bold]), no emoji codes (:smile:), and every one
+# printed through visible() (terminal.py), so that none is acted on by the terminal.
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 DbOption = Annotated[
     Optional[str],
@@ -233,12 +237,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def fail(message: str, code: int = 1) -> None:
-    err.print(Text(f"Error: {message}"))
+    """One line on stderr (the keys and paths in ``message`` made visible), and exit."""
+    err.print(Text(f"Error: {visible(message)}"))
     raise typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    err.print(Text(message))
+    err.print(Text(visible(message)))
 
 
 # ------------------------------------------------------------ commands
@@ -258,7 +263,7 @@ def init(
     with opened_store(scheme) as store:
         recorded = store.init(distributed=distributed)
         layout = ", distributed" if distributed else ""
-        out.print(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}")
+        out.print(visible(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}"))
 
 
 @app.command()
@@ -417,6 +422,8 @@ def import_(
             stream, file, format=format, key_field=key_field,
             fingerprint_field=fingerprint_field, fingerprint_form=fingerprint_format,
         )
+    except records.RepeatedColumnError as exc:
+        fail(str(exc))
     except SimhashStoreError as exc:
         fail(f"{exc} (choose them with --key-field and --fingerprint-field)")
 
@@ -520,11 +527,11 @@ def dups(
         if isinstance(item, IdenticalGroup):
             groups += 1
             record = {"keys": item.keys, "distance": 0}
-            line = "  ".join([" 0", *item.keys])
+            line = "  ".join([" 0", *map(visible, item.keys)])
         else:
             pairs += 1
             record = {"a": item.a, "b": item.b, "distance": item.distance}
-            line = f"{item.distance:>2}  {item.a}  {item.b}"
+            line = f"{item.distance:>2}  {visible(item.a)}  {visible(item.b)}"
         out.print(_json_line(record) if as_json else line, markup=False)
     if not as_json:
         err.print(
@@ -613,13 +620,11 @@ def dedup_command(
         if path != "-" and not Path(path).is_file():
             fail(f"cannot open {path}: no such file")
     schema = None
-    if output_format == "parquet" and input_formats[0] == "parquet":
-        try:
-            schema = formats.parquet_schema(inputs[0])
+    if output_format == "parquet":
+        try:  # the Parquet inputs' columns keep their Arrow types in the output (the first input's first)
+            schema = formats.parquet_schemas([path for path, kind in zip(inputs, input_formats) if kind == "parquet"])
         except SimhashStoreError as exc:
             fail(str(exc))
-        except Exception as exc:  # noqa: BLE001 - pyarrow's errors: one line
-            fail(f"cannot read {inputs[0]} as Parquet: {exc}")
 
     def rows():
         for path, kind in zip(inputs, input_formats):
@@ -632,19 +637,22 @@ def dedup_command(
         except SimhashStoreError as exc:
             fail(str(exc))
         annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
-                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32()}
+                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32(),
+                            "not_compared": pyarrow.string()}
     kept = duplicates = bad = 0
+    not_compared: Counter[str] = Counter()  # passed through without a fingerprint, by reason
+    # The output is claimed before any work: a second run writing it stops here, in one line.
+    try:
+        writer = formats.RecordWriter(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
     # Workers load their dictionaries while the store opens, as for add, unless the input is small.
     size = sum(Path(path).stat().st_size for path in inputs if path != "-")
-    fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
-    with fingerprinter, opened_store() as store:
-        try:
-            writer = formats.RecordWriter(
-                output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
-            )
-        except (SimhashStoreError, OSError) as exc:
-            fail(f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
-        try:
+    try:
+        fingerprinter = _early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
+        with fingerprinter, opened_store() as store:
             for where, record, verdict in dedup_rows(
                 rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
                 fingerprinter=fingerprinter, batch_size=batch_size,
@@ -653,7 +661,9 @@ def dedup_command(
                     bad += 1
                     warn(f"failed: {verdict.problem}")
                     continue
-                if verdict.kept:
+                if verdict.not_compared is not None:
+                    not_compared[verdict.not_compared] += 1
+                elif verdict.kept:
                     kept += 1
                 else:
                     duplicates += 1
@@ -666,19 +676,22 @@ def dedup_command(
                     bad += 1
                     warn(f"failed: {where}: {exc}")
             writer.close()
-        except KeyboardInterrupt:
-            writer.abandon()
-            warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
-            raise typer.Exit(130)
-        except OSError as exc:  # an input that cannot be read, an output that cannot be written
-            writer.abandon()
-            fail(f"{exc.filename or output}: {exc.strerror or exc}")
-        except BaseException:
-            writer.abandon()
-            raise
-        if not quiet:
-            note = _dedup_distance_note(store, max_distance)
-            err.print(f"kept {kept}, duplicates {duplicates}, bad records {bad}; {note}", markup=False)
+            if not quiet:
+                note = _dedup_distance_note(store, max_distance)
+                passed = "".join(
+                    f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
+                )
+                err.print(f"kept {kept}, duplicates {duplicates}, {passed}bad records {bad}; {note}", markup=False)
+    except KeyboardInterrupt:
+        writer.abandon()
+        warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
+        raise typer.Exit(130)
+    except OSError as exc:  # an input that cannot be read, an output that cannot be written
+        writer.abandon()
+        fail(f"{exc.filename or output}: {exc.strerror or exc}")
+    except BaseException:
+        writer.abandon()
+        raise
     if bad:
         raise typer.Exit(1)
 
@@ -690,12 +703,17 @@ def explain(
     as_text: Annotated[bool, typer.Option("--text", help="A and B are the texts themselves, not file names.")] = False,
     scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
     top: Annotated[int, typer.Option(min=0, help="How many of the heaviest features to show in each list.")] = 10,
+    max_distance: Annotated[
+        int, typer.Option("--max-distance", "-k", min=0, max=64, help="The k to judge the distance at.")
+    ] = DEFAULT_MAX_DISTANCE,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
 ) -> None:
-    """Why two documents are near-duplicates or not: distance, heaviest features shared and not, the bits that differ.
+    """Why two documents are near-duplicates or not: distance, shared text, heaviest features, differing bits.
 
     A bit's margin is its weighted sum as a share of the document's total weight: a bit
-    that differs on a small margin flipped on a detail. No database is used.
+    that differs on a small margin flipped on a detail. The shingle overlap (5 characters
+    of Chinese, 5 words of English) is what the texts really share; a line says when it
+    and the distance disagree. No database is used.
 
     Example: simhash-store explain --text "保护人民，制定本法。" "保护人民，制定此法。"
     """
@@ -707,15 +725,25 @@ def explain(
         result = explain_texts(texts[0], texts[1], chosen, top=top)
     except SimhashStoreError as exc:
         fail(str(exc))
+    disagreement = result.disagreement(max_distance)
     if as_json:
-        out.print(json.dumps(result.to_dict(), ensure_ascii=False), markup=False)
+        out.print(_json_line({**result.to_dict(), "max_distance": max_distance, "disagreement": disagreement}))
         return
-    near = "near-duplicates" if result.distance <= DEFAULT_MAX_DISTANCE else "not near-duplicates"
+    near = "near-duplicates" if result.distance <= max_distance else "not near-duplicates"
+    given = "the default k" if max_distance == DEFAULT_MAX_DISTANCE else "k"
     out.print(
-        f"distance {counted(result.distance, 'bit')}: {near} at the default k = {DEFAULT_MAX_DISTANCE}  "
+        f"distance {counted(result.distance, 'bit')}: {near} at {given} = {max_distance}  "
         f"(A {to_hex(result.fingerprint_a)}, B {to_hex(result.fingerprint_b)}, scheme {chosen.name})",
         markup=False,
     )
+    o = result.overlap
+    out.print(
+        f"text shared: Jaccard {o.jaccard:.2f}, {o.containment_a:.0%} of A is in B, {o.containment_b:.0%} of B is in A "
+        f"({counted(o.shared, 'shingle')} shared of {o.shingles_a:,} and {o.shingles_b:,})",
+        markup=False,
+    )
+    if disagreement is not None:
+        out.print(f"note: {disagreement}", markup=False)
     features = Table(title="heaviest features (weights)", title_justify="left")
     features.add_column("shared")
     features.add_column("A", justify="right")
@@ -727,10 +755,10 @@ def explain(
     for row in range(max(len(result.shared), len(result.only_a), len(result.only_b))):
         cells = []
         shared = result.shared[row] if row < len(result.shared) else None
-        cells += [Text(shared.feature), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
+        cells += [Text(visible(shared.feature)), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
         for side in (result.only_a, result.only_b):
             item = side[row] if row < len(side) else None
-            cells += [Text(item.feature), f"{item.weight:.2f}"] if item else ["", ""]
+            cells += [Text(visible(item.feature)), f"{item.weight:.2f}"] if item else ["", ""]
         features.add_row(*cells)
     out.print(features)
     if not result.bits:
@@ -769,20 +797,31 @@ def calibrate(
 ) -> None:
     """Choose k on your own documents: recall of near-duplicate variants and false matches for each k.
 
+    Pairs of sampled documents whose texts are near-duplicates (shingle Jaccard >= 0.5, or one
+    at least 0.8 inside the other) are listed as duplicates in the sample, not counted as false
+    matches; the false matches counted are listed too.
+
     Example: simhash-store calibrate --jsonl corpus.jsonl --plot calibrate.png
     """
     from . import calibrate as calibration
 
+    if plot is not None:
+        try:  # before the work, which takes minutes: not a failure after it
+            calibration.check_plot(plot)
+        except SimhashStoreError as exc:
+            fail(str(exc))
     texts: list[tuple[str, str]] = []
+    names: dict[str, str] = {}  # how a JSONL record is shown (FILE:LINE), by its key
     skipped = 0
     if jsonl is not None:
         from .formats import read_records
 
         try:
             rows = read_records(jsonl, "jsonl", key_field=text_field, text_field=text_field)
-            for number, (_, record) in enumerate(rows):
+            for number, (where, record) in enumerate(rows):
                 if isinstance(record, dict) and isinstance(record.get(text_field), str):
                     texts.append((str(number), record[text_field]))  # the record's number seeds its variants
+                    names[str(number)] = where
                 else:
                     skipped += 1
         except OSError as exc:
@@ -820,14 +859,23 @@ def calibrate(
                 result, str(plot),
                 f"{chosen.name}: {counted(result.documents, 'document')}, {counted(result.pairs, 'pair', grouped=True)}",
             )
-        except ImportError:
-            fail("the plot needs matplotlib: pip install 'simhash-store[plot]'")
+        except OSError as exc:  # the directory went away or filled up since the check
+            fail(f"cannot write {plot}: {exc.strerror or exc}")
+        except SimhashStoreError as exc:  # another run writing the same file, a link planted at its lock
+            fail(str(exc))
+
+    def named(pair) -> dict:
+        return {**pair.to_dict(), "key_a": names.get(pair.key_a, pair.key_a), "key_b": names.get(pair.key_b, pair.key_b)}
+
     if as_json:
         record = {
             "documents": result.documents, "pairs": result.pairs, "recommended": result.recommended,
             "reason": result.reason, "rows": [vars(row) for row in result.rows], "applied": apply,
+            "false_match_pairs": [named(pair) for pair in result.false_match_pairs],
+            "duplicates": [named(pair) for pair in result.duplicates],
+            "without_features": result.without_features,
         }
-        out.print(json.dumps(record, ensure_ascii=False), markup=False)
+        out.print(_json_line(record))
         return
     table = Table(title=f"{counted(result.documents, 'document')} ({chosen.name}), "
                         f"{counted(result.pairs, 'pair', grouped=True)} of different documents",
@@ -840,6 +888,27 @@ def calibrate(
     out.print(table)
     recorded = "; recorded in the store: query and dedup use it when -k is not given" if apply else ""
     out.print(f"recommended k = {result.recommended}: {result.reason}{recorded}", markup=False)
+    if result.without_features:
+        out.print(f"left out: {counted(result.without_features, 'text')} without features under {chosen.name}",
+                  markup=False)
+    if result.duplicates:
+        out.print(f"the sample holds near-duplicates of its own: {counted(len(result.duplicates), 'pair')} within "
+                  f"{len(result.rows) - 1} bits share their text (Jaccard >= 0.5, or one 80% inside the other); "
+                  "not counted as false matches:", markup=False)
+        _print_pairs([named(pair) for pair in result.duplicates])
+    if result.false_match_pairs:
+        out.print(f"false matches counted ({counted(len(result.false_match_pairs), 'pair')} within "
+                  f"{len(result.rows) - 1} bits whose texts are not near-duplicates):", markup=False)
+        _print_pairs([named(pair) for pair in result.false_match_pairs])
+
+
+def _print_pairs(pairs: list[dict], shown: int = 20) -> None:
+    """Pairs of sampled documents, nearest first, at most ``shown`` of them (--json lists all)."""
+    for pair in pairs[:shown]:
+        out.print(Text(f"  {pair['distance']:>2} bits  Jaccard {pair['jaccard']:.2f}  containment "
+                       f"{pair['containment_a']:.2f}/{pair['containment_b']:.2f}  {pair['key_a']}  ~  {pair['key_b']}"))
+    if len(pairs) > shown:
+        out.print(f"  ... and {len(pairs) - shown} more (--json lists them all)", markup=False)
 
 
 @app.command("fingerprint")
@@ -856,7 +925,7 @@ def fingerprint_command(
     failures: list[corpus.Skip] = []
     try:
         for name, value in _fingerprint_arguments(files, chosen, jobs, failures=failures):
-            out.print(f"{to_hex(value, chosen.bits)}  {name}", markup=False)
+            out.print(f"{to_hex(value, chosen.bits)}  {visible(name)}")
     except SimhashStoreError as exc:  # a worker died: no database here, so no opened_store to catch it
         fail(str(exc))
     if failures:
@@ -885,13 +954,13 @@ def stats(as_json: JsonFlag = False) -> None:
     with opened_store() as store:
         info = store.stats()
     if as_json:
-        out.print(json.dumps(info, ensure_ascii=False), markup=False)
+        out.print(_json_line(info))
         return
     table = Table(show_header=False, box=None)
     table.add_column()
     table.add_column(overflow="fold")  # the whole URL, over several lines if need be, never cut
     for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
-        table.add_row(name.replace("_", " "), str(info[name]))
+        table.add_row(name.replace("_", " "), visible(str(info[name])))
     recommended, clustered = info["recommended_max_distance"], info["cluster_max_distance"]
     table.add_row("recommended max distance", "-" if recommended is None else f"{recommended} (calibrate --apply)")
     table.add_row("cluster max distance", "- (no clusters kept)" if clustered is None else str(clustered))
@@ -923,14 +992,45 @@ def optimize(
 
 
 @app.command("grant-read")
-def grant_read(role: Annotated[str, typer.Argument(help="An existing PostgreSQL role.")]) -> None:
+def grant_read(
+    role: Annotated[str, typer.Argument(help="A PostgreSQL role (with --password, created on the embedded server if missing).")],
+    password: Annotated[
+        bool,
+        typer.Option(
+            "--password",
+            help="Also give ROLE a new generated password, printed once and kept nowhere, for TCP "
+            "(serve --listen). Generated, not typed: a value on the command line shows in process lists.",
+        ),
+    ] = False,
+) -> None:
     """Let another application's role search and read the store in SQL, but not write.
 
-    Example: simhash-store grant-read news_reader
+    With --password on the embedded server, ROLE is created if missing.
+
+    Example: simhash-store grant-read news_reader --password
     """
+    from . import embedded
+    from .config import EMBEDDED_DATABASE, data_dir, uses_embedded
+
+    secret = embedded.new_password() if password else None
+    local = uses_embedded(state.db)
+    if secret is not None and local:
+        # The embedded server's superuser sets it (creating the role if missing); the grants are the owner's.
+        try:
+            embedded.set_login_password(data_dir(), role, secret)
+        except SimhashStoreError as exc:
+            fail(str(exc))
     with opened_store() as store:
-        store.grant_read_only(role)
-    out.print(f"{role} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
+        store.grant_read_only(role, password=None if local else secret)
+    out.print(f"{visible(role)} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
+    if secret is not None:
+        out.print(f"password of {visible(role)} (shown once, kept nowhere): {secret}", markup=False)
+        if local:
+            tcp = embedded.tcp_address(data_dir(), EMBEDDED_DATABASE, role, secret)
+            if tcp is None:
+                out.print("read-only over TCP once `simhash-store serve --listen HOST:PORT` runs", markup=False)
+            else:
+                out.print(f"read-only URL: {tcp.libpq()}", markup=False)
 
 
 @app.command()
@@ -954,16 +1054,24 @@ def schemes() -> None:
 def serve(
     listen: Annotated[
         Optional[str],
-        typer.Option("--listen", metavar="HOST:PORT", help="Also accept TCP connections here, with a password."),
+        typer.Option(
+            "--listen", metavar="HOST:PORT",
+            help="Also accept TCP connections here: as the store's owner role, with a password; never as the superuser.",
+        ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database).")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database, superuser).")
+    ] = False,
 ) -> None:
     """Run the embedded server in the foreground for other applications, until Ctrl-C or SIGTERM.
 
     Prints one line: a postgresql:// URL that psql, psycopg and SQLAlchemy take as it is
     (JDBC after a jdbc: prefix, over --listen). Meanwhile other simhash-store commands
-    use this server. Over TCP the password is generated once and kept, readable by you
-    only, in the data directory.
+    use this server. Without --listen: the Unix socket only you can reach, as the
+    server's superuser until a serve --listen hands the store to simhash_owner. With
+    --listen: TCP, as simhash_owner, which owns the store and is not a superuser; its
+    password is generated once and kept, readable by you only, in the data directory.
+    Read-only roles: grant-read ROLE --password.
 
     Example: simhash-store serve --listen 127.0.0.1:5433
     """
@@ -982,13 +1090,19 @@ def serve(
     except SimhashStoreError as exc:
         fail(str(exc))
     url = shown.libpq()
+    superuser = shown.user != embedded.STORE_OWNER  # TCP never is; the socket until serve --listen hands the store over
     if as_json:
         fields = {"url": url, "host": shown.host, "port": shown.port, "user": shown.user, "database": shown.database}
-        print(json.dumps(fields), flush=True)
+        print(json.dumps({**fields, "superuser": superuser}), flush=True)
     else:
         print(url, flush=True)
-    if err.is_terminal:
-        warn("serving the embedded simhash store; Ctrl-C stops it (other commands now use this server)")
+    if superuser:
+        rights = f"as the server's superuser {shown.user}, over its Unix socket only you can reach"
+    elif address is None:
+        rights = f"over its Unix socket only you can reach, as {shown.user}, the store's owner (not a superuser)"
+    else:
+        rights = f"over TCP as {shown.user}, the store's owner, not a superuser (the superuser: Unix socket only)"
+    warn(f"serving the embedded simhash store {rights}; Ctrl-C stops it (other commands now use this server)")
     while not stop.wait(1.0):
         if not embedded.server_is_running(server):
             fail("the embedded server stopped (was it killed?)")
@@ -998,7 +1112,11 @@ def serve(
 def url() -> None:
     """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
 
-    While serve runs (else the embedded server stops when this command exits).
+    While serve runs (else the embedded server stops when this command exits). The embedded
+    server's URL is over the Unix socket only you can reach: as its superuser, or, once
+    serve --listen has handed the store over, as the store's owner simhash_owner. Other
+    applications get the owner from serve --listen, or a role of their own from
+    grant-read ROLE --password.
 
     Example: simhash-store url   # then: psql "$(simhash-store url)"
     """
@@ -1147,16 +1265,6 @@ def _size(value: str, option: str) -> int:
     return size
 
 
-_LINE_BREAK_ESCAPES = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def _json_line(record: object) -> str:
-    """One JSON object on one line for every consumer: json escapes the control characters
-    (\\n, \\r, \\x0b, \\x0c, \\x1c-\\x1e), and this the line breaks above ASCII that
-    str.splitlines, JavaScript and others split at (U+0085, U+2028, U+2029)."""
-    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAK_ESCAPES)
-
-
 def _print_matches(name: str, value: int, matches, max_distance: int, as_json: bool) -> None:
     if as_json:
         record = {
@@ -1169,14 +1277,14 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
         out.print(_json_line(record), markup=False)
         return
     if not matches:
-        out.print(f"{name} ({to_hex(value)}): nothing stored within {counted(max_distance, 'bit')}", markup=False)
+        out.print(f"{visible(name)} ({to_hex(value)}): nothing stored within {counted(max_distance, 'bit')}")
         return
-    table = Table(title=f"{name} ({to_hex(value)})", title_justify="left")
+    table = Table(title=f"{visible(name)} ({to_hex(value)})", title_justify="left")
     table.add_column("key")
     table.add_column("distance", justify="right")
     table.add_column("similarity", justify="right")
     for match in matches:
-        table.add_row(Text(match.key), str(match.distance), f"{match.similarity:.3f}")
+        table.add_row(Text(visible(match.key)), str(match.distance), f"{match.similarity:.3f}")
     out.print(table)
 
 
@@ -1225,7 +1333,7 @@ def _print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
     if summary.near_duplicates:
         out.print(f"  near-duplicates of stored documents, not stored: {len(summary.near_duplicates)}", markup=False)
         for skipped in summary.near_duplicates[:20]:
-            out.print(f"    {skipped.key} ~ {skipped.match.key} (distance {skipped.match.distance})", markup=False)
+            out.print(f"    {visible(skipped.key)} ~ {visible(skipped.match.key)} (distance {skipped.match.distance})")
         if len(summary.near_duplicates) > 20:
             out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
 
@@ -1244,8 +1352,8 @@ def _print_clusters(store, max_distance: int, as_json: bool) -> None:
             }
             out.print(_json_line(record), markup=False)
         else:
-            members = "  ".join(f"{key} ({distance})" for key, distance in group.members[1:])
-            out.print(f"cluster {group.id} ({group.size}): {group.representative} <- {members}", markup=False)
+            members = "  ".join(f"{visible(key)} ({distance})" for key, distance in group.members[1:])
+            out.print(f"cluster {group.id} ({group.size}): {visible(group.representative)} <- {members}")
     if not as_json:
         err.print(f"{counted(len(groups), 'cluster')} of two or more documents at distance {max_distance}")
         if not stored:

@@ -50,7 +50,7 @@ IN_MEMORY_REPRESENTATIVES = 100_000
 
 _NEAREST_REPRESENTATIVE = """
     SELECT q.ordinality, n.cluster, n.distance, n.id
-    FROM unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
+    FROM pg_catalog.unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
     CROSS JOIN LATERAL (
         SELECT h.cluster, m.distance, m.id
         FROM simhash.near(q.fingerprint, %(k)s::integer) m
@@ -61,40 +61,42 @@ _NEAREST_REPRESENTATIVE = """
 
 _NEW_HEADS = """
     INSERT INTO simhash.cluster_heads (cluster, representative_id)
-    SELECT * FROM unnest(%(clusters)s::bigint[], %(ids)s::bigint[])
+    SELECT * FROM ROWS FROM (pg_catalog.unnest(%(clusters)s::bigint[]), pg_catalog.unnest(%(ids)s::bigint[]))
 """
 
 # A batch's documents get their clusters, and the clusters they found their heads, in one statement.
 _SET_CLUSTERS_AND_HEADS = """
     WITH heads AS (
         INSERT INTO simhash.cluster_heads (cluster, representative_id)
-        SELECT * FROM unnest(%(founded)s::bigint[], %(founders)s::bigint[])
+        SELECT * FROM ROWS FROM (pg_catalog.unnest(%(founded)s::bigint[]), pg_catalog.unnest(%(founders)s::bigint[]))
     )
     UPDATE simhash.documents d SET cluster = u.cluster
-    FROM unnest(%(ids)s::bigint[], %(clusters)s::bigint[]) AS u(id, cluster)
+    FROM ROWS FROM (pg_catalog.unnest(%(ids)s::bigint[]), pg_catalog.unnest(%(clusters)s::bigint[])) AS u(id, cluster)
     WHERE d.id = u.id
 """
 
-# The largest id a new document must not take: of a stored document, and of a cluster or a
-# representative (whose document may have been removed, while the cluster lives on). And the
+# The largest id a new document must not take: of a stored document, of a cluster or a
+# representative (whose document may have been removed, while the cluster lives on), and of a
+# removed document (store_info.highest_retired_id: ids are never given twice). And the
 # identity sequence moved past the ``count`` ids about to be taken (when this role may).
 _HIGHEST_ID = """
     SELECT h.id,
            CASE WHEN pg_catalog.has_sequence_privilege(s.sequence, 'UPDATE')
                 THEN pg_catalog.setval(s.sequence, GREATEST(h.id + %(count)s, pg_catalog.nextval(s.sequence))) END
-    FROM (SELECT GREATEST((SELECT max(id) FROM simhash.documents), (SELECT max(cluster) FROM simhash.cluster_heads),
-                          (SELECT max(representative_id) FROM simhash.cluster_heads), 0) AS id) h,
-         (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::regclass AS sequence) s
+    FROM (SELECT GREATEST((SELECT pg_catalog.max(id) FROM simhash.documents), (SELECT pg_catalog.max(cluster) FROM simhash.cluster_heads),
+                          (SELECT pg_catalog.max(representative_id) FROM simhash.cluster_heads),
+                          (SELECT highest_retired_id FROM simhash.store_info), 0) AS id) h,
+         (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::pg_catalog.regclass AS sequence) s
 """
 
 # Clusters whose representative (among the given keys) left them, re-written with a new
 # fingerprint: the oldest remaining member becomes the representative, and a cluster left empty goes.
 _HAND_OVER = """
     WITH vacated AS (
-        SELECT h.cluster, (SELECT min(m.id) FROM simhash.documents m WHERE m.cluster = h.cluster) AS successor
+        SELECT h.cluster, (SELECT pg_catalog.min(m.id) FROM simhash.documents m WHERE m.cluster = h.cluster) AS successor
         FROM simhash.documents d
         JOIN simhash.cluster_heads h ON h.representative_id = d.id
-        WHERE d.key = ANY(%(keys)s::text[]) AND d.cluster IS DISTINCT FROM h.cluster
+        WHERE d.key = ANY(%(keys)s::pg_catalog.text[]) AND d.cluster IS DISTINCT FROM h.cluster
     ), handed AS (
         UPDATE simhash.cluster_heads h SET representative_id = v.successor
         FROM vacated v WHERE h.cluster = v.cluster AND v.successor IS NOT NULL
@@ -120,7 +122,7 @@ class Membership:
 
 def lock(cursor: psycopg.Cursor) -> None:
     """Take the cluster lock for the rest of the transaction (one cluster writer at a time)."""
-    cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", (PROJECT_LOCK_SPACE, CLUSTER_LOCK))
+    cursor.execute("SELECT pg_catalog.pg_advisory_xact_lock(%s, %s)", (PROJECT_LOCK_SPACE, CLUSTER_LOCK))
 
 
 def max_distance(cursor: psycopg.Cursor) -> int | None:
@@ -168,7 +170,7 @@ def assign(cursor: psycopg.Cursor, keys: Sequence[str], *, distance: int | None 
     if moved:
         cursor.execute(_HAND_OVER, {"keys": list(keys)})
     rows = cursor.execute(
-        "SELECT id, fingerprint, key FROM simhash.documents WHERE key = ANY(%s::text[]) AND cluster IS NULL",
+        "SELECT id, fingerprint, key FROM simhash.documents WHERE key = ANY(%s::pg_catalog.text[]) AND cluster IS NULL",
         (list(keys),),
     ).fetchall()
     if rows:
@@ -335,7 +337,7 @@ def recluster(connection, k: int) -> tuple[int, int]:
         cursor.execute("DELETE FROM simhash.cluster_heads")
         cursor.execute(
             "UPDATE simhash.documents d SET cluster = u.cluster "
-            "FROM unnest(%(ids)s::bigint[], %(clusters)s::bigint[]) AS u(id, cluster) "
+            "FROM ROWS FROM (pg_catalog.unnest(%(ids)s::bigint[]), pg_catalog.unnest(%(clusters)s::bigint[])) AS u(id, cluster) "
             "WHERE d.id = u.id AND d.cluster IS DISTINCT FROM u.cluster",
             {"ids": ids.tolist(), "clusters": clusters.tolist()},
         )
@@ -359,7 +361,7 @@ _MEMBERSHIP = """
 
 def memberships(cursor: psycopg.Cursor, keys: Sequence[str]) -> dict[str, Membership]:
     """The cluster, representative and distance to it of each stored key among ``keys``."""
-    rows = cursor.execute(_MEMBERSHIP + " WHERE d.key = ANY(%s::text[])", (list(keys),)).fetchall()
+    rows = cursor.execute(_MEMBERSHIP + " WHERE d.key = ANY(%s::pg_catalog.text[])", (list(keys),)).fetchall()
     return {row[0]: _membership(row) for row in rows}
 
 
@@ -423,7 +425,7 @@ def computed_clusters(ids: np.ndarray, values: np.ndarray, keys_of, k: int, min_
 _PREFER_LONGEST = """
     WITH given AS (
         SELECT d.cluster, d.id, coalesce(d.length, 0) AS length, u.position
-        FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS u(key, position)
+        FROM pg_catalog.unnest(%(keys)s::pg_catalog.text[]) WITH ORDINALITY AS u(key, position)
         JOIN simhash.documents d ON d.key = u.key
         WHERE d.cluster IS NOT NULL
     ), longest AS (
@@ -450,7 +452,7 @@ def prefer_longest(cursor: psycopg.Cursor, keys: Sequence[str], *, locked: bool 
 def sample_keys(cursor: psycopg.Cursor, count: int, seed: str) -> list[str]:
     """Up to ``count`` stored keys in an order fixed by the seed (one pass over the keys)."""
     rows = cursor.execute(
-        "SELECT key FROM simhash.documents ORDER BY md5(%s || key), key LIMIT %s", (seed, count)
+        "SELECT key FROM simhash.documents ORDER BY pg_catalog.md5(%s || key), key LIMIT %s", (seed, count)
     ).fetchall()
     return [row[0] for row in rows]
 

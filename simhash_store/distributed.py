@@ -303,7 +303,7 @@ def is_distributed(cursor: Cursor) -> bool:
     if citus_version(cursor) is None:
         return False
     return cursor.execute(
-        "SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = to_regclass('simhash.documents'))"
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = pg_catalog.to_regclass('simhash.documents'))"
     ).fetchone()[0]
 
 
@@ -316,8 +316,8 @@ def workers_without_role(cursor: Cursor, role: str) -> list[str]:
     if not is_distributed(cursor):
         return []
     rows = cursor.execute(
-        "SELECT nodename, nodeport, success, result FROM run_command_on_workers("
-        "format('SELECT count(*) FROM pg_catalog.pg_roles WHERE rolname = %%L', %s::text)) ORDER BY 1, 2",
+        "SELECT nodename, nodeport, success, result FROM pg_catalog.run_command_on_workers("
+        "pg_catalog.format('SELECT pg_catalog.count(*) FROM pg_catalog.pg_roles WHERE rolname = %%L', %s::pg_catalog.text)) ORDER BY 1, 2",
         (role,),
     ).fetchall()
     for host, port, success, result in rows:
@@ -330,8 +330,8 @@ def size_functions(connection) -> tuple[str, str]:
     """Names of the functions giving the total and heap size of simhash.documents (on Citus: of its shards)."""
     with connection.cursor() as cursor:
         if is_distributed(cursor):
-            return "citus_total_relation_size", "citus_relation_size"
-    return "pg_total_relation_size", "pg_relation_size"
+            return "pg_catalog.citus_total_relation_size", "pg_catalog.citus_relation_size"
+    return "pg_catalog.pg_total_relation_size", "pg_catalog.pg_relation_size"
 
 
 def distribute(cursor: Cursor) -> None:
@@ -341,7 +341,7 @@ def distribute(cursor: Cursor) -> None:
     node over one connection each, which it cannot do after the parallel copy of the tables.
     """
     cursor.execute("SET LOCAL search_path = pg_catalog, pg_temp")
-    cursor.execute("SELECT pg_advisory_xact_lock(hashtext('simhash-store migrations'))")
+    cursor.execute("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('simhash-store migrations'))")
     if _keeps_clusters(cursor):
         raise NotDistributableError(
             "this store keeps persistent clusters (store_info.cluster_max_distance is set), which "
@@ -351,7 +351,7 @@ def distribute(cursor: Cursor) -> None:
     if _partition_method(cursor, "documents") is None:
         _key_in_every_unique_constraint(cursor)
         cursor.execute(
-            "SELECT create_distributed_table('simhash.documents', %s)", (DISTRIBUTION_COLUMN,)
+            "SELECT pg_catalog.create_distributed_table('simhash.documents', %s)", (DISTRIBUTION_COLUMN,)
         )
         _drop_local_copy(cursor, "documents")
 
@@ -359,16 +359,16 @@ def distribute(cursor: Cursor) -> None:
 def _reference_tables(cursor: Cursor) -> None:
     """Every small table of the store that exists here (a revision may add one) becomes a reference table."""
     for table in REFERENCE_TABLES:
-        exists = cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (f"simhash.{table}",)).fetchone()[0]
+        exists = cursor.execute("SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (f"simhash.{table}",)).fetchone()[0]
         if exists and _partition_method(cursor, table) is None:
-            cursor.execute("SELECT create_reference_table(%s)", (f"simhash.{table}",))
+            cursor.execute("SELECT pg_catalog.create_reference_table(%s)", (f"simhash.{table}",))
             _drop_local_copy(cursor, table)
 
 
 def _keeps_clusters(cursor: Cursor) -> bool:
     """Whether the store assigns persistent clusters on write (revision 0005, once recluster has run)."""
     has_column = cursor.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('simhash.store_info') "
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass('simhash.store_info') "
         "AND attname = 'cluster_max_distance' AND NOT attisdropped)"
     ).fetchone()[0]
     if not has_column:
@@ -380,12 +380,12 @@ def _keeps_clusters(cursor: Cursor) -> bool:
 
 def _drop_local_copy(cursor: Cursor, table: str) -> None:
     """Citus copies an existing table's rows to the shards and leaves the originals in the coordinator's shell."""
-    cursor.execute("SELECT truncate_local_data_after_distributing_table(%s)", (f"simhash.{table}",))
+    cursor.execute("SELECT pg_catalog.truncate_local_data_after_distributing_table(%s)", (f"simhash.{table}",))
 
 
 def _partition_method(cursor: Cursor, table: str) -> str | None:
     row = cursor.execute(
-        "SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = %s::regclass", (f"simhash.{table}",)
+        "SELECT partmethod FROM pg_catalog.pg_dist_partition WHERE logicalrelid = %s::pg_catalog.regclass", (f"simhash.{table}",)
     ).fetchone()
     return row[0] if row else None
 
@@ -394,11 +394,11 @@ def _key_in_every_unique_constraint(cursor: Cursor) -> None:
     """Unique constraints without the key (the id primary key) are rebuilt with it, under the same name."""
     rows = cursor.execute(
         """
-        SELECT c.conname, c.contype, array_agg(a.attname ORDER BY k.ordinality)
-        FROM pg_constraint c
-        CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ordinality)
-        JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
-        WHERE c.conrelid = 'simhash.documents'::regclass AND c.contype IN ('p', 'u')
+        SELECT c.conname, c.contype, pg_catalog.array_agg(a.attname ORDER BY k.ordinality)
+        FROM pg_catalog.pg_constraint c
+        CROSS JOIN LATERAL pg_catalog.unnest(c.conkey) WITH ORDINALITY AS k(attnum, ordinality)
+        JOIN pg_catalog.pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+        WHERE c.conrelid = 'simhash.documents'::pg_catalog.regclass AND c.contype IN ('p', 'u')
         GROUP BY c.conname, c.contype
         """
     ).fetchall()
@@ -443,8 +443,8 @@ def adapt_functions(cursor: Cursor) -> list[str]:
     cursor.execute(SHARD_BYTES)
     functions = cursor.execute(
         """
-        SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid), p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
-        FROM pg_proc p WHERE p.pronamespace = 'simhash'::regnamespace AND p.prokind = 'f'
+        SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, pg_catalog.pg_get_functiondef(p.oid), p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
+        FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'simhash'::pg_catalog.regnamespace AND p.prokind = 'f'
         ORDER BY 1
         """
     ).fetchall()

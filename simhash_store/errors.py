@@ -31,12 +31,23 @@ class PermissionDeniedError(DatabaseError):
     """The database role may not do this (for example a read-only role writing)."""
 
 
+class UntrustedSchemaError(PermissionDeniedError):
+    """The store's schema is one that another role can change: owned by a role this session does
+    not trust, open to CREATE by others, or holding objects of another role (see trust.py)."""
+
+
 class InvalidKeyError(SimhashStoreError, ValueError):
     """A document key that PostgreSQL cannot store faithfully."""
 
 
 class InvalidFingerprintError(SimhashStoreError, ValueError):
     """A fingerprint value or text that is not what it should be."""
+
+
+class NoFeaturesError(SimhashStoreError, ValueError):
+    """A text in which the scheme finds no features (empty, punctuation only, or a script the
+    scheme does not read), so it has no fingerprint: a value such as 0 would put it at distance 0
+    from every other such text. ``fingerprint_if_any`` returns None for it instead."""
 
 
 class InvalidValueError(SimhashStoreError, ValueError):
@@ -66,6 +77,11 @@ class LockTimeoutError(DatabaseError):
 
 class InputError(SimhashStoreError):
     """An input file or stream that cannot be used at all."""
+
+
+class OutputError(SimhashStoreError):
+    """A file to be written that cannot be: its directory missing or not writable, a directory in
+    its place, a format not known, or an optional library it needs not installed."""
 
 
 class WorkerDiedError(SimhashStoreError):

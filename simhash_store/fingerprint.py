@@ -5,8 +5,9 @@
 >>> a == b
 True
 
-Text with no features (empty, whitespace or punctuation only) has the fingerprint 0;
-:func:`features` tells whether a text has any.
+Text with no features (empty, whitespace or punctuation only, or no words the scheme
+reads) has no fingerprint: :func:`fingerprint` raises :class:`NoFeaturesError` for it and
+:func:`fingerprint_if_any` returns None.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from .dictionaries import Vocabulary, english_vocabulary, is_content, known_vocabulary
 from .dictionaries import idf_table as _idf_table  # noqa: F401  (tests check it against jieba.analyse)
-from .errors import SchemeError
+from .errors import NoFeaturesError, SchemeError
 from .hashing import HASHES
 from .scheme import DEFAULT, Scheme, get_scheme
 from .tokenizers import Feature, is_script_word, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
@@ -759,11 +760,27 @@ def _simhash_in_order(feature_tokens: list[str], weights: list[float], scheme: S
 def fingerprint(text: str, scheme: Scheme | str = DEFAULT) -> int:
     """The unsigned SimHash of a document under a scheme (64 bits unless the scheme says otherwise).
 
-    >>> fingerprint("") == 0
-    True
+    A text in which the scheme finds no features raises :class:`NoFeaturesError`: any number
+    returned for it would be the same for all such texts, at distance 0 from each other.
+
+    >>> fingerprint("，。！")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    simhash_store.errors.NoFeaturesError: the text has no features under scheme ...
     """
+    scheme = get_scheme(scheme)
     value = fingerprint_if_any(text, scheme)
-    return 0 if value is None else value
+    if value is None:
+        raise NoFeaturesError(no_features_message("the text", scheme))
+    return value
+
+
+def no_features_message(what: str, scheme: Scheme, both: bool = False) -> str:
+    """The one line that says a text (``both``: each of two) has no features, and what that means."""
+    return (
+        f"{what} {'have' if both else 'has'} no features under scheme {scheme.name} (empty, punctuation only, "
+        f"or no words the scheme reads), so {'neither has a' if both else 'it has no'} fingerprint"
+    )
 
 
 def fingerprint_if_any(text: str, scheme: Scheme | str = DEFAULT) -> int | None:

@@ -1,9 +1,9 @@
 """Records in and out of files: JSONL, CSV and Parquet, every field kept in order and type.
 
-Reading reuses :mod:`corpus`'s JSONL and CSV readers (a bad line becomes a Skip naming
+Reading reuses :mod:`records`' JSONL and CSV readers (a bad line becomes a Skip naming
 it); Parquet goes through pyarrow, the optional extra ``simhash-store[parquet]``.
-Writers write to ``OUTPUT.partial`` and rename it over ``OUTPUT`` when done, so an
-interrupted run never leaves a half-written file under the real name.
+Writers write to a temporary file of their own and rename it over ``OUTPUT`` when done
+(:mod:`output`), so an interrupted run never leaves a half-written file under the real name.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ from __future__ import annotations
 import csv
 import json
 import os
+import pickle
 import sys
+import tempfile
 from typing import IO, Any, Iterator
 
+from .columns import TEXT, Columns, arrow_type, as_text, convert, fits, needs_conversion
 from .corpus import Skip
-from .records import DEFAULT_MAX_BYTES, _delimited_rows, _json_rows, _refuse_missing_fields
-from .errors import SimhashStoreError
+from .errors import InputError, SimhashStoreError
+from .output import OutputFile
+from .records import DEFAULT_MAX_BYTES, HugeInteger, _delimited_rows, _json_rows, _refuse_missing_fields
 
 FORMATS = ("jsonl", "csv", "parquet")
 _EXTENSIONS = {
@@ -77,6 +81,7 @@ def _parquet_rows(path: str) -> Iterator[tuple[str, dict | Skip]]:
         table = pyarrow.parquet.ParquetFile(path)
     except (OSError, pyarrow.ArrowException) as exc:
         raise FormatError(f"cannot read {path} as Parquet: {exc}") from None
+    _refuse_repeated_columns(table.schema_arrow, path)
     number = 0
     for batch in table.iter_batches(batch_size=4096):
         for record in batch.to_pylist():
@@ -84,9 +89,43 @@ def _parquet_rows(path: str) -> Iterator[tuple[str, dict | Skip]]:
             yield f"{path}:row {number}", record
 
 
-def parquet_schema(path: str):
-    """The Arrow schema of a Parquet input, so that the output keeps its column types."""
-    return pyarrow_module().parquet.read_schema(path)
+def _refuse_repeated_columns(schema, path: str) -> None:
+    """Parquet lets two columns (or two members of a struct) share a name; as a record, the
+    last would silently hide the first. Refused before any work, as a CSV header is."""
+    types = pyarrow_module().types
+
+    def check(fields, where: str) -> None:
+        seen: set[str] = set()
+        for field in fields:
+            if field.name in seen:
+                raise InputError(f"{path}: {where} has two columns named {field.name!r}: rename one")
+            seen.add(field.name)
+        for field in fields:
+            kind = field.type
+            while types.is_list(kind) or types.is_large_list(kind) or types.is_fixed_size_list(kind):
+                kind = kind.value_type
+            if types.is_struct(kind):
+                check([kind.field(i) for i in range(kind.num_fields)], f"the struct column {field.name!r}")
+
+    check(list(schema), "the file")
+
+
+def parquet_schemas(paths: list[str]):
+    """The Arrow columns of Parquet inputs (None for none), so that the output keeps their types;
+    a column in several inputs takes the type of the first that has it."""
+    if not paths:
+        return None
+    pyarrow = pyarrow_module()
+    fields: dict[str, Any] = {}
+    for path in paths:
+        try:
+            schema = pyarrow.parquet.read_schema(path)
+        except (OSError, pyarrow.ArrowException) as exc:
+            raise FormatError(f"cannot read {path} as Parquet: {exc}") from None
+        _refuse_repeated_columns(schema, path)
+        for field in schema:
+            fields.setdefault(field.name, field)
+    return pyarrow.schema(list(fields.values()))
 
 
 def _json_line(record: dict) -> str:
@@ -100,108 +139,207 @@ def _unwritable(value: Any) -> Any:
     raise FormatError(f"holds {value!r}, which cannot be written back as it was")
 
 
+def _check_writable(value: Any) -> None:
+    """Raise FormatError if a value cannot be written to a file as it is, before it is kept for later."""
+    kind = type(value)
+    if kind is str:
+        _check_text(value)
+    elif kind is dict:
+        for name, member in value.items():
+            _check_text(name)
+            if type(member) not in _PLAIN:  # the common case inline: a record is checked at each write
+                _check_writable(member)
+    elif kind is list:
+        for item in value:
+            if type(item) not in _PLAIN:
+                _check_writable(item)
+    elif isinstance(value, HugeInteger):
+        _unwritable(value)
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
+def _check_text(text: str) -> None:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
+
+
+_SPILL_BATCH = 4096  # records per pickled batch, and per Parquet row group
+
+
 class RecordWriter:
-    """Writes records to a path ('-': stdout) in a format; :meth:`close` publishes the file."""
+    """Writes records to a path ('-': stdout) in a format; :meth:`close` publishes the file.
+
+    The file is written under a temporary name of its own and renamed at :meth:`close` (see
+    :mod:`output`): another run writing the same path stops at once, a link planted in the
+    directory is never followed. JSONL is written as it comes. CSV and Parquet need every
+    record's fields before their header or schema: records wait in an unnamed temporary file
+    beside the output (``schema`` and ``extra_fields``, Arrow types given beforehand, are kept
+    where the values fit them), then the columns are the union of the fields in first-seen
+    order, typed by :mod:`columns`' rules.
+    """
 
     def __init__(self, path: str, format: str, *, schema: Any = None, extra_fields: dict[str, Any] | None = None) -> None:
         self.path, self.format = path, format
-        self._schema = schema  # Arrow schema of a Parquet input
-        self._extra = extra_fields or {}  # annotation fields and their Arrow types
-        self._partial = None if path == "-" else path + ".partial"
-        self._stream: IO | None = None
-        self._csv = None
-        self._header: list[str] | None = None
-        self._rows: list[dict] = []
-        self._parquet = None
         if format == "parquet":
             if path == "-":
                 raise FormatError("Parquet cannot go to stdout: give -o FILE.parquet")
             pyarrow_module()
-        elif path == "-":
-            self._stream = sys.stdout
-        else:
-            self._stream = open(self._partial, "w", encoding="utf-8", newline="")  # type: ignore[arg-type]
+        # Arrow types given beforehand: a Parquet input's columns, the annotation fields.
+        self._given: dict[str, Any] = {}
+        if schema is not None:
+            self._given.update((field.name, field.type) for field in schema)
+        for name, kind in (extra_fields or {}).items():
+            self._given.setdefault(name, kind)
+        self._columns = Columns()
+        self._columns.fields.update((name, None) for name in (schema.names if schema is not None else ()))
+        self._output = None if path == "-" else OutputFile(path, binary=format == "parquet")
+        self._stream: IO = sys.stdout if self._output is None else self._output.file
+        self._spill: IO[bytes] | None = None
+        self._batch: list[dict] = []
+        self._count = 0
+        if format != "jsonl":
+            try:
+                directory = None if path == "-" else os.path.dirname(os.path.abspath(path))
+                # Unnamed (O_TMPFILE where the system has it), so no one can replace it under us.
+                self._spill = tempfile.TemporaryFile(dir=directory)
+            except BaseException:
+                if self._output is not None:
+                    self._output.abandon()
+                raise
 
     def write(self, record: dict) -> None:
+        """Write one record, or raise FormatError if the output cannot hold it (nothing of it is written)."""
         if self.format == "jsonl":
-            self._stream.write(_json_line(record))  # type: ignore[union-attr]
-        elif self.format == "csv":
-            if self._csv is None:
-                self._csv = csv.writer(self._stream)  # type: ignore[arg-type]
-                self._header = list(record)
-                self._csv.writerow(self._header)
-            extra = [f for f in record if f not in self._header]  # type: ignore[operator]
-            if extra:
-                raise FormatError(
-                    f"a record has fields the first one had not ({', '.join(map(repr, extra[:5]))}), "
-                    "which a CSV header cannot take: write JSONL or Parquet"
-                )
-            self._csv.writerow(["" if record.get(f) is None else _cell(record.get(f)) for f in self._header])
-        else:
-            self._rows.append(record)
-            if len(self._rows) >= 4096:
-                self._flush_parquet()
-
-    def _flush_parquet(self) -> None:
-        if not self._rows:
+            line = _json_line(record)
+            try:
+                self._stream.write(line)
+            except UnicodeEncodeError:
+                raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
             return
-        pyarrow = pyarrow_module()
-        if self._parquet is None:
-            if self._schema is not None:
-                schema = self._schema
-                for name, kind in self._extra.items():
-                    if schema.get_field_index(name) < 0:
-                        schema = schema.append(pyarrow.field(name, kind))
-            else:
-                inferred = pyarrow.Table.from_pylist(self._rows).schema
-                schema = pyarrow.schema([
-                    pyarrow.field(f.name, self._extra.get(f.name, f.type)) for f in inferred
-                ])
-            self._parquet = pyarrow.parquet.ParquetWriter(self._partial, schema)
         try:
-            table = pyarrow.Table.from_pylist(self._rows, schema=self._parquet.schema)
-        except (pyarrow.ArrowException, TypeError, ValueError) as exc:
-            raise FormatError(f"a record does not fit the Parquet columns of the first ones: {exc}") from None
-        self._parquet.write_table(table)
-        self._rows = []
+            _check_writable(record)
+            if self.format == "csv":
+                self._columns.fields.update((name, None) for name in record if name not in self._columns.fields)
+            else:
+                self._columns.add(record)
+        except RecursionError:
+            raise FormatError("nested too deeply to be written") from None
+        self._batch.append(record)
+        self._count += 1
+        if len(self._batch) >= _SPILL_BATCH:
+            self._spill_batch()
+
+    def _spill_batch(self) -> None:
+        if self._batch:
+            pickle.dump(self._batch, self._spill, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[arg-type]
+            self._batch = []
+
+    def _spilled(self) -> Iterator[list[dict]]:
+        """The batches kept so far, in order (read back from the temporary file only this writer has)."""
+        self._spill_batch()
+        spill = self._spill
+        spill.seek(0)  # type: ignore[union-attr]
+        while True:
+            try:
+                yield pickle.load(spill)  # type: ignore[arg-type]
+            except EOFError:
+                return
 
     def close(self) -> None:
         """Finish the output and move it to its name (on success only)."""
-        if self.format == "parquet":
-            self._flush_parquet()
-            if self._parquet is None:  # no record: still an empty file with the input's columns
-                pyarrow = pyarrow_module()
-                schema = self._schema if self._schema is not None else pyarrow.schema([])
-                self._parquet = pyarrow.parquet.ParquetWriter(self._partial, schema)
-            self._parquet.close()
-        elif self._stream is not None:
+        try:
+            if self.format == "csv":
+                self._write_csv()
+            elif self.format == "parquet":
+                self._write_parquet()
             self._stream.flush()
-            if self._stream is not sys.stdout:
-                os.fsync(self._stream.fileno())
-                self._stream.close()
-        if self._partial is not None:
-            os.replace(self._partial, self.path)
+        except BaseException:
+            self.abandon()
+            raise
+        if self._spill is not None:
+            self._spill.close()
+        if self._output is not None:
+            self._output.commit()
+
+    def _write_csv(self) -> None:
+        if not self._count:
+            return  # no record: an empty file, as before there were any
+        header = list(self._columns.fields)
+        writer = csv.writer(self._stream, delimiter="\t" if self.path.lower().endswith(".tsv") else ",")
+        writer.writerow(header)
+        for batch in self._spilled():
+            writer.writerows(["" if record.get(f) is None else as_text(record.get(f)) for f in header] for record in batch)
+
+    def _write_parquet(self) -> None:
+        pyarrow = pyarrow_module()
+        plan = {name: self._column_plan(name, shape) for name, shape in self._columns.fields.items()}
+        retyped: set[str] = set()
+        while True:
+            try:
+                self._write_parquet_with(plan, pyarrow)
+                return
+            except _ColumnFailed as failed:
+                # A value pyarrow would not take as planned (300 in a Parquet input's int8): the
+                # column takes the type of its values instead, else text (which always holds),
+                # and the file is written again from the start.
+                shape = self._columns.fields[failed.name]
+                if failed.name in self._given and failed.name not in retyped:
+                    plan[failed.name] = self._column_plan(failed.name, shape, use_given=False)
+                else:
+                    plan[failed.name] = (pyarrow.string(), TEXT)
+                retyped.add(failed.name)
+                self._stream.seek(0)
+                self._stream.truncate()
+
+    def _column_plan(self, name: str, shape: Any, use_given: bool = True) -> tuple[Any, Any]:
+        """(Arrow type, shape whose conversion the values need, or None to take them as they are)."""
+        pyarrow = pyarrow_module()
+        given = self._given.get(name) if use_given else None
+        if given is not None and fits(shape, given, pyarrow):
+            return given, None
+        kind = arrow_type(shape, pyarrow)
+        if kind is None:  # not JSON values, from no column given beforehand: their text
+            return pyarrow.string(), TEXT
+        return kind, shape if needs_conversion(shape) else None
+
+    def _write_parquet_with(self, plan: dict[str, tuple[Any, Any]], pyarrow) -> None:
+        schema = pyarrow.schema([pyarrow.field(name, kind) for name, (kind, _) in plan.items()])
+        writer = pyarrow.parquet.ParquetWriter(self._stream, schema)
+        try:
+            for batch in self._spilled():
+                columns = []
+                for name, (kind, shape) in plan.items():
+                    values = [record.get(name) for record in batch]
+                    if shape is not None:
+                        values = [convert(value, shape) for value in values]
+                    try:
+                        columns.append(pyarrow.array(values, type=kind))
+                    except (pyarrow.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                        if shape == TEXT:  # strings always go into a string column: a bug, not the data
+                            raise FormatError(f"cannot write the column {name!r} as text: {exc}") from None
+                        raise _ColumnFailed(name) from None
+                writer.write_table(pyarrow.Table.from_arrays(columns, schema=schema))
+        finally:
+            writer.close()
 
     def abandon(self) -> None:
-        """Stop without publishing: the partial file is removed, the real name untouched."""
+        """Stop without publishing: the temporary files are removed, the real name untouched."""
         try:
-            if self._parquet is not None:
-                self._parquet.close()
-            if self._stream is not None and self._stream is not sys.stdout:
-                self._stream.close()
+            if self._spill is not None:
+                self._spill.close()
         finally:
-            if self._partial is not None and os.path.exists(self._partial):
-                os.unlink(self._partial)
+            if self._output is not None:
+                self._output.abandon()
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+class _ColumnFailed(Exception):
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-__all__ = ["FORMATS", "FormatError", "RecordWriter", "format_of", "parquet_schema", "read_records"]
+__all__ = ["FORMATS", "FormatError", "RecordWriter", "format_of", "parquet_schemas", "read_records"]

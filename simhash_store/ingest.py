@@ -170,7 +170,8 @@ def prepare(
     except MemoryError:
         return Prepared(source.key, source.size, skip=Skip(where, TOO_LARGE, "out of memory fingerprinting it"))
     if value is None:
-        return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS))
+        # Named with the scheme: an English text under a scheme that reads only Chinese words has none.
+        return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS, f"no features under scheme {scheme.name}"))
     return Prepared(
         source.key, source.size, fingerprint=value, digest=content_digest, length=len(text), stamp=source.stamp,
         warning=warning,

@@ -25,6 +25,7 @@ from .config import UrlParts, network_timeout, redact, resolve_parts, secrets_of
 from .errors import SchemeError, SchemeMismatchError
 from .scheme import DEFAULT, Scheme, get_scheme
 from .session import WatchedConnection, library_error, silent_server_in
+from .trust import check_schema
 from .validation import INT8, validate_distance, validate_fingerprint, validate_integer
 
 T = TypeVar("T")
@@ -52,11 +53,11 @@ class Match:
 # build the full answer.
 _NEAR = (
     "SELECT id, key, fingerprint, distance "
-    "FROM simhash.near(%(fingerprint)s::bigint, %(k)s::integer, %(method)s::text, %(limit)s::integer)"
+    "FROM simhash.near(%(fingerprint)s::bigint, %(k)s::integer, %(method)s::pg_catalog.text, %(limit)s::integer)"
 )
 _NEAR_MANY = (
     "SELECT query_index, id, key, fingerprint, distance "
-    "FROM simhash.near_many(%(fingerprints)s::bigint[], %(k)s::integer, %(method)s::text, %(limit)s::integer)"
+    "FROM simhash.near_many(%(fingerprints)s::bigint[], %(k)s::integer, %(method)s::pg_catalog.text, %(limit)s::integer)"
 )
 # max_results is an integer in SQL; a larger limit is no limit at all.
 _MAX_RESULTS = 2**31 - 1
@@ -100,19 +101,19 @@ def query_many(
 # ------------------------------------------------------------ the store's revision and scheme
 
 
-def revision_of(cursor: psycopg.Cursor) -> str | None:
-    """The revision the database is at (None for a database without the store's schema)."""
-    table = f"{migrate.SCHEMA}.alembic_version"
-    if not cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:
+def revision_of(cursor: psycopg.Cursor, where: str | Callable[[], str]) -> str | None:
+    """The revision the database is at (None for a database without the store's schema), once
+    the schema is found to be one no untrusted role can change (:func:`trust.check_schema`)."""
+    if not check_schema(cursor, migrate.SCHEMA, where):
         return None
-    row = cursor.execute(f"SELECT version_num FROM {table}").fetchone()
+    row = cursor.execute(f"SELECT version_num FROM {migrate.SCHEMA}.alembic_version").fetchone()
     return row[0] if row is not None else None
 
 
 def stored_scheme(cursor: psycopg.Cursor) -> Scheme | None:
     """The scheme the store records (None before the first write)."""
     # As text: SQLAlchemy's connections hand jsonb over unparsed, psycopg's own parse it.
-    row = cursor.execute(f"SELECT scheme::text FROM {migrate.SCHEMA}.store_info").fetchone()
+    row = cursor.execute(f"SELECT scheme::pg_catalog.text FROM {migrate.SCHEMA}.store_info").fetchone()
     if row is None:
         return None
     try:
@@ -224,7 +225,7 @@ class Lookup:
             return self._store.scheme
         if self._scheme is None:
             with self._cursor() as cursor:
-                revision = revision_of(cursor)
+                revision = revision_of(cursor, lambda: self.display_url)
                 if revision != migrate.HEAD_REVISION:
                     migrate.check_readable(revision, self.display_url)
                 stored = stored_scheme(cursor)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from .config import SEARCH_PATH
 from .errors import LockTimeoutError
 
 TABLE = "simhash.documents"
@@ -38,7 +39,9 @@ def needs_maintenance(changed_rows: int, rows_before: float) -> bool:
 
 def estimated_rows(connection: psycopg.Connection) -> float:
     """The planner's row count (as of the last VACUUM, ANALYZE or index build; 0 if never)."""
-    row = connection.execute("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = 'simhash.documents'::regclass").fetchone()
+    row = connection.execute(
+        "SELECT reltuples FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) 'simhash.documents'::pg_catalog.regclass"
+    ).fetchone()
     return max(float(row[0]), 0.0) if row else 0.0
 
 
@@ -49,6 +52,13 @@ class Maintenance:
     vacuumed: bool
     analyzed: bool
     reason: str | None = None
+
+
+_SETTINGS = "SELECT pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('search_path')"
+_SET = (
+    "SELECT pg_catalog.set_config('lock_timeout', %s::pg_catalog.text, false), "
+    "pg_catalog.set_config('search_path', %s::pg_catalog.text, false)"
+)
 
 
 def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maintenance:
@@ -63,8 +73,10 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
         if diagnostic.severity_nonlocalized == "WARNING":
             warnings.append(diagnostic.message_primary or "the server skipped the table")
 
-    previous = connection.execute("SELECT current_setting('lock_timeout')").fetchone()[0]
-    connection.execute("SELECT set_config('lock_timeout', %s, false)", (_milliseconds(lock_timeout),))
+    # In autocommit, on an engine the caller made, no transaction pins the search_path: it is
+    # set here for the session and put back afterwards, with the lock timeout.
+    previous = connection.execute(_SETTINGS).fetchone()
+    connection.execute(_SET, (_milliseconds(lock_timeout), SEARCH_PATH))
     connection.add_notice_handler(collect)
     try:
         # INDEX_CLEANUP ON: without it VACUUM leaves a few dead rows (fewer than 2 % of pages) in
@@ -80,7 +92,7 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
         return Maintenance(False, False, f"{TABLE} was busy (another VACUUM or an index build) for {lock_timeout:g} s")
     finally:
         connection.remove_notice_handler(collect)
-        connection.execute("SELECT set_config('lock_timeout', %s, false)", (previous,))
+        connection.execute(_SET, previous)
 
 
 def rebuild_blockers(cursor: psycopg.Cursor) -> list[str]:
@@ -98,19 +110,19 @@ def rebuild_blockers(cursor: psycopg.Cursor) -> list[str]:
                    SELECT DISTINCT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)
                    FROM pg_catalog.pg_depend AS d
                    WHERE d.deptype = 'n'
-                     AND ((d.refclassid = 'pg_catalog.pg_class'::regclass
+                     AND ((d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
                            AND d.refobjid IN (SELECT indexrelid FROM pg_catalog.pg_index WHERE indrelid = c.oid))
-                       OR (d.refclassid = 'pg_catalog.pg_constraint'::regclass
+                       OR (d.refclassid = 'pg_catalog.pg_constraint'::pg_catalog.regclass
                            AND d.refobjid IN (SELECT oid FROM pg_catalog.pg_constraint WHERE conrelid = c.oid)))
                    UNION
-                   SELECT pg_catalog.format('foreign key %I on %s', conname, conrelid::regclass)
+                   SELECT pg_catalog.format('foreign key %I on %s', conname, conrelid::pg_catalog.regclass)
                    FROM pg_catalog.pg_constraint WHERE confrelid = c.oid AND contype = 'f'
                    UNION
                    SELECT pg_catalog.format('trigger %I', tgname)
                    FROM pg_catalog.pg_trigger WHERE tgrelid = c.oid AND NOT tgisinternal
                    ORDER BY 1
                )
-        FROM pg_catalog.pg_class AS c WHERE c.oid = 'simhash.documents'::regclass
+        FROM pg_catalog.pg_class AS c WHERE c.oid = 'simhash.documents'::pg_catalog.regclass
         """
     )
     owner, dependents = cursor.fetchone()
@@ -130,12 +142,12 @@ def lock_exclusively(cursor: psycopg.Cursor, lock_timeout: float, purpose: str) 
     lock request makes every later reader queue behind it, so each wait is kept short.
     Must run inside a transaction; the lock is held until it ends.
     """
-    previous = cursor.execute("SELECT current_setting('lock_timeout')").fetchone()[0]
+    previous = cursor.execute("SELECT pg_catalog.current_setting('lock_timeout')").fetchone()[0]
     deadline = time.monotonic() + lock_timeout
     while True:
         attempt = min(LOCK_ATTEMPT_SECONDS, max(deadline - time.monotonic(), 0.001))
         cursor.execute("SAVEPOINT simhash_lock")
-        cursor.execute("SELECT set_config('lock_timeout', %s, true)", (_milliseconds(attempt),))
+        cursor.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (_milliseconds(attempt),))
         try:
             cursor.execute("LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE")
         except psycopg.errors.LockNotAvailable:
@@ -148,16 +160,16 @@ def lock_exclusively(cursor: psycopg.Cursor, lock_timeout: float, purpose: str) 
             time.sleep(LOCK_PAUSE_SECONDS)
             continue
         cursor.execute("RELEASE SAVEPOINT simhash_lock")
-        cursor.execute("SELECT set_config('lock_timeout', %s, true)", (previous,))
+        cursor.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (previous,))
         return
 
 
 def resync_id_sequence(cursor: psycopg.Cursor) -> None:
     """Move the id sequence past the largest id (rows inserted with explicit ids overtake it); never back."""
     cursor.execute(
-        "SELECT pg_catalog.setval(s.sequence, GREATEST((SELECT max(id) FROM simhash.documents), "
+        "SELECT pg_catalog.setval(s.sequence, GREATEST((SELECT pg_catalog.max(id) FROM simhash.documents), "
         "pg_catalog.nextval(s.sequence))) "
-        "FROM (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::regclass AS sequence) AS s"
+        "FROM (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::pg_catalog.regclass AS sequence) AS s"
     )
 
 

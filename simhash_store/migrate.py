@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 SCHEMA = "simhash"
 
 # The newest revision in migrations/versions; a test checks it against Alembic's view.
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 
 
 @lru_cache(maxsize=1)
@@ -44,12 +44,14 @@ def head_revision() -> str:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-def current_revision(engine: Engine) -> str | None:
-    """The revision the database is at (None for a database without the store's schema)."""
+def current_revision(engine: Engine, where: str | None = None) -> str | None:
+    """The revision the database is at (None for a database without the store's schema); raises
+    :class:`UntrustedSchemaError` for a schema another role can change (``where``: the database, for it)."""
+    from .config import redact
     from .lookup import revision_of
 
     with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
-        return revision_of(cursor)
+        return revision_of(cursor, where or (lambda: redact(engine.url)))
 
 
 def is_known_revision(revision: str) -> bool:

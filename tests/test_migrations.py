@@ -16,7 +16,7 @@ from simhash_store.store import Store
 VERSIONS = Path(__file__).resolve().parent.parent / "migrations" / "versions"
 # Revision 0001 shipped: its file (and so the DDL it runs) must never change.
 REVISION_0001_SHA256 = "3fead0c2e44714f52069a7aca6a1e851a39cb3758f425eec62152bca4fbac7f6"
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006"]
+REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007"]
 
 CHECKSUM = (
     "SELECT count(*), md5(string_agg(md5(ROW(id, key, fingerprint, block0, block1, block2, block3, digest, "

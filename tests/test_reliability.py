@@ -175,9 +175,9 @@ def _start(server) -> None:
 
 
 def test_server_stopped_mid_add_and_mid_query(private_server, tmp_path):
-    from simhash_store.embedded import _create_database
+    from simhash_store.embedded import server_address
 
-    url = _create_database(private_server, "restart_test")
+    url = server_address(private_server, "restart_test").sqlalchemy()
     records = wiki_paragraphs(150)
     source = write_jsonl(tmp_path / "news.jsonl", records)
 

@@ -18,9 +18,10 @@ import pytest
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from simhash_store import PermissionDeniedError, migrate
+from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
 from simhash_store.store import NewDocument, Store
+from simhash_store.trust import LIBRARY_FUNCTIONS
 
 
 def _plain(url) -> str:
@@ -394,3 +395,368 @@ def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
     result = CliRunner().invoke(app, ["--db", "postgresql://app@127.0.0.1:5432/news", "stats"])
     assert result.exit_code == 1
     assert result.output == f"Error: {variable} must be a number of seconds (0 for no limit), not 'soon'\n"
+
+
+# ------------------------------------------------------------ a schema someone else made
+
+@contextlib.contextmanager
+def _other_role(url, *grants: str):
+    """A login role that is not the store's owner, with ``grants`` ({role} is its name) given by the admin."""
+    role = f"simhash_other_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+        for grant in grants:
+            connection.execute(text(grant.format(role=f'"{role}"', database=f'"{url.database}"')))
+    try:
+        yield role, admin
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP OWNED BY "{role}" CASCADE'))
+            connection.execute(text(f'DROP ROLE "{role}"'))
+        admin.dispose()
+
+
+def _as(url, role) -> psycopg.Connection:
+    return psycopg.connect(_plain(url.set(username=role, password=None)), autocommit=True)
+
+
+def _one_error_line(result) -> str:
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: "), result.output
+    assert "Traceback" not in result.output
+    return result.output
+
+
+def test_a_simhash_schema_planted_before_the_first_init_is_refused(empty_database_url):
+    plain = empty_database_url.render_as_string(hide_password=False)
+    with _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(empty_database_url, role) as planter:
+            planter.execute("CREATE SCHEMA simhash; GRANT USAGE, CREATE ON SCHEMA simhash TO PUBLIC")
+        runner = CliRunner()
+        for args in (["init"], ["add", "--jsonl", "-"], ["stats"], ["query", "-f", "0000000000000005"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "a", "text": "北京的新闻"}\n'))
+            assert f"schema simhash in database " in line and f"belongs to role {role}" in line, line
+            assert "drop the schema" in line and "SIMHASH_STORE_TRUSTED_OWNERS" in line
+        with Store(empty_database_url) as store, pytest.raises(UntrustedSchemaError, match=f"belongs to role {role}"):
+            store.upgrade()
+        with admin.connect() as connection:  # nothing was created in it
+            assert connection.execute(text(
+                "SELECT count(*) FROM pg_class WHERE relnamespace = 'simhash'::regnamespace")).scalar() == 0
+        # Alembic run by hand (migrations/env.py) checks it too, inside the migration's transaction.
+        result = subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"], cwd=Path(__file__).resolve().parent.parent,
+            env={**os.environ, "SIMHASH_STORE_URL": plain}, capture_output=True, text=True, timeout=300,
+        )
+        assert result.returncode != 0 and f"belongs to role {role}" in result.stderr
+        # Dropped by its owner, the schema is the library's own again.
+        with _as(empty_database_url, role) as planter:
+            planter.execute("DROP SCHEMA simhash")
+        assert runner.invoke(app, ["--db", plain, "init"]).exit_code == 0
+
+
+def test_a_store_schema_others_may_create_in_is_refused_until_revoked(database_url):
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url, "GRANT USAGE, CREATE ON SCHEMA simhash TO {role}") as (role, admin):
+        runner = CliRunner()
+        for grantee in ("PUBLIC", f'"{role}"'):
+            with admin.connect() as connection:
+                connection.execute(text(f"GRANT CREATE ON SCHEMA simhash TO {grantee}"))
+            for args in (["query", "-f", "0000000000000005"], ["add", "--jsonl", "-"], ["init"]):
+                line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+                assert "lets " in line and "REVOKE CREATE ON SCHEMA simhash FROM" in line, line
+                assert grantee.strip('"') in line
+            with admin.connect() as connection:
+                connection.execute(text(f"REVOKE CREATE ON SCHEMA simhash FROM {grantee}"))
+        # An object another role left there while it could create in it: refused, naming it.
+        with admin.connect() as connection:
+            connection.execute(text(f'GRANT CREATE ON SCHEMA simhash TO "{role}"'))
+        with _as(database_url, role) as other:
+            other.execute("CREATE FUNCTION simhash.near_many(bigint[], integer, text, numeric) RETURNS SETOF record "
+                          "LANGUAGE sql AS 'SELECT NULL::record WHERE false'")
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE CREATE ON SCHEMA simhash FROM "{role}"'))
+        line = _one_error_line(runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]))
+        assert f"function near_many belongs to role {role}" in line, line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError):
+            store.add([NewDocument("b", 6)])
+        with admin.connect() as connection:
+            connection.execute(text("DROP FUNCTION simhash.near_many(bigint[], integer, text, numeric)"))
+        result = runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000005", "-k", "0", "--json"])
+        assert result.exit_code == 0 and '"a"' in result.output, result.output
+    with Store(database_url) as store:
+        assert store.count() == 1
+
+
+def test_the_schema_check_covers_every_function_the_migrations_create(database_url):
+    # The check looks functions up by name (trust.LIBRARY_FUNCTIONS): a revision adding one must add it there.
+    with psycopg.connect(_plain(database_url)) as connection:
+        created = {row[0] for row in connection.execute(
+            "SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")}
+    assert created == set(LIBRARY_FUNCTIONS)
+
+
+def test_a_store_left_in_a_planted_schema_runs_none_of_the_planters_code(database_url):
+    # The state an earlier version left after init in a schema another role had made: the
+    # owner's tables and functions in a schema of that role, who then swapped near_many for its own.
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url) as (role, admin):
+        with admin.connect() as connection:
+            connection.execute(text(f'ALTER SCHEMA simhash OWNER TO "{role}"'))
+            connection.execute(text('CREATE TABLE public.stolen (who text)'))
+            connection.execute(text('GRANT INSERT ON public.stolen TO PUBLIC'))
+        with _as(database_url, role) as planter:  # as the schema's owner it may drop what it does not own
+            planter.execute("DROP FUNCTION simhash.near_many(bigint[], integer, text, integer)")
+            planter.execute(
+                "CREATE FUNCTION simhash.near_many(fingerprints bigint[], max_distance integer DEFAULT 11, "
+                "method text DEFAULT 'auto', max_results integer DEFAULT NULL, OUT query_index bigint, OUT id bigint, "
+                "OUT key text, OUT fingerprint bigint, OUT distance integer) RETURNS SETOF record LANGUAGE sql "
+                "AS $$ INSERT INTO public.stolen VALUES (current_user) RETURNING 1::bigint, 1::bigint, 'x', 1::bigint, 0 $$"
+            )
+        for args in (["query", "-f", "0000000000000005"], ["stats"], ["add", "--jsonl", "-"], ["init"]):
+            result = CliRunner().invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n')
+            assert f"belongs to role {role}" in _one_error_line(result)
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM public.stolen")).scalar() == 0
+            connection.execute(text("ALTER SCHEMA simhash OWNER TO CURRENT_USER"))
+        # Back with its owner, the swapped function is still another role's: refused, named.
+        line = _one_error_line(CliRunner().invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]))
+        assert f"function near_many belongs to role {role}" in line
+
+
+def test_a_store_of_another_owner_is_used_once_that_owner_is_trusted(database_url, reader_role, monkeypatch):
+    # The owner is an ordinary role; the reader it granted access is told to trust it first.
+    with _other_role(database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (owner, admin):
+        owner_url = database_url.set(username=owner, password=None)
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA simhash CASCADE"))
+        with Store(owner_url) as store:
+            store.add([NewDocument("a", 5)])
+            store.grant_read_only(reader_role)
+        reader = database_url.set(username=reader_role, password=None).render_as_string(hide_password=False)
+        line = _one_error_line(CliRunner().invoke(app, ["--db", reader, "query", "-f", "0000000000000005", "-k", "0"]))
+        assert f"belongs to role {owner}" in line and f"SIMHASH_STORE_TRUSTED_OWNERS={owner}" in line
+        monkeypatch.setenv("SIMHASH_STORE_TRUSTED_OWNERS", f"someone_else, {owner}")
+        result = CliRunner().invoke(app, ["--db", reader, "query", "-f", "0000000000000005", "-k", "0", "--json"])
+        assert result.exit_code == 0 and '"a"' in result.output, result.output
+
+
+# ------------------------------------------------------------ a search_path in the URL
+
+# Look-alikes of every function, aggregate, operator and type name the library's statements
+# use (and SQLAlchemy's first connect), with the argument types psycopg binds (a Python int is
+# int2, int4 or int8 by value; a str is text), planted by another role in a schema of its own
+# that the URL puts first on the path. Each records who ran it in app.stolen, and counts in
+# the sequence app.sprung, which no rollback undoes (a read that ends in ROLLBACK would hide the row).
+_PLANTS = """
+SET search_path = pg_catalog;
+CREATE TABLE app.stolen (who text, what text);
+CREATE SEQUENCE app.sprung;
+GRANT USAGE ON SCHEMA app TO PUBLIC;
+GRANT INSERT ON app.stolen TO PUBLIC;
+GRANT USAGE ON SEQUENCE app.sprung TO PUBLIC;
+CREATE FUNCTION app.trap(what text) RETURNS boolean LANGUAGE sql SET search_path = pg_catalog
+  AS $$ SELECT nextval('app.sprung'); INSERT INTO app.stolen VALUES (current_user, what) RETURNING true $$;
+"""
+_PLANTED_FUNCTIONS = [
+    # (signature, returns, what the real one is called with)
+    ("pg_advisory_xact_lock(integer, smallint)", "void", None),
+    ("pg_advisory_xact_lock(integer, integer)", "void", None),
+    ("pg_advisory_xact_lock(bigint)", "void", None),
+    ("pg_advisory_xact_lock(integer)", "void", None),
+    ("hashtext(text)", "integer", "pg_catalog.hashtext($1)"),
+    ("set_config(text, text, boolean)", "text", "pg_catalog.set_config($1, $2, $3)"),
+    ("current_setting(text)", "text", "pg_catalog.current_setting($1)"),
+    ("current_setting(text, boolean)", "text", "pg_catalog.current_setting($1, $2)"),
+    ("to_regclass(text)", "regclass", "pg_catalog.to_regclass($1)"),
+    ("unnest(bigint[])", "SETOF bigint", "pg_catalog.unnest($1)"),
+    ("unnest(text[])", "SETOF text", "pg_catalog.unnest($1)"),
+    ("unnest(integer[])", "SETOF integer", "pg_catalog.unnest($1)"),
+    ("md5(text)", "text", "pg_catalog.md5($1)"),
+    ("bit_count(bit)", "bigint", "pg_catalog.bit_count($1)"),
+    ("cardinality(bigint[])", "integer", "pg_catalog.cardinality($1)"),
+    ("format(text, text)", "text", "pg_catalog.format($1, $2)"),
+    ("format(text, text, text)", "text", "pg_catalog.format($1, $2, $3)"),
+    ("current_database()", "name", "pg_catalog.current_database()"),
+    ("current_schema()", "name", "pg_catalog.current_schema()"),
+    ("version()", "text", "pg_catalog.version()"),
+    ("now()", "timestamptz", "pg_catalog.now()"),
+    ("pg_database_size(name)", "bigint", "pg_catalog.pg_database_size($1)"),
+    ("pg_total_relation_size(regclass)", "bigint", "pg_catalog.pg_total_relation_size($1)"),
+    ("pg_total_relation_size(text)", "bigint", "pg_catalog.pg_total_relation_size($1::regclass)"),
+    ("pg_relation_size(regclass)", "bigint", "pg_catalog.pg_relation_size($1)"),
+    ("pg_relation_size(text)", "bigint", "pg_catalog.pg_relation_size($1::regclass)"),
+    ("pg_get_serial_sequence(text, text)", "text", "pg_catalog.pg_get_serial_sequence($1, $2)"),
+    ("nextval(regclass)", "bigint", "pg_catalog.nextval($1)"),
+    ("setval(regclass, bigint)", "bigint", "pg_catalog.setval($1, $2)"),
+    ("pg_get_userbyid(oid)", "name", "pg_catalog.pg_get_userbyid($1)"),
+    ("pg_has_role(name, oid, text)", "boolean", "pg_catalog.pg_has_role($1, $2, $3)"),
+    ("has_schema_privilege(text, text, text)", "boolean", "pg_catalog.has_schema_privilege($1, $2, $3)"),
+    ("has_table_privilege(text, oid, text)", "boolean", "pg_catalog.has_table_privilege($1, $2, $3)"),
+    ("has_function_privilege(text, oid, text)", "boolean", "pg_catalog.has_function_privilege($1, $2, $3)"),
+    ("pg_describe_object(oid, oid, integer)", "text", "pg_catalog.pg_describe_object($1, $2, $3)"),
+    ("pg_get_constraintdef(oid)", "text", "pg_catalog.pg_get_constraintdef($1)"),
+    ("jsonb_typeof(jsonb)", "text", "pg_catalog.jsonb_typeof($1)"),
+]
+# (aggregate, state function's argument type)
+_PLANTED_AGGREGATES = [("count(*)", None), ("count(bigint)", "bigint"), ("max(bigint)", "bigint"), ("min(bigint)", "bigint"),
+                       ("sum(bigint)", "bigint"), ("array_agg(bigint)", "bigint"), ("string_agg(text, text)", "text")]
+# (operator, left, right, the built-in it stands for)
+_PLANTED_OPERATORS = [
+    ("=", "bigint", "bigint"), ("=", "text", "text"), ("=", "integer", "integer"), ("=", "bigint", "integer"),
+    ("<", "bigint", "bigint"), ("<=", "integer", "integer"), ("<>", "text", "text"), ("#", "bigint", "bigint"),
+    ("&", "bigint", "integer"), ("&", "bigint", "bigint"), (">>", "bigint", "integer"), ("||", "text", "text"),
+    ("+", "bigint", "bigint"), ("+", "bigint", "integer"), ("-", "bigint", "integer"),
+]
+# Type names the library casts to or declares (a domain whose check records its use).
+_PLANTED_TYPES = ["text", "regclass", "jsonb", "bytea", "name"]
+
+
+def _plant_sql() -> str:
+    statements = [_PLANTS]
+    for signature, returns, real in _PLANTED_FUNCTIONS:
+        name = signature.split("(")[0]
+        if returns == "void":
+            body = f"BEGIN PERFORM app.trap('{signature}'); END"
+        elif returns.startswith("SETOF"):
+            body = f"BEGIN PERFORM app.trap('{signature}'); RETURN QUERY SELECT * FROM {real}; END"
+        else:
+            body = f"BEGIN PERFORM app.trap('{signature}'); RETURN {real}; END"
+        statements.append(f"CREATE FUNCTION app.{signature} RETURNS {returns} LANGUAGE plpgsql "
+                          f"SET search_path = pg_catalog AS $${body}$$;")
+    for index, (aggregate, argument) in enumerate(_PLANTED_AGGREGATES):
+        name = aggregate.split("(")[0]
+        if argument is None:
+            statements.append(f"CREATE FUNCTION app.step{index}(bigint) RETURNS bigint LANGUAGE plpgsql SET search_path = "
+                              f"pg_catalog AS $$BEGIN PERFORM app.trap('{aggregate}'); RETURN $1 + 1; END$$;")
+            statements.append(f"CREATE AGGREGATE app.{name}(*) (SFUNC = app.step{index}, STYPE = bigint, INITCOND = '0');")
+        else:
+            extra = ", text" if name == "string_agg" else ""
+            statements.append(f"CREATE FUNCTION app.step{index}({argument}, {argument}{extra}) RETURNS {argument} "
+                              f"LANGUAGE plpgsql SET search_path = pg_catalog "
+                              f"AS $$BEGIN PERFORM app.trap('{aggregate}'); RETURN $2; END$$;")
+            statements.append(f"CREATE AGGREGATE app.{aggregate} (SFUNC = app.step{index}, STYPE = {argument});")
+    for index, (operator, left, right) in enumerate(_PLANTED_OPERATORS):
+        statements.append(
+            f"CREATE FUNCTION app.op{index}({left}, {right}) RETURNS {'boolean' if operator in ('=', '<', '<=', '<>') else left}"
+            f" LANGUAGE plpgsql SET search_path = pg_catalog AS $$BEGIN PERFORM app.trap('{left} {operator} {right}'); "
+            f"RETURN $1 OPERATOR(pg_catalog.{operator}) $2; END$$;"
+        )
+        statements.append(f"CREATE OPERATOR app.{operator} (LEFTARG = {left}, RIGHTARG = {right}, FUNCTION = app.op{index});")
+    for name in _PLANTED_TYPES:
+        statements.append(f"CREATE DOMAIN app.{name} AS pg_catalog.{name} CHECK (app.trap('type {name}'));")
+    return "\n".join(statements)
+
+
+@contextlib.contextmanager
+def _planted_path(url):
+    """Another role's schema app full of look-alikes, and the store's URL with app first on its path."""
+    with _other_role(url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(url, role) as planter:
+            planter.execute("CREATE SCHEMA app")
+            planter.execute(_plant_sql())
+        yield url.update_query_dict({"options": "-csearch_path=app,pg_catalog,public"}), admin
+
+
+def _stolen(admin) -> list[tuple[str, str]]:
+    """What the look-alikes recorded; a look-alike run in a transaction rolled back shows as ``?``."""
+    with admin.connect() as connection:
+        recorded = [tuple(row) for row in connection.execute(text("SELECT who, what FROM app.stolen"))]
+        sprung = connection.execute(text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM app.sprung")).scalar()
+    return recorded + [("?", "a look-alike, in a transaction rolled back")] * (sprung - len(recorded))
+
+
+def _reset(admin) -> None:
+    with admin.connect() as connection:
+        connection.execute(text("TRUNCATE app.stolen"))
+        connection.execute(text("SELECT setval('app.sprung', 1, false)"))
+
+
+def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database_url, reader_role, sample_paragraphs, tmp_path):
+    with _planted_path(database_url) as (hostile, admin):
+        # The traps are live: a plain session of that URL runs them.
+        with psycopg.connect(_plain(hostile), autocommit=True) as victim:
+            victim.execute("SELECT pg_advisory_xact_lock(%s, %s)", (1397312840, 2)).fetchall()
+            victim.execute("SELECT count(*) FROM pg_class WHERE relname = %s::text", ("pg_class",)).fetchall()
+            with victim.transaction(force_rollback=True):
+                victim.execute("SELECT md5(%s::text)", ("rolled back",))
+        assert {"pg_advisory_xact_lock(integer, smallint)", "count(*)", "type text"} <= {w for _, w in _stolen(admin)}
+        assert ("?", "a look-alike, in a transaction rolled back") in _stolen(admin)
+        _reset(admin)
+
+        url = hostile.render_as_string(hide_password=False)
+        texts = sample_paragraphs[:12]
+        corpus = tmp_path / "corpus"
+        corpus.mkdir()
+        for i, body in enumerate(texts[:6]):
+            (corpus / f"p{i}.txt").write_text(body, encoding="utf-8")
+        records = tmp_path / "records.jsonl"
+        records.write_text("".join(json.dumps({"key": f"r{i}", "text": t}, ensure_ascii=False) + "\n"
+                                   for i, t in enumerate(texts[4:])), encoding="utf-8")
+        legacy = tmp_path / "legacy.csv"
+        legacy.write_text("key,fingerprint\n" + "".join(f"l{i},{(i * 0x9E3779B97F4A7C15) % 2**64}\n" for i in range(20)))
+        one = tmp_path / "one.txt"
+        one.write_text(texts[0] + "。", encoding="utf-8")
+        commands = [
+            ["init"],
+            ["add", str(corpus), "-q"],
+            ["add", "--jsonl", str(records), "--skip-near-duplicates", "-q"],
+            ["import", str(legacy), "--scheme", "zh-jieba-v1"],
+            ["query", str(one)],
+            ["query", "-f", "0000000000000005", "-k", "12", "--json"],
+            ["dups", "-k", "8"],
+            ["dups", "-k", "8", "--clusters"],
+            ["recluster", "-k", "8"],
+            ["dups", "--clusters", "--json"],
+            ["add", "--jsonl", "-", "-q"],  # into a store that keeps clusters: the cluster lock
+            ["dedup", str(records), "-o", str(tmp_path / "kept.jsonl"), "-q"],
+            ["calibrate", "--jsonl", str(records), "--sample", "4", "--apply"],
+            ["explain", str(one), str(corpus / "p0.txt")],
+            ["remove", "p1", "r5"],
+            ["stats"],
+            ["stats", "--json"],
+            ["optimize"],
+            ["grant-read", reader_role],
+        ]
+        runner = CliRunner()
+        for args in commands:
+            given = json.dumps({"key": "late", "text": texts[1] + "！"}, ensure_ascii=False) + "\n"
+            result = runner.invoke(app, ["--db", url, *args], input=given)
+            assert result.exit_code == 0, (args, result.output)
+            assert _stolen(admin) == [], args
+
+        # An engine the caller made from that URL: the library's statements are pinned per transaction,
+        # and its autocommit upkeep (VACUUM) names pg_catalog for everything it calls.
+        engine = create_engine(hostile)
+        with engine.connect():  # SQLAlchemy's first connect (select current_schema()): the caller's, not ours
+            pass
+        _reset(admin)
+        with Store(engine) as store:
+            documents = [NewDocument(f"e{i}", (i * 0x2545F4914F6CDD1D) % 2**64, stamp="1:1") for i in range(40)]
+            store.add(documents[:20], batch_size=7, skip_near_duplicates=True, max_distance=2)
+            store.load(documents[20:])
+            store.query(documents[3].fingerprint, 9)
+            store.query_many([d.fingerprint for d in documents[:5]], 9)
+            store.versions(["e1", "e2"])
+            store.set_stamps({"e1": "2:2"})
+            store.get("e1")
+            store.pairs(6)
+            store.near_duplicates(6)
+            store.clusters(6)
+            store.recluster(6)
+            store.add_new_and_cluster([NewDocument("e99", 12345)])
+            store.memberships(["e1", "e99"])
+            store.stored_clusters()
+            store.sample_keys(3)
+            store.optimize()
+            store.stats()
+            store.remove(["e1"])
+            store.grant_read_only(reader_role)
+        with engine.connect() as connection:  # the caller's own sessions keep the caller's path
+            assert connection.execute(text("SHOW search_path")).scalar() == "app,pg_catalog,public"
+        engine.dispose()
+        assert _stolen(admin) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -94,7 +96,8 @@ def test_serve_prints_a_url_that_psql_psycopg_and_sqlalchemy_take(data_dir):
     serving = Serving(data_dir, "--json")
     try:
         printed = json.loads(serving.line)
-        assert set(printed) == {"url", "host", "port", "user", "database"}
+        assert set(printed) == {"url", "host", "port", "user", "database", "superuser"}
+        assert printed["superuser"] is True  # said plainly: the socket's URL is the superuser's
         url = printed["url"]
         assert url.startswith("postgresql://") and printed["database"] == "simhash_store"
         # psql, as is
@@ -168,8 +171,8 @@ def test_serve_listen_opens_tcp_with_a_password_kept_private(data_dir):
         with psycopg.connect(url) as connection:
             fingerprints = connection.execute("SELECT fingerprint FROM simhash.documents").fetchall()
             assert len(fingerprints) == 5 and all(0 <= from_signed(f) < 2**64 for f, in fingerprints)
-        with pytest.raises(psycopg.OperationalError, match="password"):
-            psycopg.connect(f"postgresql://127.0.0.1:{port}/simhash_store?user=postgres", connect_timeout=10)
+        with pytest.raises(psycopg.OperationalError, match="password|pg_hba.conf rejects"):
+            psycopg.connect(f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}", connect_timeout=10)
         result = subprocess.run(
             [_psql(), url, "-Atc", "SELECT count(*) FROM simhash.documents"], capture_output=True, text=True, timeout=60
         )
@@ -182,6 +185,283 @@ def test_serve_listen_opens_tcp_with_a_password_kept_private(data_dir):
         assert again.line.strip() == url
     finally:
         assert again.stop() == 0
+
+
+OWNER = "simhash_owner"  # the role serve --listen gives TCP clients (documented)
+NEW_TEXT = "社区图书馆今年新增了周末亲子阅读活动，报名的家庭已经超过三百户，志愿者也在增加。"
+
+
+def _socket_url(data_dir: Path) -> str:
+    """The URL of `simhash-store url`: the Unix socket (the server must be running: serve is up)."""
+    shown = cli(data_dir, "url")
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout.strip()
+
+
+def _superuser_url(data_dir: Path) -> str:
+    """The server's superuser over the Unix socket, for the tests' own set-up and clean-up."""
+    return re.sub(r"user=[^&]*", "user=postgres", _socket_url(data_dir))
+
+
+def _drop_role(data_dir: Path, role: str) -> None:
+    with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
+        if connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            connection.execute(f'DROP OWNED BY "{role}"')
+            connection.execute(f'DROP ROLE "{role}"')
+
+
+def _count(url: str) -> int:
+    with psycopg.connect(url, connect_timeout=10) as connection:
+        return connection.execute("SELECT count(*) FROM simhash.documents").fetchone()[0]
+
+
+def test_serve_listen_gives_tcp_clients_the_stores_owner_not_a_superuser(data_dir, tmp_path):
+    port = _free_port()
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}", "--json")
+    try:
+        printed = json.loads(serving.line)
+        url = printed["url"]
+        with psycopg.connect(url, connect_timeout=10) as connection:
+            rights = connection.execute(
+                "SELECT rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls "
+                "FROM pg_roles WHERE rolname = current_user"
+            ).fetchone()
+            assert rights == (False, False, False, False, False)
+            # what the superuser's URL allowed: running programs as the server's OS account
+            connection.execute("CREATE TEMPORARY TABLE shell (line text)")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                connection.execute("COPY shell FROM PROGRAM 'id'")
+        assert (printed["user"], printed["superuser"]) == (OWNER, False)
+        with psycopg.connect(url, connect_timeout=10) as connection:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # ... and reading the server's files
+                connection.execute("SELECT pg_read_file('postgresql.conf')")
+        with psycopg.connect(url, connect_timeout=10) as connection:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                connection.execute("CREATE ROLE intruder SUPERUSER LOGIN")
+        with psycopg.connect(url, connect_timeout=10) as connection:
+            owners = connection.execute(
+                "SELECT (SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'simhash'), "
+                "(SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'simhash.documents'::regclass), "
+                "has_database_privilege(current_database(), 'CREATE')"
+            ).fetchone()
+            assert owners == (OWNER, OWNER, True)
+        # The owner adds, queries and removes through the library, over TCP.
+        note = tmp_path / "owner-note.txt"
+        note.write_text(NEW_TEXT, encoding="utf-8")
+        added = cli(data_dir, "--db", url, "add", str(note))
+        assert added.returncode == 0, added.stderr
+        found = cli(data_dir, "--db", url, "query", "--json", str(note))
+        assert found.returncode == 0, found.stderr
+        keys = [m["key"] for m in json.loads(found.stdout)["matches"]]
+        assert len(keys) == 1 and keys[0].endswith("owner-note.txt")
+        # The library on this machine still reads and writes the store, over the socket, now as its owner.
+        assert f"user={OWNER}" in _socket_url(data_dir) and _socket_url(data_dir).startswith("postgresql:///simhash_store?host=")
+        local = cli(data_dir, "query", "--json", str(note))
+        assert local.returncode == 0, local.stderr
+        assert [m["key"] for m in json.loads(local.stdout)["matches"]] == keys
+        removed = cli(data_dir, "remove", keys[0])
+        assert removed.returncode == 0, removed.stderr
+        assert _count(url) == 5
+    finally:
+        assert serving.stop() == 0
+
+
+def test_the_superuser_is_refused_over_tcp_even_with_the_password(data_dir):
+    port = _free_port()
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+    try:
+        password = (data_dir / "password").read_text().strip()
+        # the server's superuser is refused before any password is asked for, in every database
+        refused = f"postgresql://127.0.0.1:{port}/simhash_store?user=postgres&password={password}"
+        with pytest.raises(psycopg.OperationalError, match='pg_hba.conf rejects connection .* user "postgres"'):
+            psycopg.connect(refused, connect_timeout=10)
+        with pytest.raises(psycopg.OperationalError, match='pg_hba.conf rejects connection .* user "postgres"'):
+            psycopg.connect(refused.replace("/simhash_store?", "/postgres?"), connect_timeout=10)
+        with psycopg.connect(_superuser_url(data_dir), connect_timeout=10) as connection:  # the socket: still the superuser
+            assert connection.execute(
+                "SELECT rolsuper, rolpassword IS NULL FROM pg_authid WHERE rolname = current_user"
+            ).fetchone() == (True, True)
+    finally:
+        assert serving.stop() == 0
+
+
+def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_dir, tmp_path):
+    role = f"reader_{uuid.uuid4().hex[:12]}"
+    port = _free_port()
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+    owner_url = serving.line.strip()
+    try:
+        granted = cli(data_dir, "grant-read", role, "--password")  # on the embedded server: creates the role
+        assert granted.returncode == 0, granted.stderr
+        lines = granted.stdout.splitlines()
+        password = lines[1].rpartition(": ")[2]
+        assert lines[1] == f"password of {role} (shown once, kept nowhere): {password}" and len(password) >= 24
+        reader_url = f"postgresql://127.0.0.1:{port}/simhash_store?user={role}&password={password}"
+        assert lines[2] == f"read-only URL: {reader_url}"
+        assert password not in "".join(
+            path.read_text(errors="replace") for path in data_dir.iterdir() if path.is_file()
+        )
+        # The store's owner may grant, but not set another role's password: one line, the password unchanged.
+        refused = cli(data_dir, "--db", owner_url, "grant-read", role, "--password")
+        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert refused.stderr.startswith(f"Error: role {OWNER} may not set the password of '{role}' (nothing granted)")
+        repost = to_signed(fingerprint(REPOST.read_text(encoding="utf-8")))
+        with psycopg.connect(reader_url, connect_timeout=10) as connection:
+            assert connection.execute("SELECT key FROM simhash.near(%s, 11)", (repost,)).fetchall() == [
+                ("library-night-reading.txt",)
+            ]
+        for statement in (
+            "DELETE FROM simhash.documents",
+            "UPDATE simhash.documents SET key = 'x'",
+            "INSERT INTO simhash.documents (key, fingerprint) VALUES ('x', 1)",
+        ):
+            with psycopg.connect(reader_url, connect_timeout=10) as connection:
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    connection.execute(statement)
+        note = tmp_path / "reader-note.txt"
+        note.write_text(NEW_TEXT, encoding="utf-8")
+        write = cli(data_dir, "--db", reader_url, "add", str(note))
+        assert write.returncode == 1 and write.stderr.startswith("Error: ") and len(write.stderr.splitlines()) == 1
+        assert _count(owner_url) == 5
+        # Without --password, as before: grants only, prints no password; the owner may do that too.
+        for db in ([], ["--db", owner_url]):
+            again = cli(data_dir, *db, "grant-read", role)
+            assert again.returncode == 0 and "password" not in again.stdout, again.stderr
+    finally:
+        try:
+            _drop_role(data_dir, role)
+        finally:
+            assert serving.stop() == 0
+
+
+TRAP = """
+CREATE TABLE simhash.caught (who text, superuser boolean);
+CREATE FUNCTION simhash.trap() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO simhash.caught SELECT current_user, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER trap AFTER INSERT ON simhash.documents FOR EACH STATEMENT EXECUTE FUNCTION simhash.trap();
+"""
+
+
+def test_code_the_owner_plants_never_runs_with_the_superusers_rights(data_dir, tmp_path):
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{_free_port()}")
+    url = serving.line.strip()
+    note = tmp_path / "trap-note.txt"
+    try:
+        # Whoever holds the owner's URL can put code in the store that the library on this machine runs.
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(TRAP)
+        note.write_text(NEW_TEXT, encoding="utf-8")
+        added = cli(data_dir, "add", str(note))  # the library on this machine, over the socket
+        assert added.returncode == 0, added.stderr
+        with psycopg.connect(url) as connection:
+            assert connection.execute("SELECT DISTINCT who, superuser FROM simhash.caught").fetchall() == [(OWNER, False)]
+    finally:
+        try:
+            with psycopg.connect(url, autocommit=True) as connection:
+                connection.execute("DROP TRIGGER IF EXISTS trap ON simhash.documents")
+                connection.execute("DROP FUNCTION IF EXISTS simhash.trap()")
+                connection.execute("DROP TABLE IF EXISTS simhash.caught")
+                keys = connection.execute("SELECT key FROM simhash.documents WHERE key LIKE '%trap-note.txt'").fetchall()
+            for key, in keys:
+                assert cli(data_dir, "remove", key).returncode == 0
+        finally:
+            assert serving.stop() == 0
+
+
+OLD_HBA = "local all all trust\nhost all all all scram-sha-256\n"  # what serve --listen wrote before
+
+
+def test_a_store_opened_to_the_superuser_by_an_earlier_serve_listen_is_handed_to_the_owner():
+    parent = Path(tempfile.mkdtemp(prefix="simhash-store-handover-"))
+    data_dir = parent / "data"
+    reader = f"reader_{uuid.uuid4().hex[:12]}"
+    try:
+        assert cli(data_dir, "add", str(EXAMPLES / "corpus")).returncode == 0  # made by the superuser, locally
+        # What an earlier serve --listen left: the superuser's TCP password in the password file and the
+        # server, a pg_hba.conf letting it in over TCP; and a read-only role granted by the superuser.
+        old_password = "earlier-serve-password-0123456789"
+        (data_dir / "password").write_text(old_password + "\n")
+        (data_dir / "password").chmod(0o600)
+        serving = Serving(data_dir)
+        try:
+            with psycopg.connect(serving.line.strip(), autocommit=True) as connection:
+                connection.execute(f"ALTER ROLE postgres PASSWORD '{old_password}'")
+                reader_password = "reader-password-0123456789"
+                connection.execute(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{reader_password}'")
+                Path(connection.execute("SHOW hba_file").fetchone()[0]).write_text(OLD_HBA)
+                connection.execute("SELECT pg_reload_conf()")
+            granted = cli(data_dir, "grant-read", reader)
+            assert granted.returncode == 0, granted.stderr
+        finally:
+            assert serving.stop() == 0
+        port = _free_port()
+        serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+        try:
+            # Applications change the user name only: the owner role has the password the superuser had.
+            url = serving.line.strip()
+            assert url == f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}&password={old_password}"
+            with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
+                psycopg.connect(url.replace(f"user={OWNER}", "user=postgres"), connect_timeout=10)
+            with psycopg.connect(url, connect_timeout=10) as connection:
+                assert connection.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (
+                    False,
+                )
+                left = connection.execute(
+                    "SELECT relname FROM pg_class WHERE relnamespace = 'simhash'::regnamespace "
+                    "AND relowner <> current_user::regrole UNION ALL SELECT proname FROM pg_proc "
+                    "WHERE pronamespace = 'simhash'::regnamespace AND proowner <> current_user::regrole"
+                ).fetchall()
+                assert left == []  # every table, index, view, type and function is the owner's now
+            note = parent / "owner-note.txt"
+            note.write_text(NEW_TEXT, encoding="utf-8")
+            added = cli(data_dir, "--db", url, "add", str(note))
+            assert added.returncode == 0, added.stderr
+            upkeep = cli(data_dir, "--db", url, "optimize")  # only the table's owner may vacuum it
+            assert upkeep.returncode == 0 and upkeep.stdout.startswith("optimized"), upkeep.stderr
+            # The read-only role granted before keeps its rights, and the library on this machine still works.
+            reader_url = url.replace(f"user={OWNER}&password={old_password}", f"user={reader}&password={reader_password}")
+            assert _count(reader_url) == 6
+            # ... also on a table the owner creates later (as a migration would)
+            with psycopg.connect(url, connect_timeout=10) as connection:
+                connection.execute("CREATE TABLE simhash.added_later (n integer)")
+            with psycopg.connect(reader_url, connect_timeout=10) as connection:
+                assert connection.execute("SELECT count(*) FROM simhash.added_later").fetchone() == (0,)
+            with psycopg.connect(url, connect_timeout=10) as connection:
+                connection.execute("DROP TABLE simhash.added_later")
+            stats = cli(data_dir, "stats", "--json")
+            assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 6, stats.stderr
+        finally:
+            try:
+                _drop_role(data_dir, reader)
+            finally:
+                assert serving.stop() == 0
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_serve_listen_on_a_fresh_data_directory_lets_the_owner_create_the_store():
+    parent = Path(tempfile.mkdtemp(prefix="simhash-store-fresh-"))
+    data_dir = parent / "data"
+    try:
+        serving = Serving(data_dir, "--listen", f"127.0.0.1:{_free_port()}")
+        try:
+            url = serving.line.strip()
+            assert f"user={OWNER}&" in url
+            added = cli(data_dir, "--db", url, "add", str(EXAMPLES / "corpus"))  # creates the store over TCP
+            assert added.returncode == 0, added.stderr
+            with psycopg.connect(url, connect_timeout=10) as connection:
+                assert connection.execute(
+                    "SELECT pg_get_userbyid(nspowner), (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
+                    "FROM pg_namespace WHERE nspname = 'simhash'"
+                ).fetchone() == (OWNER, False)
+            assert _count(url) == 5
+        finally:
+            assert serving.stop() == 0
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_two_serves_listening_on_the_same_address_at_once_serve_it_or_say_why_in_one_line(data_dir):

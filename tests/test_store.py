@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import psycopg
 import pytest
@@ -380,11 +382,14 @@ def test_alembic_check_finds_no_drift(database_url):
 
 def _check_no_drift(database_url) -> None:
     from alembic import command
+    from alembic.config import Config
 
     from simhash_store import migrate
 
     engine = create_engine(database_url)
-    config = migrate.alembic_config()
+    # A config of its own: the library's cached one writes to the stdout of whichever test made it.
+    config = Config(stdout=io.StringIO())
+    config.set_main_option("script_location", migrate.alembic_config().get_main_option("script_location"))
     try:
         with engine.begin() as connection:
             config.attributes["connection"] = connection

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simhash_store.store import NewDocument
 from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError, SimhashStoreError
 from simhash_store.validation import (
     INT4,
@@ -95,3 +96,32 @@ def test_ordinary_metadata_passes_unchanged():
     metadata = {"url": "https://例子.cn", "n": 3, "ok": True, "tags": ["a", None, 1.5], "nested": {"x": []}}
     assert validate_metadata(metadata) == metadata
     assert validate_metadata(None) is None
+
+
+# Every Store method that takes keys checks them as add does: a typed error naming the problem,
+# never the driver's DataError quoting the SQL (the store fixture makes these database tests).
+_KEY_TAKERS = {
+    "get": lambda store, key: store.get(key),
+    "versions": lambda store, key: store.versions([key]),
+    "remove": lambda store, key: store.remove([key]),
+    "memberships": lambda store, key: store.memberships([key]),
+    "prefer_longest": lambda store, key: store.prefer_longest([key]),
+    "set_stamps": lambda store, key: store.set_stamps({key: "1:2"}),
+    "add": lambda store, key: store.add([NewDocument(key, 1)]),
+}
+
+
+@pytest.mark.parametrize("method", sorted(_KEY_TAKERS))
+@pytest.mark.parametrize("key, message", [("a\x00", "NUL"), ("a\ud800", "lone surrogate")])
+def test_every_method_taking_keys_refuses_what_postgresql_text_cannot_hold(store, method, key, message):
+    store.add([NewDocument("a", 1)])
+    with pytest.raises(InvalidKeyError, match=message):
+        _KEY_TAKERS[method](store, key)
+    assert store.get("a").fingerprint == 1 and store.count() == 1  # nothing changed
+
+
+def test_a_stamp_or_seed_postgresql_cannot_hold_is_a_typed_error(store):
+    with pytest.raises(InvalidValueError, match="NUL"):
+        store.set_stamps({"a": "1\x00"})
+    with pytest.raises(InvalidValueError, match="NUL"):
+        store.sample_keys(3, seed="x\x00")

@@ -40,7 +40,10 @@ from ..config import network_timeout, redact, resolve_url, secrets_of
 from ..lookup import requested_scheme
 from ..errors import SimhashStoreError
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
-from ..validation import INT4, validate_distance, validate_fingerprint, validate_integer, validate_key, validate_keys
+from ..validation import (
+    INT4, INT8, validate_distance, validate_fingerprint, validate_integer, validate_key, validate_keys,
+    validate_optional_text,
+)
 from ..validation import MAX_KEY_BYTES  # noqa: F401 - re-exported: callers know the limit from the store
 from ..validation import validate_seconds as _validate_seconds
 from . import admin, allpairs, connection, reads, schema, writes
@@ -291,6 +294,7 @@ class Store:
     @_database_errors
     def remove(self, keys: str | Iterable[str]) -> "RemoveResult":
         """Delete documents by key (a string is one key); says which were removed and which were not stored.
+        Their ids are never given to another document (``store_info.highest_retired_id``).
 
         >>> store.remove(["a.txt", "gone.txt"])                 # doctest: +SKIP
         RemoveResult(removed=['a.txt'], missing=['gone.txt'])
@@ -303,6 +307,8 @@ class Store:
     @_database_errors
     def set_stamps(self, stamps: dict[str, str]) -> None:
         """Record new file stamps of stored documents whose content did not change."""
+        for key, stamp in stamps.items():
+            validate_optional_text(stamp, f"stamp of {validate_key(key)!r}")
         self._prepare(record=True)
         with self.engine.begin() as connection:
             writes.set_stamps(connection, stamps)
@@ -349,6 +355,7 @@ class Store:
 
     @_database_errors
     def get(self, key: str) -> StoredDocument | None:
+        validate_key(key)
         self._prepare(record=False)
         with self.engine.connect() as connection:
             return reads.get(connection, key)
@@ -356,6 +363,7 @@ class Store:
     @_database_errors
     def versions(self, keys: Sequence[str]) -> dict[str, tuple[bytes | None, str | None]]:
         """(digest, stamp) of each of the given keys that is stored: how a re-run skips unchanged inputs."""
+        keys = validate_keys(keys)
         self._prepare(record=False)
         with self.engine.connect() as connection:
             return reads.versions(connection, keys)
@@ -458,12 +466,15 @@ class Store:
     @_database_errors
     def prefer_longest(self, keys: Sequence[str]) -> int:
         """Make each stored key its cluster's representative if it is longer than the current one."""
+        keys = validate_keys(keys)
         self._prepare(record=True)
         return connection.with_cursor(self.engine, lambda cursor: clusters.prefer_longest(cursor, keys))
 
     @_database_errors
     def sample_keys(self, count: int, seed: str = "") -> list[str]:
         """Up to ``count`` stored keys, the same ones for the same seed and contents (for calibrate)."""
+        count = validate_integer(count, "count", 0, INT8[1])
+        seed = validate_optional_text(seed, "seed") or ""
         self._prepare(record=False)
         return self._read(lambda cursor: clusters.sample_keys(cursor, count, seed))
 
@@ -484,6 +495,7 @@ class Store:
     @_database_errors
     def memberships(self, keys: Sequence[str]) -> dict[str, clusters.Membership]:
         """Cluster, representative and distance to it of each stored key among ``keys``."""
+        keys = validate_keys(keys)
         self._prepare(record=False)
         return self._read(lambda cursor: clusters.memberships(cursor, keys))
 
@@ -496,19 +508,23 @@ class Store:
     # ------------------------------------------------------------ access for other applications
 
     @_database_errors
-    def grant_read_only(self, role: str) -> None:
+    def grant_read_only(self, role: str, password: str | None = None) -> None:
         """Let an existing role search and read the store in SQL, and nothing more.
 
         It may call ``simhash.near`` and ``simhash.distance`` and read every table of the
         schema (including tables later migrations add); it cannot insert, update or delete.
+        With ``password``, the role's password is set too (for TCP; only a superuser or a
+        role with CREATEROLE may), in the same transaction as the grants.
         Raises :class:`PermissionDeniedError`, granting nothing, when this role may not
         grant that (PostgreSQL itself only warns "no privileges were granted").
         """
         if not role or "\x00" in role:
             raise ValueError("a role name must be a non-empty string")
+        if password is not None and (not isinstance(password, str) or not password or "\x00" in password):
+            raise ValueError("a password must be a non-empty string without NUL characters")
         self._prepare(record=False)
         with self.engine.begin() as connection:
-            admin.grant_read_only(connection.connection.driver_connection, role)
+            admin.grant_read_only(connection.connection.driver_connection, role, password)
 
     # ------------------------------------------------------------ statistics
 

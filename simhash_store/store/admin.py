@@ -13,12 +13,13 @@ from sqlalchemy.engine import Connection
 
 from .. import distributed as citus
 from .. import maintenance
+from ..embedded import password_verifier
 from ..errors import PermissionDeniedError, SimhashStoreWarning
 from .connection import with_cursor
 from .reads import count
 
 
-def grant_read_only(raw: psycopg.Connection, role: str) -> None:
+def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = None) -> None:
     """Grant ``role`` search and read access (in the caller's transaction); see Store.grant_read_only.
 
     Raw psycopg: GRANT takes an identifier (psycopg.sql), and the grants are checked afterwards.
@@ -30,9 +31,18 @@ def grant_read_only(raw: psycopg.Connection, role: str) -> None:
         sql.SQL("ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT SELECT ON TABLES TO {}"),
         sql.SQL("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA simhash TO {}"),
     ]
-    exists = raw.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone()
-    if not exists:
+    found = raw.execute(
+        "SELECT r.rolsuper, r.rolcanlogin, pg_catalog.pg_has_role(current_user, n.nspowner, 'MEMBER'), "
+        "pg_catalog.pg_get_userbyid(n.nspowner) FROM pg_catalog.pg_roles r "
+        "LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = 'simhash' WHERE r.rolname = %s",
+        (role,),
+    ).fetchone()
+    if not found:
         raise PermissionDeniedError(f"there is no role {role!r}; create it first (CREATE ROLE ... LOGIN)")
+    superuser, can_login, acts_for_owner, owner = found
+    if password is not None and (superuser or not can_login):
+        what = "a superuser, not a read-only role" if superuser else "NOLOGIN (ALTER ROLE ... LOGIN first)"
+        raise PermissionDeniedError(f"role {role!r} is {what}: no password set, nothing granted")
     absent = citus.workers_without_role(raw, role)
     if absent:
         raise PermissionDeniedError(
@@ -42,6 +52,13 @@ def grant_read_only(raw: psycopg.Connection, role: str) -> None:
         )
     for statement in statements:
         raw.execute(statement.format(who))
+    if acts_for_owner:
+        # Also the tables the store's owner creates later (its migrations), when that is another role.
+        raw.execute(
+            sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA simhash GRANT SELECT ON TABLES TO {}").format(
+                sql.Identifier(owner), who
+            )
+        )
     # Checked, not trusted: a GRANT by a role without the grant option succeeds with a warning.
     missing = raw.execute(
         "SELECT 'schema simhash' WHERE NOT pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'USAGE') "
@@ -62,6 +79,17 @@ def grant_read_only(raw: psycopg.Connection, role: str) -> None:
             f"role {me} may not grant read access to the store ({missing[0][0]} not granted; "
             f"PostgreSQL granted nothing): run grant-read as the store's owner ({owner}) or a superuser"
         )
+    if password is not None:
+        # A verifier, not the password: it never reaches the server or its log.
+        verifier = sql.Literal(password_verifier(raw, role, password))
+        try:
+            raw.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(who, verifier))
+        except psycopg.errors.InsufficientPrivilege:  # the caller's transaction is rolled back: no grants either
+            raise PermissionDeniedError(
+                f"role {raw.info.user} may not set the password of {role!r} (nothing granted): run grant-read "
+                "--password as a superuser or a role with CREATEROLE (for the embedded server: without --db, "
+                "over its Unix socket)"
+            ) from None
 
 
 def stats(connection: Connection, buckets: int) -> dict[str, Any]:
@@ -71,15 +99,16 @@ def stats(connection: Connection, buckets: int) -> dict[str, Any]:
     sizes = connection.execute(
         text(
             f"SELECT {total}('simhash.documents') AS total, "
-            f"{heap}('simhash.documents') AS heap, pg_database_size(current_database()) AS database, "
-            "current_setting('server_version') AS version"
+            f"{heap}('simhash.documents') AS heap, "
+            "pg_catalog.pg_database_size(pg_catalog.current_database()) AS database, "
+            "pg_catalog.current_setting('server_version') AS version"
         )
     ).one()
     largest = {}
     for n in range(4):
         rows = connection.execute(
             text(
-                f"SELECT block{n} AS value, count(*) AS documents FROM simhash.documents "
+                f"SELECT block{n} AS value, pg_catalog.count(*) AS documents FROM simhash.documents "
                 f"GROUP BY block{n} ORDER BY count(*) DESC, block{n} LIMIT :buckets"
             ),
             {"buckets": buckets},

@@ -31,7 +31,7 @@ def load_rebuilding(
             maintenance.lock_exclusively(cursor, lock_timeout, "a bulk load")
             if maintenance.rebuild_blockers(cursor):  # someone wrote or referenced it meanwhile
                 return None
-            cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", (index_memory,))
+            cursor.execute("SELECT pg_catalog.set_config('maintenance_work_mem', %s, true)", (index_memory,))
             indexes = _drop_indexes_and_constraints(cursor)
             received = copy_documents(cursor, "simhash.documents", documents, freeze=True)
             repeated = _rebuild_indexes_and_constraints(cursor, indexes)
@@ -80,7 +80,7 @@ def _rebuild_indexes_and_constraints(cursor: psycopg.Cursor, definitions: list[t
         cursor.execute("ROLLBACK TO SAVEPOINT simhash_constraints")
         cursor.execute(
             "DELETE FROM simhash.documents d USING "
-            "(SELECT key, max(id) AS last FROM simhash.documents GROUP BY key HAVING count(*) > 1) r "
+            "(SELECT key, pg_catalog.max(id) AS last FROM simhash.documents GROUP BY key HAVING pg_catalog.count(*) > 1) r "
             "WHERE d.key = r.key AND d.id < r.last"
         )
         repeated = cursor.rowcount

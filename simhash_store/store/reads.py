@@ -39,7 +39,7 @@ def versions(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[byt
 
 
 def count(connection: Connection) -> int:
-    return connection.execute(select(func.count()).select_from(documents)).scalar_one()
+    return connection.execute(select(func.pg_catalog.count(literal_column("*"))).select_from(documents)).scalar_one()
 
 
 def is_empty(connection: Connection) -> bool:

@@ -17,7 +17,7 @@ store_info = StoreInfo.__table__
 
 def upgrade(engine: Engine, display_url: str) -> None:
     """Create the schema, or bring it to the newest revision keeping every row."""
-    revision = migrate.current_revision(engine)
+    revision = migrate.current_revision(engine, display_url)
     migrate.check_upgradable(revision, display_url)
     if revision != migrate.HEAD_REVISION:
         migrate.upgrade(engine)
@@ -32,7 +32,7 @@ def prepare(engine: Engine, display_url: str, requested: Scheme | None, default:
     if record:
         upgrade(engine, display_url)
     else:
-        migrate.check_readable(migrate.current_revision(engine), display_url)
+        migrate.check_readable(migrate.current_revision(engine, display_url), display_url)
     with engine.begin() as connection:
         stored = stored_scheme(connection)
         if stored is None and record:

@@ -60,16 +60,16 @@ _UPSERT = """
                                     excluded.metadata, excluded.stamp)
         RETURNING (xmax = 0) AS inserted, cluster IS NULL AS unclustered
     )
-    SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted),
-           count(*) FILTER (WHERE NOT inserted AND unclustered)
+    SELECT pg_catalog.count(*) FILTER (WHERE inserted), pg_catalog.count(*) FILTER (WHERE NOT inserted),
+           pg_catalog.count(*) FILTER (WHERE NOT inserted AND unclustered)
     FROM written
 """
 
 # In a store that keeps clusters, under the cluster lock: the staged rows whose key is not
 # stored, numbered from %(first_id)s on in key order: (id, signed fingerprint, key).
 _NEW_ROWS = """
-    SELECT %(first_id)s + row_number() OVER (ORDER BY i.key), i.fingerprint, i.key
-    FROM simhash_incoming i
+    SELECT %(first_id)s + pg_catalog.row_number() OVER (ORDER BY i.key), i.fingerprint, i.key
+    FROM pg_temp.simhash_incoming i
     WHERE NOT EXISTS (SELECT FROM simhash.documents d WHERE d.key = i.key)
     ORDER BY i.key
 """
@@ -81,26 +81,28 @@ _INSERT_PLACED = """
     WITH placed AS (
         INSERT INTO simhash.documents AS d (id, key, fingerprint, digest, length, metadata, stamp, cluster)
         SELECT p.id, i.key, i.fingerprint, i.digest, i.length, i.metadata, i.stamp, p.cluster
-        FROM simhash_incoming i
-        JOIN unnest(%(keys)s::text[], %(ids)s::bigint[], %(clusters)s::bigint[]) AS p(key, id, cluster) ON p.key = i.key
+        FROM pg_temp.simhash_incoming i
+        JOIN ROWS FROM (pg_catalog.unnest(%(keys)s::pg_catalog.text[]), pg_catalog.unnest(%(ids)s::bigint[]),
+                        pg_catalog.unnest(%(clusters)s::bigint[])) AS p(key, id, cluster) ON p.key = i.key
         ORDER BY i.key
         ON CONFLICT (key) DO NOTHING
         RETURNING id
     )
     INSERT INTO simhash.cluster_heads (cluster, representative_id)
-    SELECT h.cluster, h.id FROM unnest(%(founded)s::bigint[], %(founders)s::bigint[]) AS h(cluster, id)
+    SELECT h.cluster, h.id
+    FROM ROWS FROM (pg_catalog.unnest(%(founded)s::bigint[]), pg_catalog.unnest(%(founders)s::bigint[])) AS h(cluster, id)
     WHERE h.id IN (SELECT id FROM placed)
 """
 
 _COLUMNS = "key, fingerprint, digest, length, metadata, stamp"
 # Sorted by key, so concurrent writers lock rows in one order: ids from the identity sequence.
-_ROWS = f"SELECT {_COLUMNS} FROM simhash_incoming ORDER BY key"
+_ROWS = f"SELECT {_COLUMNS} FROM pg_temp.simhash_incoming ORDER BY key"
 # In a store that keeps clusters: ids numbered under the cluster lock from %(first_id)s on
 # (clusters.allocate_ids), in key order, counting only keys not stored yet.
 _NUMBERED_ROWS = (
-    "SELECT %(first_id)s + count(*) FILTER (WHERE stored.id IS NULL) OVER (ORDER BY i.key), "
+    "SELECT %(first_id)s + pg_catalog.count(*) FILTER (WHERE stored.id IS NULL) OVER (ORDER BY i.key), "
     + ", ".join(f"i.{column}" for column in _COLUMNS.split(", "))
-    + " FROM simhash_incoming i LEFT JOIN simhash.documents stored ON stored.key = i.key ORDER BY i.key"
+    + " FROM pg_temp.simhash_incoming i LEFT JOIN simhash.documents stored ON stored.key = i.key ORDER BY i.key"
 )
 
 
@@ -238,7 +240,7 @@ def _add_new_and_cluster(
 
 # Staged keys stored with the staged text (by this transaction, or earlier).
 _SAME_TEXT = (
-    "SELECT i.key FROM simhash_incoming i JOIN simhash.documents d ON d.key = i.key "
+    "SELECT i.key FROM pg_temp.simhash_incoming i JOIN simhash.documents d ON d.key = i.key "
     "WHERE d.digest IS NOT DISTINCT FROM i.digest"
 )
 
@@ -246,11 +248,12 @@ _SAME_TEXT = (
 def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
     """The documents into this transaction's staging table (emptied at commit)."""
     cursor.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS simhash_incoming "
-        "(key text, fingerprint bigint, digest bytea, length integer, metadata jsonb, stamp text) "
+        "CREATE TEMP TABLE IF NOT EXISTS pg_temp.simhash_incoming "
+        "(key pg_catalog.text, fingerprint bigint, digest pg_catalog.bytea, length integer, metadata pg_catalog.jsonb, "
+        "stamp pg_catalog.text) "
         "ON COMMIT DELETE ROWS"
     )
-    copy_documents(cursor, "simhash_incoming", documents)
+    copy_documents(cursor, "pg_temp.simhash_incoming", documents)
 
 
 def _insert_statement(
@@ -333,13 +336,30 @@ def set_stamps(connection: Connection, stamps: dict[str, str]) -> None:
     )
 
 
+# The largest id removed, kept so that no new document takes it again (clusters.allocate_ids numbers
+# from above it). The row is locked only when the id is above what is recorded.
+_RETIRE = """
+    UPDATE simhash.store_info SET highest_retired_id = GREATEST(highest_retired_id, CAST(:id AS bigint))
+    WHERE highest_retired_id IS DISTINCT FROM GREATEST(highest_retired_id, CAST(:id AS bigint))
+"""
+
+
 def remove(connection: Connection, keys: list[str]) -> RemoveResult:
-    """Delete documents by (distinct) key; which were removed and which were not stored."""
+    """Delete documents by (distinct) key, retiring their ids; which were removed and which were not stored."""
     c = documents_table.c
-    removed = set(
-        connection.execute(
-            delete(documents_table).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))).returning(c.key),
-            {"keys": keys},
-        ).scalars()
+    rows = connection.execute(
+        delete(documents_table).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))).returning(c.key, c.id),
+        {"keys": keys},
     )
+    removed = {key: id_ for key, id_ in rows}
+    if removed and _may_retire(connection):
+        connection.execute(text(_RETIRE), {"id": max(removed.values())})
     return RemoveResult([k for k in keys if k in removed], [k for k in keys if k not in removed])
+
+
+def _may_retire(connection: Connection) -> bool:
+    """Whether this role may record retired ids (UPDATE is checked when a statement is planned,
+    whatever its WHERE says, so it is asked first)."""
+    return connection.execute(
+        text("SELECT pg_catalog.has_column_privilege('simhash.store_info', 'highest_retired_id', 'UPDATE')")
+    ).scalar_one()

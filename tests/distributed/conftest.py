@@ -18,6 +18,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "citus" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.db)
+            # One cluster per test process: under pytest-xdist, every Citus test runs on the same one.
+            item.add_marker(pytest.mark.xdist_group("citus"))
 
 
 @pytest.fixture(scope="session")

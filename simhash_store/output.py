@@ -1,0 +1,216 @@
+"""Output files, written where neighbours may be: a private temporary name, a lock, a rename.
+
+An output directory may be shared (a team's data folder, ``/tmp``), so nothing here opens
+a name someone else could have chosen: the file is written under a new random name beside
+the target (created with ``O_EXCL | O_NOFOLLOW``: a symlink planted there is never followed)
+and renamed over the target only when complete, so a reader sees the old file or the whole
+new one. A lock file beside the target (``.NAME.lock``, opened without following links and
+locked with ``flock``) keeps two runs from writing one output at once: the second stops at
+once with one line. A run killed with ``kill -9`` leaves its lock file (unlocked: the kernel
+releases it) and its temporary file; the next run for the same output removes both.
+
+>>> with OutputFile("clean.jsonl") as handle:  # doctest: +SKIP
+...     handle.file.write('{"key": "a"}\\n')
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import secrets
+import stat
+from typing import IO
+
+from .errors import OutputError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; the temporary name and the rename still hold
+    fcntl = None  # type: ignore[assignment]
+
+_SUFFIX = ".partial"
+_LONG_NAME_BYTES = 200  # a stem plus ".xxxxxxxx.partial" stays within a file name's 255 bytes
+
+
+class OutputFile:
+    """A file being written for ``path``: ``file`` is its stream; :meth:`commit` puts it in place.
+
+    ``binary``: a byte stream, otherwise UTF-8 text with line endings as written.
+    Raises OutputError when another run is writing ``path``, or it cannot be written.
+    """
+
+    def __init__(self, path: str, *, binary: bool = False) -> None:
+        self.path = path
+        directory, name = os.path.split(path)
+        self._directory = directory or "."
+        if not name or os.path.isdir(path):
+            raise OutputError(f"cannot write {path}: it is a directory")
+        if not os.path.isdir(self._directory):
+            raise OutputError(f"cannot write {path}: no directory {self._directory}")
+        stem = name if len(os.fsencode(name)) <= _LONG_NAME_BYTES else hashlib.blake2b(os.fsencode(name), digest_size=10).hexdigest()
+        self._stem = stem
+        self._lock = _Lock(os.path.join(self._directory, f".{stem}.lock"), path)
+        try:
+            _remove_stale(self._directory, stem)
+            self.temporary, descriptor = _create(self._directory, stem)
+        except OSError as exc:
+            self._lock.release()
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        except BaseException:
+            self._lock.release()
+            raise
+        self.file: IO = os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
+        self._done = False
+
+    def commit(self) -> None:
+        """Flush the file to disk and rename it over ``path``."""
+        if self._done:
+            return
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            os.replace(self.temporary, self.path)
+            self._done = True
+            _sync_directory(self._directory)
+        finally:
+            if not self._done:
+                self.abandon()
+            else:
+                self._lock.release()
+
+    def abandon(self) -> None:
+        """Stop without publishing: the temporary file goes, ``path`` is untouched."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            self.file.close()
+        finally:
+            try:
+                os.unlink(self.temporary)
+            except FileNotFoundError:
+                pass
+            finally:
+                self._lock.release()
+
+    def __enter__(self) -> "OutputFile":
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.abandon()
+
+
+class _Lock:
+    """An exclusive ``flock`` on a file beside the output, created if need be and removed on release."""
+
+    def __init__(self, lock_path: str, path: str) -> None:
+        self.lock_path = lock_path
+        self._descriptor: int | None = None
+        if fcntl is None:
+            return
+        while True:
+            try:
+                # O_NONBLOCK: a FIFO planted under the lock's name must not hang the open. O_RDWR: over NFS,
+                # flock is a POSIX write lock, which needs a descriptor open for writing.
+                descriptor = os.open(
+                    lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600
+                )
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise OutputError(f"cannot write {path}: {lock_path} is a symbolic link (remove it)") from None
+                raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+            opened = os.fstat(descriptor)
+            if not stat.S_ISREG(opened.st_mode):
+                os.close(descriptor)
+                raise OutputError(f"cannot write {path}: {lock_path} is not a regular file (remove it)")
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(descriptor)
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise OutputError(
+                        f"another run is writing {path} (it holds {lock_path}): wait for it to end, or write elsewhere"
+                    ) from None
+                raise OutputError(f"cannot lock {lock_path}: {exc.strerror or exc}") from None
+            # The run before may have finished and removed the file between our open and our lock:
+            # then we hold a lock on a file no one else sees, and must lock the one under the name.
+            try:
+                current = os.stat(lock_path, follow_symlinks=False)
+            except FileNotFoundError:
+                current = None
+            if current is not None and (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino):
+                self._descriptor = descriptor
+                return
+            os.close(descriptor)
+
+    def release(self) -> None:
+        descriptor, self._descriptor = self._descriptor, None
+        if descriptor is None:
+            return
+        try:
+            # Removed while still held, so that a run waiting on this file retries on a new one.
+            current = os.stat(self.lock_path, follow_symlinks=False)
+            opened = os.fstat(descriptor)
+            if (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino):
+                os.unlink(self.lock_path)
+        except OSError:
+            pass  # a lock file left behind is harmless: the next run locks it again
+        finally:
+            os.close(descriptor)
+
+
+def _create(directory: str, stem: str) -> tuple[str, int]:
+    """A new file of this process's own under a random name; never an existing name or a link."""
+    for _ in range(100):
+        temporary = os.path.join(directory, f".{stem}.{secrets.token_hex(4)}{_SUFFIX}")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            return temporary, os.open(temporary, flags, 0o666)  # the umask applies, as for any new file
+        except FileExistsError:
+            continue
+    raise OutputError(f"cannot find a free temporary name in {directory}")
+
+
+def _remove_stale(directory: str, stem: str) -> None:
+    """Remove the temporary files a killed run left for this output (we hold its lock: no run is
+    writing them). Only regular files of ours whose names are exactly what :func:`_create` makes."""
+    if fcntl is None:
+        return  # without a lock a live run's file cannot be told from a dead one's
+    pattern = re.compile(re.escape(f".{stem}.") + "[0-9a-f]{8}" + re.escape(_SUFFIX))
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not pattern.fullmatch(name):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            info = os.stat(path, follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
+                os.unlink(path)
+        except OSError:
+            continue
+
+
+def _sync_directory(directory: str) -> None:
+    """Make the rename durable (a crash right after could otherwise bring back the old file)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except (OSError, AttributeError):
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+__all__ = ["OutputError", "OutputFile"]
