@@ -517,7 +517,7 @@ def test_explain_of_texts_without_words_says_so_and_fails():
         for extra in ([], ["--json"]):
             result = invoke(None, "explain", "--text", *texts, *extra)
             assert result.exit_code == 1 and result.stdout == ""
-            assert result.stderr.startswith(f"Error: {who} no features under scheme zh-jieba-v1")
+            assert result.stderr.startswith(f"Error: {who} no features under scheme multi-v2")
             assert result.stderr.count("\n") == 1
 
 
@@ -633,7 +633,7 @@ def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(databas
     assert _inert(removed.stderr) == "not stored, so not removed: gone\\x1b[2J\\u202e\n"
 
     legacy = write(tmp_path / "legacy\x1b[2J.csv", f"key,fingerprint\n{HOSTILE['zero-width']}x,zz\n")
-    imported = invoke(database_url, "import", str(legacy), "--scheme", "zh-jieba-v1")
+    imported = invoke(database_url, "import", str(legacy), "--scheme", "multi-v2")  # the scheme the store was created with
     assert imported.exit_code == 1 and f"failed: {tmp_path}/legacy\\x1b[2J.csv:2: " in _inert(imported.stderr)
 
     lines = [{"key": HOSTILE["markup"], "body": sample_paragraphs[7]}, {"key": HOSTILE["title"] + "2"}]  # no body: bad
