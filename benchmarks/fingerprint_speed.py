@@ -37,7 +37,7 @@ from simhash_store.scheme import DEFAULT, Scheme  # noqa: E402
 
 def _raw_segmenter(tokenizer: str):
     """The segmenter by itself, as a user would call it on raw text."""
-    if tokenizer == "rjieba":
+    if tokenizer in ("rjieba", "multi-rjieba"):
         import rjieba
 
         return lambda text: rjieba.cut(text)
@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=os.cpu_count(), help="workers for the all-cores rows")
     args = parser.parse_args()
 
-    names = args.schemes or [DEFAULT.name, DEFAULT.name.replace("jieba", "rjieba")]
+    names = args.schemes or ["zh-jieba-v1", "zh-rjieba-v1", DEFAULT.name]
     schemes = [SCHEMES[name] for name in names]
     collections = {"laws": [d.text for d in load_laws()], "wiki": [d.text for d in load_wiki()]}
 

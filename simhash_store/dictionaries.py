@@ -157,6 +157,12 @@ class Vocabulary:
     def idf_of(self, numbers: np.ndarray) -> np.ndarray:
         return self.idf[numbers]
 
+    def names_of(self, numbers: np.ndarray) -> list[str]:
+        return list(map(self.words.__getitem__, numbers.tolist()))
+
+    def hashes_of(self, numbers: np.ndarray, hash_name: str, nbytes: int) -> np.ndarray:
+        return self.hashes(hash_name, nbytes)[numbers]
+
     def hashes(self, hash_name: str, nbytes: int) -> np.ndarray:
         """Every word's hash under ``hash_name``, by number, as little-endian integers of ``nbytes``."""
         key = (hash_name, nbytes)
@@ -225,3 +231,33 @@ def known_vocabulary(
     arrays = {"idf": idf} | ({"hashes": _hash_all(words, hash_name, nbytes)} if with_hashes else {})
     cache.store_word_table("vocabulary", key, words, arrays)
     return Vocabulary(words, idf, {(hash_name, nbytes): arrays["hashes"]} if with_hashes else {})
+
+
+# ---------------------------------------------------------------- words of alphabetic scripts
+
+ENGLISH_TABLE = "en-wordfreq-idf-v1.txt"
+
+
+@lru_cache(maxsize=1)
+def english_weights() -> dict[str, float]:
+    """The English word weights shipped with the package (-ln of the word's frequency; see
+    benchmarks/make_english_idf.py): an IDF on the scale of jieba's table."""
+    from importlib.resources import files
+
+    content = (files(__package__) / "data" / ENGLISH_TABLE).read_text(encoding="utf-8")
+    weights = {}
+    for line in content.splitlines():
+        if line and not line.startswith("#"):
+            word, weight = line.split("\t")
+            weights[word] = float(weight)
+    return weights
+
+
+@lru_cache(maxsize=8)
+def english_vocabulary(stop: frozenset[str], min_length: int, hash_name: str, nbytes: int) -> Vocabulary:
+    """The words of the English table that pass the scheme's filters, with their weights and hashes."""
+    kept = {word: weight for word, weight in english_weights().items() if len(word) >= min_length and word not in stop}
+    words = list(kept)
+    idf = np.fromiter(kept.values(), dtype=_REAL, count=len(words))
+    hashes = {(hash_name, nbytes): _hash_all(words, hash_name, nbytes)} if nbytes in (4, 8) else {}
+    return Vocabulary(words, idf, hashes)

@@ -23,12 +23,12 @@ from typing import Iterable
 
 import numpy as np
 
-from .dictionaries import Vocabulary, is_content, known_vocabulary
+from .dictionaries import Vocabulary, english_vocabulary, is_content, known_vocabulary
 from .dictionaries import idf_table as _idf_table  # noqa: F401  (tests check it against jieba.analyse)
 from .errors import NoFeaturesError, SchemeError
 from .hashing import HASHES
 from .scheme import DEFAULT, Scheme, get_scheme
-from .tokenizers import Feature, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
+from .tokenizers import Feature, is_script_word, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
 
 
 # ---------------------------------------------------------------- normalisation
@@ -45,6 +45,7 @@ _SPACED = f"[^\\W_{_CJK}]"
 # A space not between two such characters; it starts with the space so that the regex
 # engine jumps from space to space instead of testing the lookarounds at every character.
 _DROPPED_SPACE = re.compile(f" (?:(?<!{_SPACED} )|(?!{_SPACED}))")
+_SPACE_NEAR_CJK = re.compile(f" (?:(?<=[{_CJK}] )|(?=[{_CJK}]))")
 
 # The characters that keep most Chinese text from being NFKC-normal already, with their NFKC
 # forms: full-width punctuation and spaces, and the ellipsis.
@@ -64,6 +65,16 @@ def _nfkc(text: str) -> str:
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 
+def _unique_lines(text: str) -> str:
+    """Each distinct line once, where it first comes: a title repeated at the top, a header
+    or footer pasted twice, counts as much as once. Whitespace-only lines go."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    lines = dict.fromkeys(line.strip() for line in text.splitlines())
+    lines.pop("", None)
+    return "\n".join(lines)
+
+
 def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     """Make equivalent texts equal before segmentation.
 
@@ -71,6 +82,9 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     NFKC folds full-width forms into half-width ones, case is folded, and whitespace
     is dropped except for one space between two words of a spaced script, so that
     line reflow of Chinese text changes nothing.
+    ``nfkc-casefold-v2``: the same, but a line that comes again (after stripping, and
+    after the steps before) is kept only where it first comes, and whitespace is dropped
+    only next to a CJK character: "users' café, 1,000" keeps its word boundaries.
     """
     if kind == "none":
         return text
@@ -79,6 +93,9 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     text = _SURROGATES.sub("\ufffd", text)
     text = _nfkc(text)
     text = _CONTROLS.sub("", text).casefold()
+    if kind == "nfkc-casefold-v2":
+        text = _WHITESPACE.sub(" ", _unique_lines(text)).strip()
+        return _SPACE_NEAR_CJK.sub("", text)
     text = _WHITESPACE.sub(" ", text).strip()
     return _DROPPED_SPACE.sub("", text)
 
@@ -113,7 +130,8 @@ def _stopword_set(stopwords: str, extra_stopwords: tuple[str, ...]) -> frozenset
 # anyway: a text of that shape is no prose.
 PIECE_CHARACTERS = 1 << 20
 _PIECE_SLACK = 1 << 16
-_PIECE_BOUNDARY = re.compile("[。,;:!?、]")
+# Not a comma between digits: "1,000" is one number to the scripts tokenizers.
+_PIECE_BOUNDARY = re.compile("[。,;:!?、](?!\\d)")
 
 
 def _segment_in_pieces(normalized: str, scheme: Scheme) -> Iterable[list[str]]:
@@ -173,6 +191,9 @@ def _select(segmented: list[str], scheme: Scheme) -> list[str]:
 
 def _words(segmented: list[str], scheme: Scheme) -> list[str]:
     """The pieces of a segmentation that the scheme keeps as words, in order."""
+    if tokenizer_of(scheme).scripts:
+        every_script = _ScriptWords(scheme)
+        return every_script.names_of(every_script.numbers(segmented))
     vocabulary = _vocabulary(scheme)
     return list(filter(vocabulary.__contains__ if vocabulary is not None else _keeps(scheme), segmented))
 
@@ -207,6 +228,142 @@ def _vocabulary(scheme: Scheme) -> Vocabulary | None:
     )
 
 
+# What words of alphabetic scripts weigh when the English table lacks them: numbers less
+# than a common word (they are many and fragile: dates, times, view counts in page
+# headers, and a typo next to a digit makes another number), other words as jieba weighs
+# a word its table lacks (its median IDF): names and terms count, a typo no more than a word.
+NUMBER_IDF = 2.0
+UNLISTED_WORD_IDF = 12.0
+# An English word stands for about three times the characters of a Chinese one (6 with
+# its space, against 1.7). Words met in a run of at least LONG_RUN words of alphabetic
+# scripts (a paragraph) weigh twice their IDF, so that English paragraphs that are 30% of
+# a Chinese article move it by about 24 bits when replaced (11 at 1x); the others (a
+# name, a URL, a "Copyright" line of a Chinese page) half their IDF, so that page headers,
+# footers and typos move Chinese text about as little as under zh-jieba-v1, which ignored
+# them (benchmarks/crawl_quality.py). In a text of one script only the share of numbers and
+# of short runs changes.
+PARAGRAPH_WORD_SCALE = 2.0
+OTHER_WORD_SCALE = 0.5
+LONG_RUN = 8
+
+
+@lru_cache(maxsize=4)
+def _both_vocabularies(cjk: Vocabulary, listed: Vocabulary) -> dict[str, int]:
+    """The numbers of the CJK words, then of the English table's words, in one dict (one lookup per piece).
+    No word is in both: every CJK word holds an ideograph, no English one does."""
+    both = dict(cjk.number)
+    start = len(cjk.words)
+    both.update((word, start + i) for i, word in enumerate(listed.words))
+    return both
+
+
+class _ScriptWords:
+    """For ``scripts`` tokenizers: the known CJK words, the English table's words, then the
+    other words and numbers of one text, numbered in that order (so one text's numbers
+    index one IDF and one hash each)."""
+
+    hashed = True
+
+    def __init__(self, scheme: Scheme) -> None:
+        self.cjk = _vocabulary(scheme)
+        self.stop = _stopwords(scheme)
+        self.min_length = scheme.min_token_length
+        self.listed = english_vocabulary(self.stop, self.min_length, scheme.hash, scheme.bits // 8)
+        self.known = _both_vocabularies(self.cjk, self.listed)
+        self.listed_start = len(self.cjk.words)
+        self.other_start = self.listed_start + len(self.listed.words)
+        self.number: dict[str, int] = {}
+        self.others: list[str] = []
+        self.in_paragraphs: list[np.ndarray] = []  # numbers of words met in long runs
+        self.carried_run = 0  # length of the run the last part ended in
+        self.carried_words: list[np.ndarray] = []
+
+    def names_of(self, numbers: np.ndarray) -> list[str]:
+        if not len(numbers) or numbers.max() < self.listed_start:  # Chinese text: the common case
+            return self.cjk.names_of(numbers)
+        names = np.empty(len(numbers), dtype=object)
+        for (start, words), inside in zip(
+            ((0, self.cjk.words), (self.listed_start, self.listed.words), (self.other_start, self.others)),
+            self._split(numbers),
+        ):
+            names[inside] = list(map(words.__getitem__, (numbers[inside] - start).tolist()))
+        return names.tolist()
+
+    def numbers(self, part: list[str]) -> np.ndarray:
+        sequence = np.fromiter(map(self.known.get, part, repeat(-1)), dtype=np.int64, count=len(part))
+        script = sequence >= self.listed_start  # the words of alphabetic scripts, kept or not
+        number, others, stop, min_length = self.number, self.others, self.stop, self.min_length
+        for i in np.flatnonzero(sequence < 0).tolist():
+            word = part[i]
+            if not is_script_word(word):
+                continue
+            script[i] = True
+            if len(word) < min_length or word in stop:
+                continue
+            if word not in number:
+                number[word] = self.other_start + len(others)
+                others.append(word)
+            sequence[i] = number[word]
+        if script.any():
+            self._find_runs(sequence, script)
+        elif self.carried_run:
+            self.carried_run, self.carried_words = 0, []
+        return sequence[sequence >= 0]
+
+    def _find_runs(self, sequence: np.ndarray, script: np.ndarray) -> None:
+        """Note the words in runs of at least LONG_RUN words of alphabetic scripts (a
+        paragraph, not a name or a URL in Chinese text); a run may go on in the next part."""
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], script, [False])).astype(np.int8)))
+        starts, ends = edges[0::2], edges[1::2]
+        lengths = ends - starts
+        carried = self.carried_run if starts[0] == 0 else 0
+        lengths[0] += carried
+        for run in np.flatnonzero(lengths >= LONG_RUN).tolist():
+            words = sequence[starts[run] : ends[run]]
+            self.in_paragraphs.append(words[words >= 0])
+        if carried and lengths[0] >= LONG_RUN:
+            self.in_paragraphs += self.carried_words
+        if ends[-1] == len(script):  # the last run reaches the end of the part
+            words = sequence[starts[-1] : ends[-1]]
+            spans_part = len(starts) == 1 and carried
+            self.carried_run = int(lengths[-1])
+            self.carried_words = (self.carried_words if spans_part else []) + [words[words >= 0]]
+        else:
+            self.carried_run, self.carried_words = 0, []
+
+    def idf_of(self, numbers: np.ndarray) -> np.ndarray:
+        idf = np.empty(len(numbers))
+        cjk, listed, other = self._split(numbers)
+        idf[cjk] = self.cjk.idf[numbers[cjk]]
+        idf[listed] = self.listed.idf[numbers[listed] - self.listed_start]
+        others = self.others
+        idf[other] = [
+            NUMBER_IDF if others[i][0].isdigit() else UNLISTED_WORD_IDF
+            for i in (numbers[other] - self.other_start).tolist()
+        ]
+        words = ~cjk
+        words[other] = np.array([not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()], dtype=bool)
+        in_paragraphs = np.isin(numbers, np.concatenate(self.in_paragraphs)) if self.in_paragraphs else np.zeros(len(numbers), bool)
+        idf[words & in_paragraphs] *= PARAGRAPH_WORD_SCALE
+        idf[words & ~in_paragraphs] *= OTHER_WORD_SCALE
+        return idf
+
+    def hashes_of(self, numbers: np.ndarray, hash_name: str, nbytes: int) -> np.ndarray:
+        hashes = np.empty(len(numbers), dtype=f"<u{nbytes}")
+        cjk, listed, other = self._split(numbers)
+        hashes[cjk] = self.cjk.hashes(hash_name, nbytes)[numbers[cjk]]
+        hashes[listed] = self.listed.hashes(hash_name, nbytes)[numbers[listed] - self.listed_start]
+        function = HASHES[hash_name].function
+        words = self.others
+        hashes[other] = [function(words[i].encode()) for i in (numbers[other] - self.other_start).tolist()]
+        return hashes
+
+    def _split(self, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cjk = numbers < self.listed_start
+        other = numbers >= self.other_start
+        return cjk, ~(cjk | other), other
+
+
 class _SeenWords:
     """For schemes without a fixed vocabulary: the kept words of one text, numbered as they come."""
 
@@ -226,6 +383,9 @@ class _SeenWords:
                 self.words.append(word)
         sequence = np.fromiter(map(number.get, part, repeat(-1)), dtype=np.int64, count=len(part))
         return sequence[sequence >= 0]
+
+    def names_of(self, numbers: np.ndarray) -> list[str]:
+        return list(map(self.words.__getitem__, numbers.tolist()))
 
     def idf_of(self, numbers: np.ndarray) -> np.ndarray:
         words = self.words
@@ -321,8 +481,9 @@ def _weighted(segmented: Iterable[list[str]], scheme: Scheme, in_order: bool = F
     with ``in_order`` each in order of first occurrence. Order changes no fingerprint:
     the sums are exact (see :func:`_whole_units`).
     """
-    if tokenizer_of(scheme).words and scheme.ngram == 1:
-        vocabulary = _vocabulary(scheme) or _SeenWords(scheme)
+    tokenizer = tokenizer_of(scheme)
+    if tokenizer.words and scheme.ngram == 1:
+        vocabulary = _ScriptWords(scheme) if tokenizer.scripts else _vocabulary(scheme) or _SeenWords(scheme)
         return _heaviest(_weighted_numbered(segmented, scheme, vocabulary, in_order), scheme)
     return _weighted_features(_select([t for part in segmented for t in part], scheme), scheme)
 
@@ -358,15 +519,15 @@ def _weighted_numbered(
     with_idf = scheme.weighting in ("tfidf", "log-tfidf")
     if with_idf:
         weights = weights * idf
-    names = list(map(vocabulary.words.__getitem__, word_numbers.tolist()))
+    names = vocabulary.names_of(word_numbers)
     nbytes = scheme.bits // 8
-    hashes = vocabulary.hashes(scheme.hash, nbytes)[word_numbers] if vocabulary.hashed and nbytes in (4, 8) else None
+    hashes = vocabulary.hashes_of(word_numbers, scheme.hash, nbytes) if vocabulary.hashed and nbytes in (4, 8) else None
     pair_numbers, pair_counts = pairs.result()
     if not len(pair_numbers):
         return _Features(names, weights, hashes=hashes)
     first_words, second_words = np.divmod(pair_numbers, _PAIR_SPAN)
     # Positions of the pair's words among the features: where their numbers sit in word_numbers.
-    position = np.empty(len(vocabulary.words), dtype=np.int64) if in_order else None
+    position = np.empty(int(word_numbers.max()) + 1, dtype=np.int64) if in_order else None
     if position is not None:
         position[word_numbers] = np.arange(len(word_numbers))
         firsts, seconds = position[first_words], position[second_words]
@@ -379,8 +540,7 @@ def _weighted_numbered(
     weights = np.concatenate([weights, pair_weights * scheme.bigram_weight])
     if hashes is not None:
         function = HASHES[scheme.hash].function
-        words = vocabulary.words
-        joined = [f"{words[a]}{_GRAM_JOINER}{words[b]}" for a, b in zip(first_words.tolist(), second_words.tolist())]
+        joined = [f"{names[a]}{_GRAM_JOINER}{names[b]}" for a, b in zip(firsts.tolist(), seconds.tolist())]
         pair_hashes = np.fromiter(map(function, _encode(joined)), dtype=hashes.dtype, count=len(pair_numbers))
         hashes = np.concatenate([hashes, pair_hashes])
     return _Features(names, weights, firsts, seconds, hashes)

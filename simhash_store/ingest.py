@@ -42,6 +42,7 @@ from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .plural import counted
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
+from .tokenizers import check_available
 from .validation import validate_key
 
 if TYPE_CHECKING:
@@ -229,6 +230,7 @@ class Fingerprinter:
     """Runs :func:`prepare` over many Sources, on ``jobs`` processes when there is enough work."""
 
     def __init__(self, scheme: Scheme, jobs: int | None = None, max_file_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        check_available(scheme)  # a missing segmenter is one error here, not one per document
         self.scheme = scheme
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.max_file_bytes = max_file_bytes

@@ -7,6 +7,8 @@ never a silent change.
 
 >>> get_scheme("zh-jieba-v1").tokenizer
 'jieba'
+>>> DEFAULT.name
+'multi-v2'
 >>> Scheme.from_json(DEFAULT.to_json()) == DEFAULT
 True
 """
@@ -23,7 +25,7 @@ from .errors import SchemeError
 from .hashing import HASHES
 from .tokenizers import TOKENIZERS
 
-NORMALIZERS = ("nfkc-casefold", "lower", "none")
+NORMALIZERS = ("nfkc-casefold", "nfkc-casefold-v2", "lower", "none")
 WEIGHTINGS = ("tf", "log-tf", "binary", "tfidf", "log-tfidf", "given")
 STOPWORD_LISTS = ("jieba", "none")
 
@@ -32,7 +34,12 @@ STOPWORD_LISTS = ("jieba", "none")
 class Scheme:
     """How text becomes a fingerprint.
 
-    ``tokenizer``: ``jieba`` (precise mode), ``rjieba`` (the Rust port, optional extra),
+    ``normalizer``: ``nfkc-casefold`` (see ``fingerprint.normalize``), ``nfkc-casefold-v2``
+    (the same, a repeated line counted once, spaces kept between words of spaced scripts),
+    ``lower`` or ``none``.
+    ``tokenizer``: ``jieba`` (precise mode), ``rjieba`` (the Rust port), ``multi-rjieba`` and
+    ``multi-jieba`` (CJK words by that segmenter, plus the words and numbers of every other
+    script, each weighed by its own table),
     ``weighted`` (whitespace-separated ``token^weight`` items), ``seed-weighted`` (a
     ``token^weight`` line read exactly as the seed C++ program reads it, summed in its
     order), ``char-windows`` (overlapping character windows of width ``ngram``) or
@@ -99,6 +106,11 @@ class Scheme:
             raise SchemeError(f"scheme {self.name!r}: known_words_only must be true or false")
         if self.known_words_only and not word_tokenizer:
             raise SchemeError(f"scheme {self.name!r}: known_words_only needs a jieba tokenizer")
+        if tokenizer.scripts and not (self.known_words_only and self.ngram == 1 and self.top_k is None):
+            raise SchemeError(
+                f"scheme {self.name!r}: the {self.tokenizer} tokenizer weighs known CJK words and the words "
+                "of other scripts by their tables: it needs known_words_only, ngram 1 and no top_k"
+            )
         if (
             isinstance(self.bigram_weight, bool)
             or not isinstance(self.bigram_weight, (int, float))
@@ -233,10 +245,32 @@ TFIDF_TOP50 = register_scheme(
     Scheme(name="classic-tfidf-top50", weighting="tfidf", top_k=50, min_token_length=2)
 )
 
-DEFAULT = ZH_JIEBA_V1
-# At 11 bits the default scheme finds 98% of light (0.977-0.982 over held-out draws) and
-# 96% of heavy near-duplicates with about 1 false match per million unrelated pairs
-# (docs/quality.md, Held-out seeds).
+# Every script counts: CJK words as in zh-jieba-v1 (segmented by rjieba, twenty times
+# faster than jieba), the words of alphabetic scripts weighed by the English table shipped
+# in simhash_store/data (unlisted words at jieba's median IDF; twice in paragraphs, half
+# elsewhere), numbers normalised at a low weight; a repeated line counts once. Chosen on
+# benchmarks/crawl_quality.py (docs/quality.md).
+MULTI_V2 = register_scheme(
+    Scheme(
+        name="multi-v2",
+        normalizer="nfkc-casefold-v2",
+        tokenizer="multi-rjieba",
+        weighting="log-tfidf",
+        min_token_length=2,
+        known_words_only=True,
+        bigram_weight=0.5,
+    )
+)
+
+# The scheme of new stores (and of fingerprint(), dedup, calibrate and explain when none is
+# named). A store records its scheme when created and keeps it: stores made with
+# zh-jieba-v1 go on with zh-jieba-v1.
+DEFAULT = MULTI_V2
+# At 11 bits zh-jieba-v1 finds 98% of light (0.977-0.982 over held-out draws) and 96% of
+# heavy near-duplicates with about 1 false match per million unrelated pairs (docs/quality.md,
+# Held-out seeds); multi-v2 is within a point of it on Chinese variants (0.980 / 0.961 against
+# 0.983 / 0.970), so it keeps the same k and stores of either scheme answer at the same
+# default distance.
 DEFAULT_MAX_DISTANCE = 11
 WEIGHTED_V1 = register_scheme(
     Scheme(name="weighted-v1", tokenizer="weighted", weighting="given", normalizer="none", stopwords="none")

@@ -18,7 +18,11 @@ those questions instead of testing names:
 ``in_order_sums``
     sums feature by feature in input order in doubles, as the program it reproduces;
 ``user_dictionary``
-    it can load a jieba user dictionary.
+    it can load a jieba user dictionary;
+``scripts``
+    its pieces, in text order, are the segmenter's pieces of the text between the
+    words of alphabetic scripts (Latin, Cyrillic, Greek, ...) and those words and
+    numbers themselves (see :func:`script_words`), each weighed by its own table.
 
 Tokenizer names are part of the stored data format (a scheme names its tokenizer).
 
@@ -55,6 +59,7 @@ class Tokenizer:
     every_feature: bool = False
     in_order_sums: bool = False
     user_dictionary: bool = False
+    scripts: bool = False
 
     @property
     def weighted_input(self) -> bool:
@@ -105,13 +110,90 @@ def _rjieba():
         import rjieba
     except ImportError:
         raise SchemeError(
-            "the rjieba scheme needs the optional package rjieba: pip install 'simhash-store[fast]'"
+            "this scheme segments with rjieba, a dependency of simhash-store that is not installed: pip install rjieba==0.2.2"
         ) from None
     return rjieba
 
 
+def check_available(scheme: Scheme) -> None:
+    """Raise :class:`SchemeError` now, once, if the scheme's segmenter cannot be imported
+    (rather than for every document a batch then fingerprints)."""
+    if tokenizer_of(scheme).name in ("rjieba", "multi-rjieba"):
+        _rjieba()
+
+
 def _rjieba_cut(text: str, scheme: Scheme) -> list[str]:
     return _rjieba().cut(text, scheme.hmm)
+
+
+# ---------------------------------------------------------------- every script
+
+# CJK ideographs (the characters jieba's dictionary is made of), the ranges of the
+# normaliser's spaced-script test, and the word characters of every other script.
+_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+_CJK = "\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff"
+_HAS_IDEOGRAPH = re.compile(f"[{_IDEOGRAPHS}]")
+_LETTER_OR_DIGIT = f"[^\\W_{_CJK}]"
+# A word of a spaced script: letters and digits, with inner apostrophes, dots and commas
+# ("don't", "u.s", "1,000.5"), as people write them.
+_SCRIPT_WORD = re.compile(f"({_LETTER_OR_DIGIT}+(?:['.,]{_LETTER_OR_DIGIT}+)*)")
+_NUMBER = re.compile(r"[\d.,]+")
+
+
+def is_script_word(piece: str) -> bool:
+    """A piece of a ``scripts`` tokenizer that is a word of an alphabetic script or a number
+    (not a CJK word, punctuation or space): it starts with a letter or digit below the CJK blocks."""
+    first = piece[0]
+    return first < "\u2e80" and first.isalnum()
+
+
+def _normal_word(word: str) -> str:
+    if word[0].isdigit() and _NUMBER.fullmatch(word):
+        return word.replace(",", "").lstrip("0") or "0"
+    return word
+
+
+def _normal_words(words: list[str]) -> list[str]:
+    # Most words start with a letter: no call for them.
+    return [_normal_word(word) if word[0].isdigit() else word for word in words]
+
+
+def script_words(text: str) -> list[str]:
+    """The words of alphabetic scripts and the numbers of normalised text, in order.
+
+    Numbers are normalised: no thousands separators, no leading zeros
+    (``"1,000"`` and ``"01000"`` are ``"1000"``).
+
+    >>> script_words("the café's 1,000 дней, 007 ways 中文 ok")
+    ['the', "café's", '1000', 'дней', '7', 'ways', 'ok']
+    """
+    return _normal_words(_SCRIPT_WORD.findall(_apostrophes(text)))
+
+
+def _apostrophes(text: str) -> str:
+    return text.replace("\u2019", "'") if "\u2019" in text else text  # the typographic one of "don’t"
+
+
+def _scripts_cut(cut: Callable[[str, "Scheme"], list[str]]) -> Callable[[str, "Scheme"], list[str]]:
+    """A ``scripts`` segmenter: the words of alphabetic scripts, and ``cut`` for the text
+    between them that holds ideographs, in text order."""
+
+    def segment(text: str, scheme: Scheme) -> list[str]:
+        text = _apostrophes(text)
+        if not _HAS_IDEOGRAPH.search(text):
+            return _normal_words(_SCRIPT_WORD.findall(text))
+        parts = _SCRIPT_WORD.split(text)  # text between words, word, text between words, ...
+        if len(parts) == 1:
+            return cut(text, scheme)
+        pieces: list[str] = []
+        for i, part in enumerate(parts):
+            if i % 2:
+                pieces.append(_normal_word(part))
+            elif part and _HAS_IDEOGRAPH.search(part):
+                pieces += cut(part, scheme)
+        return pieces
+
+    return segment
 
 
 # ---------------------------------------------------------------- character windows
@@ -165,6 +247,9 @@ def parse_weighted(line: str) -> list[Feature]:
 
 register_tokenizer(Tokenizer("jieba", segment=_jieba_cut, words=True, pieces=True, user_dictionary=True))
 register_tokenizer(Tokenizer("rjieba", segment=_rjieba_cut, words=True, pieces=True))
+# Every script: CJK through jieba's dictionary, the other scripts' words and numbers as they are.
+register_tokenizer(Tokenizer("multi-rjieba", segment=_scripts_cut(_rjieba_cut), words=True, pieces=True, scripts=True))
+register_tokenizer(Tokenizer("multi-jieba", segment=_scripts_cut(_jieba_cut), words=True, pieces=True, scripts=True, user_dictionary=True))
 register_tokenizer(Tokenizer("weighted", read=parse_weighted))
 register_tokenizer(Tokenizer("char-windows", segment=_character_windows))
 # The seed C++ program's reading keeps order and repeats, and sums in doubles in that order.

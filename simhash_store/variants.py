@@ -48,13 +48,40 @@ _FOOTERS = [
 ]
 
 
+# The same shapes on English pages (used for texts written mostly in Latin letters).
+_EN_SITES = ["Daily Courier Online", "Metro Herald", "World News Wire", "The Morning Digest", "City Gazette Online"]
+_EN_PEOPLE = ["John Smith", "Mary Jones", "David Brown", "Sarah Wilson", "James Taylor", "Emma Davies"]
+_EN_HEADERS = [
+    "{site} | {date} {time} | By {person}",
+    "Published: {date} Updated: {time} Source: {site}",
+    "Home > {section_slug} > Article",
+    "By {person}, {site} correspondent",
+    "Posted {date} in {section_slug}. {views} views. Share this article",
+]
+_EN_FOOTERS = [
+    "Copyright © {year}-2024 {site}. All rights reserved.",
+    "This article was originally published by {site}. Reproduction without permission is prohibited.",
+    "Share on Facebook | Share on Twitter | Email this article | Print",
+    "Follow {site} on social media for more news. Subscribe to our newsletter.",
+    "Original link: https://www.example.com/{section_slug}/{date_slug}/{views}.html",
+    "Reporting by {person}; editing by {person2}",
+]
+_IDEOGRAPH = re.compile("[\u3400-\u9fff]")
+_LATIN_LETTER = re.compile("[A-Za-z\u00c0-\u024f]")
+
+
+def _mostly_latin(text: str) -> bool:
+    """A text written mostly in Latin letters (an English page), not Chinese."""
+    return len(_LATIN_LETTER.findall(text)) > 4 * len(_IDEOGRAPH.findall(text))
+
+
 def _fill(template: str, rng: random.Random) -> str:
     year, month, day = rng.randint(2012, 2024), rng.randint(1, 12), rng.randint(1, 28)
     return template.format(
-        site=rng.choice(_SITES),
+        site=rng.choice(_EN_SITES if template in _EN_TEMPLATES else _SITES),
         source=rng.choice(_SOURCES),
-        person=rng.choice(_PEOPLE),
-        person2=rng.choice(_PEOPLE),
+        person=rng.choice(_EN_PEOPLE if template in _EN_TEMPLATES else _PEOPLE),
+        person2=rng.choice(_EN_PEOPLE if template in _EN_TEMPLATES else _PEOPLE),
         section=rng.choice(_SECTIONS),
         section_slug=rng.choice(["news", "law", "society", "baike"]),
         date=f"{year}-{month:02d}-{day:02d}",
@@ -69,14 +96,18 @@ def _fill(template: str, rng: random.Random) -> str:
     )
 
 
+_EN_TEMPLATES = frozenset(_EN_HEADERS + _EN_FOOTERS)
+
+
 def add_boilerplate(rng: random.Random, text: str, donor: str) -> str:
     """A site header on top (1-2 lines), a footer below (1-3 lines), or both."""
     place = rng.choices(["top", "bottom", "both"], weights=[4, 3, 3])[0]
+    headers, footers = (_EN_HEADERS, _EN_FOOTERS) if _mostly_latin(text) else (_HEADERS, _FOOTERS)
     if place in ("top", "both"):
-        header = "\n".join(_fill(t, rng) for t in rng.sample(_HEADERS, rng.randint(1, 2)))
+        header = "\n".join(_fill(t, rng) for t in rng.sample(headers, rng.randint(1, 2)))
         text = header + "\n\n" + text
     if place in ("bottom", "both"):
-        footer = "\n".join(_fill(t, rng) for t in rng.sample(_FOOTERS, rng.randint(1, 3)))
+        footer = "\n".join(_fill(t, rng) for t in rng.sample(footers, rng.randint(1, 3)))
         text = text.rstrip() + "\n\n" + footer + "\n"
     return text
 
@@ -86,7 +117,8 @@ def add_boilerplate(rng: random.Random, text: str, donor: str) -> str:
 _FULL_WIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)} | {" ": "\u3000"}
 _TO_FULL_WIDTH = str.maketrans(_FULL_WIDTH)
 _TO_HALF_WIDTH = str.maketrans({full: half for half, full in _FULL_WIDTH.items()})
-_ASCII_ALNUM = re.compile(r"[0-9A-Za-z]")
+# Latin letters and digits, half or full width: an editor never wraps inside a run of them.
+_ASCII_ALNUM = re.compile("[0-9A-Za-z\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
 
 
 def reflow(rng: random.Random, text: str, donor: str) -> str:
@@ -118,9 +150,14 @@ def reflow(rng: random.Random, text: str, donor: str) -> str:
 _SENTENCE = re.compile(r"[^。！？；!?\n]*(?:[。！？；!?]+[”’」』）)]*|\n+|$)")
 
 
+# English sentences also end at a full stop before a space.
+_LATIN_SENTENCE = re.compile(r"(?:[^.!?;\n]|\.(?!\s))*(?:[.!?;]+[\"')\]]*\s?|\n+|$)")
+
+
 def sentences(text: str) -> list[str]:
     """Sentences with their end punctuation; line breaks are pieces of their own. They join back to the text."""
-    return [piece for piece in _SENTENCE.findall(text) if piece]
+    pattern = _LATIN_SENTENCE if _mostly_latin(text) else _SENTENCE
+    return [piece for piece in pattern.findall(text) if piece]
 
 
 def _is_sentence(piece: str) -> bool:
@@ -183,6 +220,31 @@ def truncate(rng: random.Random, text: str, donor: str) -> str:
     return text[: int(len(text) * 0.9)]
 
 
+# ---------------------------------------------------------------- titles
+
+
+def retitle(rng: random.Random, text: str, donor: str) -> str:
+    """A repost under a new, keyword-stuffed title: the first line (the old title, when it
+    is a short line) replaced by a title made of the donor's first words and the
+    document's own, repeated one to three times at the top, as reposting sites do."""
+    lines = text.splitlines()
+    if len(lines) > 1 and len(lines[0].strip()) <= 120:
+        body = "\n".join(lines[1:]).lstrip("\n")
+        old_title = lines[0].strip().lstrip("#").strip()
+    else:
+        body, old_title = text, ""
+    latin = _mostly_latin(text)
+    if latin:
+        donor_words = donor.split()[: rng.randint(3, 8)]
+        own = old_title.split()[: rng.randint(0, 4)]
+        title = " ".join(donor_words + own).strip() + " | " + rng.choice(_EN_SITES)
+    else:
+        compact = re.sub(r"\s+", "", donor)
+        start = compact.find("\n") + 1
+        title = compact[start : start + rng.randint(8, 20)] + old_title[: rng.randint(0, 10)] + "_" + rng.choice(_SITES)
+    return "\n".join([title] * rng.randint(1, 3)) + "\n\n" + body
+
+
 # ---------------------------------------------------------------- the kinds reported
 
 Variant = Callable[[random.Random, str, str], str]
@@ -201,9 +263,11 @@ HEAVY: dict[str, Variant] = {
     "boilerplate + edit 2%": lambda rng, text, donor: add_boilerplate(rng, edit_characters(rng, text, 0.02), donor),
 }
 KINDS: dict[str, Variant] = LIGHT | HEAVY
+# Reported on their own (not in LIGHT or HEAVY, so calibrate's figures stay comparable).
+TITLES: dict[str, Variant] = {"retitle": retitle}
 
 
 def make_variant(kind: str, key: str, text: str, donor: str, seed: str = "") -> str:
     """The variant of one kind of one document; the generator is seeded by both names
     (and ``seed``, to draw another set of variants of the same kinds)."""
-    return KINDS[kind](random.Random(f"{seed}{kind}|{key}"), text, donor)
+    return (KINDS | TITLES)[kind](random.Random(f"{seed}{kind}|{key}"), text, donor)

@@ -467,7 +467,7 @@ def test_db_is_accepted_before_or_after_the_command(database_url):
 
 def test_schemes_marks_the_default_and_what_the_store_holds():
     lines = CliRunner().invoke(app, ["schemes"]).output.splitlines()
-    default = [line for line in lines if line.startswith("* zh-jieba-v1")]
+    default = [line for line in lines if line.startswith("* multi-v2")]
     assert len(default) == 1 and "store and fingerprint" in default[0]
     assert sum(line.startswith("* ") for line in lines) == 1
     narrow = [line for line in lines if "seed-murmur32" in line]
@@ -517,7 +517,7 @@ def test_explain_of_texts_without_words_says_so_and_fails():
         for extra in ([], ["--json"]):
             result = invoke(None, "explain", "--text", *texts, *extra)
             assert result.exit_code == 1 and result.stdout == ""
-            assert result.stderr.startswith(f"Error: {who} no features under scheme zh-jieba-v1")
+            assert result.stderr.startswith(f"Error: {who} no features under scheme multi-v2")
             assert result.stderr.count("\n") == 1
 
 
@@ -633,7 +633,7 @@ def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(databas
     assert _inert(removed.stderr) == "not stored, so not removed: gone\\x1b[2J\\u202e\n"
 
     legacy = write(tmp_path / "legacy\x1b[2J.csv", f"key,fingerprint\n{HOSTILE['zero-width']}x,zz\n")
-    imported = invoke(database_url, "import", str(legacy), "--scheme", "zh-jieba-v1")
+    imported = invoke(database_url, "import", str(legacy), "--scheme", "multi-v2")  # the scheme the store was created with
     assert imported.exit_code == 1 and f"failed: {tmp_path}/legacy\\x1b[2J.csv:2: " in _inert(imported.stderr)
 
     lines = [{"key": HOSTILE["markup"], "body": sample_paragraphs[7]}, {"key": HOSTILE["title"] + "2"}]  # no body: bad

@@ -232,7 +232,8 @@ def test_every_tokenizer_either_segments_text_or_reads_weighted_items():
     for tokenizer in TOKENIZERS.values():
         assert (tokenizer.segment is None) != (tokenizer.read is None)
     assert [name for name, t in TOKENIZERS.items() if t.weighted_input] == ["weighted", "seed-weighted"]
-    assert [name for name, t in TOKENIZERS.items() if t.words] == ["jieba", "rjieba"]
+    assert [name for name, t in TOKENIZERS.items() if t.words] == ["jieba", "rjieba", "multi-rjieba", "multi-jieba"]
+    assert [name for name, t in TOKENIZERS.items() if t.scripts] == ["multi-rjieba", "multi-jieba"]
 
 
 def test_a_registered_tokenizer_is_usable_in_a_scheme_with_what_it_declares():

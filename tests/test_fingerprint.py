@@ -35,6 +35,7 @@ from simhash_store import (
 )
 from simhash_store.fingerprint import fingerprint_segmented, segment
 from simhash_store.hashing import HASHES
+from simhash_store.scheme import ZH_JIEBA_V1
 
 CRIMINAL_LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
 RAILWAY = "大莱龙铁路位于山东省北部环渤海地区，西起位于益羊铁路的潍坊大家洼车站，向东经海化、寿光、寒亭、昌邑、平度、莱州、招远、终到龙口。"
@@ -56,15 +57,15 @@ def test_feature_hash_is_xxh3_64_of_the_utf8_bytes(token, value):
     assert HASHES["xxh3_64"].function(token.encode("utf-8")) == value
 
 
-def test_default_scheme_definition_is_frozen():
-    assert DEFAULT.name == "zh-jieba-v1"
-    assert DEFAULT.to_json() == (
+def test_zh_jieba_v1_definition_is_frozen():
+    """zh-jieba-v1, the default of stores made before multi-v2 (tests/test_multi_scheme.py), never changes."""
+    assert ZH_JIEBA_V1.to_json() == (
         '{"bigram_weight":0.5,"bits":64,"drop_punctuation":true,"extra_stopwords":[],"hash":"xxh3_64",'
         '"hmm":true,"known_words_only":true,"min_token_length":2,"name":"zh-jieba-v1","ngram":1,'
         '"normalizer":"nfkc-casefold","stopwords":"jieba","tokenizer":"jieba","top_k":null,"user_dict":null,'
         '"user_dict_sha256":null,"version":1,"weighting":"log-tfidf"}'
     )
-    assert SCHEMES["zh-rjieba-v1"] == replace(DEFAULT, name="zh-rjieba-v1", tokenizer="rjieba")
+    assert SCHEMES["zh-rjieba-v1"] == replace(ZH_JIEBA_V1, name="zh-rjieba-v1", tokenizer="rjieba")
     assert DEFAULT_MAX_DISTANCE == 11
 
 
@@ -92,7 +93,7 @@ json.dump({s: [fingerprint(t, s) for t in texts] for s in schemes}, sys.stdout)
 def test_fingerprints_do_not_depend_on_the_process():
     """Python salts str hashes per process; fingerprints must not notice."""
     texts = [CRIMINAL_LAW, RAILWAY, "Mixed 中英文 text, ＦＵＬＬ width"]
-    schemes = ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50"]
+    schemes = ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2"]
     here = {s: [fingerprint(t, s) for t in texts] for s in schemes}
     for seed in ("1", "4242"):
         result = subprocess.run(
@@ -121,7 +122,7 @@ def test_fingerprint_of_any_unicode_string_is_a_64_bit_value_or_no_features(text
     assert fingerprint(text) == value
 
 
-@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50"])
+@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2"])
 @pytest.mark.parametrize("text", ["", " ", "\n\t\u3000 \r\n", "，。！？……", "\x00\x01\ufeff"])
 def test_text_without_words_has_no_fingerprint(scheme, text):
     """Not 0, which would put every such text at distance 0 from every other: a typed error."""
@@ -171,10 +172,10 @@ def test_spaces_between_latin_words_still_separate_them():
     assert normalize("Hello   World 你 好") == "hello world你好"
 
 
-def test_numbers_and_urls_in_boilerplate_do_not_move_the_default_fingerprint():
-    """Unknown words (view counts, phone numbers, URLs) are not features of the default scheme."""
-    assert fingerprint(RAILWAY + " 浏览次数：12345678 https://example.com/a/1.html") == fingerprint(
-        RAILWAY + " 浏览次数：87654321 https://example.org/b/2.htm"
+def test_numbers_and_urls_in_boilerplate_do_not_move_the_zh_jieba_v1_fingerprint():
+    """Unknown words (view counts, phone numbers, URLs) are not features of zh-jieba-v1."""
+    assert fingerprint(RAILWAY + " 浏览次数：12345678 https://example.com/a/1.html", ZH_JIEBA_V1) == fingerprint(
+        RAILWAY + " 浏览次数：87654321 https://example.org/b/2.htm", ZH_JIEBA_V1
     )
 
 
@@ -224,15 +225,15 @@ def test_every_registered_scheme_survives_json(name):
 )
 def test_invalid_scheme_fields_are_refused_with_the_field_named(changes, message):
     with pytest.raises(SchemeError, match=message):
-        replace(DEFAULT, name="bad", **changes)
+        replace(ZH_JIEBA_V1, name="bad", **changes)
 
 
 def test_user_dictionary_words_count_as_known(tmp_path):
     dictionary = tmp_path / "words.txt"
     dictionary.write_text("大莱龙铁路 10 n\n", encoding="utf-8")
-    names = [name for name, _ in features(RAILWAY, DEFAULT.with_user_dict(dictionary))]
+    names = [name for name, _ in features(RAILWAY, ZH_JIEBA_V1.with_user_dict(dictionary))]
     assert "大莱龙铁路" in names
-    assert "大莱龙铁路" not in [name for name, _ in features(RAILWAY)]
+    assert "大莱龙铁路" not in [name for name, _ in features(RAILWAY, ZH_JIEBA_V1)]
 
 
 # ---------------------------------------------------------------- near-duplicates in real text
@@ -285,22 +286,25 @@ def _long_text(sample_laws, sample_paragraphs, revision_pairs) -> str:
 
 
 @pytest.mark.slow
-def test_long_text_is_segmented_in_pieces_with_the_same_result(sample_laws, sample_paragraphs, revision_pairs):
+@pytest.mark.parametrize("scheme", [ZH_JIEBA_V1, DEFAULT])
+def test_long_text_is_segmented_in_pieces_with_the_same_result(scheme, sample_laws, sample_paragraphs, revision_pairs):
     from simhash_store.fingerprint import PIECE_CHARACTERS, _segment_in_pieces
 
-    text = _long_text(sample_laws, sample_paragraphs, revision_pairs)
-    normalized = normalize(text)
+    # One line (multi-v2 counts a repeated line once), with words of Latin script and numbers.
+    text = _long_text(sample_laws, sample_paragraphs, revision_pairs).replace("\n", "")
+    text += " ".join(f"English words and numbers 1,{i:03d} of line {i}." for i in range(2000))
+    normalized = normalize(text, scheme.normalizer)
     assert len(normalized) > PIECE_CHARACTERS
-    pieces = list(_segment_in_pieces(normalized, DEFAULT))
+    pieces = list(_segment_in_pieces(normalized, scheme))
     assert len(pieces) == 2
-    whole = segment(text)
+    whole = segment(text, scheme)
     # Cut only after punctuation: the pieces' tokens are exactly the whole text's.
     assert [token for piece in pieces for token in piece] == whole
     # Counted piece by piece (bounded memory) equals one segmentation of the whole text.
-    assert fingerprint(text) == fingerprint_segmented(whole)
+    assert fingerprint(text, scheme) == fingerprint_segmented(whole, scheme)
 
 
-@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "classic-tfidf-top50"])
+@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "classic-tfidf-top50", "multi-v2"])
 def test_fingerprint_is_the_simhash_of_its_features(scheme, sample_laws, sample_paragraphs, revision_pairs):
     # The default schemes sum hash values looked up by word number (and pairs hashed from
     # their words' bytes); hashing each feature's name must give the same bits.

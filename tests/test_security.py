@@ -705,7 +705,7 @@ def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database
             ["init"],
             ["add", str(corpus), "-q"],
             ["add", "--jsonl", str(records), "--skip-near-duplicates", "-q"],
-            ["import", str(legacy), "--scheme", "zh-jieba-v1"],
+            ["import", str(legacy), "--scheme", "multi-v2"],  # the scheme the store was created with
             ["query", str(one)],
             ["query", "-f", "0000000000000005", "-k", "12", "--json"],
             ["dups", "-k", "8"],
