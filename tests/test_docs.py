@@ -40,3 +40,34 @@ def test_docs_links_resolve():
             if "://" in link:
                 continue
             assert (page.parent / link).exists(), f"{page.name} links to {link}, which does not exist"
+
+
+def _top_level_names(path: Path) -> set[str]:
+    import ast
+
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_the_map_of_where_to_add_things_matches_the_code():
+    # A reader follows this map to the file they must change: a renamed or moved file, or a
+    # registration function that no longer exists, must fail here rather than mislead them.
+    design = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
+    section = design.split("\n## Where to add things\n", 1)[1].split("\n## ", 1)[0]
+    named = re.findall(r"`([^`\s<>]+)`", section)
+    paths = [name for name in named if "/" in name and ":" not in name]
+    symbols = [name.split(":", 1) for name in named if ":" in name and "/" in name]
+    assert len(paths) >= 10 and len(symbols) >= 8, "the section should name its files and registrations"
+    for path in paths + [path for path, _ in symbols]:
+        assert (REPO / path).exists(), f"docs/design.md, 'Where to add things', names {path}, which does not exist"
+    for path, symbol in symbols:
+        assert symbol in _top_level_names(REPO / path), f"docs/design.md names {path}:{symbol}, which {path} does not define"
+    for room in ("tokenizer", "fingerprint scheme", "SQL function version", "CLI command", "input format", "output format"):
+        assert f"| a {room} " in section or f"| an {room} " in section, f"the map has no row for {room}"
