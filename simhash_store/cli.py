@@ -187,7 +187,7 @@ CalibratedMaxDistance = Annotated[
 ]
 SchemeOption = Annotated[
     Optional[str],
-    typer.Option("--scheme", help="Fingerprint scheme (default: the store's, or zh-jieba-v1 for a new store)."),
+    typer.Option("--scheme", help=f"Fingerprint scheme (default: the store's, or {DEFAULT.name} for a new store)."),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
 Jobs = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
