@@ -1288,7 +1288,7 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
         out.print(f"{visible(name)} ({to_hex(value)}): nothing stored within {counted(max_distance, 'bit')}")
         return
     table = Table(title=f"{visible(name)} ({to_hex(value)})", title_justify="left")
-    table.add_column("key")
+    table.add_column("key", overflow="fold")  # a long key (a URL) wraps, never cut: a reader may copy it
     table.add_column("distance", justify="right")
     table.add_column("similarity", justify="right")
     for match in matches:

@@ -657,3 +657,13 @@ def test_paths_and_texts_in_messages_without_a_database_are_escaped(tmp_path):
     _inert(explained.stdout)
     as_json = json.loads(invoke(None, "explain", "--json", "--text", "保护人民\u202e，制定本法。", "保护人民，制定此法。").stdout)
     assert as_json["distance"] >= 0
+
+
+def test_a_long_key_in_a_query_table_is_wrapped_never_cut(database_url, tmp_path, sample_paragraphs):
+    # Piped output is 80 columns wide: a crawler's URL used to end in "…", and could not be copied.
+    key = "https___news.example.com_" + "a_long_path_segment_" * 8 + "end.txt"
+    write(tmp_path / "in" / key, sample_paragraphs[0])
+    assert invoke(database_url, "add", str(tmp_path / "in")).exit_code == 0
+    result = invoke(database_url, "query", str(write(tmp_path / "q.txt", sample_paragraphs[0])))
+    cells = [line.split("│")[1].strip() for line in result.stdout.splitlines() if line.startswith("│")]
+    assert "".join(cells).startswith(key) and "…" not in result.stdout
