@@ -24,7 +24,15 @@ from .errors import (
     StoreTooNewError,
     UntrustedSchemaError,
 )
-from .fingerprint import features, fingerprint, fingerprint_features, fingerprint_if_any, normalize, parse_weighted, tokens
+from .fingerprint import (
+    features,
+    fingerprint,
+    fingerprint_features,
+    fingerprint_if_any,
+    normalize,
+    parse_weighted,
+    tokens,
+)
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
 from .seed_format import parse_seed_line
 

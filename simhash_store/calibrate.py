@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import random
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -224,9 +224,9 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
 
     ks = [row.k for row in calibration.rows]
     figure, recall_axes = plt.subplots(figsize=(8, 4.8), dpi=110)
-    for kind, values in calibration.light_by_kind.items():
+    for values in calibration.light_by_kind.values():
         recall_axes.plot(ks, values, color="tab:blue", alpha=0.25, linewidth=1)
-    for kind, values in calibration.heavy_by_kind.items():
+    for values in calibration.heavy_by_kind.values():
         recall_axes.plot(ks, values, color="tab:orange", alpha=0.25, linewidth=1, linestyle="--")
     recall_axes.plot(ks, [r.light_recall for r in calibration.rows], color="tab:blue", linewidth=2.5, label="light variants")
     recall_axes.plot(ks, [r.heavy_recall for r in calibration.rows], color="tab:orange", linewidth=2.5,

@@ -261,7 +261,8 @@ REWRITES = (
             ),
             (
                 "near_many: index probes or one read of each shard",
-                r"(?:\n[ \t]*--[^\n]*)*\n[ \t]*RETURN QUERY(?P<space>\s+)(?P<statement>WITH q AS MATERIALIZED \(.*?ORDER BY r\.i, r\.distance, r\.id;)",
+                r"(?:\n[ \t]*--[^\n]*)*\n[ \t]*RETURN QUERY(?P<space>\s+)"
+                r"(?P<statement>WITH q AS MATERIALIZED \(.*?ORDER BY r\.i, r\.distance, r\.id;)",
                 _near_many_shapes,
             ),
         )

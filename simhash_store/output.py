@@ -96,7 +96,7 @@ class OutputFile:
             finally:
                 self._lock.release()
 
-    def __enter__(self) -> "OutputFile":
+    def __enter__(self) -> OutputFile:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Iterator
 
 import numpy as np
 

@@ -21,7 +21,7 @@ Against the rows of your own table (one search per row, as a LATERAL join)::
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from sqlalchemy import BigInteger, Integer, Text, column, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY

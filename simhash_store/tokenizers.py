@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .errors import SchemeError
 from .seed_format import parse_seed_line
@@ -52,7 +53,7 @@ Feature = tuple[str, float]
 @dataclass(frozen=True)
 class Tokenizer:
     name: str
-    segment: Callable[[str, "Scheme"], list[str]] | None = None
+    segment: Callable[[str, Scheme], list[str]] | None = None
     read: Callable[[str], list[Feature]] | None = None
     words: bool = False
     pieces: bool = False
@@ -174,7 +175,7 @@ def _apostrophes(text: str) -> str:
     return text.replace("\u2019", "'") if "\u2019" in text else text  # the typographic one of "don’t"
 
 
-def _scripts_cut(cut: Callable[[str, "Scheme"], list[str]]) -> Callable[[str, "Scheme"], list[str]]:
+def _scripts_cut(cut: Callable[[str, Scheme], list[str]]) -> Callable[[str, Scheme], list[str]]:
     """A ``scripts`` segmenter: the words of alphabetic scripts, and ``cut`` for the text
     between them that holds ideographs, in text order."""
 

@@ -11,8 +11,9 @@ makes the embedded server's): neither has to import the other for it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError
 

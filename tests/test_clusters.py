@@ -14,9 +14,9 @@ from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from simhash_store import migrate
-from simhash_store.scheme import DEFAULT
 from simhash_store.cli import app
 from simhash_store.clusters import leaders
+from simhash_store.scheme import DEFAULT
 from simhash_store.store import NewDocument, Store
 
 

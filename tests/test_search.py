@@ -7,7 +7,6 @@ role plants on the caller's search_path never run inside our functions.
 
 from __future__ import annotations
 
-
 import numpy as np
 import psycopg
 import pytest
@@ -91,7 +90,7 @@ def test_sql_near_and_near_many_are_exact_for_every_distance(store):
             methods = ("auto", "scan", "probe") if k <= 16 or k in (20, 64) else ("auto", "scan")
             for method in methods:
                 expected = [brute_force(stored, q, k) for q in queries]
-                for q, s, want in zip(queries, signed, expected):
+                for s, want in zip(signed, expected):
                     rows = connection.execute(
                         "SELECT distance, key FROM simhash.near(%s, %s, %s)", (s, k, method)
                     ).fetchall()

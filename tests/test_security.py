@@ -403,7 +403,7 @@ def test_a_simhash_schema_planted_before_the_first_init_is_refused(empty_databas
         runner = CliRunner()
         for args in (["init"], ["add", "--jsonl", "-"], ["stats"], ["query", "-f", "0000000000000005"]):
             line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "a", "text": "北京的新闻"}\n'))
-            assert f"schema simhash in database " in line and f"belongs to role {role}" in line, line
+            assert "schema simhash in database " in line and f"belongs to role {role}" in line, line
             assert "drop the schema" in line and "SIMHASH_STORE_TRUSTED_OWNERS" in line
         with Store(empty_database_url) as store, pytest.raises(UntrustedSchemaError, match=f"belongs to role {role}"):
             store.upgrade()

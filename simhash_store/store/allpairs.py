@@ -6,7 +6,7 @@ Raw psycopg: COPY TO STDOUT in binary straight into a numpy buffer, which SQLAlc
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import psycopg
