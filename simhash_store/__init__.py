@@ -30,11 +30,11 @@ from .fingerprint import (
     fingerprint_features,
     fingerprint_if_any,
     normalize,
-    parse_weighted,
     tokens,
 )
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
 from .seed_format import parse_seed_line
+from .tokenizers import parse_weighted
 
 __all__ = [
     "DEFAULT",

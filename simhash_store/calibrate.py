@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class SampledPair:
     distance: int
     overlap: Overlap
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"key_a": self.key_a, "key_b": self.key_b, "distance": self.distance, **self.overlap.to_dict()}
 
 
@@ -185,7 +186,7 @@ def _checked_pairs(
     return false_matches, duplicates
 
 
-def check_plot(path: str | os.PathLike) -> None:
+def check_plot(path: str | os.PathLike[str]) -> None:
     """Raise :class:`OutputError` unless :func:`plot` can write ``path``: before the work, not after it.
 
     matplotlib must import, the extension name a format it writes (none: PNG), and a file

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from importlib.resources import as_file, files
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import StoreNotFoundError, StoreOutdatedError, StoreTooNewError
 from .trust import check_schema
@@ -112,7 +112,7 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     _run(engine, command.downgrade, revision)
 
 
-def _run(engine: Engine, action, revision: str) -> None:
+def _run(engine: Engine, action: Callable[[Any, str], object], revision: str) -> None:
     config = alembic_config()
     with engine.begin() as connection:
         config.attributes["connection"] = connection

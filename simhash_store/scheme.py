@@ -20,6 +20,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from .errors import SchemeError
 from .hashing import HASHES
@@ -163,7 +164,7 @@ class Scheme:
         digest = hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8]
         return replace(self, name=name or f"{self.name}+stop-{digest}", extra_stopwords=extra)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["extra_stopwords"] = list(self.extra_stopwords)
         return data
@@ -173,7 +174,7 @@ class Scheme:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_dict(cls, data: dict) -> Scheme:
+    def from_dict(cls, data: dict[str, Any]) -> Scheme:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
