@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import random
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,8 +121,8 @@ def calibrate(
     ks = np.arange(max_k + 1)
     originals = np.array([value for _, _, value in chosen], dtype=np.uint64)
 
-    def recall(kinds) -> dict[str, list[float]]:
-        by_kind = {}
+    def recall(kinds: Iterable[str]) -> dict[str, list[float]]:
+        by_kind: dict[str, list[float]] = {}
         for kind in kinds:
             distances = []
             for n, (key, text, value) in enumerate(chosen):

@@ -65,7 +65,7 @@ def shingles(text: str, normalizer: str = "nfkc-casefold", size: int = SHINGLE_U
     return np.unique(np.fromiter(map(_HASH, _runs(_UNIT.finditer(normalize(text, normalizer)), size)), dtype=np.uint64))
 
 
-def _runs(found: Iterator[re.Match[bytes]], size: int) -> Iterator[bytes]:
+def _runs(found: Iterator[re.Match[str]], size: int) -> Iterator[bytes]:
     """Each run of ``size`` consecutive units (one run of all of them when there are fewer), UTF-8.
 
     A sliding window, not a list of units: a CJK character as a string of its own takes 80

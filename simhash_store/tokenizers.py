@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import SchemeError
 from .seed_format import parse_seed_line
@@ -102,11 +102,12 @@ def segment_text(text: str, scheme: Scheme) -> list[str]:
 def _jieba_cut(text: str, scheme: Scheme) -> list[str]:
     from .dictionaries import jieba_tokenizer
 
-    return jieba_tokenizer(scheme.user_dict).lcut(text, HMM=scheme.hmm)
+    words: list[str] = jieba_tokenizer(scheme.user_dict).lcut(text, HMM=scheme.hmm)
+    return words
 
 
 @lru_cache(maxsize=1)
-def _rjieba():
+def _rjieba() -> Any:  # the rjieba module (it ships no type information)
     try:
         import rjieba
     except ImportError:
@@ -124,7 +125,8 @@ def check_available(scheme: Scheme) -> None:
 
 
 def _rjieba_cut(text: str, scheme: Scheme) -> list[str]:
-    return _rjieba().cut(text, scheme.hmm)
+    words: list[str] = _rjieba().cut(text, scheme.hmm)
+    return words
 
 
 # ---------------------------------------------------------------- every script

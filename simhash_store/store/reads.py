@@ -43,4 +43,5 @@ def count(connection: Connection) -> int:
 
 
 def is_empty(connection: Connection) -> bool:
-    return connection.execute(select(not_(exists(select(literal_column("1")).select_from(documents))))).scalar_one()
+    empty: bool = connection.execute(select(not_(exists(select(literal_column("1")).select_from(documents))))).scalar_one()
+    return empty
