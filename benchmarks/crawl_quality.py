@@ -44,11 +44,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quality import _fingerprint_pypi, _fingerprint_schemes, _markdown, _progress, close_pairs, distances  # noqa: E402
-from shared_corpus import jaccard, load_laws, load_revision_pairs, load_wiki, shingles  # noqa: E402
-
 from simhash_store.scheme import SCHEMES, Scheme  # noqa: E402
 from simhash_store.variants import HEAVY, LIGHT, TITLES, make_variant  # noqa: E402
+
+from quality import _fingerprint_pypi, _fingerprint_schemes, _markdown, _progress, close_pairs, distances  # noqa: E402
+from shared_corpus import jaccard, load_laws, load_revision_pairs, load_wiki, shingles  # noqa: E402
 
 KS = list(range(3, 14))
 UNRELATED_BELOW = 0.2
@@ -314,8 +314,9 @@ def main() -> None:
         print(_markdown(["method", "k", "natural recall (J>=0.8)", "precision (J>=0.5)", "pairs returned",
                          "false / unrelated pair", "false / pair of laws", "light", "heavy", "retitled"], rows))
         print(f"\nPer variant kind ({name}), recall at k = 7 / 9 / 11:\n")
-        print(_markdown(["method"] + kinds, [[label] + ["/".join(f"{r.variants[kind][KS.index(k)]:.2f}" for k in (7, 9, 11)) for kind in kinds]
-                                              for label, r in results.items()]))
+        by_kind = [[label] + ["/".join(f"{r.variants[kind][KS.index(k)]:.2f}" for k in (7, 9, 11)) for kind in kinds]
+                   for label, r in results.items()]
+        print(_markdown(["method"] + kinds, by_kind))
         print()
     print("### Mixed articles: share of pairs more than k bits apart (English paragraphs replaced)\n")
     rows = []

@@ -30,11 +30,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from simhash_store import fingerprint, normalize  # noqa: E402
+
 from crawl_quality import load_en  # noqa: E402
 from quality import _markdown, pypi_python  # noqa: E402
 from shared_corpus import load_laws, load_wiki, shingles  # noqa: E402
-
-from simhash_store import fingerprint, normalize  # noqa: E402
 
 _PYPI_TIMER = """
 import json, sys, time

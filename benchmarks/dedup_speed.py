@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared_corpus import jaccard, load_wiki, shingles  # noqa: E402
-
 from simhash_store.variants import HEAVY, KINDS, LIGHT, make_variant  # noqa: E402
+
+from shared_corpus import jaccard, load_wiki, shingles  # noqa: E402
 
 UNRELATED_BELOW = 0.20
 TARGET_RATIO = 1.1

@@ -38,8 +38,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from simhash_store.store import NewDocument, Store  # noqa: E402
-from store_speed import key_of, load_now, machine, make_data, percentile  # noqa: E402
 from tests.distributed.cluster import Cluster, unavailable  # noqa: E402
+
+from store_speed import key_of, load_now, machine, make_data, percentile  # noqa: E402
 
 
 def documents(values: np.ndarray, start: int = 0) -> list[NewDocument]:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared_corpus import load_laws, load_wiki  # noqa: E402
-
 from simhash_store.corpus import DecodeError, decode  # noqa: E402
+
+from shared_corpus import load_laws, load_wiki  # noqa: E402
 
 LENGTHS = (10, 20, 50, 200)
 ENCODINGS = ("utf-8", "utf-8-sig", "utf-16", "gb18030", "gbk", "big5")

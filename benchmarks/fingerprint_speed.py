@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shared_corpus import load_laws, load_wiki  # noqa: E402
-
 from simhash_store import SCHEMES, fingerprint, normalize  # noqa: E402
 from simhash_store.fingerprint import fingerprint_segmented, segment  # noqa: E402
 from simhash_store.scheme import DEFAULT, Scheme  # noqa: E402
+
+from shared_corpus import load_laws, load_wiki  # noqa: E402
 
 
 def _raw_segmenter(tokenizer: str):

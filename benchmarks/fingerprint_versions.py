@@ -30,10 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shared_corpus import CORPUS, load_laws, load_wiki  # noqa: E402
-
 import simhash_store as new  # noqa: E402
 from simhash_store.fingerprint import fingerprint_segmented, segment  # noqa: E402
+
+from shared_corpus import CORPUS, load_laws, load_wiki  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 

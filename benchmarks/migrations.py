@@ -40,6 +40,10 @@ import psycopg
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
+from simhash_store import migrate
+from simhash_store.config import normalize_url
+from simhash_store.scheme import DEFAULT
+
 from reliability_common import (
     DEFAULT_ADMIN_URL,
     admin_url_for,
@@ -51,9 +55,6 @@ from reliability_common import (
     markdown_table,
     server_version,
 )
-from simhash_store import migrate
-from simhash_store.config import normalize_url
-from simhash_store.scheme import DEFAULT
 
 # Columns of simhash.documents as revision 0001 creates them: later revisions must keep their values.
 COLUMNS_0001 = "id, key, fingerprint, block0, block1, block2, block3, digest, length, metadata, added_at, updated_at"
@@ -157,7 +158,7 @@ def main() -> None:
             with psycopg.connect(url, autocommit=True) as connection:
                 for sql in ["SELECT count(*) FROM simhash.documents", "VACUUM ANALYZE simhash.documents"]:
                     what = f"baseline: {sql}"
-                    seconds = timed(lambda: connection.execute(sql))
+                    seconds = timed(lambda sql=sql: connection.execute(sql))
                     rows.append([what, chain[0], f"{seconds:.2f} s", "", "", ""])
                     print(f"{what}: {seconds:.2f} s", flush=True)
 
@@ -173,10 +174,10 @@ def main() -> None:
 
             check("control: one row deleted, one bit flipped, rolled back", None, tamper=True)
             for previous, revision in zip(chain, chain[1:]):  # each single step up ...
-                check(f"step up {previous} -> {revision}", timed(lambda: migrate.upgrade(engine, revision)))
+                check(f"step up {previous} -> {revision}", timed(lambda revision=revision: migrate.upgrade(engine, revision)))
             check("upgrade head (again: a no-op)", timed(lambda: migrate.upgrade(engine, "head")))
             for previous, revision in zip(reversed(chain), list(reversed(chain))[1:]):  # ... and down
-                check(f"step down {previous} -> {revision}", timed(lambda: migrate.downgrade(engine, revision)))
+                check(f"step down {previous} -> {revision}", timed(lambda revision=revision: migrate.downgrade(engine, revision)))
 
             # From each earlier revision to head, the two ways a user upgrades: the library and the command.
             from simhash_store.store import Store
@@ -204,7 +205,7 @@ def main() -> None:
                 points = fill_at_first_revision(url, args.documents, args.full_rows, args.points, args.seed)
                 at_start = snapshot(url, points)
                 command = [str(Path(sys.executable).with_name("simhash-store")), "--db", url, "init"]
-                seconds = timed(lambda: subprocess.run(command, check=True, capture_output=True))
+                seconds = timed(lambda command=command: subprocess.run(command, check=True, capture_output=True))
                 after = snapshot(url, points)
                 differ = [name for name in at_start if after[name] != at_start[name]]
                 rows.append([f"store filled at {start}, `simhash-store init` (a process)",

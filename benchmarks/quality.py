@@ -36,14 +36,22 @@ import pickle
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simhash_store import SCHEMES, Scheme, fingerprint_features  # noqa: E402
+from simhash_store.fingerprint import fingerprint_segmented, segment  # noqa: E402
+
+# These figures are about zh-jieba-v1, the default they chose (multi-v2, the default since,
+# is measured by crawl_quality.py).
+from simhash_store.scheme import DEFAULT_MAX_DISTANCE  # noqa: E402
+from simhash_store.scheme import ZH_JIEBA_V1 as DEFAULT  # noqa: E402
 
 from shared_corpus import (  # noqa: E402
     REPOSITORY,
@@ -55,13 +63,6 @@ from shared_corpus import (  # noqa: E402
     shingles,
 )
 from variants import HEAVY, KINDS, LIGHT, make_variant  # noqa: E402
-
-from simhash_store import SCHEMES, Scheme, fingerprint_features  # noqa: E402
-from simhash_store.fingerprint import fingerprint_segmented, segment  # noqa: E402
-# These figures are about zh-jieba-v1, the default they chose (multi-v2, the default since,
-# is measured by crawl_quality.py).
-from simhash_store.scheme import DEFAULT_MAX_DISTANCE  # noqa: E402
-from simhash_store.scheme import ZH_JIEBA_V1 as DEFAULT  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 MAX_K = 12

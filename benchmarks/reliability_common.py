@@ -10,9 +10,9 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import psutil
 import psycopg
@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from simhash_store.config import normalize_url  # noqa: E402
+
 from store_speed import admin_execute, bulk_load, load_now, machine, make_data, percentile  # noqa: E402,F401
 
 DEFAULT_ADMIN_URL = os.environ.get("SIMHASH_STORE_BENCH_URL", "postgresql://root@127.0.0.1:5432/postgres")
@@ -101,7 +102,7 @@ class TreeMemory:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "TreeMemory":
+    def __enter__(self) -> TreeMemory:
         self._thread.start()
         return self
 

@@ -35,12 +35,11 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store_speed import admin_execute, bulk_load, load_now, machine  # noqa: E402
-
 from simhash_store.bits import probes  # noqa: E402
 from simhash_store.config import normalize_url  # noqa: E402
 from simhash_store.store import Store  # noqa: E402
 
+from store_speed import admin_execute, bulk_load, load_now, machine  # noqa: E402
 
 
 def _near_thresholds() -> list[tuple[int, int, int, int]]:

@@ -62,8 +62,6 @@ from reliability_common import (
     server_version,
 )
 
-
-
 # ------------------------------------------------------------------ queries and their answers
 
 

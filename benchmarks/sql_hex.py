@@ -26,7 +26,8 @@ from simhash_store import migrate
 STATEMENTS = (
     ("to_hex", "inline lpad(to_hex(f), 16, '0')", "SELECT count(pg_catalog.lpad(pg_catalog.to_hex(f), 16, '0')) FROM hex_bench"),
     ("to_hex", "simhash.to_hex(f)", "SELECT count(simhash.to_hex(f)) FROM hex_bench"),
-    ("from_hex", "inline ('x' || lpad(h, 16, '0'))::bit(64)::bigint", "SELECT count(('x' || lpad(h, 16, '0'))::bit(64)::bigint) FROM hex_bench"),
+    ("from_hex", "inline ('x' || lpad(h, 16, '0'))::bit(64)::bigint",
+     "SELECT count(('x' || lpad(h, 16, '0'))::bit(64)::bigint) FROM hex_bench"),
     ("from_hex", "simhash.from_hex(h)", "SELECT count(simhash.from_hex(h)) FROM hex_bench"),
 )
 
@@ -54,7 +55,7 @@ def main() -> None:
             )
             connection.execute("ANALYZE hex_bench")
             print(f"PostgreSQL {version}, {arguments.rows:,} rows, median of {arguments.repeat}, load average {os.getloadavg()[0]:.1f}")
-            print(f"| function | statement | total (ms) | per row (us) |\n|---|---|---|---|")
+            print("| function | statement | total (ms) | per row (us) |\n|---|---|---|---|")
             for function, label, statement in STATEMENTS:
                 times = []
                 for _ in range(arguments.repeat):

@@ -24,9 +24,17 @@ from .errors import (
     StoreTooNewError,
     UntrustedSchemaError,
 )
-from .fingerprint import features, fingerprint, fingerprint_features, fingerprint_if_any, normalize, parse_weighted, tokens
+from .fingerprint import (
+    features,
+    fingerprint,
+    fingerprint_features,
+    fingerprint_if_any,
+    normalize,
+    tokens,
+)
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
 from .seed_format import parse_seed_line
+from .tokenizers import parse_weighted
 
 __all__ = [
     "DEFAULT",

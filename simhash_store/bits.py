@@ -12,11 +12,10 @@ blocks, most significant first:
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from itertools import combinations
 
 from .errors import InvalidFingerprintError
-from .validation import FINGERPRINT_WIDTHS as WIDTHS
 from .validation import validate_distance, validate_fingerprint
 
 BLOCK_BITS = 16
@@ -86,7 +85,7 @@ def block_radius(max_distance: int) -> int:
     return validate_distance(max_distance) // BLOCK_COUNT
 
 
-@lru_cache(maxsize=None)
+@cache
 def flip_masks(radius: int) -> tuple[int, ...]:
     """All 16-bit masks with at most ``radius`` bits set (1, 17, 137, 697, ... of them)."""
     masks = [0]

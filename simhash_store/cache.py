@@ -21,6 +21,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xxhash
@@ -40,7 +41,7 @@ def cache_dir() -> Path | None:
     return Path(platformdirs.user_cache_dir("simhash-store", appauthor=False))
 
 
-def _path(kind: str, key: dict) -> tuple[Path, str] | None:
+def _path(kind: str, key: dict[str, Any]) -> tuple[Path, str] | None:
     directory = cache_dir()
     if directory is None:
         return None
@@ -49,7 +50,7 @@ def _path(kind: str, key: dict) -> tuple[Path, str] | None:
     return directory / name, canonical
 
 
-def load(kind: str, key: dict) -> dict[str, np.ndarray] | None:
+def load(kind: str, key: dict[str, Any]) -> dict[str, np.ndarray] | None:
     """The arrays stored for exactly this key, or None (absent, unreadable or failing a check)."""
     located = _path(kind, key)
     if located is None:
@@ -102,7 +103,7 @@ def _parse(content: bytes, canonical: str) -> dict[str, np.ndarray]:
     return arrays
 
 
-def store(kind: str, key: dict, arrays: dict[str, np.ndarray]) -> None:
+def store(kind: str, key: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Write an entry atomically; failing to (read-only or full disk) is not an error."""
     located = _path(kind, key)
     if located is None:
@@ -157,7 +158,7 @@ def split_strings(array: np.ndarray, count: int) -> list[str]:
 # value (or a few) per word, plus a value or two for the whole table (a total, a median).
 
 
-def store_word_table(kind: str, key: dict, words: list[str], arrays: dict[str, np.ndarray]) -> None:
+def store_word_table(kind: str, key: dict[str, Any], words: list[str], arrays: dict[str, np.ndarray]) -> None:
     """Store ``words`` with ``arrays`` (one value per word, or one value for the whole table).
 
     A word holding a newline cannot be stored: then nothing is, and the table is built
@@ -169,7 +170,7 @@ def store_word_table(kind: str, key: dict, words: list[str], arrays: dict[str, n
 
 
 def load_word_table(
-    kind: str, key: dict, per_word: dict[str, np.dtype], whole_table: dict[str, np.dtype] | None = None
+    kind: str, key: dict[str, Any], per_word: dict[str, np.dtype], whole_table: dict[str, np.dtype] | None = None
 ) -> tuple[list[str], dict[str, np.ndarray]] | None:
     """The words and arrays :func:`store_word_table` stored for this key, or None.
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import random
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class SampledPair:
     distance: int
     overlap: Overlap
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"key_a": self.key_a, "key_b": self.key_b, "distance": self.distance, **self.overlap.to_dict()}
 
 
@@ -120,8 +121,8 @@ def calibrate(
     ks = np.arange(max_k + 1)
     originals = np.array([value for _, _, value in chosen], dtype=np.uint64)
 
-    def recall(kinds) -> dict[str, list[float]]:
-        by_kind = {}
+    def recall(kinds: Iterable[str]) -> dict[str, list[float]]:
+        by_kind: dict[str, list[float]] = {}
         for kind in kinds:
             distances = []
             for n, (key, text, value) in enumerate(chosen):
@@ -185,7 +186,7 @@ def _checked_pairs(
     return false_matches, duplicates
 
 
-def check_plot(path: str | os.PathLike) -> None:
+def check_plot(path: str | os.PathLike[str]) -> None:
     """Raise :class:`OutputError` unless :func:`plot` can write ``path``: before the work, not after it.
 
     matplotlib must import, the extension name a format it writes (none: PNG), and a file
@@ -224,9 +225,9 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
 
     ks = [row.k for row in calibration.rows]
     figure, recall_axes = plt.subplots(figsize=(8, 4.8), dpi=110)
-    for kind, values in calibration.light_by_kind.items():
+    for values in calibration.light_by_kind.values():
         recall_axes.plot(ks, values, color="tab:blue", alpha=0.25, linewidth=1)
-    for kind, values in calibration.heavy_by_kind.items():
+    for values in calibration.heavy_by_kind.values():
         recall_axes.plot(ks, values, color="tab:orange", alpha=0.25, linewidth=1, linestyle="--")
     recall_axes.plot(ks, [r.light_recall for r in calibration.rows], color="tab:blue", linewidth=2.5, label="light variants")
     recall_axes.plot(ks, [r.heavy_recall for r in calibration.rows], color="tab:orange", linewidth=2.5,

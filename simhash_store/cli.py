@@ -13,15 +13,16 @@ import threading
 import time
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Iterator, Optional, get_args
+from typing import TYPE_CHECKING, Annotated, get_args
 
 import typer
-from typer.core import TyperArgument, TyperGroup
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperArgument, TyperGroup
 
 from . import corpus, ingest, records
 from .bits import from_hex, to_hex
@@ -168,7 +169,7 @@ out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 DbOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--db", envvar=URL_VARIABLE, show_envvar=True, metavar="URL",
         help="PostgreSQL URL (default: the embedded server). Also accepted after the command.",
@@ -178,7 +179,7 @@ MaxDistance = Annotated[
     int, typer.Option("--max-distance", "-k", min=0, max=64, help="Largest Hamming distance (bits) that counts as near.")
 ]
 CalibratedMaxDistance = Annotated[
-    Optional[int],
+    int | None,
     typer.Option(
         "--max-distance", "-k", min=0, max=64,
         help="Largest Hamming distance (bits) that counts as near (default: the k recorded by "
@@ -186,11 +187,11 @@ CalibratedMaxDistance = Annotated[
     ),
 ]
 SchemeOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--scheme", help=f"Fingerprint scheme (default: the store's, or {DEFAULT.name} for a new store)."),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
-Jobs = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
+Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
 
 
 @app.callback()
@@ -276,16 +277,16 @@ def init(
 
 @app.command()
 def add(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Files and directories (recursive).")] = None,
-    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="JSONL file of records ('-' for stdin).")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files and directories (recursive).")] = None,
+    jsonl: Annotated[str | None, typer.Option("--jsonl", help="JSONL file of records ('-' for stdin).")] = None,
     key_field: Annotated[str, typer.Option(help="JSONL field holding the key.")] = "key",
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     include: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--include", help="Only files matching this pattern (gitignore rules; repeatable)."),
     ] = None,
     exclude: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             "--exclude",
             help="Leave out files matching this pattern, read as a .gitignore line: '*.log' at any depth, "
@@ -351,7 +352,7 @@ def add(
             )
         except KeyboardInterrupt:
             warn("Interrupted: every finished batch is stored; run the same command again to finish.")
-            raise typer.Exit(130)
+            raise typer.Exit(130) from None
         finally:
             if stream is not None and stream is not sys.stdin.buffer:
                 stream.close()
@@ -466,13 +467,13 @@ def import_(
 @app.command()
 def query(
     files: Annotated[
-        Optional[list[str]], typer.Argument(help="Documents and directories (recursive) to look up ('-' for stdin).")
+        list[str] | None, typer.Argument(help="Documents and directories (recursive) to look up ('-' for stdin).")
     ] = None,
     fingerprint: Annotated[
-        Optional[list[str]], typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
+        list[str] | None, typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
     ] = None,
     max_distance: CalibratedMaxDistance = None,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many matches per query.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many matches per query.")] = None,
     as_json: JsonFlag = False,
     scheme: SchemeOption = None,
     jobs: Jobs = None,
@@ -551,7 +552,7 @@ def dups(
 @app.command()
 def recluster(
     max_distance: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             "--max-distance", "-k", min=0, max=64,
             help="Cluster at this distance (default: the store's, else the k recorded by `calibrate --apply`, "
@@ -577,7 +578,7 @@ def dedup_command(
     inputs: Annotated[list[str], typer.Argument(help="JSONL, CSV or Parquet files ('-' for JSONL on stdin).")],
     output: Annotated[str, typer.Option("--output", "-o", help="Where the kept records go ('-': stdout, JSONL).")] = "-",
     format: Annotated[
-        Optional[str], typer.Option("--format", help="jsonl, csv or parquet for inputs and output (default: by name).")
+        str | None, typer.Option("--format", help="jsonl, csv or parquet for inputs and output (default: by name).")
     ] = None,
     key_field: Annotated[str, typer.Option(help="Field holding the key.")] = "key",
     text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
@@ -586,7 +587,7 @@ def dedup_command(
         typer.Option("--annotate", help="Write every record, with simhash, cluster, duplicate_of and distance added."),
     ] = False,
     max_distance: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             "--max-distance", "-k", min=0, max=64,
             help="Near-duplicate distance (default: the store's cluster distance; for a store without clusters, "
@@ -693,7 +694,7 @@ def dedup_command(
     except KeyboardInterrupt:
         writer.abandon()
         warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except OSError as exc:  # an input that cannot be read, an output that cannot be written
         writer.abandon()
         fail(f"{exc.filename or output}: {exc.strerror or exc}")
@@ -785,13 +786,13 @@ def explain(
 @app.command()
 def calibrate(
     paths: Annotated[
-        Optional[list[Path]], typer.Argument(help="Files and directories of your documents (default: stored keys that name files).")
+        list[Path] | None, typer.Argument(help="Files and directories of your documents (default: stored keys that name files).")
     ] = None,
-    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
+    jsonl: Annotated[str | None, typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
     seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
     apply: Annotated[
         bool,
         typer.Option(
@@ -1061,7 +1062,7 @@ def schemes() -> None:
 @app.command()
 def serve(
     listen: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--listen", metavar="HOST:PORT",
             help="Also accept TCP connections here: as the store's owner role, with a password; never as the superuser.",
@@ -1296,7 +1297,7 @@ def _print_matches(name: str, value: int, matches, max_distance: int, as_json: b
     out.print(table)
 
 
-def _calibrated_distance(store: "Store", given: int | None) -> int:
+def _calibrated_distance(store: Store, given: int | None) -> int:
     """-k if given, else the k recorded by `calibrate --apply` (said on stderr), else the default."""
     if given is not None:
         return given
@@ -1307,7 +1308,7 @@ def _calibrated_distance(store: "Store", given: int | None) -> int:
     return recommended
 
 
-def _dedup_distance_note(store: "Store", given: int | None) -> str:
+def _dedup_distance_note(store: Store, given: int | None) -> str:
     """At which k dedup ran, and why (for its summary line)."""
     distance, _ = store.cluster_state()
     recommended = store.recommended_distance()

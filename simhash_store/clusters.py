@@ -28,8 +28,8 @@ writers that use it (other applications' INSERTs, stores that keep no clusters) 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import psycopg

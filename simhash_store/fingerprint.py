@@ -16,10 +16,10 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
-from typing import Iterable
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from .errors import NoFeaturesError, SchemeError
 from .hashing import HASHES
 from .scheme import DEFAULT, Scheme, get_scheme
 from .tokenizers import Feature, is_script_word, parse_weighted, segment_text, tokenizer_of  # noqa: F401  (Feature, parse_weighted: public here too)
-
 
 # ---------------------------------------------------------------- normalisation
 
@@ -146,7 +145,7 @@ def _segment_in_pieces(normalized: str, scheme: Scheme) -> Iterable[list[str]]:
             if boundary is not None:
                 # the last boundary in the window, so pieces stay close to the nominal size
                 last = boundary
-                for last in _PIECE_BOUNDARY.finditer(normalized, boundary.start(), end):
+                for last in _PIECE_BOUNDARY.finditer(normalized, boundary.start(), end):  # noqa: B007 (keeps the last match)
                     pass
                 end = last.end()
         yield segment_text(normalized[start:end], scheme)

@@ -14,7 +14,8 @@ import os
 import pickle
 import sys
 import tempfile
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from .columns import TEXT, Columns, arrow_type, as_text, convert, fits, needs_conversion
 from .corpus import Skip

@@ -16,9 +16,10 @@ import stat
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from .corpus import (
     BAD_KEY,
@@ -37,10 +38,10 @@ from .corpus import (
     special_kind,
 )
 from .decoding import SAMPLE_BYTES
-from .records import DEFAULT_MAX_BYTES, unique_keys
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .plural import counted
+from .records import DEFAULT_MAX_BYTES, unique_keys
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .tokenizers import check_available
 from .validation import validate_key
@@ -341,7 +342,7 @@ class Fingerprinter:
                 thread.join(timeout=30)
         self._exiting.clear()
 
-    def __enter__(self) -> "Fingerprinter":
+    def __enter__(self) -> Fingerprinter:
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:

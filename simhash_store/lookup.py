@@ -18,7 +18,8 @@ opens a Store instead, as the CLI does.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -40,7 +41,7 @@ def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
     """The store's translation of driver errors (see store/connection.py), for a psycopg connection."""
 
     @functools.wraps(method)
-    def wrapper(self: "Lookup", *args, **kwargs):
+    def wrapper(self: Lookup, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
         except psycopg.Error as exc:
@@ -143,7 +144,7 @@ class Lookup:
             self._connection.close()
             self._connection = None
 
-    def __enter__(self) -> "Lookup":
+    def __enter__(self) -> Lookup:
         return self
 
     def __exit__(self, *exc_info) -> None:

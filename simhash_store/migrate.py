@@ -7,9 +7,10 @@ every command checks the revision, and that check is one plain query against the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from importlib.resources import as_file, files
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import StoreNotFoundError, StoreOutdatedError, StoreTooNewError
 from .trust import check_schema
@@ -28,7 +29,7 @@ HEAD_REVISION = "0008"
 
 
 @lru_cache(maxsize=1)
-def alembic_config() -> "Config":
+def alembic_config() -> Config:
     """Alembic settings pointing at the packaged migrations (no URL: env.py resolves it)."""
     from alembic.config import Config
 
@@ -111,7 +112,7 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     _run(engine, command.downgrade, revision)
 
 
-def _run(engine: Engine, action, revision: str) -> None:
+def _run(engine: Engine, action: Callable[[Any, str], object], revision: str) -> None:
     config = alembic_config()
     with engine.begin() as connection:
         config.attributes["connection"] = connection

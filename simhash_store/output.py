@@ -21,7 +21,8 @@ import os
 import re
 import secrets
 import stat
-from typing import IO
+from types import TracebackType
+from typing import IO, Any
 
 from .errors import OutputError
 
@@ -61,7 +62,7 @@ class OutputFile:
         except BaseException:
             self._lock.release()
             raise
-        self.file: IO = os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
+        self.file: IO[Any] = os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
         self._done = False
 
     def commit(self) -> None:
@@ -96,10 +97,12 @@ class OutputFile:
             finally:
                 self._lock.release()
 
-    def __enter__(self) -> "OutputFile":
+    def __enter__(self) -> OutputFile:
         return self
 
-    def __exit__(self, kind, value, traceback) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         if kind is None:
             self.commit()
         else:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def shingles(text: str, normalizer: str = "nfkc-casefold", size: int = SHINGLE_U
     return np.unique(np.fromiter(map(_HASH, _runs(_UNIT.finditer(normalize(text, normalizer)), size)), dtype=np.uint64))
 
 
-def _runs(found: Iterator[re.Match], size: int) -> Iterator[bytes]:
+def _runs(found: Iterator[re.Match[str]], size: int) -> Iterator[bytes]:
     """Each run of ``size`` consecutive units (one run of all of them when there are fewer), UTF-8.
 
     A sliding window, not a list of units: a CJK character as a string of its own takes 80
@@ -116,7 +117,7 @@ class Overlap:
         """The texts share little: Jaccard < 0.2 and neither is mostly inside the other."""
         return self.jaccard < LITTLE_SHARED_JACCARD and not self.near_duplicate
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             **asdict(self),
             "jaccard": round(self.jaccard, 4),

@@ -17,6 +17,7 @@ blow up the candidate lists.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,8 @@ _CHUNK = 1 << 21  # candidate pairs handled at once: bounds memory at a few hund
 
 
 def _block(values: np.ndarray, shift: int) -> np.ndarray:
-    return ((values >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
+    keys: np.ndarray = ((values >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
+    return keys
 
 
 def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -50,7 +52,7 @@ def _chunks(counts: np.ndarray) -> list[slice]:
     return [slice(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo]
 
 
-def _same_key_candidates(sorted_keys: np.ndarray):
+def _same_key_candidates(sorted_keys: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Pairs (p, p + offset) of sorted positions with equal keys, one offset at a time.
 
     Runs of equal keys are contiguous once sorted, so every pair inside a run is some
@@ -65,7 +67,9 @@ def _same_key_candidates(sorted_keys: np.ndarray):
         alive = alive[sorted_keys[alive + offset] == sorted_keys[alive]]
 
 
-def _flipped_key_candidates(sorted_keys: np.ndarray, starts: np.ndarray, counts: np.ndarray, mask: int):
+def _flipped_key_candidates(
+    sorted_keys: np.ndarray, starts: np.ndarray, counts: np.ndarray, mask: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Pairs of sorted positions whose keys differ by ``mask``, from the side with the smaller key.
 
     ``starts`` and ``counts`` locate each key's run in ``sorted_keys``: a lookup, not a search.

@@ -23,9 +23,10 @@ import csv
 import json
 import re
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
-from typing import IO, Iterable, Iterator
+from typing import IO
 
 from .corpus import BAD_KEY, BAD_RECORD, KEY_COLLISION, Skip, Source
 from .errors import InputError, SimhashStoreError

@@ -20,6 +20,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from .errors import SchemeError
 from .hashing import HASHES
@@ -143,7 +144,7 @@ class Scheme:
             raise SchemeError(f"scheme {self.name!r}: a user dictionary needs a jieba tokenizer")
         object.__setattr__(self, "extra_stopwords", tuple(sorted(set(self.extra_stopwords))))
 
-    def with_user_dict(self, path: str | Path, name: str | None = None) -> "Scheme":
+    def with_user_dict(self, path: str | Path, name: str | None = None) -> Scheme:
         """This scheme with a jieba user dictionary; its content digest becomes part of the scheme."""
         path = Path(path)
         try:
@@ -157,13 +158,13 @@ class Scheme:
             user_dict_sha256=digest,
         )
 
-    def with_stopwords(self, words: list[str] | tuple[str, ...], name: str | None = None) -> "Scheme":
+    def with_stopwords(self, words: list[str] | tuple[str, ...], name: str | None = None) -> Scheme:
         """This scheme with extra stop words (part of the scheme, so part of its identity)."""
         extra = tuple(sorted(set(self.extra_stopwords) | {w.strip() for w in words if w.strip()}))
         digest = hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8]
         return replace(self, name=name or f"{self.name}+stop-{digest}", extra_stopwords=extra)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["extra_stopwords"] = list(self.extra_stopwords)
         return data
@@ -173,7 +174,7 @@ class Scheme:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Scheme":
+    def from_dict(cls, data: dict[str, Any]) -> Scheme:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -186,7 +187,7 @@ class Scheme:
             raise SchemeError(f"malformed scheme description: {exc}") from None
 
     @classmethod
-    def from_json(cls, text: str) -> "Scheme":
+    def from_json(cls, text: str) -> Scheme:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -211,7 +212,7 @@ def register_scheme(scheme: Scheme) -> Scheme:
     return scheme
 
 
-def get_scheme(scheme: "Scheme | str") -> Scheme:
+def get_scheme(scheme: Scheme | str) -> Scheme:
     """A ``Scheme`` as given, or the registered scheme of that name."""
     if isinstance(scheme, Scheme):
         return scheme

@@ -6,8 +6,8 @@ SQLAlchemy here, which costs a one-file query more than the rest of its work.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import psycopg
 

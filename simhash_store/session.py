@@ -7,6 +7,7 @@ lookup (lookup.py, which never imports SQLAlchemy) connect through these.
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
 from typing import Any
 
 import psycopg
@@ -55,13 +56,14 @@ def silent_server_in(error: BaseException | None) -> ServerSilentError | None:
         seen.add(id(error))
         if isinstance(error, ServerSilentError):
             return error
-        if isinstance(getattr(error, "orig", None), ServerSilentError):  # SQLAlchemy's wrapper of it
-            return error.orig  # type: ignore[union-attr]
+        wrapped = getattr(error, "orig", None)  # SQLAlchemy's wrapper of it
+        if isinstance(wrapped, ServerSilentError):
+            return wrapped
         error = error.__cause__ or error.__context__
     return None
 
 
-class WatchedConnection(psycopg.Connection):
+class WatchedConnection(psycopg.Connection[Any]):
     """A psycopg connection that notices a server gone silent, whatever the transport.
 
     TCP keepalives catch a partitioned network or a frozen host, but not a server whose
@@ -76,12 +78,12 @@ class WatchedConnection(psycopg.Connection):
     silence: float = 0.0
     probe_arguments: dict[str, Any] = {}
 
-    def wait(self, gen, *args, **kwargs):
+    def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:  # psycopg's generator protocol, not public API
         if self.silence <= 0:
             return super().wait(gen, *args, **kwargs)
         return super().wait(self._watched(gen), *args, **kwargs)
 
-    def _watched(self, gen):
+    def _watched(self, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
         heard = time.monotonic()
         try:
             state = next(gen)

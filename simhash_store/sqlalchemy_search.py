@@ -21,7 +21,8 @@ Against the rows of your own table (one search per row, as a LATERAL join)::
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import BigInteger, Integer, Text, column, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -34,19 +35,19 @@ from .scheme import DEFAULT_MAX_DISTANCE
 _MATCH = (column("id", BigInteger), column("key", Text), column("fingerprint", BigInteger), column("distance", Integer))
 
 
-def _fingerprint(value: int | ColumnElement) -> ColumnElement:
+def _fingerprint(value: int | ColumnElement[Any]) -> ColumnElement[Any]:
     return literal(to_signed(value), BigInteger) if isinstance(value, int) else value
 
 
-def _options(max_distance: int, method: str, max_results: int | None) -> list[ColumnElement]:
-    options = [literal(max_distance, Integer), literal(method, Text)]
+def _options(max_distance: int, method: str, max_results: int | None) -> list[ColumnElement[Any]]:
+    options: list[ColumnElement[Any]] = [literal(max_distance, Integer), literal(method, Text)]
     if max_results is not None:
         options.append(literal(max_results, Integer))
     return options
 
 
 def near(
-    fingerprint: int | ColumnElement,
+    fingerprint: int | ColumnElement[Any],
     max_distance: int = DEFAULT_MAX_DISTANCE,
     *,
     method: str = "auto",
@@ -57,7 +58,7 @@ def near(
 
 
 def near_many(
-    fingerprints: Sequence[int] | ColumnElement,
+    fingerprints: Sequence[int] | ColumnElement[Any],
     max_distance: int = DEFAULT_MAX_DISTANCE,
     *,
     method: str = "auto",

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import SchemeError
 from .seed_format import parse_seed_line
@@ -52,7 +53,7 @@ Feature = tuple[str, float]
 @dataclass(frozen=True)
 class Tokenizer:
     name: str
-    segment: Callable[[str, "Scheme"], list[str]] | None = None
+    segment: Callable[[str, Scheme], list[str]] | None = None
     read: Callable[[str], list[Feature]] | None = None
     words: bool = False
     pieces: bool = False
@@ -101,11 +102,12 @@ def segment_text(text: str, scheme: Scheme) -> list[str]:
 def _jieba_cut(text: str, scheme: Scheme) -> list[str]:
     from .dictionaries import jieba_tokenizer
 
-    return jieba_tokenizer(scheme.user_dict).lcut(text, HMM=scheme.hmm)
+    words: list[str] = jieba_tokenizer(scheme.user_dict).lcut(text, HMM=scheme.hmm)
+    return words
 
 
 @lru_cache(maxsize=1)
-def _rjieba():
+def _rjieba() -> Any:  # the rjieba module (it ships no type information)
     try:
         import rjieba
     except ImportError:
@@ -123,7 +125,8 @@ def check_available(scheme: Scheme) -> None:
 
 
 def _rjieba_cut(text: str, scheme: Scheme) -> list[str]:
-    return _rjieba().cut(text, scheme.hmm)
+    words: list[str] = _rjieba().cut(text, scheme.hmm)
+    return words
 
 
 # ---------------------------------------------------------------- every script
@@ -174,7 +177,7 @@ def _apostrophes(text: str) -> str:
     return text.replace("\u2019", "'") if "\u2019" in text else text  # the typographic one of "don’t"
 
 
-def _scripts_cut(cut: Callable[[str, "Scheme"], list[str]]) -> Callable[[str, "Scheme"], list[str]]:
+def _scripts_cut(cut: Callable[[str, Scheme], list[str]]) -> Callable[[str, Scheme], list[str]]:
     """A ``scripts`` segmenter: the words of alphabetic scripts, and ``cut`` for the text
     between them that holds ideographs, in text order."""
 

@@ -21,7 +21,8 @@ a read pays no extra round trip. It runs under the session's pinned ``search_pat
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .config import TRUSTED_OWNERS_VARIABLE, trusted_owners
 from .errors import UntrustedSchemaError

@@ -11,8 +11,9 @@ makes the embedded server's): neither has to import the other for it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 
@@ -127,9 +128,11 @@ def _split(text: str) -> UrlParts:
     for key, value in parse_qsl(found["query"] or ""):
         earlier = query.get(key)
         query[key] = value if earlier is None else (*earlier, value) if isinstance(earlier, tuple) else (earlier, value)
+    username, password = (unquote(found[name]) if found[name] is not None else None for name in ("username", "password"))
     return UrlParts(
         found["name"],
-        *(unquote(found[name]) if found[name] is not None else None for name in ("username", "password")),
+        username,
+        password,
         host=found["ipv4host"] or found["ipv6host"],
         port=int(found["port"]) if found["port"] is not None else None,  # "" raises, as in make_url
         database=unquote(found["database"]) if found["database"] is not None else None,

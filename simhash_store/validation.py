@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, SupportsInt, TypeGuard
 
 from .errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError
 
@@ -37,7 +38,7 @@ MAX_METADATA_DEPTH = 256
 MAX_METADATA_INTEGER_DIGITS = 1000
 
 
-def _is_integer(value: object) -> bool:
+def _is_integer(value: object) -> TypeGuard[SupportsInt]:
     # Python and numpy integers; bool is an int to Python but never a fingerprint or a length.
     return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
 
@@ -90,23 +91,23 @@ def validate_fingerprint(value: object, bits: int = 64) -> int:
     """An unsigned fingerprint of ``bits`` bits (a Python or numpy integer), as an ``int``."""
     if bits not in FINGERPRINT_WIDTHS:
         raise InvalidFingerprintError(f"fingerprint width must be one of {FINGERPRINT_WIDTHS}, not {bits!r}")
-    if not _is_integer(value) or not 0 <= int(value) < (1 << bits):  # type: ignore[arg-type]
+    if not _is_integer(value) or not 0 <= int(value) < (1 << bits):
         raise InvalidFingerprintError(f"a {bits}-bit fingerprint is an integer in [0, 2**{bits}), not {value!r}")
-    return int(value)  # type: ignore[arg-type]
+    return int(value)
 
 
 def validate_distance(max_distance: object, bits: int = 64) -> int:
     """A Hamming distance from 0 to ``bits``."""
-    if not _is_integer(max_distance) or not 0 <= int(max_distance) <= bits:  # type: ignore[arg-type]
+    if not _is_integer(max_distance) or not 0 <= int(max_distance) <= bits:
         raise InvalidFingerprintError(f"max distance must be an integer from 0 to {bits}, not {max_distance!r}")
-    return int(max_distance)  # type: ignore[arg-type]
+    return int(max_distance)
 
 
 def validate_integer(value: object, what: str, low: int, high: int) -> int:
     """An integer in [low, high] (a column's range, or a sensible bound), never wrapped or truncated."""
     if not _is_integer(value):
         raise InvalidValueError(f"{what} must be an integer, not {value!r}")
-    number = int(value)  # type: ignore[arg-type]
+    number = int(value)
     if not low <= number <= high:
         shown = str(number) if abs(number) < 10**30 else f"an integer of {_digits(number)} digits"
         raise InvalidValueError(f"{what} must lie in [{low}, {high}], not {shown}")
@@ -160,7 +161,7 @@ def validate_metadata(metadata: object) -> dict[str, Any] | None:
             if problem:
                 raise InvalidValueError(f"metadata string{at} {problem}")
         elif _is_integer(value):
-            if _digits(int(value)) > MAX_METADATA_INTEGER_DIGITS:  # type: ignore[arg-type]
+            if _digits(int(value)) > MAX_METADATA_INTEGER_DIGITS:
                 raise InvalidValueError(
                     f"metadata integer{at} has more than {MAX_METADATA_INTEGER_DIGITS} digits"
                 )

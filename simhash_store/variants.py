@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Callable
+from collections.abc import Callable
 
 # ---------------------------------------------------------------- boilerplate
 # News sites and reposting sites wrap the same article in their own header and footer.

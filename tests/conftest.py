@@ -18,6 +18,7 @@ quietly stop running in CI.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import uuid
@@ -32,6 +33,7 @@ from simhash_store.config import normalize_url
 from simhash_store.store import Store
 
 import sample_text  # tests/sample_text.py: the text shipped in tests/data
+from roles import temporary_role
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -44,10 +46,13 @@ STRICT_SKIPS_VARIABLE = "SIMHASH_STORE_STRICT_SKIPS"
 ROOT_READS_EVERYTHING = "root reads files whatever their mode"
 NO_SYSTEM_POSTGRESQL = "no system PostgreSQL"
 EXTERNAL_BACKEND = "this backend is the external server"
+DOCTEST_NEEDS_A_SERVER = "all tests skipped by +SKIP option"  # pytest's words for a docstring of +SKIP examples only
 ALLOWED_SKIP_REASONS = {
     ROOT_READS_EVERYTHING: "permission tests cannot fail for root, which CI containers often are",
     NO_SYSTEM_POSTGRESQL: "psql or a server at SIMHASH_STORE_TEST_URL is needed and the machine has none",
     EXTERNAL_BACKEND: "a test of the embedded server itself, parametrised over both backends",
+    DOCTEST_NEEDS_A_SERVER: "a docstring example that connects to the reader's own server (its URL is made up); "
+    "the store's behaviour it shows is tested in tests/",
 }
 
 
@@ -184,6 +189,22 @@ def empty_database_url(pg_server):
     name = pg_server.create_database(migrated=False)
     yield pg_server.url(name)
     pg_server.drop_database(name)
+
+
+@pytest.fixture
+def make_role():
+    """Factory of throw-away roles: ``make_role(url, *grants, prefix=..., login=True)`` returns a new role's name.
+
+    The role is uniquely named, gets ``grants`` (SQL with ``{role}`` and ``{database}``) in ``url``'s
+    database, and is dropped with everything it owns there when the test ends (see tests/roles.py).
+    """
+    with contextlib.ExitStack() as roles:
+
+        def make(url: URL, *grants: str, prefix: str = "simhash_role", login: bool = True) -> str:
+            role, _ = roles.enter_context(temporary_role(url, *grants, prefix=prefix, login=login))
+            return role
+
+        yield make
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -14,13 +14,13 @@ def _read(path: Path) -> str:
     return path.read_bytes().decode("utf-8")  # no newline translation
 
 
-@lru_cache(maxsize=None)
+@cache
 def laws() -> tuple[str, ...]:
     """The texts of the 20 shipped laws (4 to 9 KB each), sorted by file name."""
     return tuple(_read(path) for path in sorted((DATA / "laws").glob("*.txt")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def paragraph_records() -> tuple[dict, ...]:
     """40 Chinese Wikipedia paragraphs (266 to 980 characters): ``id``, ``title``, ``source``, ``text``."""
     return tuple(json.loads(line) for line in _read(DATA / "wiki-paragraphs.jsonl").splitlines() if line.strip())
@@ -30,7 +30,7 @@ def paragraphs() -> list[str]:
     return [record["text"] for record in paragraph_records()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def revision_pairs() -> tuple[tuple[str, str, float], ...]:
     """Successive versions of the same law: (older, newer, 5-character-shingle Jaccard), most similar first."""
     with (DATA / "law-revisions" / "pairs.tsv").open(encoding="utf-8", newline="") as table:

@@ -65,7 +65,7 @@ def stored(url) -> dict[str, int]:
 
 def test_every_command_has_help_with_an_example():
     command = get_command(app)
-    for name, sub in command.commands.items():
+    for name in command.commands:
         result = CliRunner().invoke(app, [name, "--help"])
         assert result.exit_code == 0, name
         assert "Example: simhash-store" in result.output, f"{name} --help shows no example"
@@ -599,7 +599,7 @@ def _inert(output: str) -> str:
 
 def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(database_url, tmp_path, sample_paragraphs):
     root = tmp_path / "in"
-    for n, (name, key) in enumerate(HOSTILE.items()):
+    for n, key in enumerate(HOSTILE.values()):
         write(root / key, sample_paragraphs[n])
     write(root / "copy\x1b[2J.txt", sample_paragraphs[0])  # the same text as "title", and stored first
     write(root / "garbage\x1b[2J.txt", b"\x80\xff" * 20)  # fails: named on stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 
 import numpy as np
 import psycopg
@@ -15,9 +14,9 @@ from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from simhash_store import migrate
-from simhash_store.scheme import DEFAULT
 from simhash_store.cli import app
 from simhash_store.clusters import leaders
+from simhash_store.scheme import DEFAULT
 from simhash_store.store import NewDocument, Store
 
 
@@ -93,31 +92,22 @@ def test_a_second_batch_never_renumbers_an_existing_cluster(store, database_url)
     assert _clusters(database_url) == after
 
 
-def test_sql_access_for_read_only_roles(database_url, pg_server):
-    role = f"simhash_reader_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
-    try:
-        with Store(database_url) as store:
-            store.recluster()
-            store.add([NewDocument("a", 0), NewDocument("b", _bits(4)), NewDocument("c", _bits(30, 30))])
-            store.grant_read_only(role)
-            a_id = store.get("a").id
-        with psycopg.connect(_plain(database_url.set(username=role, password=None))) as connection:
-            assert connection.execute("SELECT simhash.cluster_of('b')").fetchone() == (a_id,)
-            assert connection.execute("SELECT simhash.cluster_of('missing')").fetchone() == (None,)
-            rows = connection.execute(
-                "SELECT representative_key, size FROM simhash.clusters ORDER BY size DESC, representative_key"
-            ).fetchall()
-            assert rows == [("a", 2), ("c", 1)]
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                connection.execute("UPDATE simhash.documents SET cluster = 0")
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP OWNED BY "{role}"'))
-            connection.execute(text(f'DROP ROLE "{role}"'))
-        admin.dispose()
+def test_sql_access_for_read_only_roles(database_url, pg_server, make_role):
+    role = make_role(database_url, prefix="simhash_reader")
+    with Store(database_url) as store:
+        store.recluster()
+        store.add([NewDocument("a", 0), NewDocument("b", _bits(4)), NewDocument("c", _bits(30, 30))])
+        store.grant_read_only(role)
+        a_id = store.get("a").id
+    with psycopg.connect(_plain(database_url.set(username=role, password=None))) as connection:
+        assert connection.execute("SELECT simhash.cluster_of('b')").fetchone() == (a_id,)
+        assert connection.execute("SELECT simhash.cluster_of('missing')").fetchone() == (None,)
+        rows = connection.execute(
+            "SELECT representative_key, size FROM simhash.clusters ORDER BY size DESC, representative_key"
+        ).fetchall()
+        assert rows == [("a", 2), ("c", 1)]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("UPDATE simhash.documents SET cluster = 0")
 
 
 def test_cluster_function_pins_its_search_path(database_url):

@@ -79,7 +79,9 @@ def test_annotations_name_the_representative_and_reruns_are_byte_identical(datab
         assert copy["distance"] == hamming(int(copy["simhash"], 16), int(original["simhash"], 16)) > 0
         assert original["duplicate_of"] is None and original["distance"] == 0
         assert original["simhash"] == f"{fingerprint(original['text']):016x}"
-    assert list(rows[0]) == ["id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
+    assert list(rows[0]) == [
+        "id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance", "not_compared"
+    ]
     again = _run(database_url, *args, "-o", str(tmp_path / "again.jsonl"))
     assert again.exit_code == 0
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
@@ -599,11 +601,11 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
     import time
 
     import psycopg
-
-    from sqlalchemy import create_engine, text as sql
+    from sqlalchemy import create_engine
+    from sqlalchemy import text as sql
+    from test_reliability import cli, finish, url_text, write_jsonl
 
     import sample_text
-    from test_reliability import cli, finish, url_text, write_jsonl
 
     documents = sample_text.documents(200)
     records = []

@@ -21,8 +21,8 @@ from simhash_store import (
     DEFAULT,
     DEFAULT_MAX_DISTANCE,
     SCHEMES,
-    Scheme,
     NoFeaturesError,
+    Scheme,
     SchemeError,
     SimhashStoreError,
     features,
@@ -164,7 +164,8 @@ def test_full_width_and_half_width_forms_are_equal():
 
 
 def test_line_reflow_and_spacing_of_chinese_text_change_nothing():
-    reflowed = "\u3000\u3000中华人民共和国刑法第一条：为了惩罚犯罪，\n保护人民，根据宪法，结合我国同犯罪作斗争的具\r\n体经验及实际情况， 制定本法。\n\n"
+    reflowed = ("\u3000\u3000中华人民共和国刑法第一条：为了惩罚犯罪，\n保护人民，"
+                "根据宪法，结合我国同犯罪作斗争的具\r\n体经验及实际情况， 制定本法。\n\n")
     assert fingerprint(reflowed) == fingerprint(CRIMINAL_LAW)
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from simhash_store import features, fingerprint, fingerprint_features, fingerprint_if_any, normalize
 from simhash_store.corpus import DecodeError, Skip, decode

@@ -9,7 +9,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import uuid
 import warnings
 from pathlib import Path
 
@@ -127,21 +126,17 @@ def test_load_keeps_the_last_of_repeated_keys_and_stays_query_ready(database_url
 
 
 @pytest.fixture
-def writer_role(database_url):
+def writer_role(database_url, make_role):
     """A role that may write the store's tables but does not own them (so may not vacuum them)."""
-    role = f"simhash_writer_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
-        connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{role}"'))
-        connection.execute(text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{role}"'))
-        connection.execute(text(f'GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA simhash TO "{role}"'))
-        connection.execute(text(f'GRANT TEMPORARY ON DATABASE "{database_url.database}" TO "{role}"'))
-    yield database_url.set(username=role, password=None)
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP OWNED BY "{role}"'))
-        connection.execute(text(f'DROP ROLE "{role}"'))
-    admin.dispose()
+    role = make_role(
+        database_url,
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
+        "GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA simhash TO {role}",
+        "GRANT TEMPORARY ON DATABASE {database} TO {role}",
+        prefix="simhash_writer",
+    )
+    return database_url.set(username=role, password=None)
 
 
 def test_a_role_that_may_not_vacuum_is_told_once_and_its_rows_are_stored(writer_role):

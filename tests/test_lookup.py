@@ -131,8 +131,8 @@ def test_lookup_refuses_what_the_store_refuses_in_the_same_words(database_url, e
     with Store(database_url) as store:
         store.add([NewDocument("a", 1)])
     for case, (url, scheme) in cases.items():
-        said = _error(lambda: Store(url, scheme=scheme).scheme)
-        assert _error(lambda: Lookup(url, scheme=scheme).scheme) == said, case
+        said = _error(lambda url=url, scheme=scheme: Store(url, scheme=scheme).scheme)
+        assert _error(lambda url=url, scheme=scheme: Lookup(url, scheme=scheme).scheme) == said, case
         assert "hunter2" not in said
     with Store(database_url) as store, store.engine.begin() as connection:
         connection.execute(text("UPDATE simhash.alembic_version SET version_num = '0004'"))
@@ -162,7 +162,8 @@ def test_a_multi_host_url_is_read_through_the_store(database_url):
 
 def test_query_never_imports_sqlalchemy(database_url):
     with Store(database_url) as store:
-        store.add([NewDocument("library-night-reading.txt", fingerprint((EXAMPLES / "corpus" / "library-night-reading.txt").read_text(encoding="utf-8")))])
+        reading = (EXAMPLES / "corpus" / "library-night-reading.txt").read_text(encoding="utf-8")
+        store.add([NewDocument("library-night-reading.txt", fingerprint(reading))])
     env = {**os.environ, "SIMHASH_STORE_URL": url_text(database_url)}
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "simhash_store.cli", "query", "--json", str(EXAMPLES / "query" / "library-repost.txt")],

@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import sample_text
 from simhash_store import NoFeaturesError, fingerprint, hamming
 from simhash_store.calibrate import calibrate, check_plot
 from simhash_store.cli import app
 from simhash_store.errors import OutputError
 from simhash_store.explain import explain
 from simhash_store.overlap import overlap, units
+
+import sample_text
 
 SCHEME = "zh-jieba-v1"  # frozen: the distances below cannot change under it
 ENGLISH = (

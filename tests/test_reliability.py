@@ -85,7 +85,7 @@ def test_concurrent_adds_on_overlapping_inputs(database_url, tmp_path):
         cli("add", *map(str, subset), "--batch-size", "7", "-j", "1", url=url_text(database_url)) for subset in subsets
     ]
     results = [finish(p) for p in processes]
-    for code, out, err in results:
+    for code, _out, err in results:
         assert code == 0, err
         assert "Traceback" not in err
     expected = {str(f): fingerprint(f.read_text(encoding="utf-8")) for f in files}
@@ -128,7 +128,7 @@ def test_kill_9_at_random_points_then_rerun(database_url, pg_server, tmp_path):
 
     rng = random.Random(20261121)
     trials = []
-    for trial in range(6):
+    for _trial in range(6):
         name = pg_server.create_database()
         url = pg_server.url(name)
         try:

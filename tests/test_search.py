@@ -7,8 +7,6 @@ role plants on the caller's search_path never run inside our functions.
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 import psycopg
 import pytest
@@ -92,7 +90,7 @@ def test_sql_near_and_near_many_are_exact_for_every_distance(store):
             methods = ("auto", "scan", "probe") if k <= 16 or k in (20, 64) else ("auto", "scan")
             for method in methods:
                 expected = [brute_force(stored, q, k) for q in queries]
-                for q, s, want in zip(queries, signed, expected):
+                for s, want in zip(signed, expected):
                     rows = connection.execute(
                         "SELECT distance, key FROM simhash.near(%s, %s, %s)", (s, k, method)
                     ).fetchall()
@@ -216,18 +214,9 @@ CREATE FUNCTION public.bit_count(bit) RETURNS bigint LANGUAGE plpgsql AS
 
 
 @pytest.fixture
-def attacker(empty_database_url):
+def attacker(empty_database_url, make_role):
     """A role that may create objects in public (as in many databases, and everywhere before PostgreSQL 15)."""
-    role = f"simhash_attacker_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(empty_database_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}"'))
-        connection.execute(text(f'GRANT CREATE, USAGE ON SCHEMA public TO "{role}"'))
-    yield role
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP OWNED BY "{role}"'))
-        connection.execute(text(f'DROP ROLE "{role}"'))
-    admin.dispose()
+    return make_role(empty_database_url, "GRANT CREATE, USAGE ON SCHEMA public TO {role}", prefix="simhash_attacker", login=False)
 
 
 def _plant(url, role: str) -> None:

@@ -9,7 +9,6 @@ import stat
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import psutil
@@ -23,22 +22,16 @@ from simhash_store.cli import app
 from simhash_store.store import NewDocument, Store
 from simhash_store.trust import CITUS_FUNCTIONS, LIBRARY_FUNCTIONS
 
+from roles import temporary_role  # tests/roles.py
+
 
 def _plain(url) -> str:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 @pytest.fixture
-def reader_role(pg_server, database_url):
-    role = f"simhash_reader_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
-    yield role
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP OWNED BY "{role}"'))
-        connection.execute(text(f'DROP ROLE "{role}"'))
-    admin.dispose()
+def reader_role(database_url, make_role):
+    return make_role(database_url, prefix="simhash_reader")
 
 
 def test_read_only_role_can_search_and_cannot_write(database_url, reader_role):
@@ -152,20 +145,10 @@ CREATE FUNCTION public.bit_count(bit) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
 @contextlib.contextmanager
 def _attacker_in(url):
     """A role that may create objects in public (as everyone could before PostgreSQL 15), with its traps set."""
-    role = f"simhash_attacker_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
-        connection.execute(text(f'GRANT CREATE, USAGE ON SCHEMA public TO "{role}"'))
-    with psycopg.connect(_plain(url.set(username=role, password=None)), autocommit=True) as connection:
-        connection.execute(_TRAPS)
-    try:
+    with temporary_role(url, "GRANT CREATE, USAGE ON SCHEMA public TO {role}", prefix="simhash_attacker") as (role, admin):
+        with psycopg.connect(_plain(url.set(username=role, password=None)), autocommit=True) as connection:
+            connection.execute(_TRAPS)
         yield admin
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP OWNED BY "{role}"'))
-            connection.execute(text(f'DROP ROLE "{role}"'))
-        admin.dispose()
 
 
 @pytest.fixture
@@ -275,19 +258,14 @@ def test_a_read_only_role_cannot_stall_writers(database_url, reader_role, monkey
 
 
 @pytest.fixture
-def unprivileged_writer(database_url):
+def unprivileged_writer(database_url, make_role):
     """A role that may write the store's tables but holds no grant option on them."""
-    role = f"simhash_writer_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
-        connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{role}"'))
-        connection.execute(text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{role}"'))
-    yield role
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP OWNED BY "{role}"'))
-        connection.execute(text(f'DROP ROLE "{role}"'))
-    admin.dispose()
+    return make_role(
+        database_url,
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
+        prefix="simhash_writer",
+    )
 
 
 def test_grant_read_without_the_right_to_grant_fails_and_grants_nothing(database_url, reader_role, unprivileged_writer):
@@ -402,19 +380,8 @@ def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
 @contextlib.contextmanager
 def _other_role(url, *grants: str):
     """A login role that is not the store's owner, with ``grants`` ({role} is its name) given by the admin."""
-    role = f"simhash_other_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
-        for grant in grants:
-            connection.execute(text(grant.format(role=f'"{role}"', database=f'"{url.database}"')))
-    try:
+    with temporary_role(url, *grants, prefix="simhash_other") as (role, admin):
         yield role, admin
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP OWNED BY "{role}" CASCADE'))
-            connection.execute(text(f'DROP ROLE "{role}"'))
-        admin.dispose()
 
 
 def _as(url, role) -> psycopg.Connection:
@@ -436,7 +403,7 @@ def test_a_simhash_schema_planted_before_the_first_init_is_refused(empty_databas
         runner = CliRunner()
         for args in (["init"], ["add", "--jsonl", "-"], ["stats"], ["query", "-f", "0000000000000005"]):
             line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "a", "text": "北京的新闻"}\n'))
-            assert f"schema simhash in database " in line and f"belongs to role {role}" in line, line
+            assert "schema simhash in database " in line and f"belongs to role {role}" in line, line
             assert "drop the schema" in line and "SIMHASH_STORE_TRUSTED_OWNERS" in line
         with Store(empty_database_url) as store, pytest.raises(UntrustedSchemaError, match=f"belongs to role {role}"):
             store.upgrade()

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import uuid
 
 import psycopg
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from simhash_store import bits
@@ -88,24 +86,15 @@ def test_null_in_null_out_and_usable_in_an_index_expression(sql):
     assert _one(sql, "SELECT simhash.to_hex(simhash.from_hex(hex)) FROM public.crawl_hex") == "1a9ffed40a667204"
 
 
-def test_a_read_only_role_converts_and_searches_by_hex(database_url):
+def test_a_read_only_role_converts_and_searches_by_hex(database_url, make_role):
     plain = _plain(database_url)
     with psycopg.connect(plain, autocommit=True) as connection:
         connection.execute("INSERT INTO simhash.documents (key, fingerprint) VALUES ('a', %s)", (bits.to_signed(2**64 - 2),))
-    role = f"simhash_reader_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
-    try:
-        result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "grant-read", role])
-        assert result.exit_code == 0, result.output
-        with psycopg.connect(_plain(database_url.set(username=role, password=None))) as reader:
-            rows = reader.execute(
-                "SELECT simhash.to_hex(fingerprint), distance FROM simhash.near(simhash.from_hex('fffffffffffffffe'), 0)"
-            ).fetchall()
-            assert rows == [("fffffffffffffffe", 0)]
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP OWNED BY "{role}"'))
-            connection.execute(text(f'DROP ROLE "{role}"'))
-        admin.dispose()
+    role = make_role(database_url, prefix="simhash_reader")
+    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "grant-read", role])
+    assert result.exit_code == 0, result.output
+    with psycopg.connect(_plain(database_url.set(username=role, password=None))) as reader:
+        rows = reader.execute(
+            "SELECT simhash.to_hex(fingerprint), distance FROM simhash.near(simhash.from_hex('fffffffffffffffe'), 0)"
+        ).fetchall()
+        assert rows == [("fffffffffffffffe", 0)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simhash_store.store import NewDocument
 from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError, SimhashStoreError
+from simhash_store.store import NewDocument
 from simhash_store.validation import (
     INT4,
     MAX_KEY_BYTES,

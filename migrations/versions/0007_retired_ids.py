@@ -19,15 +19,15 @@ An existing store starts from its identity sequence's last value: every id given
 this revision, and perhaps removed since, lies at or below it.
 """
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: Union[str, Sequence[str], None] = "0006"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0006"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 SCHEMA = "simhash"
 COMMENT = "no new document takes an id at or below this: the largest id of a removed document"

@@ -15,16 +15,16 @@ Create Date: 2026-11-26
   ``near`` has (an administrator who took EXECUTE on ``near`` away from PUBLIC keeps that).
 """
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 from alembic import op
 
 from simhash_store.migrations import sqlfiles
 
 revision: str = "0008"
-down_revision: Union[str, Sequence[str], None] = "0007"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0007"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 # The versions installed at 0007, in files; CREATE OR REPLACE keeps their grants.
 CURRENT = ("distance.v2", "near.v3", "near_many.v1", "cluster_of.v1")

@@ -27,24 +27,30 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import URL
 
-from .. import clusters
+from .. import clusters, maintenance, migrate
 from .. import distributed as citus
-from .. import maintenance, migrate
 from ..config import network_timeout, redact, resolve_url, secrets_of
-from ..store_info import requested_scheme
 from ..errors import SimhashStoreError
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+from ..store_info import requested_scheme
 from ..validation import (
-    INT4, INT8, validate_distance, validate_fingerprint, validate_integer, validate_key, validate_keys,
+    INT4,
+    INT8,
+    MAX_KEY_BYTES,  # noqa: F401 - re-exported: callers know the limit from the store
+    validate_distance,
+    validate_fingerprint,
+    validate_integer,
+    validate_key,
+    validate_keys,
     validate_optional_text,
 )
-from ..validation import MAX_KEY_BYTES  # noqa: F401 - re-exported: callers know the limit from the store
 from ..validation import validate_seconds as _validate_seconds
 from . import admin, allpairs, connection, reads, schema, writes
 from .connection import database_errors as _database_errors
@@ -109,7 +115,7 @@ class Store:
             self._engine = None
         self._ready = False
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -292,7 +298,7 @@ class Store:
         return found
 
     @_database_errors
-    def remove(self, keys: str | Iterable[str]) -> "RemoveResult":
+    def remove(self, keys: str | Iterable[str]) -> RemoveResult:
         """Delete documents by key (a string is one key); says which were removed and which were not stored.
         Their ids are never given to another document (``store_info.highest_retired_id``).
 

@@ -6,7 +6,7 @@ Raw psycopg: COPY TO STDOUT in binary straight into a numpy buffer, which SQLAlc
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import psycopg
@@ -59,11 +59,12 @@ def near_duplicates(raw: psycopg.Connection, max_distance: int, keys_of: KeysOf 
         names.setdefault(int(group_of[position]), []).append(keys[int(ids[position])])
     for members in names.values():
         members.sort()
-    found: list[IdenticalGroup | Pair] = sorted(
+    groups = sorted(
         (IdenticalGroup(members) for members in names.values() if len(members) > 1), key=lambda g: g.keys
     )
+    found: list[IdenticalGroup | Pair] = [*groups]
     pairs = [
-        Pair(*sorted((names[a][0], names[b][0])), d)
+        Pair(min(names[a][0], names[b][0]), max(names[a][0], names[b][0]), d)
         for a, b, d in zip(grouped.left.tolist(), grouped.right.tolist(), grouped.distance.tolist())
     ]
     return found + sorted(pairs, key=lambda p: (p.distance, p.a, p.b))
@@ -75,7 +76,7 @@ def pairs(raw: psycopg.Connection, max_distance: int, keys_of: KeysOf = keys_of)
     left, right, distance = near_pairs(values, max_distance)
     keys = keys_of(raw, np.unique(np.concatenate([ids[left], ids[right]])))
     return [
-        Pair(*sorted((keys[int(ids[i])], keys[int(ids[j])])), int(d))
+        Pair(min(keys[int(ids[i])], keys[int(ids[j])]), max(keys[int(ids[i])], keys[int(ids[j])]), int(d))
         for i, j, d in zip(left.tolist(), right.tolist(), distance.tolist())
     ]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import psycopg
 from sqlalchemy import Engine, create_engine, event

@@ -72,7 +72,7 @@ class AddResult:
     unchanged: int = 0
     near_duplicates: list[SkippedNearDuplicate] = field(default_factory=list)
 
-    def merge(self, other: "AddResult") -> None:
+    def merge(self, other: AddResult) -> None:
         self.added += other.added
         self.updated += other.updated
         self.unchanged += other.unchanged

@@ -6,7 +6,7 @@ Raw psycopg throughout: COPY, and DDL read back from the catalogue (pg_get_const
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import psycopg
 from psycopg import sql

@@ -4,15 +4,15 @@ stored documents (get, versions, count)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from sqlalchemy import Text, any_, bindparam, exists, func, literal_column, not_, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from ..bits import from_signed
-from ..search import check_query_options, query, query_many  # noqa: F401 - the radius search, without SQLAlchemy
 from ..models import Document
+from ..search import check_query_options, query, query_many  # noqa: F401 - the radius search, without SQLAlchemy
 from .documents import StoredDocument
 
 documents = Document.__table__
@@ -43,4 +43,5 @@ def count(connection: Connection) -> int:
 
 
 def is_empty(connection: Connection) -> bool:
-    return connection.execute(select(not_(exists(select(literal_column("1")).select_from(documents))))).scalar_one()
+    empty: bool = connection.execute(select(not_(exists(select(literal_column("1")).select_from(documents))))).scalar_one()
+    return empty

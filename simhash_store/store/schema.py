@@ -8,11 +8,13 @@ from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.engine import Connection
 
 from .. import migrate
-from ..store_info import check_same_scheme
-from ..store_info import recommended_distance  # noqa: F401 - the store reads it as the lookup (query) does
-from ..store_info import stored_scheme as _stored_scheme
 from ..models import StoreInfo
 from ..scheme import Scheme
+from ..store_info import (
+    check_same_scheme,
+    recommended_distance,  # noqa: F401 - the store reads it as the lookup (query) does
+)
+from ..store_info import stored_scheme as _stored_scheme
 
 store_info = StoreInfo.__table__
 

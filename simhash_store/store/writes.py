@@ -4,7 +4,8 @@ deadlock), the --skip-near-duplicates check under an advisory lock, stamps, and 
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 import numpy as np
 import psycopg

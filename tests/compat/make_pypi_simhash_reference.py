@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 import unicodedata
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def reference_cases() -> list[dict]:
     return cases
 
 
-@lru_cache(maxsize=None)
+@cache
 def _corpus_text(relative: str, corpus: Path = CORPUS) -> str:
     # Decoded from bytes so that no newline translation happens.
     return (corpus / relative).read_bytes().decode("utf-8")
@@ -174,7 +174,7 @@ def case_text(case: dict, corpus: Path = CORPUS) -> str:
     return text[case["start"] : case["end"]]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _corpus_lines(relative: str, corpus: Path = CORPUS) -> list[str]:
     return _corpus_text(relative, corpus).split("\n")
 

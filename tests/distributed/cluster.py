@@ -94,7 +94,7 @@ class Cluster:
     _databases: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls, directory: Path | None = None, settings: dict[str, str] | None = None) -> "Cluster":
+    def start(cls, directory: Path | None = None, settings: dict[str, str] | None = None) -> Cluster:
         directory = Path(directory or tempfile.mkdtemp(prefix="simhash-citus-"))
         directory.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
@@ -166,7 +166,7 @@ class Cluster:
             )
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -59,7 +59,7 @@ def test_concurrent_skip_near_duplicates_keeps_one_of_each_group(distributed_url
     for name, documents in (("one", first), ("two", second)):
         inputs.append(tmp_path / f"{name}.json")
         inputs[-1].write_text(json.dumps(documents))
-    for round_ in range(2):
+    for _round in range(2):
         with psycopg.connect(distributed_url, autocommit=True) as connection:
             connection.execute("TRUNCATE simhash.documents")
         writers = [python(WRITER, distributed_url, str(path)) for path in inputs]
@@ -89,7 +89,7 @@ def test_kill_9_during_add_then_rerun(distributed_url, citus, tmp_path, sample_p
                               for r in records), encoding="utf-8")
     expected = {f"wiki/{r['id']}": fingerprint(r["text"]) for r in records}
     rng = random.Random(20261122)
-    for trial in range(2):
+    for _trial in range(2):
         with psycopg.connect(distributed_url, autocommit=True) as connection:
             connection.execute("TRUNCATE simhash.documents")
         process = cli("add", "--jsonl", str(source), "--batch-size", "5", "-j", "1", url=distributed_url)

@@ -220,9 +220,9 @@ def test_revision_0008_on_a_distributed_store_keeps_its_functions_adds_hex_and_g
 
 def test_the_functions_a_distributed_store_runs_are_the_checked_in_snapshot(distributed_store, citus_url):
     """docs/sql-functions.citus.sql shows every function a Citus coordinator runs (init --distributed at head)."""
-    import sql_snapshot  # tests/sql_snapshot.py
-
     from simhash_store.trust import LIBRARY_FUNCTIONS
+
+    import sql_snapshot  # tests/sql_snapshot.py
 
     with psycopg.connect(citus_url) as connection:
         created = {row[0] for row in connection.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")}
