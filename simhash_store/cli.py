@@ -7,6 +7,7 @@ import dataclasses
 import gc
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -651,6 +652,11 @@ def dedup_command(
     kept = duplicates = bad = 0
     not_compared: Counter[str] = Counter()  # passed through without a fingerprint, by reason
     # The output is claimed before any work: a second run writing it stops here, in one line.
+    if output != "-":
+        for path in inputs:
+            with contextlib.suppress(OSError):
+                if path != "-" and os.path.samefile(path, output):
+                    fail(f"the output {visible(output)} is the input {visible(path)}: write to another file")
     try:
         writer = formats.RecordWriter(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
     except SimhashStoreError as exc:
@@ -1179,10 +1185,18 @@ def _open_binary(path: str):
 
 def _read_text(path: str) -> str:
     """A document's text, decoded as ``add`` decodes files; one error line if it cannot be."""
+    limit = records.DEFAULT_MAX_BYTES  # as add and fingerprint read stdin: a stream may never end
+    if path != "-":
+        found = corpus.file_source(path)
+        if isinstance(found, corpus.Skip):  # a FIFO would wait for a writer forever, /dev/zero never ends
+            fail(str(found))
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
+            data = handle.read(limit + 1)
     except OSError as exc:
-        fail(f"cannot open {path}: {exc.strerror}")
+        fail(f"cannot open {visible(path)}: {exc.strerror}")
+    if len(data) > limit:
+        fail(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
     try:
         return corpus.decode(data).text
     except corpus.DecodeError as exc:

@@ -15,6 +15,7 @@ releases it) and its temporary file; the next run for the same output removes bo
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -48,6 +49,14 @@ class OutputFile:
         self._directory = directory or "."
         if not name or os.path.isdir(path):
             raise OutputError(f"cannot write {path}: it is a directory")
+        # The finished file is renamed over the path: a device (/dev/null), a FIFO or a socket
+        # there would be replaced by a regular file, for every user of the machine.
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise OutputError(
+                    f"cannot write {path}: it is not a regular file (a device, FIFO or socket); "
+                    "write to a file, or to '-' for standard output"
+                )
         if not os.path.isdir(self._directory):
             raise OutputError(f"cannot write {path}: no directory {self._directory}")
         stem = name if len(os.fsencode(name)) <= _LONG_NAME_BYTES else hashlib.blake2b(os.fsencode(name), digest_size=10).hexdigest()

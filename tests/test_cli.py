@@ -667,3 +667,14 @@ def test_a_long_key_in_a_query_table_is_wrapped_never_cut(database_url, tmp_path
     result = invoke(database_url, "query", str(write(tmp_path / "q.txt", sample_paragraphs[0])))
     cells = [line.split("│")[1].strip() for line in result.stdout.splitlines() if line.startswith("│")]
     assert "".join(cells).startswith(key) and "…" not in result.stdout
+
+
+def test_explain_refuses_a_fifo_and_a_stream_without_end_in_one_line(tmp_path):
+    # explain read whatever it was given whole: a FIFO waited for a writer forever, and
+    # /dev/zero on stdin grew without bound (5.6 GB in 8 s).
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    other = write(tmp_path / "a.txt", "保护人民，制定本法。")
+    done = subprocess.run([sys.executable, "-m", "simhash_store.cli", "explain", str(fifo), str(other)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "named pipe" in done.stderr and done.stderr.count("\n") == 1

@@ -687,3 +687,28 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
     # near its original (the sample's mixed documents hold its paragraphs: leader clustering).
     assert all(duplicate_of is not None for duplicate_of in found.values())
     assert sum(duplicate_of == key.replace("copy/", "doc/", 1) for key, duplicate_of in found.items()) >= 0.8 * len(found)
+
+
+def test_an_output_path_that_is_a_device_fifo_or_the_input_is_refused_untouched(database_url, tmp_path):
+    # The finished output is renamed over its path: run as root, `-o /dev/null` turned the
+    # machine's /dev/null into a regular file; a FIFO was replaced the same way, and `-o` naming
+    # the input replaced the input with the output.
+    import os
+    import stat
+
+    from typer.testing import CliRunner
+
+    from simhash_store.cli import app
+
+    source = tmp_path / "in.jsonl"
+    _write_jsonl(source, _records())
+    before = source.read_bytes()
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    env = {"SIMHASH_STORE_URL": database_url.render_as_string(hide_password=False)}
+    for target in (fifo, source):
+        result = CliRunner().invoke(app, ["dedup", str(source), "-o", str(target)], env=env)
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.output
+        assert result.stderr.startswith("Error: ")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert source.read_bytes() == before
