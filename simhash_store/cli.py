@@ -9,6 +9,7 @@ import json
 import math
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -1186,10 +1187,10 @@ def _open_binary(path: str):
 def _read_text(path: str) -> str:
     """A document's text, decoded as ``add`` decodes files; one error line if it cannot be."""
     limit = records.DEFAULT_MAX_BYTES  # as add and fingerprint read stdin: a stream may never end
-    if path != "-":
-        found = corpus.file_source(path)
-        if isinstance(found, corpus.Skip):  # a FIFO would wait for a writer forever, /dev/zero never ends
-            fail(str(found))
+    with contextlib.suppress(OSError):  # a missing file is said by open() below
+        mode = os.stat(path).st_mode if path != "-" else stat.S_IFREG
+        if not stat.S_ISREG(mode):  # a FIFO would wait for a writer forever, /dev/zero never ends
+            fail(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
     try:
         with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
             data = handle.read(limit + 1)

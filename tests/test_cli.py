@@ -677,4 +677,4 @@ def test_explain_refuses_a_fifo_and_a_stream_without_end_in_one_line(tmp_path):
     other = write(tmp_path / "a.txt", "保护人民，制定本法。")
     done = subprocess.run([sys.executable, "-m", "simhash_store.cli", "explain", str(fifo), str(other)],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1 and "named pipe" in done.stderr and done.stderr.count("\n") == 1
+    assert done.returncode == 1 and "not a regular file (a named pipe)" in done.stderr and done.stderr.count("\n") == 1

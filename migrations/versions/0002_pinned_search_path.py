@@ -21,15 +21,15 @@ in ``simhash.near`` and beats the built-in ``&(bigint, bigint)``, and with a sea
   plays no part when it runs, and it is still inlined.
 """
 
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Sequence, Union
 
 from alembic import op
 
 revision: str = "0002"
-down_revision: str | Sequence[str] | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+down_revision: Union[str, Sequence[str], None] = "0001"
+branch_labels: Union[str, Sequence[str], None] = None
+depends_on: Union[str, Sequence[str], None] = None
 
 PINNED_PATH = "pg_catalog, pg_temp"
 

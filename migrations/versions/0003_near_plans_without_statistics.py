@@ -22,15 +22,15 @@ The body is revision 0001's with that one line added (0001 is frozen byte for by
 the text derived here never changes).
 """
 
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Sequence, Union
 
 from alembic import op
 
 revision: str = "0003"
-down_revision: str | Sequence[str] | None = "0002"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+down_revision: Union[str, Sequence[str], None] = "0002"
+branch_labels: Union[str, Sequence[str], None] = None
+depends_on: Union[str, Sequence[str], None] = None
 
 SETTINGS = """SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan

@@ -34,17 +34,17 @@ one and to ``near_many``. A view of another application that depends on
 ``simhash.near(bigint, integer, text)`` stops the upgrade with PostgreSQL's dependency error.
 """
 
-from collections.abc import Sequence
 from math import comb
 from pathlib import Path
+from typing import Sequence, Union
 
 from alembic import op
 from sqlalchemy import text
 
 revision: str = "0004"
-down_revision: str | Sequence[str] | None = "0003"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+down_revision: Union[str, Sequence[str], None] = "0003"
+branch_labels: Union[str, Sequence[str], None] = None
+depends_on: Union[str, Sequence[str], None] = None
 
 BLOCKS = 4
 # Values within r bits of a 16-bit block (r = -1: none, the block is not probed).

@@ -28,15 +28,15 @@ grants are 0004's (``CREATE OR REPLACE`` keeps the grants); ``near_many`` is unc
 The text is 0004's with two blocks added, derived from the frozen 0004 so that it never changes.
 """
 
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Sequence, Union
 
 from alembic import op
 
 revision: str = "0006"
-down_revision: str | Sequence[str] | None = "0005"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+down_revision: Union[str, Sequence[str], None] = "0005"
+branch_labels: Union[str, Sequence[str], None] = None
+depends_on: Union[str, Sequence[str], None] = None
 
 # 0001's statement for k = 3: every block probed at its own value (the plain pigeonhole).
 K3_FIRST = """    IF wanted IS NULL AND k = 3 AND method <> 'scan' THEN
