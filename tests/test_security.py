@@ -747,8 +747,8 @@ def test_the_runtime_directory_is_refused_when_another_user_made_it_first(tmp_pa
     with pytest.raises(PermissionDeniedError, match="not a private directory of this user"):
         _runtime_directory()
     fresh.chmod(0o700)
-    os.chown(fresh, 65534, 65534)  # made first by another user (root may chown; others cannot plant this)
-    if os.getuid() == 0:
+    if os.getuid() == 0:  # made first by another user: only root can stage that here
+        os.chown(fresh, 65534, 65534)
         with pytest.raises(PermissionDeniedError, match="not a private directory of this user"):
             _runtime_directory()
     os.rmdir(fresh)
