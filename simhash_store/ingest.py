@@ -42,7 +42,7 @@ from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .plural import counted
 from .records import DEFAULT_MAX_BYTES, unique_keys
-from .scheme import DEFAULT_MAX_DISTANCE, Scheme
+from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme
 from .tokenizers import check_available
 from .validation import validate_key
 
@@ -459,6 +459,24 @@ def _write(
         summary.updated += result.updated
         summary.unchanged += result.unchanged
         summary.near_duplicates.extend(result.near_duplicates)
+
+
+def early_fingerprinter(
+    scheme: str | None, jobs: int | None, documents: int | None, few_too: bool = False
+) -> Fingerprinter:
+    """Workers for the store's scheme (guessed: the one named, else the default), started now
+    when there is enough to do, so they load their dictionaries while this process opens the store.
+
+    ``few_too``: for a handful of documents, one worker, which the command waits for anyway
+    (a query cannot start before its fingerprints); it makes loading the dictionaries and
+    opening the store run side by side.
+    """
+    fingerprinter = Fingerprinter(SCHEMES.get(scheme or DEFAULT.name, DEFAULT), jobs)
+    if documents is None or documents >= PARALLEL_THRESHOLD:
+        fingerprinter.start()
+    elif documents and few_too:
+        fingerprinter.start(workers=1)
+    return fingerprinter
 
 
 def fingerprint_sources(

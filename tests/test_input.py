@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simhash_store import fingerprint
-from simhash_store.cli import _json_line, app
+from simhash_store.cli import app
 from simhash_store.corpus import BINARY, SPECIAL_FILE, TOO_LARGE, Pattern, Skip, Source, walk
 from simhash_store.decoding import decode
 from simhash_store.errors import InputError
@@ -24,6 +24,7 @@ from simhash_store.ingest import prepare
 from simhash_store.records import FingerprintRecord, lines, read_fingerprints, read_jsonl
 from simhash_store.scheme import DEFAULT
 from simhash_store.store import Store
+from simhash_store.terminal import json_line as _json_line
 
 TEXT_A = "第一条新闻：市图书馆夜间阅览室正式开放，读者可以在晚上借阅图书。"
 TEXT_B = "第二条新闻：城际铁路东线本月底开通运营，沿线居民出行更加方便。"

@@ -1,0 +1,77 @@
+"""The ``simhash-store`` command: parse, call the library, render. No algorithm lives here.
+
+Each command is a function in the module of its family (``add.py``, ``query.py``, ``dedup.py``,
+``calibrate.py``, ``admin.py``), registered below in the order ``--help`` lists them; what the
+commands share (the app, --db, option types, the opened store, errors) is in ``common.py``,
+and what they print in ``render.py``.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+from . import add, admin, calibrate, dedup, query
+from .common import State, app, state
+
+__all__ = ["State", "app", "main", "state"]
+
+app.command()(admin.init)
+app.command()(add.add)
+app.command("import")(add.import_)
+app.command()(query.query)
+app.command()(dedup.dups)
+app.command()(dedup.recluster)
+app.command("dedup")(dedup.dedup_command)
+app.command()(query.explain)
+app.command()(calibrate.calibrate)
+app.command("fingerprint")(query.fingerprint_command)
+app.command()(admin.remove)
+app.command()(admin.stats)
+app.command()(admin.optimize)
+app.command("grant-read")(admin.grant_read)
+app.command()(admin.schemes)
+app.command()(admin.serve)
+app.command()(admin.url)
+
+
+def hide_secrets_from_process_list(arguments: list[str]) -> None:
+    """Blank out passwords given on the command line (``--db postgresql://u:secret@...``) where
+    ``ps`` and /proc/PID/cmdline show them, before any worker is forked with a copy.
+
+    Linux only, and only after the interpreter has started: between exec and this call the
+    password is visible. SIMHASH_STORE_URL or ~/.pgpass keep it off the command line entirely.
+    """
+    from ..config import raw_secrets
+
+    secrets = [secret.encode() for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)]
+    if not secrets:
+        return
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start and arg_end: fields 48 and 49 of proc(5)
+        with open("/proc/self/mem", "r+b", buffering=0) as memory:
+            memory.seek(start)
+            original = memory.read(end - start)
+            blanked = original
+            for secret in sorted(secrets, key=len, reverse=True):
+                blanked = blanked.replace(secret, b"*" * len(secret))
+            if blanked != original:
+                memory.seek(start)
+                memory.write(blanked)
+    except (OSError, ValueError, IndexError):
+        pass  # not Linux, or /proc is not ours to write: nothing more can be done here
+
+
+def main() -> None:
+    hide_secrets_from_process_list(sys.argv[1:])
+    try:
+        app()
+    finally:
+        # The interpreter's teardown collects garbage over every object the imports made
+        # (SQLAlchemy, pydantic, rich: some 90,000), which takes longer than many a command;
+        # frozen, they are left to the operating system. Files are still flushed and closed,
+        # atexit handlers still run (the embedded server is still stopped).
+        gc.freeze()
+

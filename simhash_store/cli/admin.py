@@ -1,0 +1,255 @@
+"""Commands that look after the store and its server: init, remove, stats, optimize, grant-read,
+schemes, serve, url."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..config import URL_VARIABLE
+from ..errors import SimhashStoreError
+from ..plural import counted
+from ..scheme import DEFAULT, SCHEMES
+from ..terminal import json_line, visible
+from .common import (
+    JsonFlag,
+    SchemeOption,
+    fail,
+    opened_store,
+    out,
+    state,
+    warn,
+)
+from .render import megabytes
+
+
+def init(
+    scheme: SchemeOption = None,
+    distributed: Annotated[
+        bool, typer.Option("--distributed", help="On a Citus coordinator: spread the store over the worker nodes.")
+    ] = False,
+) -> None:
+    """Create or upgrade the schema and record the fingerprint scheme.
+
+    Example: simhash-store --db postgresql://localhost/news init --scheme zh-jieba-v1
+    """
+    with opened_store(scheme) as store:
+        recorded = store.init(distributed=distributed)
+        layout = ", distributed" if distributed else ""
+        out.print(visible(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}"))
+
+
+def remove(keys: Annotated[list[str], typer.Argument(help="Keys of documents to delete.")]) -> None:
+    """Delete documents by key; keys that were not stored are named on stderr.
+
+    Example: simhash-store remove news/2024/0001.txt
+    """
+    with opened_store() as store:
+        result = store.remove(keys)
+    out.print(f"removed {len(result.removed)} of {len(result.removed) + len(result.missing)}", markup=False)
+    if result.missing:  # named, but not an error: what should be gone is gone
+        warn("not stored, so not removed: " + ", ".join(result.missing))
+
+
+def stats(as_json: JsonFlag = False) -> None:
+    """Documents, scheme, the distances in use, database size and the largest block buckets.
+
+    Example: simhash-store stats --json
+    """
+    with opened_store() as store:
+        info = store.stats()
+    if as_json:
+        out.print(json_line(info))
+        return
+    table = Table(show_header=False, box=None)
+    table.add_column()
+    table.add_column(overflow="fold")  # the whole URL, over several lines if need be, never cut
+    for name in ("database", "server_version", "documents", "scheme", "default_max_distance"):
+        table.add_row(name.replace("_", " "), visible(str(info[name])))
+    recommended, clustered = info["recommended_max_distance"], info["cluster_max_distance"]
+    table.add_row("recommended max distance", "-" if recommended is None else f"{recommended} (calibrate --apply)")
+    table.add_row("cluster max distance", "- (no clusters kept)" if clustered is None else str(clustered))
+    table.add_row("table + indexes", megabytes(info["table_bytes"]))
+    table.add_row("database size", megabytes(info["database_bytes"]))
+    for block, buckets in info["largest_block_buckets"].items():
+        table.add_row(f"largest {block} buckets", ", ".join(f"{b['value']}: {b['documents']}" for b in buckets) or "-")
+    out.print(table)
+
+
+def optimize(
+    lock_timeout: Annotated[
+        float, typer.Option("--lock-timeout", min=0.001, max=86_400, metavar="SECONDS", help="How long to wait for the table.")
+    ] = 10.0,
+) -> None:
+    """VACUUM (ANALYZE) the store: run it after restoring a dump, or after other applications bulk-insert.
+
+    Loads and large adds do this themselves. Example: simhash-store optimize
+    """
+    with opened_store() as store:
+        done = store.optimize(lock_timeout=lock_timeout)
+    if done.vacuumed:
+        out.print("optimized: vacuumed and analyzed simhash.documents")
+    elif done.analyzed:
+        warn(f"Warning: could not vacuum ({done.reason}); analyzed only")
+    else:
+        fail(f"could not vacuum or analyze simhash.documents: {done.reason}")
+
+
+def grant_read(
+    role: Annotated[str, typer.Argument(help="A PostgreSQL role (with --password, created on the embedded server if missing).")],
+    password: Annotated[
+        bool,
+        typer.Option(
+            "--password",
+            help="Also give ROLE a new generated password, printed once and kept nowhere, for TCP "
+            "(serve --listen). Generated, not typed: a value on the command line shows in process lists.",
+        ),
+    ] = False,
+) -> None:
+    """Let another application's role search and read the store in SQL, but not write.
+
+    With --password on the embedded server, ROLE is created if missing.
+
+    Example: simhash-store grant-read news_reader --password
+    """
+    from .. import embedded
+    from ..config import EMBEDDED_DATABASE, data_dir, uses_embedded
+
+    secret = embedded.new_password() if password else None
+    local = uses_embedded(state.db)
+    if secret is not None and local:
+        # The embedded server's superuser sets it (creating the role if missing); the grants are the owner's.
+        try:
+            embedded.set_login_password(data_dir(), role, secret)
+        except SimhashStoreError as exc:
+            fail(str(exc))
+    with opened_store() as store:
+        store.grant_read_only(role, password=None if local else secret)
+    out.print(f"{visible(role)} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
+    if secret is not None:
+        out.print(f"password of {visible(role)} (shown once, kept nowhere): {secret}", markup=False)
+        if local:
+            tcp = embedded.tcp_address(data_dir(), EMBEDDED_DATABASE, role, secret)
+            if tcp is None:
+                out.print("read-only over TCP once `simhash-store serve --listen HOST:PORT` runs", markup=False)
+            else:
+                out.print(f"read-only URL: {tcp.libpq()}", markup=False)
+
+
+def schemes() -> None:
+    """List the named fingerprint schemes: the default, and which ones the PostgreSQL store can hold.
+
+    Example: simhash-store schemes
+    """
+    for name in sorted(SCHEMES):
+        s = SCHEMES[name]
+        top = f", top {s.top_k}" if s.top_k else ""
+        mark = "*" if name == DEFAULT.name else " "
+        # The store keeps fingerprints in a bigint column (and 16-bit blocks of it).
+        where = "store and fingerprint" if s.bits == 64 else "fingerprint only (the store holds 64-bit fingerprints)"
+        description = f"{s.bits}-bit {s.tokenizer}, {s.weighting}{top}, {s.hash}"
+        out.print(f"{mark} {name:<20} {description:<56} {where}", markup=False)
+    out.print("(* the default, for a new store and for fingerprint; --scheme NAME chooses another)", markup=False)
+
+
+def serve(
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            "--listen", metavar="HOST:PORT",
+            help="Also accept TCP connections here: as the store's owner role, with a password; never as the superuser.",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database, superuser).")
+    ] = False,
+) -> None:
+    """Run the embedded server in the foreground for other applications, until Ctrl-C or SIGTERM.
+
+    Prints one line: a postgresql:// URL that psql, psycopg and SQLAlchemy take as it is
+    (JDBC after a jdbc: prefix, over --listen). Meanwhile other simhash-store commands
+    use this server. Without --listen: the Unix socket only you can reach, as the
+    server's superuser until a serve --listen hands the store to simhash_owner. With
+    --listen: TCP, as simhash_owner, which owns the store and is not a superuser; its
+    password is generated once and kept, readable by you only, in the data directory.
+    Read-only roles: grant-read ROLE --password.
+
+    Example: simhash-store serve --listen 127.0.0.1:5433
+    """
+    address = _listen_address(listen)
+    from .. import embedded
+    from ..config import EMBEDDED_DATABASE, data_dir, uses_embedded
+
+    if not uses_embedded(state.db or ""):  # --db, or SIMHASH_STORE_URL through it
+        fail(f"serve runs the embedded server; --db and {URL_VARIABLE} name another one")
+
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    try:
+        shown, server = embedded.serve(data_dir(), EMBEDDED_DATABASE, address)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    url = shown.libpq()
+    superuser = shown.user != embedded.STORE_OWNER  # TCP never is; the socket until serve --listen hands the store over
+    if as_json:
+        fields = {"url": url, "host": shown.host, "port": shown.port, "user": shown.user, "database": shown.database}
+        print(json.dumps({**fields, "superuser": superuser}), flush=True)
+    else:
+        print(url, flush=True)
+    if superuser:
+        rights = f"as the server's superuser {shown.user}, over its Unix socket only you can reach"
+    elif address is None:
+        rights = f"over its Unix socket only you can reach, as {shown.user}, the store's owner (not a superuser)"
+    else:
+        rights = f"over TCP as {shown.user}, the store's owner, not a superuser (the superuser: Unix socket only)"
+    warn(f"serving the embedded simhash store {rights}; Ctrl-C stops it (other commands now use this server)")
+    while not stop.wait(1.0):
+        if not embedded.server_is_running(server):
+            fail("the embedded server stopped (was it killed?)")
+
+
+def url() -> None:
+    """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
+
+    While serve runs (else the embedded server stops when this command exits). The embedded
+    server's URL is over the Unix socket only you can reach: as its superuser, or, once
+    serve --listen has handed the store over, as the store's owner simhash_owner. Other
+    applications get the owner from serve --listen, or a role of their own from
+    grant-read ROLE --password.
+
+    Example: simhash-store url   # then: psql "$(simhash-store url)"
+    """
+    from ..config import EMBEDDED_DATABASE, data_dir, resolve_url, uses_embedded
+
+    try:
+        if uses_embedded(state.db):
+            from .. import embedded
+
+            # Spelled as serve prints it: one store, one URL.
+            shown = embedded.address(data_dir(), EMBEDDED_DATABASE).libpq()
+        else:
+            shown = resolve_url(state.db).set(drivername="postgresql").render_as_string(hide_password=False)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    out.print(shown, markup=False)
+
+
+def _listen_address(listen: str | None) -> tuple[str, int] | None:
+    """HOST:PORT (or [IPv6]:PORT) checked before anything starts."""
+    if listen is None:
+        return None
+    host, _, port = listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    valid_host = bool(host) and all(c.isalnum() or c in ".-:*" for c in host)
+    if not valid_host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise typer.BadParameter(
+            f"{listen!r} is not HOST:PORT (for example 127.0.0.1:5433, or 0.0.0.0:5433 for every address)",
+            param_hint="--listen",
+        )
+    return host, int(port)

@@ -1,0 +1,249 @@
+"""Commands over near-duplicates: dups, recluster, dedup."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .. import ingest
+from ..errors import SimhashStoreError
+from ..plural import counted
+from ..scheme import DEFAULT_MAX_DISTANCE
+from ..terminal import json_line, visible
+from .common import (
+    Jobs,
+    JsonFlag,
+    MaxDistance,
+    err,
+    fail,
+    opened_store,
+    out,
+    warn,
+)
+from .render import print_clusters
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+
+def dups(
+    max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
+    clusters: Annotated[
+        bool,
+        typer.Option(
+            "--clusters",
+            help="Clusters of two or more documents (ids, representative, distances to it) instead of pairs: "
+            "the stored ones, or, for a store without them or at another -k, those recluster would store.",
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot (or the stored clusters).
+
+    Documents sharing one fingerprint come out once, as a group: one line with distance 0 and
+    all their keys. A pair then names the first key of each side's group, standing for all of it.
+
+    Example: simhash-store dups -k 3 --clusters --json
+    """
+    from ..store import IdenticalGroup
+
+    with opened_store() as store:
+        if clusters:
+            print_clusters(store, max_distance, as_json)
+            return
+        found = store.near_duplicates(max_distance)
+    groups = pairs = 0
+    for item in found:
+        if isinstance(item, IdenticalGroup):
+            groups += 1
+            record = {"keys": item.keys, "distance": 0}
+            line = "  ".join([" 0", *map(visible, item.keys)])
+        else:
+            pairs += 1
+            record = {"a": item.a, "b": item.b, "distance": item.distance}
+            line = f"{item.distance:>2}  {visible(item.a)}  {visible(item.b)}"
+        out.print(json_line(record) if as_json else line, markup=False)
+    if not as_json:
+        err.print(
+            f"{counted(groups, 'group')} of identical fingerprints and {counted(pairs, 'pair')} "
+            f"within {counted(max_distance, 'bit')}"
+        )
+
+
+def recluster(
+    max_distance: Annotated[
+        int | None,
+        typer.Option(
+            "--max-distance", "-k", min=0, max=64,
+            help="Cluster at this distance (default: the store's, else the k recorded by `calibrate --apply`, "
+            f"else {DEFAULT_MAX_DISTANCE}).",
+        ),
+    ] = None,
+) -> None:
+    """Cluster every stored document afresh, and keep clusters from then on (or re-cluster at another distance).
+
+    A store keeps clusters once this has run (or once dedup has filled it from empty): every
+    later write then puts its documents in clusters, at the cost of a radius search each.
+
+    Example: simhash-store recluster -k 8
+    """
+    with opened_store() as store:
+        documents, count = store.recluster(max_distance)
+        distance, _ = store.cluster_state()
+    out.print(f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}", markup=False)
+
+
+def dedup_command(
+    inputs: Annotated[list[str], typer.Argument(help="JSONL, CSV or Parquet files ('-' for JSONL on stdin).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Where the kept records go ('-': stdout, JSONL).")] = "-",
+    format: Annotated[
+        str | None, typer.Option("--format", help="jsonl, csv or parquet for inputs and output (default: by name).")
+    ] = None,
+    key_field: Annotated[str, typer.Option(help="Field holding the key.")] = "key",
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    annotate: Annotated[
+        bool,
+        typer.Option("--annotate", help="Write every record, with simhash, cluster, duplicate_of and distance added."),
+    ] = False,
+    max_distance: Annotated[
+        int | None,
+        typer.Option(
+            "--max-distance", "-k", min=0, max=64,
+            help="Near-duplicate distance (default: the store's cluster distance; for a store without clusters, "
+            f"the k recorded by `calibrate --apply`, else {DEFAULT_MAX_DISTANCE}).",
+        ),
+    ] = None,
+    keep: Annotated[
+        str,
+        typer.Option(
+            "--keep",
+            help="first: the first of near-duplicates is kept; longest: the longest, even when a later copy "
+            "replaces a representative stored before (reads the input twice: no stdin).",
+        ),
+    ] = "first",
+    jobs: Jobs = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Write the records that are not near-duplicates of an earlier record or of anything stored.
+
+    Every record is stored and joins a cluster; the first of each cluster is kept. A rerun
+    over the same input writes the same output, byte for byte.
+
+    Example: simhash-store dedup crawl.jsonl -o clean.jsonl
+    """
+    from .. import formats
+    from ..dedup import dedup_rows
+
+    if keep not in ("first", "longest"):
+        raise typer.BadParameter("must be first or longest", param_hint="--keep")
+    if keep == "longest" and "-" in inputs:
+        raise typer.BadParameter("--keep longest reads its input twice: give files, not stdin", param_hint="INPUTS")
+    try:
+        output_format = formats.format_of(output, format)
+        input_formats = [formats.format_of(path, format) for path in inputs]
+    except SimhashStoreError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    for path in inputs:
+        if path != "-" and not Path(path).is_file():
+            fail(f"cannot open {path}: no such file")
+    schema = None
+    if output_format == "parquet":
+        try:  # the Parquet inputs' columns keep their Arrow types in the output (the first input's first)
+            schema = formats.parquet_schemas([path for path, kind in zip(inputs, input_formats) if kind == "parquet"])
+        except SimhashStoreError as exc:
+            fail(str(exc))
+
+    def rows():
+        for path, kind in zip(inputs, input_formats):
+            yield from formats.read_records(path, kind, key_field=key_field, text_field=text_field)
+
+    annotation_types = None
+    if output_format == "parquet":
+        try:
+            pyarrow = formats.pyarrow_module()
+        except SimhashStoreError as exc:
+            fail(str(exc))
+        annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
+                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32(),
+                            "not_compared": pyarrow.string()}
+    kept = duplicates = bad = 0
+    not_compared: Counter[str] = Counter()  # passed through without a fingerprint, by reason
+    # The output is claimed before any work: a second run writing it stops here, in one line.
+    if output != "-":
+        for path in inputs:
+            with contextlib.suppress(OSError):
+                if path != "-" and os.path.samefile(path, output):
+                    fail(f"the output {visible(output)} is the input {visible(path)}: write to another file")
+    try:
+        writer = formats.RecordWriter(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
+    # Workers load their dictionaries while the store opens, as for add, unless the input is small.
+    size = sum(Path(path).stat().st_size for path in inputs if path != "-")
+    try:
+        fingerprinter = ingest.early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
+        with fingerprinter, opened_store() as store:
+            for where, record, verdict in dedup_rows(
+                rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
+                fingerprinter=fingerprinter, batch_size=batch_size,
+            ):
+                if verdict.problem is not None:
+                    bad += 1
+                    warn(f"failed: {verdict.problem}")
+                    continue
+                if verdict.not_compared is not None:
+                    not_compared[verdict.not_compared] += 1
+                elif verdict.kept:
+                    kept += 1
+                else:
+                    duplicates += 1
+                try:  # a record the output format cannot hold costs that record
+                    if annotate:
+                        writer.write({**record, **verdict.annotation()})
+                    elif verdict.kept:
+                        writer.write(dict(record))
+                except formats.FormatError as exc:
+                    bad += 1
+                    warn(f"failed: {where}: {exc}")
+            writer.close()
+            if not quiet:
+                note = _dedup_distance_note(store, max_distance)
+                passed = "".join(
+                    f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
+                )
+                err.print(f"kept {kept}, duplicates {duplicates}, {passed}bad records {bad}; {note}", markup=False)
+    except KeyboardInterrupt:
+        writer.abandon()
+        warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
+        raise typer.Exit(130) from None
+    except OSError as exc:  # an input that cannot be read, an output that cannot be written
+        writer.abandon()
+        fail(f"{exc.filename or output}: {exc.strerror or exc}")
+    except BaseException:
+        writer.abandon()
+        raise
+    if bad:
+        raise typer.Exit(1)
+
+
+def _dedup_distance_note(store: Store, given: int | None) -> str:
+    """At which k dedup ran, and why (for its summary line)."""
+    distance, _ = store.cluster_state()
+    recommended = store.recommended_distance()
+    if given is not None:
+        return f"k = {distance}"
+    if recommended == distance:
+        return f"k = {distance}, recommended by calibrate --apply"
+    if recommended is None:
+        return f"k = {distance}, the store's cluster distance"
+    return (f"k = {distance}, the store's cluster distance (calibrate --apply recommends {recommended}: "
+            f"`simhash-store recluster -k {recommended}` re-clusters the store at it)")

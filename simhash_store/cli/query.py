@@ -1,0 +1,248 @@
+"""Commands that fingerprint and compare: query, explain, fingerprint."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from .. import corpus, ingest, records
+from ..bits import from_hex, to_hex
+from ..errors import SimhashStoreError
+from ..plural import counted
+from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE
+from ..terminal import json_line, visible
+from .common import (
+    CalibratedMaxDistance,
+    Jobs,
+    JsonFlag,
+    SchemeOption,
+    err,
+    fail,
+    known_scheme,
+    opened_store,
+    out,
+    warn,
+)
+from .render import print_matches
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+
+def query(
+    files: Annotated[
+        list[str] | None, typer.Argument(help="Documents and directories (recursive) to look up ('-' for stdin).")
+    ] = None,
+    fingerprint: Annotated[
+        list[str] | None, typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
+    ] = None,
+    max_distance: CalibratedMaxDistance = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many matches per query.")] = None,
+    as_json: JsonFlag = False,
+    scheme: SchemeOption = None,
+    jobs: Jobs = None,
+) -> None:
+    """Find stored documents near each given document, nearest first.
+
+    Example: simhash-store query edited-copy.txt -k 3 --json
+    """
+    if not files and not fingerprint:
+        raise typer.BadParameter("give documents to look up, '-' for stdin, or --fingerprint HEX", param_hint="FILES")
+    queries: list[tuple[str, int]] = []
+    for value in fingerprint or []:
+        try:
+            queries.append((value, from_hex(value)))
+        except SimhashStoreError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
+    failures: list[corpus.Skip] = []
+    fingerprinter = ingest.early_fingerprinter(scheme, jobs, len(files or []), few_too=True)
+    with fingerprinter, opened_store(scheme, lookup=True) as store:
+        queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter, failures))
+        max_distance = _calibrated_distance(store, max_distance)
+        for start in range(0, len(queries), 1000):
+            batch = queries[start : start + 1000]
+            results = store.query_many([value for _, value in batch], max_distance, limit=limit)
+            for (name, value), matches in zip(batch, results):
+                print_matches(name, value, matches, max_distance, as_json)
+    if failures:
+        raise typer.Exit(1)
+
+
+def explain(
+    a: Annotated[str, typer.Argument(help="First document: a file ('-' for stdin), or the text itself with --text.")],
+    b: Annotated[str, typer.Argument(help="Second document, the same way.")],
+    as_text: Annotated[bool, typer.Option("--text", help="A and B are the texts themselves, not file names.")] = False,
+    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
+    top: Annotated[int, typer.Option(min=0, help="How many of the heaviest features to show in each list.")] = 10,
+    max_distance: Annotated[
+        int, typer.Option("--max-distance", "-k", min=0, max=64, help="The k to judge the distance at.")
+    ] = DEFAULT_MAX_DISTANCE,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
+) -> None:
+    """Why two documents are near-duplicates or not: distance, shared text, heaviest features, differing bits.
+
+    A bit's margin is its weighted sum as a share of the document's total weight: a bit
+    that differs on a small margin flipped on a detail. The shingle overlap (5 characters
+    of Chinese, 5 words of English) is what the texts really share; a line says when it
+    and the distance disagree. No database is used.
+
+    Example: simhash-store explain --text "保护人民，制定本法。" "保护人民，制定此法。"
+    """
+    from ..explain import explain as explain_texts
+
+    chosen = known_scheme(scheme)
+    texts = [value if as_text else _read_text(value) for value in (a, b)]
+    try:
+        result = explain_texts(texts[0], texts[1], chosen, top=top)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    disagreement = result.disagreement(max_distance)
+    if as_json:
+        out.print(json_line({**result.to_dict(), "max_distance": max_distance, "disagreement": disagreement}))
+        return
+    near = "near-duplicates" if result.distance <= max_distance else "not near-duplicates"
+    given = "the default k" if max_distance == DEFAULT_MAX_DISTANCE else "k"
+    out.print(
+        f"distance {counted(result.distance, 'bit')}: {near} at {given} = {max_distance}  "
+        f"(A {to_hex(result.fingerprint_a)}, B {to_hex(result.fingerprint_b)}, scheme {chosen.name})",
+        markup=False,
+    )
+    o = result.overlap
+    out.print(
+        f"text shared: Jaccard {o.jaccard:.2f}, {o.containment_a:.0%} of A is in B, {o.containment_b:.0%} of B is in A "
+        f"({counted(o.shared, 'shingle')} shared of {o.shingles_a:,} and {o.shingles_b:,})",
+        markup=False,
+    )
+    if disagreement is not None:
+        out.print(f"note: {disagreement}", markup=False)
+    features = Table(title="heaviest features (weights)", title_justify="left")
+    features.add_column("shared")
+    features.add_column("A", justify="right")
+    features.add_column("B", justify="right")
+    features.add_column("only in A")
+    features.add_column("A", justify="right")
+    features.add_column("only in B")
+    features.add_column("B", justify="right")
+    for row in range(max(len(result.shared), len(result.only_a), len(result.only_b))):
+        cells = []
+        shared = result.shared[row] if row < len(result.shared) else None
+        cells += [Text(visible(shared.feature)), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
+        for side in (result.only_a, result.only_b):
+            item = side[row] if row < len(side) else None
+            cells += [Text(visible(item.feature)), f"{item.weight:.2f}"] if item else ["", ""]
+        features.add_row(*cells)
+    out.print(features)
+    if not result.bits:
+        return
+    bits = Table(title="bits that differ, smallest margin first (margin: bit sum / total weight)", title_justify="left")
+    for column in ("bit", "A", "margin A", "B", "margin B"):
+        bits.add_column(column, justify="right")
+    for bit in result.bits:
+        bits.add_row(
+            str(bit.bit), "1" if bit.margin_a > 0 else "0", f"{bit.margin_a:+.2%}",
+            "1" if bit.margin_b > 0 else "0", f"{bit.margin_b:+.2%}",
+        )
+    out.print(bits)
+
+
+def fingerprint_command(
+    files: Annotated[list[str], typer.Argument(help="Documents and directories (recursive); '-' for stdin.")],
+    scheme: Annotated[str, typer.Option("--scheme", help="Fingerprint scheme.")] = DEFAULT.name,
+    jobs: Jobs = None,
+) -> None:
+    """Print the fingerprint of each document (hex), without touching any database.
+
+    Example: simhash-store fingerprint news.txt
+    """
+    chosen = known_scheme(scheme)
+    failures: list[corpus.Skip] = []
+    try:
+        for name, value in _fingerprint_arguments(files, chosen, jobs, failures=failures):
+            out.print(f"{to_hex(value, chosen.bits)}  {visible(name)}")
+    except SimhashStoreError as exc:  # a worker died: no database here, so no opened_store to catch it
+        fail(str(exc))
+    if failures:
+        raise typer.Exit(1)
+
+
+def _read_text(path: str) -> str:
+    """A document's text, decoded as ``add`` decodes files; one error line if it cannot be."""
+    limit = records.DEFAULT_MAX_BYTES  # as add and fingerprint read stdin: a stream may never end
+    with contextlib.suppress(OSError):  # a missing file is said by open() below
+        mode = os.stat(path).st_mode if path != "-" else stat.S_IFREG
+        if not stat.S_ISREG(mode):  # a FIFO would wait for a writer forever, /dev/zero never ends
+            fail(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
+    try:
+        with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        fail(f"cannot open {visible(path)}: {exc.strerror}")
+    if len(data) > limit:
+        fail(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
+    try:
+        return corpus.decode(data).text
+    except corpus.DecodeError as exc:
+        fail(f"{path}: {exc.reason}" + (f" ({exc.detail})" if exc.detail else ""))
+
+
+def _fingerprint_arguments(
+    files: list[str],
+    scheme,
+    jobs,
+    fingerprinter: ingest.Fingerprinter | None = None,
+    failures: list[corpus.Skip] | None = None,
+) -> Iterator[tuple[str, int]]:
+    """(name, fingerprint) for each readable document, directories walked as `add` walks them;
+    failures reported on stderr and appended to ``failures``."""
+    failures = [] if failures is None else failures
+    sources: list = []
+    for name in files:
+        if name == "-":
+            data = sys.stdin.buffer.read(records.DEFAULT_MAX_BYTES + 1)
+            if len(data) > records.DEFAULT_MAX_BYTES:
+                sources.append(corpus.Skip("-", corpus.TOO_LARGE, f"over {records.DEFAULT_MAX_BYTES:,} bytes"))
+                continue
+            try:
+                sources.append(corpus.Source("-", text=corpus.decode(data).text, size=len(data)))
+            except corpus.DecodeError as exc:
+                sources.append(corpus.Skip("-", exc.reason, exc.detail))
+        elif Path(name).is_dir():  # named by path, as given under the directory, not by the key add would give
+            sources.extend(
+                dataclasses.replace(item, key=item.path) if isinstance(item, corpus.Source) else item
+                for item in corpus.walk([name])
+            )
+        else:
+            sources.append(corpus.file_source(name))
+    named = set(files)
+    for item in ingest.fingerprint_sources(sources, scheme, jobs=jobs, fingerprinter=fingerprinter):
+        if item.skip is None:
+            if item.warning is not None:
+                warn(f"warning: {item.warning}")
+            yield item.key, item.fingerprint
+        elif item.skip.deliberate and item.skip.where not in named:
+            warn(f"skipped: {item.skip}")  # a binary file found in a directory: not an error
+        else:
+            failures.append(item.skip)
+            warn(f"failed: {item.skip}")
+
+
+def _calibrated_distance(store: Store, given: int | None) -> int:
+    """-k if given, else the k recorded by `calibrate --apply` (said on stderr), else the default."""
+    if given is not None:
+        return given
+    recommended = store.recommended_distance()
+    if recommended is None:
+        return DEFAULT_MAX_DISTANCE
+    err.print(f"k = {recommended}, recommended by calibrate --apply (-k overrides)", markup=False)
+    return recommended
