@@ -1,18 +1,19 @@
 """What the store records about itself (``simhash.store_info``), read with psycopg alone: the
-fingerprint scheme it was created with and the k ``calibrate --apply`` recommends; and the
-rule for the scheme a caller asks for. The fast read path (lookup.py) and the store
+fingerprint scheme it was created with and the k ``calibrate --apply`` recommends; the rule
+for the scheme a caller asks for, and the rule for the distance used when none is given. The fast read path (lookup.py) and the store
 (store/schema.py) read them through these same functions.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Protocol
 
 import psycopg
 
 from .errors import SchemeError, SchemeMismatchError
 from .migrate import SCHEMA
-from .scheme import Scheme, get_scheme
+from .scheme import DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 
 
 def stored_scheme(cursor: psycopg.Cursor) -> Scheme | None:
@@ -52,3 +53,52 @@ def requested_scheme(scheme: Scheme | str | None) -> Scheme | None:
             f"makes {requested.bits}-bit ones"
         )
     return requested
+
+
+class RecordsDistance(Protocol):
+    """A Store or a Lookup: what it answers about the distances it records."""
+
+    def recommended_distance(self) -> int | None: ...
+
+
+class KeepsClusters(RecordsDistance, Protocol):
+    """A Store: the distance at which it clusters, if it does."""
+
+    def cluster_state(self) -> tuple[int | None, bool]: ...
+
+
+def default_distance(*recorded: int | None) -> int:
+    """The first distance recorded (a distance of 0 is one), else the default.
+
+    The rule every default k follows: ``-k`` if given, then what the store records (its
+    cluster distance, the k of ``calibrate --apply``), then 11.
+
+    >>> default_distance(None, 8), default_distance(0, 8), default_distance(None, None)
+    (8, 0, 11)
+    """
+    return next((value for value in recorded if value is not None), DEFAULT_MAX_DISTANCE)
+
+
+def query_distance(store: RecordsDistance, given: int | None) -> tuple[int, str | None]:
+    """The k of a search: ``given``, else the k recorded by ``calibrate --apply``, else the
+    default; with a note saying so when the recorded k is used (None otherwise)."""
+    if given is not None:
+        return given, None
+    recommended = store.recommended_distance()
+    if recommended is None:
+        return DEFAULT_MAX_DISTANCE, None
+    return recommended, f"k = {recommended}, recommended by calibrate --apply (-k overrides)"
+
+
+def dedup_distance_note(store: KeepsClusters, given: int | None) -> str:
+    """At which k dedup ran into ``store``, and why (for its summary line)."""
+    distance, _ = store.cluster_state()
+    recommended = store.recommended_distance()
+    if given is not None:
+        return f"k = {distance}"
+    if recommended == distance:
+        return f"k = {distance}, recommended by calibrate --apply"
+    if recommended is None:
+        return f"k = {distance}, the store's cluster distance"
+    return (f"k = {distance}, the store's cluster distance (calibrate --apply recommends {recommended}: "
+            f"`simhash-store recluster -k {recommended}` re-clusters the store at it)")

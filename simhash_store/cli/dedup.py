@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -14,6 +14,7 @@ from .. import ingest
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..scheme import DEFAULT_MAX_DISTANCE
+from ..store_info import dedup_distance_note
 from ..terminal import json_line, visible
 from .common import (
     Jobs,
@@ -26,10 +27,6 @@ from .common import (
     warn,
 )
 from .render import print_clusters
-
-if TYPE_CHECKING:
-    from ..store import Store
-
 
 
 def dups(
@@ -216,7 +213,7 @@ def dedup_command(
                     warn(f"failed: {where}: {exc}")
             writer.close()
             if not quiet:
-                note = _dedup_distance_note(store, max_distance)
+                note = dedup_distance_note(store, max_distance)
                 passed = "".join(
                     f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
                 )
@@ -233,17 +230,3 @@ def dedup_command(
         raise
     if bad:
         raise typer.Exit(1)
-
-
-def _dedup_distance_note(store: Store, given: int | None) -> str:
-    """At which k dedup ran, and why (for its summary line)."""
-    distance, _ = store.cluster_state()
-    recommended = store.recommended_distance()
-    if given is not None:
-        return f"k = {distance}"
-    if recommended == distance:
-        return f"k = {distance}, recommended by calibrate --apply"
-    if recommended is None:
-        return f"k = {distance}, the store's cluster distance"
-    return (f"k = {distance}, the store's cluster distance (calibrate --apply recommends {recommended}: "
-            f"`simhash-store recluster -k {recommended}` re-clusters the store at it)")

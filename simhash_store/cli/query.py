@@ -9,7 +9,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -20,6 +20,7 @@ from ..bits import from_hex, to_hex
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE
+from ..store_info import query_distance
 from ..terminal import json_line, visible
 from .common import (
     CalibratedMaxDistance,
@@ -34,10 +35,6 @@ from .common import (
     warn,
 )
 from .render import print_matches
-
-if TYPE_CHECKING:
-    from ..store import Store
-
 
 
 def query(
@@ -69,7 +66,9 @@ def query(
     fingerprinter = ingest.early_fingerprinter(scheme, jobs, len(files or []), few_too=True)
     with fingerprinter, opened_store(scheme, lookup=True) as store:
         queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter, failures))
-        max_distance = _calibrated_distance(store, max_distance)
+        max_distance, note = query_distance(store, max_distance)
+        if note is not None:
+            err.print(note, markup=False)
         for start in range(0, len(queries), 1000):
             batch = queries[start : start + 1000]
             results = store.query_many([value for _, value in batch], max_distance, limit=limit)
@@ -235,14 +234,3 @@ def _fingerprint_arguments(
         else:
             failures.append(item.skip)
             warn(f"failed: {item.skip}")
-
-
-def _calibrated_distance(store: Store, given: int | None) -> int:
-    """-k if given, else the k recorded by `calibrate --apply` (said on stderr), else the default."""
-    if given is not None:
-        return given
-    recommended = store.recommended_distance()
-    if recommended is None:
-        return DEFAULT_MAX_DISTANCE
-    err.print(f"k = {recommended}, recommended by calibrate --apply (-k overrides)", markup=False)
-    return recommended

@@ -39,7 +39,7 @@ from .. import distributed as citus
 from ..config import network_timeout, redact, resolve_url, secrets_of
 from ..errors import SimhashStoreError
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
-from ..store_info import requested_scheme
+from ..store_info import default_distance, requested_scheme
 from ..validation import (
     INT4,
     INT8,
@@ -449,9 +449,7 @@ class Store:
             raw = connection.connection.driver_connection
             if max_distance is None:
                 with raw.cursor() as cursor:
-                    max_distance = _first_set(
-                        clusters.max_distance(cursor), schema.recommended_distance(cursor), DEFAULT_MAX_DISTANCE
-                    )
+                    max_distance = default_distance(clusters.max_distance(cursor), schema.recommended_distance(cursor))
             return clusters.recluster(raw, max_distance)
 
     @_database_errors
@@ -553,11 +551,6 @@ class Store:
             "cluster_max_distance": self._read(clusters.max_distance),  # None: the store keeps no clusters
             **{name: found[name] for name in ("table_bytes", "heap_bytes", "database_bytes", "largest_block_buckets")},
         }
-
-
-def _first_set(*values: int | None) -> int | None:
-    """The first value that is not None (a distance of 0 is a value)."""
-    return next((value for value in values if value is not None), None)
 
 
 __all__ = [
