@@ -43,6 +43,7 @@ from .fingerprint import fingerprint_if_any
 from .plural import counted
 from .records import DEFAULT_MAX_BYTES, unique_keys
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme
+from .sources import argument_sources
 from .tokenizers import check_available
 from .validation import validate_key
 
@@ -477,6 +478,22 @@ def early_fingerprinter(
     elif documents and few_too:
         fingerprinter.start(workers=1)
     return fingerprinter
+
+
+def fingerprint_arguments(
+    names: list[str],
+    scheme: Scheme,
+    *,
+    jobs: int | None = None,
+    fingerprinter: Fingerprinter | None = None,
+) -> Iterator[tuple[Prepared, bool]]:
+    """``(prepared, failed)`` for each document the arguments ``names`` (files, directories,
+    ``-``) hold, in order (see :func:`sources.argument_sources`). ``failed`` is False for a
+    fingerprint, and for a file skipped on purpose that a directory held (a binary file:
+    not an error), True for any other skip."""
+    named = set(names)
+    for item in fingerprint_sources(argument_sources(names), scheme, jobs=jobs, fingerprinter=fingerprinter):
+        yield item, item.skip is not None and not (item.skip.deliberate and item.skip.where not in named)
 
 
 def fingerprint_sources(

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import os
-import stat
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from .. import corpus, ingest, records
+from .. import corpus, ingest
 from ..bits import from_hex, to_hex
 from ..errors import SimhashStoreError
 from ..plural import counted
-from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE
+from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme
+from ..sources import read_text
 from ..store_info import query_distance
 from ..terminal import json_line, visible
 from .common import (
@@ -65,7 +60,7 @@ def query(
     failures: list[corpus.Skip] = []
     fingerprinter = ingest.early_fingerprinter(scheme, jobs, len(files or []), few_too=True)
     with fingerprinter, opened_store(scheme, lookup=True) as store:
-        queries += list(_fingerprint_arguments(files or [], store.scheme, jobs, fingerprinter, failures))
+        queries += list(_fingerprints(files or [], store.scheme, jobs, fingerprinter, failures))
         max_distance, note = query_distance(store, max_distance)
         if note is not None:
             err.print(note, markup=False)
@@ -101,7 +96,10 @@ def explain(
     from ..explain import explain as explain_texts
 
     chosen = known_scheme(scheme)
-    texts = [value if as_text else _read_text(value) for value in (a, b)]
+    try:
+        texts = [value if as_text else read_text(value) for value in (a, b)]
+    except SimhashStoreError as exc:
+        fail(str(exc))
     try:
         result = explain_texts(texts[0], texts[1], chosen, top=top)
     except SimhashStoreError as exc:
@@ -167,7 +165,7 @@ def fingerprint_command(
     chosen = known_scheme(scheme)
     failures: list[corpus.Skip] = []
     try:
-        for name, value in _fingerprint_arguments(files, chosen, jobs, failures=failures):
+        for name, value in _fingerprints(files, chosen, jobs, failures=failures):
             out.print(f"{to_hex(value, chosen.bits)}  {visible(name)}")
     except SimhashStoreError as exc:  # a worker died: no database here, so no opened_store to catch it
         fail(str(exc))
@@ -175,61 +173,22 @@ def fingerprint_command(
         raise typer.Exit(1)
 
 
-def _read_text(path: str) -> str:
-    """A document's text, decoded as ``add`` decodes files; one error line if it cannot be."""
-    limit = records.DEFAULT_MAX_BYTES  # as add and fingerprint read stdin: a stream may never end
-    with contextlib.suppress(OSError):  # a missing file is said by open() below
-        mode = os.stat(path).st_mode if path != "-" else stat.S_IFREG
-        if not stat.S_ISREG(mode):  # a FIFO would wait for a writer forever, /dev/zero never ends
-            fail(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
-    try:
-        with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        fail(f"cannot open {visible(path)}: {exc.strerror}")
-    if len(data) > limit:
-        fail(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
-    try:
-        return corpus.decode(data).text
-    except corpus.DecodeError as exc:
-        fail(f"{path}: {exc.reason}" + (f" ({exc.detail})" if exc.detail else ""))
-
-
-def _fingerprint_arguments(
+def _fingerprints(
     files: list[str],
-    scheme,
-    jobs,
+    scheme: Scheme,
+    jobs: int | None,
     fingerprinter: ingest.Fingerprinter | None = None,
     failures: list[corpus.Skip] | None = None,
 ) -> Iterator[tuple[str, int]]:
-    """(name, fingerprint) for each readable document, directories walked as `add` walks them;
-    failures reported on stderr and appended to ``failures``."""
+    """(name, fingerprint) for each readable document the arguments name; skips and failures
+    said on stderr, failures appended to ``failures``."""
     failures = [] if failures is None else failures
-    sources: list = []
-    for name in files:
-        if name == "-":
-            data = sys.stdin.buffer.read(records.DEFAULT_MAX_BYTES + 1)
-            if len(data) > records.DEFAULT_MAX_BYTES:
-                sources.append(corpus.Skip("-", corpus.TOO_LARGE, f"over {records.DEFAULT_MAX_BYTES:,} bytes"))
-                continue
-            try:
-                sources.append(corpus.Source("-", text=corpus.decode(data).text, size=len(data)))
-            except corpus.DecodeError as exc:
-                sources.append(corpus.Skip("-", exc.reason, exc.detail))
-        elif Path(name).is_dir():  # named by path, as given under the directory, not by the key add would give
-            sources.extend(
-                dataclasses.replace(item, key=item.path) if isinstance(item, corpus.Source) else item
-                for item in corpus.walk([name])
-            )
-        else:
-            sources.append(corpus.file_source(name))
-    named = set(files)
-    for item in ingest.fingerprint_sources(sources, scheme, jobs=jobs, fingerprinter=fingerprinter):
+    for item, failed in ingest.fingerprint_arguments(files, scheme, jobs=jobs, fingerprinter=fingerprinter):
         if item.skip is None:
             if item.warning is not None:
                 warn(f"warning: {item.warning}")
             yield item.key, item.fingerprint
-        elif item.skip.deliberate and item.skip.where not in named:
+        elif not failed:
             warn(f"skipped: {item.skip}")  # a binary file found in a directory: not an error
         else:
             failures.append(item.skip)

@@ -1,0 +1,72 @@
+"""What the command line's document arguments name, as sources: files, directories walked as
+``add`` walks them, and ``-`` for standard input (read whole, up to a bound, as a stream may
+never end). Used by ``query``, ``fingerprint`` and ``explain``; no database here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import stat
+import sys
+from pathlib import Path
+
+from . import corpus
+from .decoding import DecodeError, decode
+from .errors import InputError
+from .records import DEFAULT_MAX_BYTES
+from .terminal import visible
+
+
+def argument_sources(names: list[str]) -> list[corpus.Source | corpus.Skip]:
+    """A Source (or the Skip saying why not) for each document named; a directory gives the
+    files under it, each named by its path as given under the directory (not the key ``add``
+    would give it), ``-`` the text of standard input."""
+    sources: list[corpus.Source | corpus.Skip] = []
+    for name in names:
+        if name == "-":
+            sources.append(_stdin_source())
+        elif Path(name).is_dir():
+            sources.extend(
+                dataclasses.replace(item, key=item.path or item.key) if isinstance(item, corpus.Source) else item
+                for item in corpus.walk([name])
+            )
+        else:
+            sources.append(corpus.file_source(name))
+    return sources
+
+
+def _stdin_source() -> corpus.Source | corpus.Skip:
+    data = sys.stdin.buffer.read(DEFAULT_MAX_BYTES + 1)
+    if len(data) > DEFAULT_MAX_BYTES:
+        return corpus.Skip("-", corpus.TOO_LARGE, f"over {DEFAULT_MAX_BYTES:,} bytes")
+    try:
+        return corpus.Source("-", text=decode(data).text, size=len(data))
+    except DecodeError as exc:
+        return corpus.Skip("-", exc.reason, exc.detail)
+
+
+def read_text(path: str) -> str:
+    """A document's text (``-``: standard input), decoded as ``add`` decodes files.
+
+    Raises InputError, in one line, for a file that cannot be opened, is not a regular file
+    (a FIFO would wait for a writer forever, /dev/zero never ends), is larger than ``add``
+    reads (1 GiB), or cannot be decoded.
+    """
+    limit = DEFAULT_MAX_BYTES  # as add and fingerprint read stdin: a stream may never end
+    with contextlib.suppress(OSError):  # a missing file is said by open() below
+        mode = os.stat(path).st_mode if path != "-" else stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            raise InputError(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
+    try:
+        with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"cannot open {visible(path)}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise InputError(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
+    try:
+        return decode(data).text
+    except DecodeError as exc:
+        raise InputError(f"{path}: {exc.reason}" + (f" ({exc.detail})" if exc.detail else "")) from None
