@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .. import corpus
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..terminal import json_line
@@ -52,51 +51,31 @@ def calibrate(
     Example: simhash-store calibrate --jsonl corpus.jsonl --plot calibrate.png
     """
     from .. import calibrate as calibration
+    from .. import calibration_texts
 
     if plot is not None:
         try:  # before the work, which takes minutes: not a failure after it
             calibration.check_plot(plot)
         except SimhashStoreError as exc:
             fail(str(exc))
-    texts: list[tuple[str, str]] = []
-    names: dict[str, str] = {}  # how a JSONL record is shown (FILE:LINE), by its key
-    skipped = 0
+    texts = calibration_texts.Texts()
     if jsonl is not None:
-        from ..formats import read_records
-
         try:
-            rows = read_records(jsonl, "jsonl", key_field=text_field, text_field=text_field)
-            for number, (where, record) in enumerate(rows):
-                if isinstance(record, dict) and isinstance(record.get(text_field), str):
-                    texts.append((str(number), record[text_field]))  # the record's number seeds its variants
-                    names[str(number)] = where
-                else:
-                    skipped += 1
-        except OSError as exc:
-            fail(f"cannot open {jsonl}: {exc.strerror}")
+            texts = calibration_texts.texts_of_jsonl(jsonl, text_field)
         except SimhashStoreError as exc:
             fail(str(exc))
     store_needed = apply or (not paths and jsonl is None) or scheme is None
     with opened_store(scheme) if store_needed else contextlib.nullcontext(None) as store:
         chosen = store.scheme if store is not None else known_scheme(scheme)
         if paths:
-            for item in corpus.walk(paths):
-                if isinstance(item, corpus.Source):
-                    try:
-                        texts.append((item.key, corpus.decode(Path(item.path).read_bytes()).text))
-                    except (OSError, corpus.DecodeError):
-                        skipped += 1
+            texts.extend(calibration_texts.texts_of_paths(paths))
         elif jsonl is None:
-            for key in store.sample_keys(sample * 4, seed):
-                try:
-                    texts.append((key, corpus.decode(Path(key).read_bytes()).text))
-                except (OSError, corpus.DecodeError):
-                    skipped += 1
-            if len(texts) < 2:
-                fail("the store keeps fingerprints, not texts, and fewer than two stored keys name readable files "
-                     "here: give the documents (PATHS or --jsonl)")
+            try:
+                texts = calibration_texts.texts_of_keys(store.sample_keys(sample * 4, seed))
+            except SimhashStoreError as exc:
+                fail(str(exc))
         try:
-            result = calibration.calibrate(texts, chosen, sample=sample, seed=seed)
+            result = calibration.calibrate(texts.texts, chosen, sample=sample, seed=seed)
         except ValueError as exc:
             fail(str(exc))
         if apply:
@@ -113,7 +92,7 @@ def calibrate(
             fail(str(exc))
 
     def named(pair) -> dict:
-        return {**pair.to_dict(), "key_a": names.get(pair.key_a, pair.key_a), "key_b": names.get(pair.key_b, pair.key_b)}
+        return {**pair.to_dict(), "key_a": texts.names.get(pair.key_a, pair.key_a), "key_b": texts.names.get(pair.key_b, pair.key_b)}
 
     if as_json:
         record = {
