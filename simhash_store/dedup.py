@@ -13,15 +13,22 @@ byte for byte, after an interruption too.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .corpus import DELIBERATE, Skip, Source
-from .errors import InvalidKeyError, SimhashStoreError
+from .errors import InputError, InvalidKeyError, OutputError, SimhashStoreError
+from .terminal import visible
 
 if TYPE_CHECKING:
+    from .formats import RecordWriter
+    from .ingest import Fingerprinter
     from .store import Store
 
 DEFAULT_BATCH_SIZE = 1000
@@ -157,6 +164,102 @@ def dedup_rows(
     finally:
         if opened is not store:
             opened.close()
+
+
+@dataclass
+class FileCounts:
+    """What :func:`dedup_files` wrote: records kept, duplicates, bad records, and records
+    passed through without a fingerprint (by reason)."""
+
+    kept: int = 0
+    duplicates: int = 0
+    bad: int = 0
+    not_compared: Counter[str] = field(default_factory=Counter)
+
+
+def dedup_output(
+    inputs: list[str], input_formats: list[str], output: str, output_format: str, *, annotate: bool = False
+) -> RecordWriter:
+    """The writer of :func:`dedup_files`' output, claimed before any work (a second run writing
+    it stops here): the inputs exist and the output is none of them; a Parquet output keeps the
+    Arrow types of the Parquet inputs' columns (the first input's first) and, with ``annotate``,
+    gives the annotations their own. ``-`` is standard input or output.
+    """
+    from . import formats
+
+    for path in inputs:
+        if path != "-" and not Path(path).is_file():
+            raise InputError(f"cannot open {path}: no such file")
+    schema = annotation_types = None
+    if output_format == "parquet":
+        schema = formats.parquet_schemas([path for path, kind in zip(inputs, input_formats) if kind == "parquet"])
+        pyarrow = formats.pyarrow_module()
+        annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
+                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32(),
+                            "not_compared": pyarrow.string()}
+    if output != "-":
+        for path in inputs:
+            with contextlib.suppress(OSError):
+                if path != "-" and os.path.samefile(path, output):
+                    raise OutputError(f"the output {visible(output)} is the input {visible(path)}: write to another file")
+    try:
+        return formats.RecordWriter(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
+    except OSError as exc:
+        raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def dedup_files(
+    inputs: list[str],
+    input_formats: list[str],
+    writer: RecordWriter,
+    *,
+    store: Store,
+    key: str = "key",
+    text: str = "text",
+    max_distance: int | None = None,
+    keep: str = "first",
+    annotate: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    fingerprinter: Fingerprinter | None = None,
+    on_failure: Callable[[str], None] = lambda message: None,
+) -> FileCounts:
+    """:func:`dedup_rows` over the records of files (JSONL, CSV, Parquet; ``-``: JSONL on
+    standard input), writing the kept records (every record with ``annotate``, with its
+    verdict's fields added) to ``writer``, which is closed at the end, not abandoned on an error.
+    A bad record, or one the output format cannot hold, costs that record: ``on_failure`` is
+    told why, and it is counted as bad.
+    """
+    from . import formats
+
+    def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
+        for path, kind in zip(inputs, input_formats):
+            yield from formats.read_records(path, kind, key_field=key, text_field=text)
+
+    counts = FileCounts()
+    for where, record, verdict in dedup_rows(
+        rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep,
+        fingerprinter=fingerprinter, batch_size=batch_size,
+    ):
+        if verdict.problem is not None or isinstance(record, Skip):  # a Skip always has its problem
+            counts.bad += 1
+            on_failure(str(verdict.problem))
+            continue
+        if verdict.not_compared is not None:
+            counts.not_compared[verdict.not_compared] += 1
+        elif verdict.kept:
+            counts.kept += 1
+        else:
+            counts.duplicates += 1
+        try:  # a record the output format cannot hold costs that record
+            if annotate:
+                writer.write({**record, **verdict.annotation()})
+            elif verdict.kept:
+                writer.write(dict(record))
+        except formats.FormatError as exc:
+            counts.bad += 1
+            on_failure(f"{where}: {exc}")
+    writer.close()
+    return counts
 
 
 def _check_distance(store: Store, max_distance: int | None) -> None:

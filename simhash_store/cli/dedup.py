@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -136,7 +133,7 @@ def dedup_command(
     Example: simhash-store dedup crawl.jsonl -o clean.jsonl
     """
     from .. import formats
-    from ..dedup import dedup_rows
+    from ..dedup import dedup_files, dedup_output
 
     if keep not in ("first", "longest"):
         raise typer.BadParameter("must be first or longest", param_hint="--keep")
@@ -147,77 +144,27 @@ def dedup_command(
         input_formats = [formats.format_of(path, format) for path in inputs]
     except SimhashStoreError as exc:
         raise typer.BadParameter(str(exc)) from None
-    for path in inputs:
-        if path != "-" and not Path(path).is_file():
-            fail(f"cannot open {path}: no such file")
-    schema = None
-    if output_format == "parquet":
-        try:  # the Parquet inputs' columns keep their Arrow types in the output (the first input's first)
-            schema = formats.parquet_schemas([path for path, kind in zip(inputs, input_formats) if kind == "parquet"])
-        except SimhashStoreError as exc:
-            fail(str(exc))
-
-    def rows():
-        for path, kind in zip(inputs, input_formats):
-            yield from formats.read_records(path, kind, key_field=key_field, text_field=text_field)
-
-    annotation_types = None
-    if output_format == "parquet":
-        try:
-            pyarrow = formats.pyarrow_module()
-        except SimhashStoreError as exc:
-            fail(str(exc))
-        annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
-                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32(),
-                            "not_compared": pyarrow.string()}
-    kept = duplicates = bad = 0
-    not_compared: Counter[str] = Counter()  # passed through without a fingerprint, by reason
-    # The output is claimed before any work: a second run writing it stops here, in one line.
-    if output != "-":
-        for path in inputs:
-            with contextlib.suppress(OSError):
-                if path != "-" and os.path.samefile(path, output):
-                    fail(f"the output {visible(output)} is the input {visible(path)}: write to another file")
     try:
-        writer = formats.RecordWriter(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
+        writer = dedup_output(inputs, input_formats, output, output_format, annotate=annotate)
     except SimhashStoreError as exc:
         fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot write {output}: {exc.strerror or exc}")
     # Workers load their dictionaries while the store opens, as for add, unless the input is small.
     size = sum(Path(path).stat().st_size for path in inputs if path != "-")
     try:
         fingerprinter = ingest.early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
         with fingerprinter, opened_store() as store:
-            for where, record, verdict in dedup_rows(
-                rows, store=store, key=key_field, text=text_field, max_distance=max_distance, keep=keep,
-                fingerprinter=fingerprinter, batch_size=batch_size,
-            ):
-                if verdict.problem is not None:
-                    bad += 1
-                    warn(f"failed: {verdict.problem}")
-                    continue
-                if verdict.not_compared is not None:
-                    not_compared[verdict.not_compared] += 1
-                elif verdict.kept:
-                    kept += 1
-                else:
-                    duplicates += 1
-                try:  # a record the output format cannot hold costs that record
-                    if annotate:
-                        writer.write({**record, **verdict.annotation()})
-                    elif verdict.kept:
-                        writer.write(dict(record))
-                except formats.FormatError as exc:
-                    bad += 1
-                    warn(f"failed: {where}: {exc}")
-            writer.close()
+            counts = dedup_files(
+                inputs, input_formats, writer, store=store, key=key_field, text=text_field, max_distance=max_distance,
+                keep=keep, annotate=annotate, fingerprinter=fingerprinter, batch_size=batch_size,
+                on_failure=lambda message: warn(f"failed: {message}"),
+            )
             if not quiet:
                 note = dedup_distance_note(store, max_distance)
                 passed = "".join(
-                    f"not compared {count} ({reason}: passed through), " for reason, count in sorted(not_compared.items())
+                    f"not compared {count} ({reason}: passed through), " for reason, count in sorted(counts.not_compared.items())
                 )
-                err.print(f"kept {kept}, duplicates {duplicates}, {passed}bad records {bad}; {note}", markup=False)
+                err.print(f"kept {counts.kept}, duplicates {counts.duplicates}, {passed}bad records {counts.bad}; {note}",
+                          markup=False)
     except KeyboardInterrupt:
         writer.abandon()
         warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
@@ -228,5 +175,5 @@ def dedup_command(
     except BaseException:
         writer.abandon()
         raise
-    if bad:
+    if counts.bad:
         raise typer.Exit(1)
