@@ -11,7 +11,6 @@ from .. import ingest
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..scheme import DEFAULT_MAX_DISTANCE
-from ..store_info import dedup_distance_note
 from ..terminal import json_line, visible
 from .common import (
     Jobs,
@@ -134,6 +133,7 @@ def dedup_command(
     """
     from .. import formats
     from ..dedup import dedup_files, dedup_output
+    from ..store_info import dedup_distance_note
 
     if keep not in ("first", "longest"):
         raise typer.BadParameter("must be first or longest", param_hint="--keep")

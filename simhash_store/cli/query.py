@@ -15,7 +15,6 @@ from ..errors import SimhashStoreError
 from ..plural import counted
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme
 from ..sources import read_text
-from ..store_info import query_distance
 from ..terminal import json_line, visible
 from .common import (
     CalibratedMaxDistance,
@@ -49,6 +48,8 @@ def query(
 
     Example: simhash-store query edited-copy.txt -k 3 --json
     """
+    from ..store_info import query_distance  # psycopg: not for the commands without a database
+
     if not files and not fingerprint:
         raise typer.BadParameter("give documents to look up, '-' for stdin, or --fingerprint HEX", param_hint="FILES")
     queries: list[tuple[str, int]] = []
