@@ -83,21 +83,17 @@ class Segment(Base):
 
     __tablename__ = "segments"
 
-    document_id: Mapped[int] = mapped_column(
-        BigInteger, ForeignKey(Document.id, ondelete="CASCADE"), primary_key=True, autoincrement=False
-    )
-    segment: Mapped[int] = mapped_column(
-        Integer, primary_key=True, autoincrement=False, comment="the segment's number in its document, from 0"
-    )
+    document_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(Document.id, ondelete="CASCADE"), index=True)
+    segment: Mapped[int] = mapped_column(Integer, comment="the segment's number in its document, from 0")
     fingerprint: Mapped[int] = mapped_column(BigInteger, comment="seg-v1 SimHash of the segment, two's complement")
     block0: Mapped[int] = mapped_column(Integer, _block(48), comment="bits 63..48")
     block1: Mapped[int] = mapped_column(Integer, _block(32), comment="bits 47..32")
     block2: Mapped[int] = mapped_column(Integer, _block(16), comment="bits 31..16")
     block3: Mapped[int] = mapped_column(Integer, _block(0), comment="bits 15..0")
 
-    __table_args__ = tuple(
-        Index(f"ix_segments_block{n}", f"block{n}", postgresql_include=["fingerprint", "document_id"]) for n in range(4)
-    )
+    __table_args__ = tuple(Index(f"ix_segments_block{n}", f"block{n}") for n in range(4))
+    # No primary key in the table (see revision 0009): the ORM identifies a row by both columns.
+    __mapper_args__ = {"primary_key": [document_id, segment]}
 
 
 class StoreInfo(Base):

@@ -18,7 +18,7 @@ costs a fraction of a document fingerprint, and a segment retyped with other pun
 spaces or full-width forms has the same one. Segments under ``min_units`` are left out (a
 heading shared by many laws is no evidence of containment).
 
->>> text = "第一条 为了保护人民，制定本法。第二条 本法适用于全国。" * 3
+>>> text = "\n".join(f"第{n}条 为了保护人民的合法权益，制定本法第{n}条。" for n in range(40))
 >>> len(segment_fingerprints(text)) >= 1
 True
 """
@@ -30,17 +30,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hashing import HASHES
 from .fingerprint import normalize
+from .hashing import HASHES
 from .overlap import _UNIT, SHINGLE_UNITS
 
 SEGMENT_SCHEME = "seg-v1"
 # About one sentence in DIVISOR ends a segment: measured on Chinese laws and Wikipedia
 # (docs/containment.md): segments of about 180 characters on average.
-DIVISOR = 6
+DIVISOR = 16
 MAX_UNITS = 1200
-MIN_UNITS = 24
-PARAGRAPH_UNITS = 0
+MIN_UNITS = 48
+PARAGRAPH_DIVISOR = 3
+LONG_PARAGRAPH = 100
 # The distance within which two segments count as the same text (see docs/containment.md).
 DEFAULT_SEGMENT_DISTANCE = 3
 MAX_SEGMENT_DISTANCE = 3  # the four 16-bit blocks find every pair within 3 bits with one exact block
@@ -49,7 +50,7 @@ MAX_SEGMENT_DISTANCE = 3  # the four 16-bit blocks find every pair within 3 bits
 # full-width 。！？； forms the split looks for into . ! ? ; except 。 itself.
 _LINE_END = re.compile("[\n\r\u2028\u2029]+")
 _PARAGRAPH = "\ue000"  # a private-use character: line ends stand for it while the text is normalised
-_ENDS_ARRAY = np.array(list("。.!?;" + _PARAGRAPH))
+_ENDS = frozenset("。.!?;" + _PARAGRAPH)
 _TOKEN = re.compile(f"{_UNIT.pattern}|[。.!?;{_PARAGRAPH}]")
 _CHUNK_RANGES = 256  # segments whose bits are unpacked at a time (at most 256 * MAX_UNITS * 64 bytes)
 _HASH = HASHES["xxh3_64"].function
@@ -79,28 +80,28 @@ def _rotl(values: np.ndarray, shift: int) -> np.ndarray:
     return (values << np.uint64(shift)) | (values >> np.uint64(64 - shift)) if shift % 64 else values
 
 
-def _units_and_sentences(text: str) -> tuple[np.ndarray, list[int], set[int]]:
-    """The text's units, where each sentence that has any starts among them, and which of those
-    starts begin a paragraph."""
-    tokens = np.array(_TOKEN.findall(normalize(_LINE_END.sub(_PARAGRAPH, text))), dtype=str)
-    if not len(tokens):
-        return tokens, [], set()
-    is_unit = np.char.str_len(tokens) > 1
-    is_unit |= ~np.isin(tokens, _ENDS_ARRAY)
-    after_end = np.concatenate(([True], ~is_unit[:-1]))
-    position = np.cumsum(is_unit) - 1
-    starts = position[is_unit & after_end].tolist()
-    paragraph_ends = np.nonzero(tokens == _PARAGRAPH)[0]
-    # A unit after a paragraph mark starts a paragraph (and a sentence).
-    paragraphs = set(position[paragraph_ends].tolist()) if len(paragraph_ends) else set()
-    return tokens[is_unit], starts, {p + 1 for p in paragraphs}
-
-
-def _unit_hashes(found: np.ndarray) -> np.ndarray:
-    if not len(found):
-        return np.empty(0, dtype=np.uint64)
-    distinct, inverse = np.unique(found, return_inverse=True)
-    return np.array([_HASH(unit.encode()) for unit in distinct.tolist()], dtype=np.uint64)[inverse.ravel()]
+def _units_and_sentences(text: str) -> tuple[np.ndarray, list[int], list[int]]:
+    """The hashes of the text's units, where each sentence that has any starts among them, and where
+    each paragraph starts (0 first)."""
+    tokens = _TOKEN.findall(normalize(_LINE_END.sub(_PARAGRAPH, text)))
+    distinct = {token: _HASH(token.encode()) for token in set(tokens)}
+    hashes: list[int] = []
+    starts: list[int] = []
+    paragraphs: list[int] = [0]
+    in_sentence = False
+    for token in tokens:
+        if token in _ENDS:
+            in_sentence = False
+            if token == _PARAGRAPH and hashes and paragraphs[-1] != len(hashes):
+                paragraphs.append(len(hashes))
+            continue
+        if not in_sentence:
+            starts.append(len(hashes))
+            in_sentence = True
+        hashes.append(distinct[token])
+    if paragraphs[-1] == len(hashes) and len(paragraphs) > 1:
+        paragraphs.pop()
+    return np.array(hashes, dtype=np.uint64), starts, paragraphs
 
 
 def _shingle_values(hashes: np.ndarray, size: int = SHINGLE_UNITS) -> np.ndarray:
@@ -135,24 +136,28 @@ def segment_bounds(
     """The hashes of the text's units, and each segment's (start, end) among them (content-defined)."""
     if divisor < 1 or max_units < 1:
         raise ValueError(f"divisor and max_units must be at least 1, not {divisor} and {max_units}")
-    found, starts, paragraphs = _units_and_sentences(text)
-    hashes = _unit_hashes(found)
-    if not len(found):
+    hashes, starts, paragraphs = _units_and_sentences(text)
+    if not len(hashes):
         return hashes, []
     keys = _mix(np.add.reduceat(hashes, starts)) % np.uint64(divisor)
+    paragraph_keys = _mix(np.add.reduceat(hashes, paragraphs)) % np.uint64(PARAGRAPH_DIVISOR) if paragraphs else []
+    cut_after = {}  # the end of each paragraph (as a unit index) -> whether a segment ends there
+    for i, start in enumerate(paragraphs):
+        end = paragraphs[i + 1] if i + 1 < len(paragraphs) else len(hashes)
+        following = (paragraphs[i + 2] if i + 2 < len(paragraphs) else len(hashes)) - end
+        cut_after[end] = bool(end - start >= LONG_PARAGRAPH or following >= LONG_PARAGRAPH or paragraph_keys[i] == 0)
     bounds: list[tuple[int, int]] = []
     begin = 0
-    ends = starts[1:] + [len(found)]
+    ends = starts[1:] + [len(hashes)]
     for end, key in zip(ends, keys.tolist()):
-        at_paragraph = PARAGRAPH_UNITS and end in paragraphs and end - begin >= PARAGRAPH_UNITS
         while end - begin > max_units:  # a sentence longer than a segment may be
             bounds.append((begin, begin + max_units))
             begin += max_units
-        if key == 0 or at_paragraph or end - begin >= max_units:
+        if key == 0 or cut_after.get(end, False) or end - begin >= max_units:
             bounds.append((begin, end))
             begin = end
-    if begin < len(found):
-        bounds.append((begin, len(found)))
+    if begin < len(hashes):
+        bounds.append((begin, len(hashes)))
     return hashes, bounds
 
 
