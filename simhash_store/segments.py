@@ -18,7 +18,7 @@ costs a fraction of a document fingerprint, and a segment retyped with other pun
 spaces or full-width forms has the same one. Segments under ``min_units`` are left out (a
 heading shared by many laws is no evidence of containment).
 
->>> text = "\n".join(f"第{n}条 为了保护人民的合法权益，制定本法第{n}条。" for n in range(40))
+>>> text = "\\n".join(f"第{n}条 为了保护人民的合法权益，制定本法第{n}条。" for n in range(40))
 >>> len(segment_fingerprints(text)) >= 1
 True
 """
