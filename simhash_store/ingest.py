@@ -515,8 +515,10 @@ def fingerprint_sources(
     jobs: int | None = None,
     batch_size: int = 1000,
     fingerprinter: Fingerprinter | None = None,
+    segments: bool = False,
 ) -> Iterator[Prepared]:
-    """Fingerprints of inputs in order (Skips pass through as skipped Prepared values).
+    """Fingerprints of inputs in order (Skips pass through as skipped Prepared values); with
+    ``segments``, each with its segments' fingerprints too.
 
     A ``fingerprinter`` given (perhaps started early) works for ``scheme`` and is closed at the
     end: its workers exit while the caller goes on, and the caller's ``with`` waits for them.
@@ -524,6 +526,7 @@ def fingerprint_sources(
     given = fingerprinter is not None
     fingerprinter = fingerprinter or Fingerprinter(scheme, jobs)
     fingerprinter.scheme = scheme
+    fingerprinter.segments = segments
     with contextlib.nullcontext() if given else fingerprinter:
         for batch in _batches(inputs, batch_size):
             sources = [item for item in batch if isinstance(item, Source)]

@@ -474,11 +474,22 @@ class Store:
         >>> store.query_containment(page_text)                     # doctest: +SKIP
         [ContainmentMatch(key='story.txt', score=1.0, inner='stored', matched=6, segments=6)]
         """
-        containment.check_options(max_distance, min_score)
         if not isinstance(text, str):
             raise InvalidValueError(f"the text must be a string, not {type(text).__name__}")
+        return self.query_segments(segment_fingerprints(text), min_score=min_score, max_distance=max_distance)
+
+    @_database_errors
+    def query_segments(
+        self,
+        fingerprints: Sequence[int],
+        *,
+        min_score: float = containment.DEFAULT_MIN_SCORE,
+        max_distance: int = DEFAULT_SEGMENT_DISTANCE,
+    ) -> list[ContainmentMatch]:
+        """:meth:`query_containment` of a text given by its segments' fingerprints (``segment_fingerprints``)."""
+        containment.check_options(max_distance, min_score)
+        values = [validate_fingerprint(value) for value in fingerprints]
         self._require_segments()
-        values = segment_fingerprints(text)
         return self._read(lambda cursor: containment.query(cursor, values, max_distance, min_score))
 
     @_database_errors

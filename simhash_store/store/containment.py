@@ -11,12 +11,10 @@ import psycopg
 
 from ..bits import to_signed
 from ..errors import InvalidValueError, SimhashStoreError
-from ..segments import MAX_SEGMENT_DISTANCE
+from ..segments import DEFAULT_MIN_SCORE, MAX_SEGMENT_DISTANCE
 from .documents import ContainmentMatch, ContainmentPair
 
-# Measured (docs/containment.md): an article that is 20-50% of a page has all but a few of its
-# segments in the page; two texts that are not one inside the other share few or none.
-DEFAULT_MIN_SCORE = 0.5
+__all__ = ["DEFAULT_MIN_SCORE", "check_options", "keeps_segments", "pairs", "query", "switch_on"]
 
 KeysOf = Callable[[psycopg.Connection, np.ndarray], dict[int, str]]
 
@@ -70,12 +68,11 @@ def pairs(raw: psycopg.Connection, max_distance: int, min_score: float, keys_of:
     """Every pair of stored documents one mostly inside the other, best first (one snapshot)."""
     with raw.cursor() as cursor:
         rows = cursor.execute("SELECT * FROM simhash.containment_pairs(%s)", (max_distance,)).fetchall()
-    chosen = []
+    chosen: list[tuple[int, int, int, int]] = []  # inner id, outer id, matched, segments
     for id_a, id_b, matched_a, segments_a, matched_b, segments_b in rows:
         inner, matched, segments = _direction(matched_a, segments_a, matched_b, segments_b)
         if matched / segments >= min_score:
-            chosen.append((id_a, id_b) if inner == "query" else (id_b, id_a))
-            chosen[-1] += (matched, segments)  # type: ignore[assignment]
+            chosen.append((id_a, id_b, matched, segments) if inner == "query" else (id_b, id_a, matched, segments))
     keys = keys_of(raw, np.array(sorted({i for row in chosen for i in row[:2]}), dtype=np.int64))
     found = [ContainmentPair(keys[inner], keys[outer], matched / segments, matched, segments) for inner, outer, matched, segments in chosen]
     return sorted(found, key=lambda p: (-p.score, -p.segments, p.inner, p.outer))
