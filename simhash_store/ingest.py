@@ -498,13 +498,15 @@ def fingerprint_arguments(
     *,
     jobs: int | None = None,
     fingerprinter: Fingerprinter | None = None,
+    segments: bool = False,
 ) -> Iterator[tuple[Prepared, bool]]:
     """``(prepared, failed)`` for each document the arguments ``names`` (files, directories,
     ``-``) hold, in order (see :func:`sources.argument_sources`). ``failed`` is False for a
     fingerprint, and for a file skipped on purpose that a directory held (a binary file:
-    not an error), True for any other skip."""
+    not an error), True for any other skip. ``segments``: with its segments' fingerprints too."""
     named = set(names)
-    for item in fingerprint_sources(argument_sources(names), scheme, jobs=jobs, fingerprinter=fingerprinter):
+    found = fingerprint_sources(argument_sources(names), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments)
+    for item in found:
         yield item, item.skip is not None and not (item.skip.deliberate and item.skip.where not in named)
 
 

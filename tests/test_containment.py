@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import psycopg
 import pytest
 from sqlalchemy import create_engine
@@ -189,3 +191,44 @@ def test_the_bulk_load_keeps_the_segments_foreign_key(database_url, texts):
         assert connection.execute(
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'fk_segments_document_id_documents'"
         ).fetchone() == ("FOREIGN KEY (document_id) REFERENCES simhash.documents(id) ON DELETE CASCADE",)
+
+
+def _invoke(url, *args: str):
+    from typer.testing import CliRunner
+
+    from simhash_store.cli import app
+
+    env = {"SIMHASH_STORE_URL": url.render_as_string(hide_password=False), "COLUMNS": "200"}
+    return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+
+
+def test_cli_init_segments_add_query_and_dups_containment(database_url, texts, unrelated, tmp_path):
+    for key, text in texts.items():
+        (tmp_path / f"{key}.txt").write_text(text, encoding="utf-8")
+    query = tmp_path / "query"
+    query.mkdir()
+    (query / "story.txt").write_text(texts["article"], encoding="utf-8")
+    (query / "unrelated.txt").write_text(unrelated, encoding="utf-8")
+
+    refused = _invoke(database_url, "query", "--containment", str(query / "story.txt"))
+    assert refused.exit_code == 1 and "keeps no segments" in refused.output and "Traceback" not in refused.output
+
+    result = _invoke(database_url, "init", "--segments")
+    assert result.exit_code == 0 and "keeping segments" in result.output
+    assert _invoke(database_url, "add", "-j", "1", "-q", str(tmp_path / "page.txt"), str(tmp_path / "other-law.txt")).exit_code == 0
+    assert segment_rows(database_url)  # add wrote them
+
+    result = _invoke(database_url, "query", "--containment", "--json", "-j", "1", str(query / "story.txt"), str(query / "unrelated.txt"))
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["query"], r["key"].rsplit("/", 1)[-1], r["inner"]) for r in records] == [
+        (str(query / "story.txt"), "page.txt", "query")
+    ]
+    assert 0.8 <= records[0]["score"] <= 1
+
+    assert _invoke(database_url, "add", "-j", "1", "-q", str(tmp_path / "article.txt")).exit_code == 0
+    result = _invoke(database_url, "dups", "--containment")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].split()[1].endswith("article.txt") and lines[0].split()[3].endswith("page.txt")
+    assert "1 pair" in result.stderr
