@@ -343,6 +343,14 @@ def distribute(cursor: Cursor) -> None:
             "this store keeps persistent clusters (store_info.cluster_max_distance is set), which "
             "init --distributed cannot spread over a cluster yet; distribute a store without them"
         )
+    if _keeps_segments(cursor):
+        raise NotDistributableError(
+            "this store keeps segments for containment search (init --segments), which a distributed "
+            "store cannot keep yet; distribute a store without them"
+        )
+    # The segments table (empty: segments are off) stays a local table, which may not reference a
+    # distributed one: its foreign key goes.
+    cursor.execute("ALTER TABLE IF EXISTS simhash.segments DROP CONSTRAINT IF EXISTS fk_segments_document_id_documents")
     _reference_tables(cursor)
     if _partition_method(cursor, "documents") is None:
         _key_in_every_unique_constraint(cursor)
@@ -372,6 +380,15 @@ def _keeps_clusters(cursor: Cursor) -> bool:
     return cursor.execute(
         "SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE cluster_max_distance IS NOT NULL)"
     ).fetchone()[0]
+
+
+def _keeps_segments(cursor: Cursor) -> bool:
+    """Whether writes keep segments (revision 0009, ``init --segments``)."""
+    has_column = cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass('simhash.store_info') "
+        "AND attname = 'segments' AND NOT attisdropped)"
+    ).fetchone()[0]
+    return bool(has_column and cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE segments)").fetchone()[0])
 
 
 def _drop_local_copy(cursor: Cursor, table: str) -> None:

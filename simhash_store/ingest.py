@@ -43,6 +43,7 @@ from .fingerprint import fingerprint_if_any
 from .plural import counted
 from .records import DEFAULT_MAX_BYTES, unique_keys
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme
+from .segments import segment_fingerprints
 from .sources import argument_sources
 from .tokenizers import check_available
 from .validation import validate_key
@@ -74,6 +75,7 @@ class Prepared:
     skip: Skip | None = None
     stamp: str | None = None
     warning: str | None = None  # stored, but the user should know: "3 invalid bytes replaced ..."
+    segments: tuple[int, ...] | None = None  # for a store that keeps segments
 
 
 @dataclass
@@ -135,7 +137,11 @@ def _exit_with(parent: int) -> None:
 
 
 def prepare(
-    source: Source, stored_digest: bytes | None, scheme: Scheme, max_bytes: int = DEFAULT_MAX_BYTES
+    source: Source,
+    stored_digest: bytes | None,
+    scheme: Scheme,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    segments: bool = False,
 ) -> Prepared:
     """Read, decode and fingerprint one Source; unchanged when its digest equals ``stored_digest``.
 
@@ -176,7 +182,7 @@ def prepare(
         return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS, f"no features under scheme {scheme.name}"))
     return Prepared(
         source.key, source.size, fingerprint=value, digest=content_digest, length=len(text), stamp=source.stamp,
-        warning=warning,
+        warning=warning, segments=segment_fingerprints(text) if segments else None,
     )
 
 
@@ -223,9 +229,9 @@ def _read_up_to(handle, size: int) -> bytes:
 
 
 def _prepare_indexed_in_worker(
-    scheme: Scheme, max_bytes: int, tasks: list[tuple[int, tuple[Source, bytes | None]]]
+    scheme: Scheme, max_bytes: int, segments: bool, tasks: list[tuple[int, tuple[Source, bytes | None]]]
 ) -> list[tuple[int, Prepared]]:
-    return [(index, prepare(source, stored_digest, scheme, max_bytes)) for index, (source, stored_digest) in tasks]
+    return [(index, prepare(source, stored, scheme, max_bytes, segments)) for index, (source, stored) in tasks]
 
 
 class Fingerprinter:
@@ -236,6 +242,7 @@ class Fingerprinter:
         self.scheme = scheme
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.max_file_bytes = max_file_bytes
+        self.segments = False  # also the segments of each document (a store that keeps them)
         self._pool = None
         self._exiting: list = []  # the executors' manager threads, still ending their workers
 
@@ -274,7 +281,7 @@ class Fingerprinter:
             def collect_here(progress: Progress | None) -> list[Prepared]:
                 results = []
                 for source, stored in tasks:
-                    results.append(prepare(source, stored, self.scheme, self.max_file_bytes))
+                    results.append(prepare(source, stored, self.scheme, self.max_file_bytes, self.segments))
                     if progress is not None:
                         progress(1, results[-1].size)
                 return results
@@ -289,7 +296,9 @@ class Fingerprinter:
         chunks = [[index] for index in first] + [order[start : start + chunksize] for start in range(0, len(order), chunksize)]
         pool = self._get_pool()
         pending = [
-            pool.submit(_prepare_indexed_in_worker, self.scheme, self.max_file_bytes, [(i, tasks[i]) for i in chunk])
+            pool.submit(
+                _prepare_indexed_in_worker, self.scheme, self.max_file_bytes, self.segments, [(i, tasks[i]) for i in chunk]
+            )
             for chunk in chunks
         ]
 
@@ -401,9 +410,10 @@ def add(
     scheme = store.init()
     summary = IngestSummary()
     batch_size = batch_size or DEFAULT_BATCH_SIZE
-    if fingerprinter is not None:
-        fingerprinter.scheme = scheme
-    with fingerprinter or Fingerprinter(scheme, jobs) as fingerprinter:
+    fingerprinter = fingerprinter or Fingerprinter(scheme, jobs)
+    fingerprinter.scheme = scheme
+    fingerprinter.segments = store.keeps_segments
+    with fingerprinter:
         finished: list[Prepared] | None = None
         # Two inputs with one key (x.txt in both of `add a b`) are never merged: the first is
         # stored, the second reported; a re-run does the same, so nothing flips back and forth.
@@ -451,7 +461,9 @@ def _write(
             if item.digest is not None and item.stamp is not None:
                 touched[item.key] = item.stamp
         else:
-            documents.append(NewDocument(item.key, item.fingerprint, item.digest, item.length, stamp=item.stamp))
+            documents.append(
+                NewDocument(item.key, item.fingerprint, item.digest, item.length, stamp=item.stamp, segments=item.segments)
+            )
     if touched:
         store.set_stamps(touched)
     if documents:
@@ -486,13 +498,15 @@ def fingerprint_arguments(
     *,
     jobs: int | None = None,
     fingerprinter: Fingerprinter | None = None,
+    segments: bool = False,
 ) -> Iterator[tuple[Prepared, bool]]:
     """``(prepared, failed)`` for each document the arguments ``names`` (files, directories,
     ``-``) hold, in order (see :func:`sources.argument_sources`). ``failed`` is False for a
     fingerprint, and for a file skipped on purpose that a directory held (a binary file:
-    not an error), True for any other skip."""
+    not an error), True for any other skip. ``segments``: with its segments' fingerprints too."""
     named = set(names)
-    for item in fingerprint_sources(argument_sources(names), scheme, jobs=jobs, fingerprinter=fingerprinter):
+    found = fingerprint_sources(argument_sources(names), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments)
+    for item in found:
         yield item, item.skip is not None and not (item.skip.deliberate and item.skip.where not in named)
 
 
@@ -503,8 +517,10 @@ def fingerprint_sources(
     jobs: int | None = None,
     batch_size: int = 1000,
     fingerprinter: Fingerprinter | None = None,
+    segments: bool = False,
 ) -> Iterator[Prepared]:
-    """Fingerprints of inputs in order (Skips pass through as skipped Prepared values).
+    """Fingerprints of inputs in order (Skips pass through as skipped Prepared values); with
+    ``segments``, each with its segments' fingerprints too.
 
     A ``fingerprinter`` given (perhaps started early) works for ``scheme`` and is closed at the
     end: its workers exit while the caller goes on, and the caller's ``with`` waits for them.
@@ -512,6 +528,7 @@ def fingerprint_sources(
     given = fingerprinter is not None
     fingerprinter = fingerprinter or Fingerprinter(scheme, jobs)
     fingerprinter.scheme = scheme
+    fingerprinter.segments = segments
     with contextlib.nullcontext() if given else fingerprinter:
         for batch in _batches(inputs, batch_size):
             sources = [item for item in batch if isinstance(item, Source)]

@@ -105,11 +105,17 @@ def rebuild_blockers(cursor: psycopg.Cursor) -> list[str]:
     empty = cursor.execute("SELECT NOT EXISTS (SELECT 1 FROM simhash.documents)").fetchone()[0]  # Citus 13.2 cannot plan the empty form
     cursor.execute(
         """
+        WITH own_foreign_key AS (  -- simhash.segments' own, which the load drops and adds again
+            SELECT oid FROM pg_catalog.pg_constraint
+            WHERE conname OPERATOR(pg_catalog.=) 'fk_segments_document_id_documents'
+              AND conrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('simhash.segments')
+        )
         SELECT pg_catalog.pg_has_role(current_user, c.relowner, 'USAGE'),
                ARRAY(
                    SELECT DISTINCT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)
                    FROM pg_catalog.pg_depend AS d
-                   WHERE d.deptype = 'n'
+                   WHERE d.deptype = 'n' AND NOT (d.classid = 'pg_catalog.pg_constraint'::pg_catalog.regclass
+                                                  AND d.objid IN (SELECT oid FROM own_foreign_key))
                      AND ((d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
                            AND d.refobjid IN (SELECT indexrelid FROM pg_catalog.pg_index WHERE indrelid = c.oid))
                        OR (d.refclassid = 'pg_catalog.pg_constraint'::pg_catalog.regclass
@@ -117,6 +123,7 @@ def rebuild_blockers(cursor: psycopg.Cursor) -> list[str]:
                    UNION
                    SELECT pg_catalog.format('foreign key %I on %s', conname, conrelid::pg_catalog.regclass)
                    FROM pg_catalog.pg_constraint WHERE confrelid = c.oid AND contype = 'f'
+                     AND oid NOT IN (SELECT oid FROM own_foreign_key)
                    UNION
                    SELECT pg_catalog.format('trigger %I', tgname)
                    FROM pg_catalog.pg_trigger WHERE tgrelid = c.oid AND NOT tgisinternal

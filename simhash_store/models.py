@@ -18,6 +18,7 @@ from sqlalchemy import (
     CheckConstraint,
     Computed,
     DateTime,
+    ForeignKey,
     Identity,
     Index,
     Integer,
@@ -76,6 +77,25 @@ class Document(Base):
     )
 
 
+class Segment(Base):
+    """The ``seg-v1`` fingerprints of each document's segments (``simhash_store/segments.py``), in a
+    store with segments on: what containment search probes, with the documents' block design."""
+
+    __tablename__ = "segments"
+
+    document_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(Document.id, ondelete="CASCADE"), index=True)
+    segment: Mapped[int] = mapped_column(Integer, comment="the segment's number in its document, from 0")
+    fingerprint: Mapped[int] = mapped_column(BigInteger, comment="seg-v1 SimHash of the segment, two's complement")
+    block0: Mapped[int] = mapped_column(Integer, _block(48), comment="bits 63..48")
+    block1: Mapped[int] = mapped_column(Integer, _block(32), comment="bits 47..32")
+    block2: Mapped[int] = mapped_column(Integer, _block(16), comment="bits 31..16")
+    block3: Mapped[int] = mapped_column(Integer, _block(0), comment="bits 15..0")
+
+    __table_args__ = tuple(Index(f"ix_segments_block{n}", f"block{n}") for n in range(4))
+    # No primary key in the table (see revision 0009): the ORM identifies a row by both columns.
+    __mapper_args__ = {"primary_key": [document_id, segment]}
+
+
 class StoreInfo(Base):
     """One row: the fingerprint scheme the store was created with."""
 
@@ -91,6 +111,11 @@ class StoreInfo(Base):
     recommended_max_distance: Mapped[int | None] = mapped_column(Integer, comment="k chosen by calibrate --apply")
     highest_retired_id: Mapped[int | None] = mapped_column(
         BigInteger, comment="no new document takes an id at or below this: the largest id of a removed document"
+    )
+    segments: Mapped[bool] = mapped_column(
+        Boolean,
+        server_default=text("false"),
+        comment="whether writes keep the fingerprints of each document's segments (simhash.segments)",
     )
 
     __table_args__ = (CheckConstraint("singleton", name="one_row"),)

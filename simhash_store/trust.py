@@ -33,7 +33,9 @@ from .errors import UntrustedSchemaError
 # Any overload of one of these names counts, whatever its arguments.
 # documents_shard_bytes exists on a Citus store only (near and near_many call it there).
 CITUS_FUNCTIONS = ("documents_shard_bytes",)
-LIBRARY_FUNCTIONS = ("near", "near_many", "distance", "cluster_of", "from_hex", "to_hex", *CITUS_FUNCTIONS)
+LIBRARY_FUNCTIONS = (
+    "near", "near_many", "distance", "cluster_of", "from_hex", "to_hex", "contained", "containment_pairs", *CITUS_FUNCTIONS
+)
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
 # Owners and CREATE grantees are compared with the schema owner's own members (who may act as

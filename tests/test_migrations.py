@@ -21,6 +21,8 @@ SQL_FILES = VERSIONS.parent / "sql"
 # The function versions revisions run (revision 0008 on): like 0001, a released file never
 # changes; a new version is a new file (with its Citus variant beside it when Citus needs one).
 SQL_FILES_SHA256 = {
+    "contained.v1.sql": "25e77ac54b6d02c6d663e8a86d44eb84f830c94a4fb75d846a2f86f671c66b1c",
+    "containment_pairs.v1.sql": "87ff9df0b43bd888671146e8c0613281d8de06e35301e0210cd02c63c5ce83ed",
     "cluster_of.v1.sql": "8c604662d29125fd24c243d7ef756a647e9f2d29950d1916cc8039e34e26ec36",
     "distance.v2.sql": "b5df71bde275490a5f1610ee424dcb690064b14c90b58fd2890f282405e0d57d",
     "documents_shard_bytes.v1.citus.sql": "6c170cd10e07f820a404c41ecdab2cce7f89f79c3e0bbcc06a0496964579101a",
@@ -33,7 +35,8 @@ SQL_FILES_SHA256 = {
 }
 # The functions revision 0008 adds; every other one it re-creates from files exactly as 0007 left it.
 NEW_IN_0008 = {"simhash.from_hex(text)", "simhash.to_hex(bigint)"}
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008"]
+NEW_IN_0009 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
+REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009"]
 
 CHECKSUM = (
     "SELECT count(*), md5(string_agg(md5(ROW(id, key, fingerprint, block0, block1, block2, block3, digest, "
@@ -97,6 +100,7 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
             functions[revision] = connection.execute(FUNCTIONS).fetchall()
     # 0008 re-creates every function from its file: the files hold exactly what 0007 installed.
     assert [f for f in functions["0008"] if f[0] not in NEW_IN_0008] == functions["0007"]
+    assert [f for f in functions["0009"] if f[0] not in NEW_IN_0009] == functions["0008"]  # 0009 only adds
     with Store(empty_database_url) as store:  # the library reads the upgraded store
         assert [m.key for m in store.query(query, 7)] == [key for key, _ in states["0001"][1]]
         assert [len(found) for found in store.query_many([query, query ^ 1], 2)] == [3, 4]

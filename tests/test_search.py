@@ -53,7 +53,7 @@ def clustered(draw):
 
 def _fill(store: Store, stored: dict[str, int]) -> None:
     with store.engine.begin() as connection:
-        connection.execute(text("TRUNCATE simhash.documents"))
+        connection.execute(text("TRUNCATE simhash.documents CASCADE"))  # and the segments that reference it
     store.add(NewDocument(key, value) for key, value in stored.items())
 
 

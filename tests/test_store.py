@@ -35,7 +35,7 @@ def brute_force(stored: dict[str, int], query: int, k: int) -> list[tuple[int, s
 
 def reset(store: Store, stored: dict[str, int]) -> None:
     with store.engine.begin() as connection:
-        connection.execute(text("TRUNCATE simhash.documents"))
+        connection.execute(text("TRUNCATE simhash.documents CASCADE"))  # and the segments that reference it
     store.add(NewDocument(key, value) for key, value in stored.items())
 
 

@@ -112,6 +112,15 @@ SchemeOption = Annotated[
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
 Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
+ContainmentFlag = Annotated[
+    bool,
+    typer.Option("--containment", help="One document mostly inside another, from their segments (a store made with init --segments)."),
+]
+MinScore = Annotated[
+    float,
+    typer.Option("--min-score", min=0.0, max=1.0,
+                 help="With --containment: the least share of the inner document's segments found in the outer one."),
+]
 
 
 @app.callback()

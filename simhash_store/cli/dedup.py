@@ -11,11 +11,14 @@ from .. import ingest
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..scheme import DEFAULT_MAX_DISTANCE
+from ..segments import DEFAULT_MIN_SCORE
 from ..terminal import json_line, visible
 from .common import (
+    ContainmentFlag,
     Jobs,
     JsonFlag,
     MaxDistance,
+    MinScore,
     err,
     fail,
     opened_store,
@@ -36,16 +39,23 @@ def dups(
         ),
     ] = False,
     as_json: JsonFlag = False,
+    containment: ContainmentFlag = False,
+    min_score: MinScore = DEFAULT_MIN_SCORE,
 ) -> None:
     """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot (or the stored clusters).
 
     Documents sharing one fingerprint come out once, as a group: one line with distance 0 and
     all their keys. A pair then names the first key of each side's group, standing for all of it.
+    With --containment: every pair with one document mostly inside the other (a store made with
+    init --segments): score, inner key, outer key.
 
     Example: simhash-store dups -k 3 --clusters --json
     """
     from ..store import IdenticalGroup
 
+    if containment:
+        _containment_pairs(min_score, as_json)
+        return
     with opened_store() as store:
         if clusters:
             print_clusters(store, max_distance, as_json)
@@ -67,6 +77,19 @@ def dups(
             f"{counted(groups, 'group')} of identical fingerprints and {counted(pairs, 'pair')} "
             f"within {counted(max_distance, 'bit')}"
         )
+
+
+def _containment_pairs(min_score: float, as_json: bool) -> None:
+    """dups --containment: score, inner key, outer key of every pair."""
+    with opened_store() as store:
+        found = store.containment_pairs(min_score=min_score)
+    for pair in found:
+        record = {"inner": pair.inner, "outer": pair.outer, "score": round(pair.score, 4),
+                  "matched": pair.matched, "segments": pair.segments}
+        line = f"{pair.score:.2f}  {visible(pair.inner)}  inside  {visible(pair.outer)}"
+        out.print(json_line(record) if as_json else line, markup=False)
+    if not as_json:
+        err.print(f"{counted(len(found), 'pair')} with one document at least {min_score:g} inside the other")
 
 
 def recluster(

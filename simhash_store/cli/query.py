@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -14,12 +14,15 @@ from ..bits import from_hex, to_hex
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme
+from ..segments import DEFAULT_MIN_SCORE
 from ..sources import read_text
 from ..terminal import json_line, visible
 from .common import (
     CalibratedMaxDistance,
+    ContainmentFlag,
     Jobs,
     JsonFlag,
+    MinScore,
     SchemeOption,
     err,
     fail,
@@ -29,6 +32,9 @@ from .common import (
     warn,
 )
 from .render import print_matches
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 
 def query(
@@ -43,8 +49,13 @@ def query(
     as_json: JsonFlag = False,
     scheme: SchemeOption = None,
     jobs: Jobs = None,
+    containment: ContainmentFlag = False,
+    min_score: MinScore = DEFAULT_MIN_SCORE,
 ) -> None:
     """Find stored documents near each given document, nearest first.
+
+    With --containment: stored documents that hold most of each document, or lie mostly inside
+    it (a store made with init --segments), best first, with the score and which is inside.
 
     Example: simhash-store query edited-copy.txt -k 3 --json
     """
@@ -52,6 +63,11 @@ def query(
 
     if not files and not fingerprint:
         raise typer.BadParameter("give documents to look up, '-' for stdin, or --fingerprint HEX", param_hint="FILES")
+    if containment:
+        if fingerprint:
+            raise typer.BadParameter("--containment reads documents, not fingerprints", param_hint="--fingerprint")
+        _query_containment(files or [], min_score, as_json, scheme, jobs)
+        return
     queries: list[tuple[str, int]] = []
     for value in fingerprint or []:
         try:
@@ -174,21 +190,41 @@ def fingerprint_command(
         raise typer.Exit(1)
 
 
+def _query_containment(files: list[str], min_score: float, as_json: bool, scheme: str | None, jobs: int | None) -> None:
+    """query --containment: each document's segments against the store's."""
+    failures: list[corpus.Skip] = []
+    with opened_store(scheme) as opened:
+        store = cast("Store", opened)  # not lookup=True: a Store
+        if not store.keeps_segments:  # before reading the documents
+            fail(f"the store at {store.display_url} keeps no segments: run `simhash-store init --segments` "
+                 "(then add the documents again) for containment search")
+        for name, values in _fingerprints(files, store.scheme, jobs, None, failures, segments=True):
+            for match in store.query_segments(values, min_score=min_score):
+                record = {"query": name, "key": match.key, "score": round(match.score, 4), "inner": match.inner,
+                          "matched": match.matched, "segments": match.segments}
+                where = "inside" if match.inner == "query" else "holds"
+                line = f"{visible(name)}  {match.score:.2f}  {where}  {visible(match.key)}"
+                out.print(json_line(record) if as_json else line, markup=False)
+    if failures:
+        raise typer.Exit(1)
+
+
 def _fingerprints(
     files: list[str],
     scheme: Scheme,
     jobs: int | None,
     fingerprinter: ingest.Fingerprinter | None = None,
     failures: list[corpus.Skip] | None = None,
-) -> Iterator[tuple[str, int]]:
-    """(name, fingerprint) for each readable document the arguments name; skips and failures
-    said on stderr, failures appended to ``failures``."""
+    segments: bool = False,
+) -> Iterator[tuple[str, Any]]:
+    """(name, fingerprint) for each readable document the arguments name (``segments``: (name, its
+    segments' fingerprints)); skips and failures said on stderr, failures appended to ``failures``."""
     failures = [] if failures is None else failures
-    for item, failed in ingest.fingerprint_arguments(files, scheme, jobs=jobs, fingerprinter=fingerprinter):
+    for item, failed in ingest.fingerprint_arguments(files, scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments):
         if item.skip is None:
             if item.warning is not None:
                 warn(f"warning: {item.warning}")
-            yield item.key, item.fingerprint
+            yield item.key, item.segments if segments else item.fingerprint
         elif not failed:
             warn(f"skipped: {item.skip}")  # a binary file found in a directory: not an error
         else:

@@ -15,6 +15,7 @@ of its responsibility:
 - ``load``: the bulk load's drop-indexes / COPY FREEZE / rebuild path;
 - ``reads``: query, query_many, get, versions, count;
 - ``allpairs``: pairs, clusters and near-duplicates of the whole store from one snapshot;
+- ``containment``: one text inside another, from the segments a store with segments on keeps;
 - ``admin``: grant read access, statistics, upkeep (VACUUM (ANALYZE));
 - persistent clusters are :mod:`simhash_store.clusters` (the write path assigns them in ``writes``).
 
@@ -37,8 +38,9 @@ from sqlalchemy.engine import URL
 from .. import clusters, maintenance, migrate
 from .. import distributed as citus
 from ..config import network_timeout, redact, resolve_url, secrets_of
-from ..errors import SimhashStoreError
+from ..errors import InvalidValueError, SimhashStoreError
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+from ..segments import DEFAULT_SEGMENT_DISTANCE, segment_fingerprints
 from ..store_info import default_distance, requested_scheme
 from ..validation import (
     INT4,
@@ -52,10 +54,12 @@ from ..validation import (
     validate_optional_text,
 )
 from ..validation import validate_seconds as _validate_seconds
-from . import admin, allpairs, connection, reads, schema, writes
+from . import admin, allpairs, connection, containment, reads, schema, writes
 from .connection import database_errors as _database_errors
 from .documents import (
     AddResult,
+    ContainmentMatch,
+    ContainmentPair,
     IdenticalGroup,
     Match,
     NewDocument,
@@ -86,6 +90,7 @@ class Store:
         self._scheme: Scheme | None = None
         self._ready = False
         self._upkeep = admin.Upkeep()  # rows changed since the last VACUUM: when to run one
+        self._segments: bool | None = None  # whether writes keep segments (read once)
 
     # ------------------------------------------------------------ connection
 
@@ -128,21 +133,36 @@ class Store:
     # ------------------------------------------------------------ schema and scheme
 
     @_database_errors
-    def init(self, scheme: Scheme | str | None = None, *, distributed: bool = False) -> Scheme:
+    def init(self, scheme: Scheme | str | None = None, *, distributed: bool = False, segments: bool = False) -> Scheme:
         """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme.
 
         ``distributed``: on a Citus coordinator, spread the store over the workers (see
         :mod:`simhash_store.distributed`); a server without Citus is refused before anything changes.
+        ``segments``: from now on every write keeps the fingerprints of each document's segments,
+        for :meth:`query_containment` (refused on a distributed store; see docs/containment.md).
         """
         if scheme is not None:
             self._requested_scheme = get_scheme(scheme)
         self._ready = False
+        self._segments = None
         if distributed:
             citus.check_server(self.engine)
             recorded = self._prepare(record=True)
             citus.distribute_store(self.engine)
-            return recorded
-        return self._prepare(record=True)
+        else:
+            recorded = self._prepare(record=True)
+        if segments:
+            with self.engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+                containment.switch_on(cursor, citus.is_distributed(cursor))
+        return recorded
+
+    @property
+    def keeps_segments(self) -> bool:
+        """Whether writes keep the segments of each document (``init(segments=True)``): a read."""
+        if self._segments is None:
+            self._prepare(record=False)
+            self._segments = self._read(containment.keeps_segments)
+        return self._segments
 
     @_database_errors
     def upgrade(self) -> str:
@@ -210,7 +230,9 @@ class Store:
         return result
 
     def _add_batch(self, documents: Sequence[NewDocument], skip_near_duplicates: bool, max_distance: int) -> AddResult:
-        result = writes.add_batch(self.engine, self.display_url, documents, skip_near_duplicates, max_distance)
+        result = writes.add_batch(
+            self.engine, self.display_url, documents, skip_near_duplicates, max_distance, self.keeps_segments
+        )
         self._upkeep.changes += result.added + result.updated
         return result
 
@@ -249,7 +271,8 @@ class Store:
             return AddResult()  # nothing to load: no lock, no upkeep
         documents = itertools.chain([first], documents)
         result = None
-        if not connection.with_cursor(self.engine, maintenance.rebuild_blockers):
+        # With segments on, documents go in as add writes them (a segment row needs its document's id).
+        if not self.keeps_segments and not connection.with_cursor(self.engine, maintenance.rebuild_blockers):
             # Checked as they stream in, before COPY sends them (the batches check their own).
             loaded = load_rebuilding(self.engine, map(writes.validated, documents), lock_timeout, index_memory)
             if loaded is not None:
@@ -432,6 +455,60 @@ class Store:
         with self._snapshot() as raw:
             return allpairs.clusters(raw, max_distance, self._keys_of)
 
+    # ------------------------------------------------------------ containment (see containment.py)
+
+    @_database_errors
+    def query_containment(
+        self,
+        text: str,
+        *,
+        min_score: float = containment.DEFAULT_MIN_SCORE,
+        max_distance: int = DEFAULT_SEGMENT_DISTANCE,
+    ) -> list[ContainmentMatch]:
+        """Stored documents that hold most of ``text``, or lie mostly inside it, best first.
+
+        From the segments (:mod:`simhash_store.segments`) of the text and of the stored documents
+        (a store with segments on): the score is the share of the shorter one's segments with a
+        segment within ``max_distance`` (0 to 3) bits in the other; ``inner`` says which is inside.
+
+        >>> store.query_containment(page_text)                     # doctest: +SKIP
+        [ContainmentMatch(key='story.txt', score=1.0, inner='stored', matched=6, segments=6)]
+        """
+        if not isinstance(text, str):
+            raise InvalidValueError(f"the text must be a string, not {type(text).__name__}")
+        return self.query_segments(segment_fingerprints(text), min_score=min_score, max_distance=max_distance)
+
+    @_database_errors
+    def query_segments(
+        self,
+        fingerprints: Sequence[int],
+        *,
+        min_score: float = containment.DEFAULT_MIN_SCORE,
+        max_distance: int = DEFAULT_SEGMENT_DISTANCE,
+    ) -> list[ContainmentMatch]:
+        """:meth:`query_containment` of a text given by its segments' fingerprints (``segment_fingerprints``)."""
+        containment.check_options(max_distance, min_score)
+        values = [validate_fingerprint(value) for value in fingerprints]
+        self._require_segments()
+        return self._read(lambda cursor: containment.query(cursor, values, max_distance, min_score))
+
+    @_database_errors
+    def containment_pairs(
+        self, *, min_score: float = containment.DEFAULT_MIN_SCORE, max_distance: int = DEFAULT_SEGMENT_DISTANCE
+    ) -> list[ContainmentPair]:
+        """Every pair of stored documents with one mostly inside the other, best first, from one snapshot."""
+        containment.check_options(max_distance, min_score)
+        self._require_segments()
+        with self._snapshot() as raw:
+            return containment.pairs(raw, max_distance, min_score, self._keys_of)
+
+    def _require_segments(self) -> None:
+        if not self.keeps_segments:
+            raise SimhashStoreError(
+                f"the store at {self.display_url} keeps no segments: run `simhash-store init --segments` "
+                "(then add the documents again) for containment search"
+            )
+
     # ------------------------------------------------------------ persistent clusters (see clusters.py)
 
     @_database_errors
@@ -555,6 +632,8 @@ class Store:
 
 __all__ = [
     "AddResult",
+    "ContainmentMatch",
+    "ContainmentPair",
     "IdenticalGroup",
     "Match",
     "NewDocument",

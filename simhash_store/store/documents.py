@@ -21,6 +21,9 @@ class NewDocument:
     # that finds the same stamp knows the file is unchanged without reading it.
     stamp: str | None = None
     metadata: dict[str, Any] | None = None
+    # The seg-v1 fingerprints of its segments (simhash_store.segments.segment_fingerprints), kept
+    # by a store with segments on; None: the document has none stored.
+    segments: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,3 +80,32 @@ class AddResult:
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.near_duplicates.extend(other.near_duplicates)
+
+
+@dataclass(frozen=True)
+class ContainmentMatch:
+    """A stored document that shares most of its text with a query text, one inside the other.
+
+    ``inner`` says which lies inside the other: ``"query"`` (the text is inside the stored
+    document) or ``"stored"`` (the stored document is inside the text). ``score`` is the share of
+    the inner one's segments that have a near segment in the outer one (``matched`` of
+    ``segments``), in [0, 1].
+    """
+
+    key: str
+    score: float
+    inner: str
+    matched: int
+    segments: int
+
+
+@dataclass(frozen=True)
+class ContainmentPair:
+    """Two stored documents, ``inner`` mostly inside ``outer``: ``score`` is the share of the inner one's
+    segments with a near segment in the outer one (``matched`` of ``segments``)."""
+
+    inner: str
+    outer: str
+    score: float
+    matched: int
+    segments: int

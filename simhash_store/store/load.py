@@ -18,6 +18,11 @@ from .writes import copy_documents
 
 DEFAULT_LOAD_BATCH_SIZE = 50_000  # a load into a store it may not rebuild: rows per transaction
 DEFAULT_LOCK_TIMEOUT = 10.0  # seconds a bulk load or VACUUM waits for the table before giving up
+SEGMENTS_FOREIGN_KEY = "fk_segments_document_id_documents"
+_HAS_SEGMENTS_FOREIGN_KEY = (
+    "SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conname OPERATOR(pg_catalog.=) "
+    f"'{SEGMENTS_FOREIGN_KEY}' AND conrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('simhash.segments'))"
+)
 
 
 def load_rebuilding(
@@ -32,9 +37,19 @@ def load_rebuilding(
             if maintenance.rebuild_blockers(cursor):  # someone wrote or referenced it meanwhile
                 return None
             cursor.execute("SELECT pg_catalog.set_config('maintenance_work_mem', %s, true)", (index_memory,))
+            # The segments' foreign key hangs off the id's index: it goes first and comes back last
+            # (the segments are empty, as the documents are).
+            had_foreign_key = cursor.execute(_HAS_SEGMENTS_FOREIGN_KEY).fetchone()[0]
+            if had_foreign_key:
+                cursor.execute(f"ALTER TABLE simhash.segments DROP CONSTRAINT {SEGMENTS_FOREIGN_KEY}")
             indexes = _drop_indexes_and_constraints(cursor)
             received = copy_documents(cursor, "simhash.documents", documents, freeze=True)
             repeated = _rebuild_indexes_and_constraints(cursor, indexes)
+            if had_foreign_key:
+                cursor.execute(
+                    f"ALTER TABLE simhash.segments ADD CONSTRAINT {SEGMENTS_FOREIGN_KEY} FOREIGN KEY (document_id) "
+                    "REFERENCES simhash.documents (id) ON DELETE CASCADE"
+                )
             # Statistics now; COPY FREEZE already set the visibility map (PostgreSQL 14+).
             cursor.execute("ANALYZE simhash.documents")
     return received, repeated

@@ -115,6 +115,8 @@ def validated(document: NewDocument) -> NewDocument:
         validate_integer(document.length, f"length of {document.key!r}", 0, INT4[1])
     validate_optional_bytes(document.digest, f"digest of {document.key!r}")
     validate_optional_text(document.stamp, f"stamp of {document.key!r}")
+    for value in document.segments or ():
+        validate_fingerprint(value)
     try:
         validate_metadata(document.metadata)
     except InvalidValueError as exc:
@@ -151,7 +153,12 @@ def batches(documents: Iterable[NewDocument], size: int) -> Iterator[list[NewDoc
 
 
 def add_batch(
-    engine: Engine, display_url: str, documents: Sequence[NewDocument], skip_near_duplicates: bool, max_distance: int
+    engine: Engine,
+    display_url: str,
+    documents: Sequence[NewDocument],
+    skip_near_duplicates: bool,
+    max_distance: int,
+    segments: bool = False,
 ) -> AddResult:
     """One batch in one transaction; of repeated keys the last wins."""
     latest: dict[str, NewDocument] = {}
@@ -162,7 +169,7 @@ def add_batch(
     # the INSERT sorts by key, so concurrent writers lock rows in one order.
     ordered = list(latest.values())
     repeated = len(documents) - len(ordered)
-    result = retry(engine, lambda: _write(engine, display_url, ordered, skip_near_duplicates, max_distance))
+    result = retry(engine, lambda: _write(engine, display_url, ordered, skip_near_duplicates, max_distance, segments))
     result.unchanged += repeated
     return result
 
@@ -188,7 +195,12 @@ def retry(engine: Engine, work: Callable[[], T], attempts: int = 6) -> T:
 
 
 def _write(
-    engine: Engine, display_url: str, documents: list[NewDocument], skip_near_duplicates: bool, max_distance: int
+    engine: Engine,
+    display_url: str,
+    documents: list[NewDocument],
+    skip_near_duplicates: bool,
+    max_distance: int,
+    segments: bool,
 ) -> AddResult:
     result = AddResult()
     with engine.begin() as connection:
@@ -205,6 +217,8 @@ def _write(
             added, updated, moved = cursor.fetchone()
             # Same transaction: new rows, and rows re-written with a new fingerprint, join clusters.
             clusters.assign(cursor, [d.key for d in documents], distance=distance, moved=moved > 0)
+            if segments:  # same transaction: a document and its segments are stored together
+                _write_segments(cursor, documents)
     result.added, result.updated = added, updated
     result.unchanged += len(documents) - added - updated
     return result
@@ -255,6 +269,31 @@ def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
         "ON COMMIT DELETE ROWS"
     )
     copy_documents(cursor, "pg_temp.simhash_incoming", documents)
+
+
+# The segments of every staged key are replaced by the ones given (none: the document keeps none).
+_REPLACE_SEGMENTS = (
+    "DELETE FROM simhash.segments s USING simhash.documents d, pg_temp.simhash_incoming i "
+    "WHERE s.document_id = d.id AND d.key = i.key",
+    "INSERT INTO simhash.segments (document_id, segment, fingerprint) "
+    "SELECT d.id, g.segment, g.fingerprint FROM pg_temp.simhash_incoming_segments g "
+    "JOIN simhash.documents d ON d.key = g.key ORDER BY d.id, g.segment",
+)
+
+
+def _write_segments(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
+    """Replace the stored segments of the staged documents by theirs (binary COPY, then two statements)."""
+    cursor.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS pg_temp.simhash_incoming_segments "
+        "(key pg_catalog.text, segment integer, fingerprint bigint) ON COMMIT DELETE ROWS"
+    )
+    with cursor.copy("COPY pg_temp.simhash_incoming_segments (key, segment, fingerprint) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(["text", "int4", "int8"])
+        for document in documents:
+            for number, value in enumerate(document.segments or ()):
+                copy.write_row((document.key, number, to_signed(value)))
+    for statement in _REPLACE_SEGMENTS:
+        cursor.execute(statement)
 
 
 def _insert_statement(
