@@ -398,6 +398,18 @@ def server_address(server, database: str) -> Address:
     return socket_address(server, database, _create_database(server, database))
 
 
+# What a TCP client must insist on. While the server is down, any local user may listen on
+# its port: a client that answers whatever authentication it is asked for would send the
+# password in clear to that listener (or, told "no password needed", its queries and data).
+# With SCRAM required the client refuses any other method, sends only a proof that cannot be
+# turned back into the 192-bit password, and stops when the listener cannot prove that it
+# knows the password (the server signature). The embedded server is built without OpenSSL,
+# so TLS (sslmode=verify-full, channel_binding=require) is not available. libpq 16 and newer
+# take this parameter (psycopg's own libpq is 18); older ones (psql 15) refuse the URL
+# rather than connect unprotected (docs/operations.md).
+TCP_AUTHENTICATION = {"require_auth": "scram-sha-256"}
+
+
 @dataclass(frozen=True)
 class Address:
     """Where a running embedded server answers: a Unix socket directory or a TCP host, and a port."""
@@ -412,11 +424,14 @@ class Address:
         """A ``postgresql://`` URL that psql, psycopg, SQLAlchemy and (after ``jdbc:``) JDBC accept.
 
         User and password are query parameters, which every one of them reads; a socket
-        directory is the ``host`` parameter, as libpq documents.
+        directory is the ``host`` parameter, as libpq documents. Over TCP the URL carries
+        ``require_auth=scram-sha-256`` (:data:`TCP_AUTHENTICATION`).
         """
         query = {"user": self.user}
         if self.password is not None:
             query["password"] = self.password
+        if not self.host.startswith("/"):
+            query.update(TCP_AUTHENTICATION)
         if self.host.startswith("/"):
             query = {"host": self.host, "port": str(self.port), **query}
             authority = ""
@@ -431,6 +446,8 @@ class Address:
     def parts(self) -> UrlParts:
         """The URL the library connects with (:meth:`sqlalchemy`), taken apart."""
         query = {"host": self.host, "port": str(self.port), "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
+        if not self.host.startswith("/"):
+            query.update(TCP_AUTHENTICATION)
         return UrlParts("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
 
 
