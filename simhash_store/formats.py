@@ -9,6 +9,7 @@ Writers write to a temporary file of their own and rename it over ``OUTPUT`` whe
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import os
 import pickle
@@ -17,8 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-from .columns import TEXT, Columns, arrow_type, as_text, convert, fits, needs_conversion
-from .corpus import Skip
+from .columns import OTHER, STRING, TEXT, Columns, arrow_type, as_text, convert, fits, needs_conversion
+from .corpus import BAD_RECORD, Skip
 from .errors import InputError, SimhashStoreError
 from .output import OutputFile
 from .records import DEFAULT_MAX_BYTES, HugeInteger, _delimited_rows, _json_rows, _refuse_missing_fields
@@ -85,9 +86,51 @@ def _parquet_rows(path: str) -> Iterator[tuple[str, dict | Skip]]:
     _refuse_repeated_columns(table.schema_arrow, path)
     number = 0
     for batch in table.iter_batches(batch_size=4096):
-        for record in batch.to_pylist():
+        try:
+            records: list[dict | str] = batch.to_pylist()
+        except (ValueError, OverflowError, pyarrow.ArrowException):
+            records = _rows_beyond_python(batch, pyarrow)
+        for record in records:
             number += 1
-            yield f"{path}:row {number}", record
+            where = f"{path}:row {number}"
+            yield where, Skip(where, BAD_RECORD, record) if isinstance(record, str) else record
+
+
+def _rows_beyond_python(batch, pyarrow) -> list[dict | str]:
+    """The records of a batch holding values Python's types cannot hold: timestamps in
+    nanoseconds (datetime stops at microseconds), dates and times past the year 9999.
+
+    Such a column is read as the text pyarrow writes for it (``2023-11-14 22:13:20.123456789``,
+    ``10000-01-01``): nothing is lost, and a Parquet output turns it back into its type where
+    pyarrow can. A value that has no text either (inside a list or a struct) costs its record
+    (the reason, a string, in place of the record).
+    """
+    columns: dict[str, list] = {}
+    failed: dict[int, str] = {}
+    for name, column in zip(batch.schema.names, batch.columns):
+        try:
+            columns[name] = column.to_pylist()
+            continue
+        except (ValueError, OverflowError, pyarrow.ArrowException):
+            pass
+        try:
+            columns[name] = column.cast(pyarrow.string()).to_pylist()
+            continue
+        except (ValueError, pyarrow.ArrowException):
+            pass
+        values = []
+        for row in range(len(column)):
+            try:
+                values.append(column[row].as_py())
+            except (ValueError, OverflowError, pyarrow.ArrowException):
+                failed.setdefault(row, f"the column {name!r} holds a value Python cannot hold ({column.type})")
+                values.append(None)
+        columns[name] = values
+    names = list(columns)
+    return [
+        failed[row] if row in failed else dict(zip(names, values))
+        for row, values in enumerate(zip(*columns.values()))
+    ] if names else [{} for _ in range(batch.num_rows)]
 
 
 def _refuse_repeated_columns(schema, path: str) -> None:
@@ -136,6 +179,12 @@ def _json_line(record: dict) -> str:
 
 
 def _unwritable(value: Any) -> Any:
+    # Dates and times (from Parquet) as the text Arrow gives those Python cannot hold, so one
+    # column reads alike whichever its values are: 2023-11-14 22:13:20.123456, 2023-11-14.
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
     # The readers keep an integer of thousands of digits as a HugeInteger that only counts them.
     raise FormatError(f"holds {value!r}, which cannot be written back as it was")
 
@@ -303,6 +352,8 @@ class RecordWriter:
         given = self._given.get(name) if use_given else None
         if given is not None and fits(shape, given, pyarrow):
             return given, None
+        if given is not None and pyarrow.types.is_temporal(given) and shape in (STRING, TEXT, OTHER):
+            return given, None  # read as text where Python cannot hold it: parsed back (_arrow_array)
         kind = arrow_type(shape, pyarrow)
         if kind is None:  # not JSON values, from no column given beforehand: their text
             return pyarrow.string(), TEXT
@@ -319,7 +370,7 @@ class RecordWriter:
                     if shape is not None:
                         values = [convert(value, shape) for value in values]
                     try:
-                        columns.append(pyarrow.array(values, type=kind))
+                        columns.append(_arrow_array(values, kind, pyarrow))
                     except (pyarrow.ArrowException, TypeError, ValueError, OverflowError) as exc:
                         if shape == TEXT:  # strings always go into a string column: a bug, not the data
                             raise FormatError(f"cannot write the column {name!r} as text: {exc}") from None
@@ -336,6 +387,18 @@ class RecordWriter:
         finally:
             if self._output is not None:
                 self._output.abandon()
+
+
+def _arrow_array(values: list, kind, pyarrow):
+    """``values`` as an Arrow array of ``kind``; a temporal column read as text (values beyond
+    Python's datetime) is parsed back into its type, the other values of it through their text."""
+    try:
+        return pyarrow.array(values, type=kind)
+    except (pyarrow.ArrowException, TypeError, ValueError, OverflowError):
+        if not pyarrow.types.is_temporal(kind) or not any(isinstance(value, str) for value in values):
+            raise
+    texts = [value if value is None or isinstance(value, str) else value.isoformat(sep=" ") for value in values]
+    return pyarrow.array(texts, type=pyarrow.string()).cast(kind)
 
 
 class _ColumnFailed(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import json
 from pathlib import Path
@@ -712,3 +713,40 @@ def test_an_output_path_that_is_a_device_fifo_or_the_input_is_refused_untouched(
         assert result.stderr.startswith("Error: ")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert source.read_bytes() == before
+
+
+def test_parquet_timestamps_and_dates_beyond_python_are_kept_or_cost_only_their_record(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    texts = list(_texts().values())
+    year_10000 = (datetime.date(9999, 12, 31) - datetime.date(1970, 1, 1)).days + 1
+    nanoseconds = 1_700_000_000_123_456_789
+    table = pyarrow.table({
+        "key": ["a", "b", "c", "d"],
+        "text": texts[:4],
+        # datetime stops at microseconds (without pandas, to_pylist raised) and at the year 9999
+        "seen": pyarrow.array([nanoseconds, 1_700_000_000_000_000_000, None, 0], pyarrow.timestamp("ns")),
+        "day": pyarrow.array([year_10000, 0, None, 1], pyarrow.date32()),
+        # inside a list there is no text to fall back on: that record alone fails
+        "marks": pyarrow.array([None, None, [nanoseconds], []], pyarrow.list_(pyarrow.timestamp("ns"))),
+    })
+    parquet.write_table(table, tmp_path / "in.parquet")
+    for output in ("out.parquet", "out.jsonl"):
+        result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "-o", str(tmp_path / output))
+        assert result.exit_code == 1, result.output  # one record failed
+        assert "Traceback" not in result.output
+        failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+        assert len(failed) == 1 and "in.parquet:row 3" in failed[0] and "marks" in failed[0], result.output
+    written = parquet.read_table(tmp_path / "out.parquet")
+    assert written.column("key").to_pylist() == ["a", "b", "d"]
+    # nanoseconds kept, in their type; a date past 9999 as its text (Arrow cannot parse it back)
+    assert written.schema.field("seen").type == pyarrow.timestamp("ns")
+    assert written.column("seen").cast(pyarrow.int64()).to_pylist() == [nanoseconds, 1_700_000_000_000_000_000, 0]
+    assert written.column("day").to_pylist() == ["10000-01-01", "1970-01-01", "1970-01-02"]
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["key"], r["seen"], r["day"]) for r in lines] == [
+        ("a", "2023-11-14 22:13:20.123456789", "10000-01-01"),
+        ("b", "2023-11-14 22:13:20.000000000", "1970-01-01"),
+        ("d", "1970-01-01 00:00:00.000000000", "1970-01-02"),
+    ]
