@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import datetime
-import json
 import os
 import pickle
 import sys
@@ -23,6 +22,7 @@ from .corpus import BAD_RECORD, Skip
 from .errors import InputError, SimhashStoreError
 from .output import OutputFile
 from .records import DEFAULT_MAX_BYTES, HugeInteger, _delimited_rows, _json_rows, _refuse_missing_fields
+from .terminal import json_text
 
 FORMATS = ("jsonl", "csv", "parquet")
 _EXTENSIONS = {
@@ -174,7 +174,7 @@ def parquet_schemas(paths: list[str]):
 
 def _json_line(record: dict) -> str:
     # U+2028 and U+2029 end lines for some splitters: escape them so each line is one record.
-    text = json.dumps(record, ensure_ascii=False, default=_unwritable)
+    text = json_text(record, ensure_ascii=False, default=_unwritable)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085") + "\n"
 
 

@@ -750,3 +750,45 @@ def test_parquet_timestamps_and_dates_beyond_python_are_kept_or_cost_only_their_
         ("b", "2023-11-14 22:13:20.000000000", "1970-01-01"),
         ("d", "1970-01-01 00:00:00.000000000", "1970-01-02"),
     ]
+
+
+def _strict_json(line: str):
+    """A reader as strict as JavaScript's JSON.parse: NaN and Infinity are not JSON."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_nan_and_infinities_are_written_as_null_in_every_json_output(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    from simhash_store.terminal import json_line
+
+    texts = list(_texts().values())
+    # Python's JSON reader takes NaN and Infinity; a Parquet double holds them too.
+    (tmp_path / "in.jsonl").write_text(
+        f'{{"key": "a", "text": {json.dumps(texts[0])}, "score": NaN, "m": {{"r": [Infinity, -Infinity, 1.5]}}}}\n',
+        encoding="utf-8",
+    )
+    parquet.write_table(
+        pyarrow.table({"key": ["b"], "text": [texts[1]], "score": pyarrow.array([float("inf")], pyarrow.float64())}),
+        tmp_path / "in.parquet",
+    )
+    for option in ("--annotate", "--annotate"):  # the second run: every record is now a stored copy
+        result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), str(tmp_path / "in.parquet"), option,
+                      "-o", str(tmp_path / "out.jsonl"))
+        assert result.exit_code == 0, result.output
+        records = [_strict_json(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert [(r["key"], r["score"]) for r in records] == [("a", None), ("b", None)]
+        assert records[0]["m"] == {"r": [None, None, 1.5]}
+    # CSV cells holding JSON (a nested field) follow the same rule
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--annotate", "-o", str(tmp_path / "out.csv"))
+    assert result.exit_code == 0, result.output
+    assert '"{""r"": [null, null, 1.5]}"' in (tmp_path / "out.csv").read_text(encoding="utf-8")
+    # --json of query, dups, stats, explain and calibrate go through one function
+    assert _strict_json(json_line({"precision": float("nan"), "rows": [float("-inf"), 2]})) == {
+        "precision": None, "rows": [None, 2],
+    }
