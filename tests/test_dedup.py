@@ -792,3 +792,37 @@ def test_nan_and_infinities_are_written_as_null_in_every_json_output(database_ur
     assert _strict_json(json_line({"precision": float("nan"), "rows": [float("-inf"), 2]})) == {
         "precision": None, "rows": [None, 2],
     }
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_sigterm_or_ctrl_c_during_dedup_removes_its_own_files_and_only_those(database_url, tmp_path, how):
+    import signal
+    import subprocess
+    import time
+
+    from test_reliability import cli, finish, url_text
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("the previous output\n", encoding="utf-8")
+    # A neighbour's file under a name like the run's temporary files: not the run's to remove.
+    planted = tmp_path / ".out.jsonl.0123abcd.partial.theirs"
+    planted.write_text("theirs", encoding="utf-8")
+    before = set(tmp_path.iterdir())
+    # Records come from a pipe kept open: the run is surely under way, between two reads, when signalled.
+    process = cli("dedup", "-", "-o", str(out), "--format", "jsonl", url=url_text(database_url), stdin=subprocess.PIPE)
+    text = next(iter(_texts().values()))
+    process.stdin.write(json.dumps({"key": "a", "text": text}, ensure_ascii=False) + "\n")
+    process.stdin.flush()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(p.name.endswith(".partial") for p in set(tmp_path.iterdir()) - before):
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    made = set(tmp_path.iterdir()) - before
+    assert {p.name for p in made} >= {".out.jsonl.lock"}, made  # the run's own lock and temporary file
+    process.send_signal(getattr(signal, how))
+    code, _, err = finish(process, timeout=120)
+    assert code == (143 if how == "SIGTERM" else 130), err
+    assert "Traceback" not in err and err.startswith("Interrupted:"), err
+    assert set(tmp_path.iterdir()) == before  # its temporary and lock files gone, nothing else touched
+    assert out.read_text(encoding="utf-8") == "the previous output\n"
+    assert planted.read_text(encoding="utf-8") == "theirs"
