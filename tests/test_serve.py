@@ -754,3 +754,42 @@ def test_a_listener_planted_on_the_port_of_a_stopped_serve_never_gets_the_passwo
     assert password.encode() not in impostor.received
     assert b"SELECT" not in impostor.received  # told "no password needed", the client sent no query either
     assert b"simhash_owner" in impostor.received  # it did get the start-up packet: the client came
+
+
+def test_a_long_data_directory_opens_neither_its_parents_nor_its_socket_directory_to_others(tmp_path):
+    # Run as root, the server package ran the server as a system user of its own and, for it,
+    # opened every directory above the data directory to everyone (o+rx: any user could list
+    # them) and a long path's socket directory (moved out of the data directory) with 0777:
+    # anyone could replace the socket, or connect as the superuser on a first start, before
+    # the socket's own 0700 took effect. As another user it must do neither either.
+    import pwd
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    data_dir = private / ("x" * 60) / ("y" * 50) / "data"  # too long for a socket inside it
+    data_dir.mkdir(parents=True, mode=0o700)
+    for parent in data_dir.parents:
+        if parent == tmp_path:
+            break
+        parent.chmod(0o700)
+    serving = Serving(data_dir)
+    try:
+        socket_dir = Path((data_dir / "pgdata" / "postmaster.pid").read_text().split("\n")[4].strip())
+        assert not socket_dir.is_relative_to(data_dir)  # moved out, the case in point
+        status = socket_dir.lstat()
+        server_user = embedded.SERVER_SYSTEM_USER if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+        assert pwd.getpwuid(status.st_uid).pw_name == server_user
+        assert stat.S_IMODE(status.st_mode) == 0o700, oct(status.st_mode)
+        runtime = socket_dir.parent.parent
+        assert runtime.stat().st_uid == os.geteuid() and not runtime.stat().st_mode & 0o022
+        with psycopg.connect(serving.line.strip(), connect_timeout=10) as connection:
+            assert connection.execute("SELECT count(*) FROM pg_catalog.pg_database").fetchone()[0] >= 1
+    finally:
+        assert serving.stop() == 0
+    for parent in [data_dir, *data_dir.parents]:
+        if parent == tmp_path:
+            break
+        mode = stat.S_IMODE(parent.stat().st_mode)
+        assert not mode & 0o044, f"{parent} may be listed by others: {oct(mode)}"
+        if os.geteuid() == 0:  # the server's own user must pass through: search only
+            assert mode & 0o011 == 0o011, f"{parent}: {oct(mode)}"
