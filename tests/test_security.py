@@ -773,3 +773,36 @@ def test_a_fifo_placed_in_the_cache_directory_is_not_waited_on(tmp_path, monkeyp
         os.mkfifo(path)
     done = subprocess.run(command, input=text, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_membership_pushed_on_you_from_inside_the_schemas_owner_does_not_make_its_schema_trusted(empty_database_url):
+    # The check trusts schemas of roles the session is a member of. Before PostgreSQL 16 a role could
+    # grant membership in itself to anyone from its own session; both servers here refuse that now,
+    # but a member of the owner holding ADMIN OPTION (a CREATEROLE role has it on the roles it
+    # creates, from PostgreSQL 16) can still make the victim "a member of" the planter's role.
+    plain = empty_database_url.render_as_string(hide_password=False)
+    with _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin), \
+            _other_role(empty_database_url, f'GRANT "{role}" TO {{role}} WITH ADMIN OPTION') as (helper, _):
+        with admin.connect() as connection:
+            victim = connection.execute(text("SELECT current_user")).scalar()
+        with _as(empty_database_url, role) as planter:
+            planter.execute("CREATE SCHEMA simhash")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the PostgreSQL 14 self-grant
+                planter.execute(f'GRANT "{role}" TO "{victim}"')
+        with _as(empty_database_url, helper) as pusher:
+            pusher.execute(f'GRANT "{role}" TO "{victim}"')
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}).scalar()
+        runner = CliRunner()
+        for args in (["init"], ["stats"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args]))
+            assert f"belongs to role {role}" in line, line
+        # A membership a superuser grants still counts: the victim's administrator chose it.
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE "{role}" FROM "{victim}" GRANTED BY "{helper}"'))
+            connection.execute(text(f'GRANT "{role}" TO "{victim}"'))
+        try:
+            assert runner.invoke(app, ["--db", plain, "init"]).exit_code == 0
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text(f'REVOKE "{role}" FROM "{victim}"'))
