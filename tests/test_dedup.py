@@ -826,3 +826,20 @@ def test_sigterm_or_ctrl_c_during_dedup_removes_its_own_files_and_only_those(dat
     assert set(tmp_path.iterdir()) == before  # its temporary and lock files gone, nothing else touched
     assert out.read_text(encoding="utf-8") == "the previous output\n"
     assert planted.read_text(encoding="utf-8") == "theirs"
+
+
+def test_a_csv_field_longer_than_the_csv_modules_limit_is_read_whole(database_url, tmp_path):
+    import csv
+
+    # Python's csv refuses fields over 128 KiB: a long law in one cell cost its record.
+    long_text = "".join(_texts().values()) * 100
+    assert len(long_text) > csv.field_size_limit()
+    limit = csv.field_size_limit()
+    source = tmp_path / "in.csv"
+    with source.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([["key", "text"], ["long", long_text]])
+    result = _run(database_url, "dedup", str(source), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    (written,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert written == {"key": "long", "text": long_text}
+    assert csv.field_size_limit() == limit  # the process's setting is left as it was
