@@ -843,3 +843,27 @@ def test_a_csv_field_longer_than_the_csv_modules_limit_is_read_whole(database_ur
     (written,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert written == {"key": "long", "text": long_text}
     assert csv.field_size_limit() == limit  # the process's setting is left as it was
+
+
+def test_a_compressed_parquet_file_is_read_in_batches_bounded_by_its_uncompressed_size(tmp_path):
+    # 100 rows of 1 MB of text compress to a few hundred KB: batches of 4,096 rows would have
+    # held all of it at once (a 38 KB file of 245 MB took 1.2 GB); a batch now holds 64 MiB.
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    from simhash_store import formats
+
+    rows = 100
+    texts = [("北京" * 350_000)[: 350_000] + str(n) for n in range(rows)]
+    parquet.write_table(
+        pyarrow.table({"key": [f"k{n}" for n in range(rows)], "text": texts}), tmp_path / "wide.parquet",
+        compression="zstd", use_dictionary=False,
+    )
+    assert (tmp_path / "wide.parquet").stat().st_size < 20_000_000
+    metadata = parquet.ParquetFile(tmp_path / "wide.parquet").metadata
+    per_row = metadata.row_group(0).total_byte_size / metadata.row_group(0).num_rows
+    batch = formats._parquet_batch_rows(metadata)
+    assert batch * per_row <= 64 << 20 < (batch + 1) * per_row
+    read = list(formats.read_records(str(tmp_path / "wide.parquet"), "parquet", key_field="key", text_field="text"))
+    assert [record["key"] for _, record in read] == [f"k{n}" for n in range(rows)]
+    assert read[-1][1]["text"] == texts[-1]
