@@ -363,9 +363,26 @@ def _make_data_directory(pgdata: Path) -> None:
         if directory.exists() and not directory.is_dir():
             raise ConfigError(f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)")
     try:
-        pgdata.mkdir(parents=True, exist_ok=True)
+        pgdata.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _refuse_a_data_directory_of_others(pgdata.parent)
+        pgdata.mkdir(exist_ok=True, mode=0o700)
     except OSError as exc:
         raise ConfigError(f"cannot create the data directory {pgdata}: {exc.strerror}") from None
+
+
+def _refuse_a_data_directory_of_others(directory: Path) -> None:
+    """The data directory holds the server's files and the owner's TCP password: one another
+    user made, or may write in, would let them choose that password (a planted ``password``
+    file was used as it was) or swap the server's files. Refused in one line."""
+    if os.name != "posix":
+        return
+    status = directory.stat()
+    if status.st_uid != os.geteuid() or status.st_mode & 0o002:
+        whose = "belongs to another user" if status.st_uid != os.geteuid() else "may be written by every user"
+        raise PermissionDeniedError(
+            f"the data directory {directory} {whose}, who could plant the store's password or its server's "
+            f"files: set {DATA_DIR_VARIABLE} to a directory of your own that others may not write"
+        )
 
 
 # What pg_ctl passes through /bin/sh inside double quotes, and the server's "-k directory"
@@ -580,18 +597,34 @@ def _password(directory: Path) -> str:
     """The store owner's TCP password: generated on first use, kept in a file only the owner can read."""
     path = directory / PASSWORD_FILE
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
-        password = path.read_text(encoding="ascii").strip()
-        if path.stat().st_mode & 0o077:
-            path.chmod(0o600)
+        password = _read_password(path)
         if password:
             return password
-        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
     password = new_password()
     with os.fdopen(descriptor, "w", encoding="ascii") as file:
         file.write(password + "\n")
     return password
+
+
+def _read_password(path: Path) -> str:
+    """The kept password: from a regular file of this user's only (not a link, FIFO or planted file)."""
+    try:
+        reading = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise PermissionDeniedError(f"cannot read the password file {path}: {exc.strerror} (a link?)") from None
+    with os.fdopen(reading, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != os.geteuid():
+            raise PermissionDeniedError(
+                f"the password file {path} is not a file of yours (someone may have planted it): remove it, "
+                "and serve --listen again to make a new password"
+            )
+        if status.st_mode & 0o077:
+            os.fchmod(file.fileno(), 0o600)
+        return file.read(4096).decode("ascii", errors="replace").strip()
 
 
 def password_verifier(connection, role: str, password: str) -> str:
