@@ -73,6 +73,15 @@ def _keep_runtime_files_private(server_class) -> None:
         server_class._lock = fasteners.InterProcessLock(server_class.lock_path)
     if os.geteuid() == 0:
         _open_only_what_the_server_user_needs(sys.modules[server_class.__module__])
+        # Others pass through the directory to nothing of theirs: they may not list it, nor open
+        # the lock file (a shared lock taken on it by any user stopped every command for 60 s).
+        if directory.stat().st_mode & 0o066:
+            directory.chmod(0o711)
+        descriptor = os.open(server_class.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(descriptor, 0o600)
+        finally:
+            os.close(descriptor)
     server_class._simhash_private = True
 
 
@@ -214,7 +223,7 @@ def _server_lock(server_class):
     lock = server_class._lock
     if not lock.acquire(timeout=LOCK_WAIT_SECONDS):
         raise DatabaseUnavailableError(
-            f"another process has held the embedded server's lock file {lock.path} for {LOCK_WAIT_SECONDS} s"
+            f"another process has held the embedded server's lock file {os.fsdecode(lock.path)} for {LOCK_WAIT_SECONDS} s"
         )
     try:
         yield

@@ -782,6 +782,10 @@ def test_a_long_data_directory_opens_neither_its_parents_nor_its_socket_director
         assert stat.S_IMODE(status.st_mode) == 0o700, oct(status.st_mode)
         runtime = socket_dir.parent.parent
         assert runtime.stat().st_uid == os.geteuid() and not runtime.stat().st_mode & 0o022
+        # Nobody else may list it, or open the servers' lock file: a shared lock any user took
+        # on it (0644, as root) stopped every command for 60 s.
+        assert not runtime.stat().st_mode & 0o044, oct(runtime.stat().st_mode)
+        assert not (runtime / "server.lock").stat().st_mode & 0o066
         with psycopg.connect(serving.line.strip(), connect_timeout=10) as connection:
             assert connection.execute("SELECT count(*) FROM pg_catalog.pg_database").fetchone()[0] >= 1
     finally:
