@@ -867,3 +867,14 @@ def test_a_compressed_parquet_file_is_read_in_batches_bounded_by_its_uncompresse
     read = list(formats.read_records(str(tmp_path / "wide.parquet"), "parquet", key_field="key", text_field="text"))
     assert [record["key"] for _, record in read] == [f"k{n}" for n in range(rows)]
     assert read[-1][1]["text"] == texts[-1]
+
+
+def test_an_input_that_is_a_fifo_or_device_is_named_as_such(database_url, tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "in.jsonl")
+    (tmp_path / "zero.jsonl").symlink_to("/dev/zero")
+    for name in ("in.jsonl", "zero.jsonl"):
+        result = _run(database_url, "dedup", str(tmp_path / name), "-o", str(tmp_path / "out.jsonl"))
+        assert result.exit_code == 1
+        assert result.output.strip() == f"Error: cannot open {tmp_path / name}: not a regular file (a directory, FIFO or device)"
