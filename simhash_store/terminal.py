@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
+from typing import Any
 
 # Unicode categories written as escapes: controls (C0, DEL, C1), format characters (the bidi
 # embeddings, overrides, isolates and marks U+202A-202E, U+2066-2069, U+200E/200F, U+061C;
@@ -66,7 +67,7 @@ def json_line(record: object) -> str:
     return json_text(record, ensure_ascii=False).translate(_JSON_ESCAPES)
 
 
-def json_text(value: object, **options) -> str:
+def json_text(value: object, **options: Any) -> str:
     """``json.dumps`` that every JSON reader takes: NaN and the infinities, which Python writes
     as ``NaN``/``Infinity`` (not JSON; JavaScript's ``JSON.parse`` and others refuse them), are
     written as ``null``, as JavaScript's ``JSON.stringify`` writes them. Values without them
