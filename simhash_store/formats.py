@@ -235,6 +235,7 @@ def _check_text(text: str) -> None:
             raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
 
 
+MAX_PARQUET_COLUMNS = 10_000
 _SPILL_BATCH = 4096  # records per pickled batch, and per Parquet row group
 
 
@@ -293,6 +294,13 @@ class RecordWriter:
             if self.format == "csv":
                 self._columns.fields.update((name, None) for name in record if name not in self._columns.fields)
             else:
+                new = sum(1 for name in record if name not in self._columns.fields)
+                if new and len(self._columns.fields) + new > MAX_PARQUET_COLUMNS:
+                    # pyarrow's writer takes about 6 KB a column: 200,000 fields (a 1.4 MB CSV) took 1.3 GB
+                    raise FormatError(
+                        f"would make the Parquet output's columns more than {MAX_PARQUET_COLUMNS:,} "
+                        "(every record's fields are its columns): write JSONL instead"
+                    )
                 self._columns.add(record)
         except RecursionError:
             raise FormatError("nested too deeply to be written") from None

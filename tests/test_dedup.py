@@ -878,3 +878,20 @@ def test_an_input_that_is_a_fifo_or_device_is_named_as_such(database_url, tmp_pa
         result = _run(database_url, "dedup", str(tmp_path / name), "-o", str(tmp_path / "out.jsonl"))
         assert result.exit_code == 1
         assert result.output.strip() == f"Error: cannot open {tmp_path / name}: not a regular file (a directory, FIFO or device)"
+
+
+def test_a_record_that_would_make_parquet_columns_beyond_the_bound_costs_only_itself(database_url, tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    from simhash_store.formats import MAX_PARQUET_COLUMNS
+
+    texts = list(_texts().values())
+    wide = {"key": "wide", "text": texts[0], **{f"c{n}": n for n in range(MAX_PARQUET_COLUMNS)}}
+    _write_jsonl(tmp_path / "in.jsonl", [{"key": "plain", "text": texts[1], "n": 1}, wide])
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.parquet"))
+    assert result.exit_code == 1
+    (failed,) = [line for line in result.output.splitlines() if line.startswith("failed:")]
+    assert "in.jsonl:2" in failed and f"more than {MAX_PARQUET_COLUMNS:,}" in failed
+    table = parquet.read_table(tmp_path / "out.parquet")
+    assert table.column_names == ["key", "text", "n"] and table.column("key").to_pylist() == ["plain"]
