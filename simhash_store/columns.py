@@ -25,8 +25,9 @@ So nothing is lost and no record fails for its types. No pyarrow here until a ty
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from .terminal import json_text
 
 # The shapes of values. A shape is one of these constants, ("list", item shape) or
 # ("struct", {member: shape}); None is a null (or missing) value, which any shape absorbs.
@@ -190,7 +191,7 @@ def as_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return json_text(value, ensure_ascii=False, default=str)
     return str(value)
 
 

@@ -189,7 +189,8 @@ def dedup_output(
 
     for path in inputs:
         if path != "-" and not Path(path).is_file():
-            raise InputError(f"cannot open {path}: no such file")
+            what = "not a regular file (a directory, FIFO or device)" if Path(path).exists() else "no such file"
+            raise InputError(f"cannot open {path}: {what}")
     schema = annotation_types = None
     if output_format == "parquet":
         schema = formats.parquet_schemas([path for path, kind in zip(inputs, input_formats) if kind == "parquet"])

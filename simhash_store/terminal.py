@@ -17,7 +17,9 @@ every command goes through it. JSON output stays exact instead (:func:`json_line
 from __future__ import annotations
 
 import json
+import math
 import unicodedata
+from typing import Any
 
 # Unicode categories written as escapes: controls (C0, DEL, C1), format characters (the bidi
 # embeddings, overrides, isolates and marks U+202A-202E, U+2066-2069, U+200E/200F, U+061C;
@@ -62,7 +64,31 @@ def json_line(record: object) -> str:
     Other non-ASCII characters, bidirectional controls included, are written as themselves
     (``ensure_ascii=False``): they are data, and a JSON reader gets them back either way.
     """
-    return json.dumps(record, ensure_ascii=False).translate(_JSON_ESCAPES)
+    return json_text(record, ensure_ascii=False).translate(_JSON_ESCAPES)
 
 
-__all__ = ["ESCAPED_CATEGORIES", "json_line", "visible"]
+def json_text(value: object, **options: Any) -> str:
+    """``json.dumps`` that every JSON reader takes: NaN and the infinities, which Python writes
+    as ``NaN``/``Infinity`` (not JSON; JavaScript's ``JSON.parse`` and others refuse them), are
+    written as ``null``, as JavaScript's ``JSON.stringify`` writes them. Values without them
+    cost nothing more than ``json.dumps``: the walk runs only when the strict dump refuses.
+    """
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+    return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {name: _finite(member) for name, member in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+__all__ = ["ESCAPED_CATEGORIES", "json_line", "json_text", "visible"]

@@ -6,7 +6,9 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
 ``upgrade``, a migration) first checks, in one catalog query:
 
 - the schema belongs to a role the session trusts: the connecting role, a role it is a member
-  of (through ``pg_auth_members``, not a superuser's implied membership of every role), a
+  of (through ``pg_auth_members``, not a superuser's implied membership of every role; and not
+  a membership granted from inside that role, by itself or one of its members, which the
+  session never chose: before PostgreSQL 16 any role could grant itself to anyone), a
   superuser, or a role named in ``SIMHASH_STORE_TRUSTED_OWNERS`` (the owner of a store that
   other roles read or write through ``grant-read`` or grants of their own);
 - no other role (PUBLIC included) holds CREATE on the schema, except members of its owner;
@@ -51,6 +53,9 @@ mine (role) AS (
     SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER
     UNION
     SELECT m.roleid FROM pg_catalog.pg_auth_members m JOIN mine ON m.member OPERATOR(pg_catalog.=) mine.role
+    WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles g
+                      WHERE g.oid OPERATOR(pg_catalog.=) m.grantor AND NOT g.rolsuper
+                        AND pg_catalog.pg_has_role(g.oid, m.roleid, 'MEMBER'))
 ),
 owners (role) AS (
     SELECT s.nspowner FROM schema s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import json
 from pathlib import Path
@@ -712,3 +713,185 @@ def test_an_output_path_that_is_a_device_fifo_or_the_input_is_refused_untouched(
         assert result.stderr.startswith("Error: ")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert source.read_bytes() == before
+
+
+def test_parquet_timestamps_and_dates_beyond_python_are_kept_or_cost_only_their_record(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    texts = list(_texts().values())
+    year_10000 = (datetime.date(9999, 12, 31) - datetime.date(1970, 1, 1)).days + 1
+    nanoseconds = 1_700_000_000_123_456_789
+    table = pyarrow.table({
+        "key": ["a", "b", "c", "d"],
+        "text": texts[:4],
+        # datetime stops at microseconds (without pandas, to_pylist raised) and at the year 9999
+        "seen": pyarrow.array([nanoseconds, 1_700_000_000_000_000_000, None, 0], pyarrow.timestamp("ns")),
+        "day": pyarrow.array([year_10000, 0, None, 1], pyarrow.date32()),
+        # inside a list there is no text to fall back on: that record alone fails
+        "marks": pyarrow.array([None, None, [nanoseconds], []], pyarrow.list_(pyarrow.timestamp("ns"))),
+    })
+    parquet.write_table(table, tmp_path / "in.parquet")
+    for output in ("out.parquet", "out.jsonl"):
+        result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "-o", str(tmp_path / output))
+        assert result.exit_code == 1, result.output  # one record failed
+        assert "Traceback" not in result.output
+        failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+        assert len(failed) == 1 and "in.parquet:row 3" in failed[0] and "marks" in failed[0], result.output
+    written = parquet.read_table(tmp_path / "out.parquet")
+    assert written.column("key").to_pylist() == ["a", "b", "d"]
+    # nanoseconds kept, in their type; a date past 9999 as its text (Arrow cannot parse it back)
+    assert written.schema.field("seen").type == pyarrow.timestamp("ns")
+    assert written.column("seen").cast(pyarrow.int64()).to_pylist() == [nanoseconds, 1_700_000_000_000_000_000, 0]
+    assert written.column("day").to_pylist() == ["10000-01-01", "1970-01-01", "1970-01-02"]
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["key"], r["seen"], r["day"]) for r in lines] == [
+        ("a", "2023-11-14 22:13:20.123456789", "10000-01-01"),
+        ("b", "2023-11-14 22:13:20.000000000", "1970-01-01"),
+        ("d", "1970-01-01 00:00:00.000000000", "1970-01-02"),
+    ]
+
+
+def _strict_json(line: str):
+    """A reader as strict as JavaScript's JSON.parse: NaN and Infinity are not JSON."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_nan_and_infinities_are_written_as_null_in_every_json_output(database_url, tmp_path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    from simhash_store.terminal import json_line
+
+    texts = list(_texts().values())
+    # Python's JSON reader takes NaN and Infinity; a Parquet double holds them too.
+    (tmp_path / "in.jsonl").write_text(
+        f'{{"key": "a", "text": {json.dumps(texts[0])}, "score": NaN, "m": {{"r": [Infinity, -Infinity, 1.5]}}}}\n',
+        encoding="utf-8",
+    )
+    parquet.write_table(
+        pyarrow.table({"key": ["b"], "text": [texts[1]], "score": pyarrow.array([float("inf")], pyarrow.float64())}),
+        tmp_path / "in.parquet",
+    )
+    for option in ("--annotate", "--annotate"):  # the second run: every record is now a stored copy
+        result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), str(tmp_path / "in.parquet"), option,
+                      "-o", str(tmp_path / "out.jsonl"))
+        assert result.exit_code == 0, result.output
+        records = [_strict_json(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert [(r["key"], r["score"]) for r in records] == [("a", None), ("b", None)]
+        assert records[0]["m"] == {"r": [None, None, 1.5]}
+    # CSV cells holding JSON (a nested field) follow the same rule
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--annotate", "-o", str(tmp_path / "out.csv"))
+    assert result.exit_code == 0, result.output
+    assert '"{""r"": [null, null, 1.5]}"' in (tmp_path / "out.csv").read_text(encoding="utf-8")
+    # --json of query, dups, stats, explain and calibrate go through one function
+    assert _strict_json(json_line({"precision": float("nan"), "rows": [float("-inf"), 2]})) == {
+        "precision": None, "rows": [None, 2],
+    }
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_sigterm_or_ctrl_c_during_dedup_removes_its_own_files_and_only_those(database_url, tmp_path, how):
+    import signal
+    import subprocess
+    import time
+
+    from test_reliability import cli, finish, url_text
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("the previous output\n", encoding="utf-8")
+    # A neighbour's file under a name like the run's temporary files: not the run's to remove.
+    planted = tmp_path / ".out.jsonl.0123abcd.partial.theirs"
+    planted.write_text("theirs", encoding="utf-8")
+    before = set(tmp_path.iterdir())
+    # Records come from a pipe kept open: the run is surely under way, between two reads, when signalled.
+    process = cli("dedup", "-", "-o", str(out), "--format", "jsonl", url=url_text(database_url), stdin=subprocess.PIPE)
+    text = next(iter(_texts().values()))
+    process.stdin.write(json.dumps({"key": "a", "text": text}, ensure_ascii=False) + "\n")
+    process.stdin.flush()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(p.name.endswith(".partial") for p in set(tmp_path.iterdir()) - before):
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    made = set(tmp_path.iterdir()) - before
+    assert {p.name for p in made} >= {".out.jsonl.lock"}, made  # the run's own lock and temporary file
+    process.send_signal(getattr(signal, how))
+    code, _, err = finish(process, timeout=120)
+    assert code == (143 if how == "SIGTERM" else 130), err
+    assert "Traceback" not in err and err.startswith("Interrupted:"), err
+    assert set(tmp_path.iterdir()) == before  # its temporary and lock files gone, nothing else touched
+    assert out.read_text(encoding="utf-8") == "the previous output\n"
+    assert planted.read_text(encoding="utf-8") == "theirs"
+
+
+def test_a_csv_field_longer_than_the_csv_modules_limit_is_read_whole(database_url, tmp_path):
+    import csv
+
+    # Python's csv refuses fields over 128 KiB: a long law in one cell cost its record.
+    long_text = "".join(_texts().values()) * 100
+    assert len(long_text) > csv.field_size_limit()
+    limit = csv.field_size_limit()
+    source = tmp_path / "in.csv"
+    with source.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([["key", "text"], ["long", long_text]])
+    result = _run(database_url, "dedup", str(source), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    (written,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert written == {"key": "long", "text": long_text}
+    assert csv.field_size_limit() == limit  # the process's setting is left as it was
+
+
+def test_a_compressed_parquet_file_is_read_in_batches_bounded_by_its_uncompressed_size(tmp_path):
+    # 100 rows of 1 MB of text compress to a few hundred KB: batches of 4,096 rows would have
+    # held all of it at once (a 38 KB file of 245 MB took 1.2 GB); a batch now holds 64 MiB.
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    from simhash_store import formats
+
+    rows = 100
+    texts = [("北京" * 350_000)[: 350_000] + str(n) for n in range(rows)]
+    parquet.write_table(
+        pyarrow.table({"key": [f"k{n}" for n in range(rows)], "text": texts}), tmp_path / "wide.parquet",
+        compression="zstd", use_dictionary=False,
+    )
+    assert (tmp_path / "wide.parquet").stat().st_size < 20_000_000
+    metadata = parquet.ParquetFile(tmp_path / "wide.parquet").metadata
+    per_row = metadata.row_group(0).total_byte_size / metadata.row_group(0).num_rows
+    batch = formats._parquet_batch_rows(metadata)
+    assert batch * per_row <= 64 << 20 < (batch + 1) * per_row
+    read = list(formats.read_records(str(tmp_path / "wide.parquet"), "parquet", key_field="key", text_field="text"))
+    assert [record["key"] for _, record in read] == [f"k{n}" for n in range(rows)]
+    assert read[-1][1]["text"] == texts[-1]
+
+
+def test_an_input_that_is_a_fifo_or_device_is_named_as_such(database_url, tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "in.jsonl")
+    (tmp_path / "zero.jsonl").symlink_to("/dev/zero")
+    for name in ("in.jsonl", "zero.jsonl"):
+        result = _run(database_url, "dedup", str(tmp_path / name), "-o", str(tmp_path / "out.jsonl"))
+        assert result.exit_code == 1
+        assert result.output.strip() == f"Error: cannot open {tmp_path / name}: not a regular file (a directory, FIFO or device)"
+
+
+def test_a_record_that_would_make_parquet_columns_beyond_the_bound_costs_only_itself(database_url, tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    from simhash_store.formats import MAX_PARQUET_COLUMNS
+
+    texts = list(_texts().values())
+    wide = {"key": "wide", "text": texts[0], **{f"c{n}": n for n in range(MAX_PARQUET_COLUMNS)}}
+    _write_jsonl(tmp_path / "in.jsonl", [{"key": "plain", "text": texts[1], "n": 1}, wide])
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.parquet"))
+    assert result.exit_code == 1
+    (failed,) = [line for line in result.output.splitlines() if line.startswith("failed:")]
+    assert "in.jsonl:2" in failed and f"more than {MAX_PARQUET_COLUMNS:,}" in failed
+    table = parquet.read_table(tmp_path / "out.parquet")
+    assert table.column_names == ["key", "text", "n"] and table.column("key").to_pylist() == ["plain"]

@@ -773,3 +773,79 @@ def test_a_fifo_placed_in_the_cache_directory_is_not_waited_on(tmp_path, monkeyp
         os.mkfifo(path)
     done = subprocess.run(command, input=text, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_membership_pushed_on_you_from_inside_the_schemas_owner_does_not_make_its_schema_trusted(empty_database_url):
+    # The check trusts schemas of roles the session is a member of. Before PostgreSQL 16 a role could
+    # grant membership in itself to anyone from its own session; both servers here refuse that now,
+    # but a member of the owner holding ADMIN OPTION (a CREATEROLE role has it on the roles it
+    # creates, from PostgreSQL 16) can still make the victim "a member of" the planter's role.
+    plain = empty_database_url.render_as_string(hide_password=False)
+    with _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin), \
+            _other_role(empty_database_url, f'GRANT "{role}" TO {{role}} WITH ADMIN OPTION') as (helper, _):
+        with admin.connect() as connection:
+            victim = connection.execute(text("SELECT current_user")).scalar()
+        with _as(empty_database_url, role) as planter:
+            planter.execute("CREATE SCHEMA simhash")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the PostgreSQL 14 self-grant
+                planter.execute(f'GRANT "{role}" TO "{victim}"')
+        with _as(empty_database_url, helper) as pusher:
+            pusher.execute(f'GRANT "{role}" TO "{victim}"')
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}).scalar()
+        runner = CliRunner()
+        for args in (["init"], ["stats"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args]))
+            assert f"belongs to role {role}" in line, line
+        # A membership a superuser grants still counts: the victim's administrator chose it.
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE "{role}" FROM "{victim}" GRANTED BY "{helper}"'))
+            connection.execute(text(f'GRANT "{role}" TO "{victim}"'))
+        try:
+            assert runner.invoke(app, ["--db", plain, "init"]).exit_code == 0
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text(f'REVOKE "{role}" FROM "{victim}"'))
+
+
+def test_a_data_directory_or_password_file_another_user_could_plant_is_refused(tmp_path):
+    # Another local user made SIMHASH_STORE_DATA_DIR (a shared path) with a password file of their
+    # choosing: serve --listen gave the store's owner that password, and they logged in over TCP.
+    from simhash_store import embedded
+
+    shared = tmp_path / "shared-store"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone may write in it
+    (shared / "password").write_text("chosen-by-someone-else\n", encoding="ascii")
+    env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "stats"], env={**env, "SIMHASH_STORE_DATA_DIR": str(shared)},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "may be written by every user" in result.stderr and "Traceback" not in result.stderr
+    assert not (shared / "pgdata").exists()  # refused before any server started there
+    if os.geteuid() == 0:  # made by another user: only root can stage that here
+        shared.chmod(0o755)
+        os.chown(shared, 65534, 65534)
+        with pytest.raises(PermissionDeniedError, match="belongs to another user"):
+            embedded._make_data_directory(shared / "pgdata")
+    # In a directory of one's own: a password file that is a link, or not one's own, is not read.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    secret = tmp_path / "elsewhere"
+    secret.write_text("not-a-password\n", encoding="ascii")
+    secret.chmod(0o644)
+    (mine / "password").symlink_to(secret)
+    with pytest.raises(PermissionDeniedError, match="a link"):
+        embedded._password(mine)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o644  # nor made 0600 through the link
+    if os.geteuid() == 0:
+        (mine / "password").unlink()
+        (mine / "password").write_text("planted\n", encoding="ascii")
+        os.chown(mine / "password", 65534, 65534)
+        with pytest.raises(PermissionDeniedError, match="not a file of yours"):
+            embedded._password(mine)
+    (mine / "password").unlink()
+    made = embedded._password(mine)  # a fresh one, of this user's, mode 0600
+    assert len(made) >= 24 and stat.S_IMODE((mine / "password").stat().st_mode) == 0o600

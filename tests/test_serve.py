@@ -152,6 +152,14 @@ def test_stats_of_the_embedded_store_shows_its_whole_url_without_a_password_mark
     assert "".join(line.strip() for line in shown).replace(" ", "") == "database" + database  # folded, not cut
 
 
+SCRAM_ONLY = "require_auth=scram-sha-256"
+
+
+def _psql_libpq_major() -> int:
+    version = subprocess.run([_psql(), "--version"], capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"(\d+)\.\d+", version).group(1))
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -173,9 +181,17 @@ def test_serve_listen_opens_tcp_with_a_password_kept_private(data_dir):
             assert len(fingerprints) == 5 and all(0 <= from_signed(f) < 2**64 for f, in fingerprints)
         with pytest.raises(psycopg.OperationalError, match="password|pg_hba.conf rejects"):
             psycopg.connect(f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}", connect_timeout=10)
+        # libpq 16 and newer take the URL as it is; older ones (psql 15) refuse it rather than
+        # connect without insisting on SCRAM, and work once told to drop it (docs/operations.md).
         result = subprocess.run(
             [_psql(), url, "-Atc", "SELECT count(*) FROM simhash.documents"], capture_output=True, text=True, timeout=60
         )
+        if _psql_libpq_major() < 16:
+            assert result.returncode != 0 and "require_auth" in result.stderr, result.stderr
+            result = subprocess.run(
+                [_psql(), url.replace(f"&{SCRAM_ONLY}", ""), "-Atc", "SELECT count(*) FROM simhash.documents"],
+                capture_output=True, text=True, timeout=60,
+            )
         assert (result.returncode, result.stdout.strip()) == (0, "5"), result.stderr
         # The password stays the same from one serve to the next, so applications keep working.
     finally:
@@ -296,7 +312,7 @@ def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_di
         lines = granted.stdout.splitlines()
         password = lines[1].rpartition(": ")[2]
         assert lines[1] == f"password of {role} (shown once, kept nowhere): {password}" and len(password) >= 24
-        reader_url = f"postgresql://127.0.0.1:{port}/simhash_store?user={role}&password={password}"
+        reader_url = f"postgresql://127.0.0.1:{port}/simhash_store?user={role}&password={password}&{SCRAM_ONLY}"
         assert lines[2] == f"read-only URL: {reader_url}"
         assert password not in "".join(
             path.read_text(errors="replace") for path in data_dir.iterdir() if path.is_file()
@@ -402,7 +418,7 @@ def test_a_store_opened_to_the_superuser_by_an_earlier_serve_listen_is_handed_to
         try:
             # Applications change the user name only: the owner role has the password the superuser had.
             url = serving.line.strip()
-            assert url == f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}&password={old_password}"
+            assert url == f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}&password={old_password}&{SCRAM_ONLY}"
             with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
                 psycopg.connect(url.replace(f"user={OWNER}", "user=postgres"), connect_timeout=10)
             with psycopg.connect(url, connect_timeout=10) as connection:
@@ -651,3 +667,133 @@ def test_a_neighbour_holding_the_servers_lock_file_costs_a_bounded_wait_and_one_
     assert len(result.stdout.splitlines()) == 1
     assert "another process has held the embedded server's lock file" in result.stdout and "for 2 s" in result.stdout
     assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
+
+
+class _Impostor:
+    """What another local user can run on the port of a stopped `serve --listen`: a listener
+    that speaks just enough of the PostgreSQL protocol to ask for the password (in clear,
+    as MD5, or not at all) and records every byte a client sends."""
+
+    CLEARTEXT, MD5, TRUST = 3, 5, 0
+
+    def __init__(self, port: int, method: int) -> None:
+        import threading
+
+        self.method, self.received = method, bytearray()
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", port))
+        self.listener.listen(8)
+        self.listener.settimeout(30)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _read(self, connection: socket.socket, count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = connection.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError
+            data += chunk
+        self.received += data
+        return data
+
+    def _serve(self) -> None:
+        import struct
+
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            with connection:
+                try:
+                    while True:  # SSLRequest, GSSENCRequest: "no"; then the startup packet
+                        length = struct.unpack("!i", self._read(connection, 4))[0]
+                        body = self._read(connection, length - 4)
+                        if length == 8 and struct.unpack("!i", body)[0] in (80877103, 80877104):
+                            connection.sendall(b"N")
+                            continue
+                        break
+                    if self.method == self.MD5:
+                        connection.sendall(b"R" + struct.pack("!ii", 12, 5) + b"salt")
+                    else:
+                        connection.sendall(b"R" + struct.pack("!ii", 8, self.method))
+                    if self.method == self.TRUST:
+                        connection.sendall(b"Z" + struct.pack("!i", 5) + b"I")
+                    connection.settimeout(5)
+                    while self._read(connection, 1):  # whatever the client sends next
+                        pass
+                except (ConnectionError, OSError):
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(10)
+
+
+@pytest.mark.parametrize("method", ["cleartext", "md5", "trust"])
+def test_a_listener_planted_on_the_port_of_a_stopped_serve_never_gets_the_password(data_dir, method):
+    port = _free_port()
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+    try:
+        url = serving.line.strip()
+        password = (data_dir / "password").read_text().strip()
+    finally:
+        assert serving.stop() == 0
+    impostor = _Impostor(port, getattr(_Impostor, method.upper()))
+    try:
+        # The library's driver (psycopg's own libpq), as an application would use the URL.
+        with pytest.raises(psycopg.OperationalError, match="require_auth|scram-sha-256|authentication"):
+            psycopg.connect(url, connect_timeout=10)
+        # psql, whatever its libpq: it refuses the method (16 and newer) or the URL (older).
+        result = subprocess.run([_psql(), url, "-Atc", "SELECT 1"], capture_output=True, text=True, timeout=60)
+        assert result.returncode != 0
+    finally:
+        impostor.close()
+    assert password.encode() not in impostor.received
+    assert b"SELECT" not in impostor.received  # told "no password needed", the client sent no query either
+    assert b"simhash_owner" in impostor.received  # it did get the start-up packet: the client came
+
+
+def test_a_long_data_directory_opens_neither_its_parents_nor_its_socket_directory_to_others(tmp_path):
+    # Run as root, the server package ran the server as a system user of its own and, for it,
+    # opened every directory above the data directory to everyone (o+rx: any user could list
+    # them) and a long path's socket directory (moved out of the data directory) with 0777:
+    # anyone could replace the socket, or connect as the superuser on a first start, before
+    # the socket's own 0700 took effect. As another user it must do neither either.
+    import pwd
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    data_dir = private / ("x" * 60) / ("y" * 50) / "data"  # too long for a socket inside it
+    data_dir.mkdir(parents=True, mode=0o700)
+    for parent in data_dir.parents:
+        if parent == tmp_path:
+            break
+        parent.chmod(0o700)
+    serving = Serving(data_dir)
+    try:
+        socket_dir = Path((data_dir / "pgdata" / "postmaster.pid").read_text().split("\n")[4].strip())
+        assert not socket_dir.is_relative_to(data_dir)  # moved out, the case in point
+        status = socket_dir.lstat()
+        server_user = embedded.SERVER_SYSTEM_USER if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+        assert pwd.getpwuid(status.st_uid).pw_name == server_user
+        assert stat.S_IMODE(status.st_mode) == 0o700, oct(status.st_mode)
+        runtime = socket_dir.parent.parent
+        assert runtime.stat().st_uid == os.geteuid() and not runtime.stat().st_mode & 0o022
+        # Nobody else may list it, or open the servers' lock file: a shared lock any user took
+        # on it (0644, as root) stopped every command for 60 s.
+        assert not runtime.stat().st_mode & 0o044, oct(runtime.stat().st_mode)
+        assert not (runtime / "server.lock").stat().st_mode & 0o066
+        with psycopg.connect(serving.line.strip(), connect_timeout=10) as connection:
+            assert connection.execute("SELECT count(*) FROM pg_catalog.pg_database").fetchone()[0] >= 1
+    finally:
+        assert serving.stop() == 0
+    for parent in [data_dir, *data_dir.parents]:
+        if parent == tmp_path:
+            break
+        mode = stat.S_IMODE(parent.stat().st_mode)
+        assert not mode & 0o044, f"{parent} may be listed by others: {oct(mode)}"
+        if os.geteuid() == 0:  # the server's own user must pass through: search only
+            assert mode & 0o011 == 0o011, f"{parent}: {oct(mode)}"

@@ -4,6 +4,8 @@ the opened store (Lookup or Store), and one-line errors and warnings."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
@@ -182,6 +184,26 @@ def fail(message: str, code: int = 1) -> None:
 
 def warn(message: str) -> None:
     err.print(Text(visible(message)))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: ``finally`` blocks and exit handlers run."""
+
+
+def interrupt_on_sigterm() -> None:
+    """Raise :class:`Terminated` in this process on SIGTERM (the default kills it on the spot,
+    leaving its temporary files). A forked worker that inherits the handler dies as before."""
+    owner = os.getpid()
+
+    def handler(number: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+            return
+        signal.signal(number, signal.SIG_IGN)  # once: a second SIGTERM must not cut the clean-up short
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def known_scheme(name: str):

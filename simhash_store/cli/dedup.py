@@ -19,8 +19,10 @@ from .common import (
     JsonFlag,
     MaxDistance,
     MinScore,
+    Terminated,
     err,
     fail,
+    interrupt_on_sigterm,
     opened_store,
     out,
     warn,
@@ -167,6 +169,7 @@ def dedup_command(
         input_formats = [formats.format_of(path, format) for path in inputs]
     except SimhashStoreError as exc:
         raise typer.BadParameter(str(exc)) from None
+    interrupt_on_sigterm()  # so that SIGTERM, like Ctrl-C, removes the run's temporary and lock files
     try:
         writer = dedup_output(inputs, input_formats, output, output_format, annotate=annotate)
     except SimhashStoreError as exc:
@@ -188,10 +191,10 @@ def dedup_command(
                 )
                 err.print(f"kept {counts.kept}, duplicates {counts.duplicates}, {passed}bad records {counts.bad}; {note}",
                           markup=False)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         writer.abandon()
         warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
-        raise typer.Exit(130) from None
+        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
     except OSError as exc:  # an input that cannot be read, an output that cannot be written
         writer.abandon()
         fail(f"{exc.filename or output}: {exc.strerror or exc}")
