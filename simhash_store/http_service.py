@@ -40,6 +40,7 @@ from .bits import from_hex, to_hex, to_signed
 from .config import EMBEDDED_DATABASE, data_dir, resolve_url, uses_embedded
 from .corpus import Source
 from .errors import (
+    ConfigError,
     DatabaseError,
     DatabaseUnavailableError,
     InvalidValueError,
@@ -180,6 +181,22 @@ class FingerprintService:
             ],
             "failed": failed,
         }
+
+    def url(self, host: str, port: int) -> str:
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def announcement(self, host: str, port: int, *, with_tokens: bool = False) -> dict[str, Any]:
+        """What ``serve --http`` prints: where the service answers, its scheme, where the tokens are
+        kept (``with_tokens``: the tokens themselves)."""
+        shown: dict[str, Any] = {
+            "url": self.url(host, port),
+            "scheme": self.scheme.name,
+            "read_write_token_file": str(self.tokens.directory / READ_WRITE_TOKEN_FILE),
+            "read_only_token_file": str(self.tokens.directory / READ_ONLY_TOKEN_FILE),
+        }
+        if with_tokens:
+            shown.update(read_write_token=self.tokens.read_write, read_only_token=self.tokens.read_only)
+        return shown
 
     def _document(self, document: dict[str, Any], seen: set[str]) -> NewDocument:
         """One document of an /add request, fingerprinted, or the error that says why not."""
@@ -427,6 +444,26 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
         timeout_keep_alive=5, limit_concurrency=100, timeout_graceful_shutdown=10, lifespan="off",
     )
     return uvicorn.Server(config)
+
+
+def check_address(host: str, port: int) -> None:
+    """:class:`ConfigError` in one line when ``host:port`` cannot be listened on (a port in use)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def run(service: FingerprintService, host: str = "127.0.0.1", port: int = 8080) -> None:
+    """Serve until SIGINT or SIGTERM (uvicorn's handlers); the address is checked first, so
+    that a port in use is one line (:class:`ConfigError`), not a log of uvicorn's."""
+    check_address(host, port)
+    server(service, host, port).run()
 
 
 # ------------------------------------------------------------ the OpenAPI description
