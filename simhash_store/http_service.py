@@ -23,6 +23,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -446,24 +447,26 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
     return uvicorn.Server(config)
 
 
-def check_address(host: str, port: int) -> None:
-    """:class:`ConfigError` in one line when ``host:port`` cannot be listened on (a port in use)."""
-    import socket
-
+def listen(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
+    """A socket bound and listening on ``host:port``, for :func:`run`: bound before the service
+    says where it is, so a client told the address is never refused; a port in use is one line
+    (:class:`ConfigError`), not a log of uvicorn's."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(2048)
+    except OSError as exc:
+        listening.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return listening
 
 
-def run(service: FingerprintService, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Serve until SIGINT or SIGTERM (uvicorn's handlers); the address is checked first, so
-    that a port in use is one line (:class:`ConfigError`), not a log of uvicorn's."""
-    check_address(host, port)
-    server(service, host, port).run()
+def run(service: FingerprintService, listening: socket.socket) -> None:
+    """Serve on a socket from :func:`listen` until SIGINT or SIGTERM (uvicorn's handlers)."""
+    host, port = listening.getsockname()[:2]
+    server(service, host, port).run(sockets=[listening])
 
 
 # ------------------------------------------------------------ the OpenAPI description

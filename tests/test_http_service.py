@@ -45,14 +45,15 @@ def writer_url(database_url, make_role):
 @contextlib.contextmanager
 def running(service: http_service.FingerprintService) -> Iterator[str]:
     """``service`` on a free loopback port, in a thread; its base URL."""
-    server = http_service.server(service, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.run, daemon=True)
+    listening = http_service.listen("127.0.0.1", 0)
+    port = listening.getsockname()[1]
+    server = http_service.server(service, "127.0.0.1", port)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -256,3 +257,14 @@ def test_serve_http_refuses_a_superuser_in_one_line(database_url, tmp_path):
     )
     assert done.returncode == 1
     assert done.stderr.startswith("Error: the service's database role") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_serve_http_on_a_port_in_use_is_one_line(writer_url, tmp_path):
+    with http_service.listen("127.0.0.1", 0) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"127.0.0.1:{port}"],
+            env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+        )
+    assert done.returncode == 1
+    assert done.stderr == f"Error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
