@@ -452,7 +452,9 @@ def listen(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
     says where it is, so a client told the address is never refused; a port in use is one line
     (:class:`ConfigError`), not a log of uvicorn's."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say so (else each response
+    # waits out a delayed ACK, some 40 ms).
+    listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listening.bind((host, port))
