@@ -130,11 +130,12 @@ class FingerprintService:
     limits: Limits = field(default_factory=Limits)
     max_distance: int = DEFAULT_MAX_DISTANCE  # the default k: calibrate --apply's, else the library's
     server: object | None = None  # the embedded server's handle, held while the service runs
+    database_calls: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(DATABASE_CALLS_AT_ONCE))
 
     # ------------------------------------------------------------ the work (synchronous, in threads)
 
     def fingerprints(self, texts: list[str]) -> list[dict[str, Any]]:
-        """Per text: ``{"fingerprint": hex, "signed": bigint}``, or both null and ``error``."""
+        """Per text: ``{"fingerprint": hex, "signed": "decimal bigint"}``, or both null and ``error``."""
         return [self._fingerprint(text) for text in texts]
 
     def _fingerprint(self, text: str) -> dict[str, Any]:
@@ -147,7 +148,8 @@ class FingerprintService:
             return {"fingerprint": None, "signed": None, "error": str(exc)}
         if value is None:
             return {"fingerprint": None, "signed": None, "error": no_features_message("the text", self.scheme)}
-        return {"fingerprint": to_hex(value, self.scheme.bits), "signed": to_signed(value)}
+        # A decimal string: JSON numbers past 2^53 lose digits in JavaScript (and in many parsers).
+        return {"fingerprint": to_hex(value, self.scheme.bits), "signed": str(to_signed(value))}
 
     def query(self, fingerprints: list[int | None], max_distance: int, limit: int | None) -> list[list[dict[str, Any]]]:
         """Matches of each fingerprint (None: no query, no matches), as ``query --json`` lists them."""
@@ -276,6 +278,8 @@ Handler = Callable[["FingerprintService", Any], Awaitable[dict[str, Any]]]
 def _status_of(error: SimhashStoreError) -> int:
     if isinstance(error, (LockTimeoutError, DatabaseUnavailableError)):
         return 503
+    if isinstance(error, PermissionDeniedError):  # the service's role may not (a read-only role's /add)
+        return 403
     if isinstance(error, DatabaseError):  # a statement over its time limit, a refused permission
         return 504 if "statement timeout" in str(error) or "canceling statement" in str(error) else 500
     if isinstance(error, StoreSchemaError):
@@ -360,9 +364,6 @@ def _endpoint(
     return endpoint
 
 
-_database = anyio.CapacityLimiter(DATABASE_CALLS_AT_ONCE)
-
-
 async def _fingerprint(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
     texts = _list_of(body, "texts", service.limits, str)
     results = await anyio.to_thread.run_sync(service.fingerprints, texts)
@@ -387,7 +388,7 @@ async def _query(service: FingerprintService, body: dict[str, Any]) -> dict[str,
             except SimhashStoreError as exc:
                 raise _Refused(400, f"fingerprint {value[:40]!r}: {exc}") from None
     values = [None if item["fingerprint"] is None else from_hex(item["fingerprint"], service.scheme.bits) for item in computed]
-    matches = await anyio.to_thread.run_sync(service.query, values, k, limit, limiter=_database)
+    matches = await anyio.to_thread.run_sync(service.query, values, k, limit, limiter=service.database_calls)
     results = []
     for index, (item, found) in enumerate(zip(computed, matches)):
         if item["fingerprint"] is None:
@@ -403,7 +404,7 @@ async def _add(service: FingerprintService, body: dict[str, Any]) -> dict[str, A
     if not isinstance(skip, bool):
         raise _Refused(400, f"'skip_near_duplicates' must be true or false, not {skip!r}")
     k = _distance(body, service.max_distance)
-    return await anyio.to_thread.run_sync(service.add, documents, skip, k, limiter=_database)
+    return await anyio.to_thread.run_sync(service.add, documents, skip, k, limiter=service.database_calls)
 
 
 async def _health(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
@@ -502,7 +503,9 @@ def openapi(limits: Limits) -> dict[str, Any]:
     fingerprint_result = {
         "type": "object", "required": ["fingerprint", "signed"],
         "properties": {"fingerprint": hex_value,
-                       "signed": {"type": ["integer", "null"], "description": "the same, as PostgreSQL's signed bigint"},
+                       "signed": {"type": ["string", "null"], "pattern": "^-?[0-9]{1,19}$",
+                                  "description": "the same as PostgreSQL's signed bigint, in decimal (a string: "
+                                                 "JSON numbers past 2^53 lose digits in JavaScript)"},
                        "error": {"type": "string", "description": "why there is none (e.g. no features)"}},
     }
     return {

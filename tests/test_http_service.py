@@ -22,7 +22,7 @@ from simhash_store.bits import to_hex, to_signed
 from simhash_store.errors import PermissionDeniedError
 from simhash_store.fingerprint import fingerprint, no_features_message
 from simhash_store.http_service import Limits, open_service
-from simhash_store.store import Store
+from simhash_store.store import NewDocument, Store
 
 pytestmark = pytest.mark.db
 
@@ -88,7 +88,7 @@ def test_fingerprint_equals_the_library_and_says_which_texts_have_none(service, 
     assert body["scheme"] == service.scheme.name
     for text, result in zip(texts[:5], body["results"]):
         value = fingerprint(text, service.scheme)
-        assert result == {"fingerprint": to_hex(value), "signed": to_signed(value)}
+        assert result == {"fingerprint": to_hex(value), "signed": str(to_signed(value))}
     assert body["results"][5] == {"fingerprint": None, "signed": None, "error": no_features_message("the text", service.scheme)}
 
 
@@ -268,3 +268,21 @@ def test_serve_http_on_a_port_in_use_is_one_line(writer_url, tmp_path):
         )
     assert done.returncode == 1
     assert done.stderr == f"Error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_a_read_only_database_role_queries_and_its_adds_are_refused(database_url, make_role, tmp_path, sample_paragraphs):
+    role = make_role(database_url, prefix="simhash_http_reader")
+    with Store(database_url) as store:
+        store.add([NewDocument("p0", fingerprint(sample_paragraphs[0], store.scheme))])
+        store.grant_read_only(role)
+    service = open_service(database_url.set(username=role, password=None).render_as_string(hide_password=False),
+                           token_directory=tmp_path)
+    try:
+        with running(service) as base, _client(base, service.tokens.read_write) as client:
+            found = client.post("/query", json={"texts": [sample_paragraphs[0]], "k": 0})
+            refused = client.post("/add", json={"documents": [{"key": "p1", "text": sample_paragraphs[1]}]})
+    finally:
+        service.store.close()
+    assert [m["key"] for m in found.json()["results"][0]["matches"]] == ["p0"]
+    assert refused.status_code == 403, refused.text
+    assert "\n" not in refused.json()["error"]
