@@ -479,7 +479,8 @@ def openapi(limits: Limits) -> dict[str, Any]:
     error = {"$ref": "#/components/schemas/Error"}
     hex_value = {"type": ["string", "null"], "pattern": "^[0-9a-f]{16}$", "description": "16 hex digits, unsigned"}
     texts = {"type": "array", "items": {"type": "string"}, "maxItems": limits.max_texts}
-    k = {"type": "integer", "minimum": 0, "maximum": 64, "description": "Hamming distance; default: calibrate --apply's, else 3"}
+    k = {"type": "integer", "minimum": 0, "maximum": 64,
+         "description": f"Hamming distance; default: calibrate --apply's, else {DEFAULT_MAX_DISTANCE}"}
     match = {
         "type": "object", "required": ["key", "distance", "similarity"],
         "properties": {"key": {"type": "string"}, "distance": {"type": "integer"}, "similarity": {"type": "number"}},
