@@ -24,6 +24,7 @@ import hmac
 import json
 import logging
 import socket
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from starlette.routing import Route
 from . import embedded
 from .bits import from_hex, to_hex, to_signed
 from .config import EMBEDDED_DATABASE, data_dir, resolve_url, uses_embedded
-from .corpus import Source
+from .corpus import NO_WORDS, Skip, Source
 from .errors import (
     ConfigError,
     DatabaseError,
@@ -49,9 +50,10 @@ from .errors import (
     PermissionDeniedError,
     SimhashStoreError,
     StoreSchemaError,
+    WorkerDiedError,
 )
 from .fingerprint import fingerprint_if_any, no_features_message
-from .ingest import prepare
+from .ingest import PARALLEL_THRESHOLD, Fingerprinter, prepare
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .store import NewDocument, Store
 from .validation import text_problem, validate_distance, validate_integer, validate_key, validate_metadata
@@ -108,6 +110,10 @@ def tokens(directory: Path) -> Tokens:
     )
 
 
+def _no_fingerprint(error: str) -> dict[str, Any]:
+    return {"fingerprint": None, "signed": None, "error": error}
+
+
 class _Refused(Exception):
     """A request answered with ``status`` and ``{"error": message}``."""
 
@@ -130,26 +136,57 @@ class FingerprintService:
     limits: Limits = field(default_factory=Limits)
     max_distance: int = DEFAULT_MAX_DISTANCE  # the default k: calibrate --apply's, else the library's
     server: object | None = None  # the embedded server's handle, held while the service runs
+    fingerprinter: Fingerprinter | None = None  # worker processes for requests of many texts
     database_calls: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(DATABASE_CALLS_AT_ONCE))
+    _restarting: threading.Lock = field(default_factory=threading.Lock)
 
     # ------------------------------------------------------------ the work (synchronous, in threads)
 
     def fingerprints(self, texts: list[str]) -> list[dict[str, Any]]:
-        """Per text: ``{"fingerprint": hex, "signed": "decimal bigint"}``, or both null and ``error``."""
-        return [self._fingerprint(text) for text in texts]
+        """Per text: ``{"fingerprint": hex, "signed": "decimal bigint"}``, or both null and ``error``.
 
-    def _fingerprint(self, text: str) -> dict[str, Any]:
-        problem = text_problem(text)
-        if problem is not None:
-            return {"fingerprint": None, "signed": None, "error": f"the text {problem}"}
-        try:
-            value = fingerprint_if_any(text, self.scheme)
-        except SimhashStoreError as exc:
-            return {"fingerprint": None, "signed": None, "error": str(exc)}
-        if value is None:
-            return {"fingerprint": None, "signed": None, "error": no_features_message("the text", self.scheme)}
-        # A decimal string: JSON numbers past 2^53 lose digits in JavaScript (and in many parsers).
-        return {"fingerprint": to_hex(value, self.scheme.bits), "signed": str(to_signed(value))}
+        Many texts go to the worker processes (when the service has them), a few are done here.
+        """
+        results: list[dict[str, Any]] = [{} for _ in texts]
+        readable = []
+        for index, text in enumerate(texts):
+            problem = text_problem(text)
+            if problem is not None:
+                results[index] = _no_fingerprint(f"the text {problem}")
+            else:
+                readable.append(index)
+        if self.fingerprinter is not None and len(readable) >= PARALLEL_THRESHOLD:
+            tasks = [(Source(str(i), text=texts[i], size=len(texts[i])), None) for i in readable]
+            try:
+                prepared = self.fingerprinter.submit(tasks)(None)
+            except WorkerDiedError:
+                with self._restarting:  # the next request gets workers again
+                    self.fingerprinter.terminate()
+                    self.fingerprinter.start()
+                raise
+            for index, item in zip(readable, prepared):
+                results[index] = self._answer(item.fingerprint, item.skip)
+        else:
+            for index in readable:
+                try:
+                    results[index] = self._answer(fingerprint_if_any(texts[index], self.scheme), None)
+                except SimhashStoreError as exc:
+                    results[index] = _no_fingerprint(str(exc))
+        return results
+
+    def _answer(self, value: int | None, skip: Skip | None) -> dict[str, Any]:
+        if value is not None:
+            # A decimal string: JSON numbers past 2^53 lose digits in JavaScript (and in many parsers).
+            return {"fingerprint": to_hex(value, self.scheme.bits), "signed": str(to_signed(value))}
+        if skip is None or skip.reason == NO_WORDS:
+            return _no_fingerprint(no_features_message("the text", self.scheme))
+        return _no_fingerprint(f"{skip.reason}" + (f": {skip.detail}" if skip.detail else ""))
+
+    def close(self) -> None:
+        """Let the worker processes go and close the store's connections."""
+        if self.fingerprinter is not None:
+            self.fingerprinter.close()
+        self.store.close()
 
     def query(self, fingerprints: list[int | None], max_distance: int, limit: int | None) -> list[list[dict[str, Any]]]:
         """Matches of each fingerprint (None: no query, no matches), as ``query --json`` lists them."""
@@ -227,13 +264,15 @@ def open_service(
     *,
     token_directory: Path | None = None,
     limits: Limits | None = None,
+    jobs: int | None = None,
 ) -> FingerprintService:
     """The service for the store at ``url`` (None: ``SIMHASH_STORE_URL``, else the embedded server).
 
     On the embedded server the store is handed to its owner role first (as ``serve --listen``
     does) and the service connects as that role. Any other URL whose role has a superuser's
     reach is refused (:class:`PermissionDeniedError`). Tokens are kept in ``token_directory``
-    (default: the data directory). The scheme is loaded here, once.
+    (default: the data directory). The scheme is loaded here, once, and ``jobs`` worker processes
+    (default: one per core; 1: none) are started for requests of many texts.
     """
     limits = limits or Limits()
     server = None
@@ -266,7 +305,10 @@ def open_service(
     except BaseException:
         store.close()
         raise
-    return FingerprintService(store, scheme, kept, limits, max_distance, server)
+    fingerprinter = Fingerprinter(scheme, jobs)
+    if fingerprinter.jobs > 1:
+        fingerprinter.start()  # forked now, before any server thread exists; each loads the dictionaries once
+    return FingerprintService(store, scheme, kept, limits, max_distance, server, fingerprinter if fingerprinter.jobs > 1 else None)
 
 
 # ------------------------------------------------------------ HTTP
@@ -276,6 +318,8 @@ Handler = Callable[["FingerprintService", Any], Awaitable[dict[str, Any]]]
 
 
 def _status_of(error: SimhashStoreError) -> int:
+    if isinstance(error, WorkerDiedError):
+        return 503
     if isinstance(error, (LockTimeoutError, DatabaseUnavailableError)):
         return 503
     if isinstance(error, PermissionDeniedError):  # the service's role may not (a read-only role's /add)

@@ -63,9 +63,9 @@ def running(service: http_service.FingerprintService) -> Iterator[str]:
 
 @pytest.fixture
 def service(writer_url, tmp_path):
-    opened = open_service(writer_url, token_directory=tmp_path / "tokens", limits=Limits(max_body_bytes=64 << 10, max_texts=50))
+    opened = open_service(writer_url, token_directory=tmp_path / "tokens", limits=Limits(max_body_bytes=1 << 20, max_texts=50))
     yield opened
-    opened.store.close()
+    opened.close()
 
 
 @pytest.fixture
@@ -80,16 +80,21 @@ def _client(base: str, token: str | None) -> httpx.Client:
 
 
 def test_fingerprint_equals_the_library_and_says_which_texts_have_none(service, base, sample_paragraphs):
-    texts = [*sample_paragraphs[:5], "，。！"]
-    with _client(base, service.tokens.read_only) as client:
-        answer = client.post("/fingerprint", json={"texts": texts})
-    assert answer.status_code == 200, answer.text
-    body = answer.json()
-    assert body["scheme"] == service.scheme.name
-    for text, result in zip(texts[:5], body["results"]):
-        value = fingerprint(text, service.scheme)
-        assert result == {"fingerprint": to_hex(value), "signed": str(to_signed(value))}
-    assert body["results"][5] == {"fingerprint": None, "signed": None, "error": no_features_message("the text", service.scheme)}
+    assert service.fingerprinter is not None  # the worker processes take requests of many texts
+    for count in (3, 30):  # a few in the server's thread, many in its worker processes
+        texts = [*sample_paragraphs[:count], "，。！", "bad \ud800"]
+        with _client(base, service.tokens.read_only) as client:
+            # ASCII JSON: the lone surrogate travels as the escape \ud800, as a JavaScript client may send it.
+            answer = client.post("/fingerprint", content=json.dumps({"texts": texts}).encode())
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["scheme"] == service.scheme.name
+        for text, result in zip(texts[:count], body["results"]):
+            value = fingerprint(text, service.scheme)
+            assert result == {"fingerprint": to_hex(value), "signed": str(to_signed(value))}
+        no_features = no_features_message("the text", service.scheme)
+        assert body["results"][count] == {"fingerprint": None, "signed": None, "error": no_features}
+        assert body["results"][count + 1]["error"] == "the text is not valid Unicode (it holds a lone surrogate)"
 
 
 def test_add_then_query_answers_as_the_store_does(service, base, writer_url, sample_paragraphs):
@@ -282,7 +287,7 @@ def test_a_read_only_database_role_queries_and_its_adds_are_refused(database_url
             found = client.post("/query", json={"texts": [sample_paragraphs[0]], "k": 0})
             refused = client.post("/add", json={"documents": [{"key": "p1", "text": sample_paragraphs[1]}]})
     finally:
-        service.store.close()
+        service.close()
     assert [m["key"] for m in found.json()["results"][0]["matches"]] == ["p0"]
     assert refused.status_code == 403, refused.text
     assert "\n" not in refused.json()["error"]
