@@ -10,8 +10,9 @@ superuser's reach is refused before anything listens. Bodies are read in chunks 
 (413 past it, whatever Content-Length says), texts per request are bounded, every statement has
 a time limit, and every error is one line of JSON (``{"error": "..."}``), never a traceback.
 
-The scheme's dictionaries and weights are loaded once, at start; fingerprinting and database
-work run in worker threads, so the event loop stays free to answer other requests.
+The scheme's dictionaries and weights are loaded once, at start. Requests of many texts are
+fingerprinted by worker processes started then, a few texts and the database work in worker
+threads, so the event loop stays free to answer other requests.
 
 >>> limits = Limits(max_body_bytes=1024)
 >>> limits.max_texts
