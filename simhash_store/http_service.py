@@ -290,7 +290,7 @@ def open_service(
     try:
         reach = store.superuser_reach()
         if reach:
-            through = "is a superuser" if reach[0] == resolved.username else f"is a member of {', '.join(reach)}"
+            through = "is a superuser" if reach[0] == resolved.username else f"has a superuser's reach through {', '.join(reach)}"
             raise PermissionDeniedError(
                 f"the service's database role {resolved.username or '(default)'} {through}: a service that runs "
                 "requests from other programs must not hold a superuser's rights; give it a role that owns "
