@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import signal
 import socket
 import threading
 from collections.abc import Awaitable, Callable
@@ -512,9 +513,22 @@ def listen(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
 
 
 def run(service: FingerprintService, listening: socket.socket) -> None:
-    """Serve on a socket from :func:`listen` until SIGINT or SIGTERM (uvicorn's handlers)."""
+    """Serve on a socket from :func:`listen` until SIGINT or SIGTERM, then return.
+
+    uvicorn stops gracefully on either signal and then raises it again with the handler it
+    found: that handler is a no-op here, so that the caller returns and the process exits
+    normally (its exit handlers stop an embedded server it started, which the default
+    SIGTERM action would leave running).
+    """
     host, port = listening.getsockname()[:2]
-    server(service, host, port).run(sockets=[listening])
+    main = threading.current_thread() is threading.main_thread()
+    previous = {number: signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    try:
+        server(service, host, port).run(sockets=[listening])
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        service.close()
 
 
 # ------------------------------------------------------------ the OpenAPI description
