@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -291,3 +293,39 @@ def test_a_read_only_database_role_queries_and_its_adds_are_refused(database_url
     assert [m["key"] for m in found.json()["results"][0]["matches"]] == ["p0"]
     assert refused.status_code == 403, refused.text
     assert "\n" not in refused.json()["error"]
+
+
+@pytest.mark.slow
+def test_serve_http_on_the_embedded_store_connects_as_its_owner(sample_paragraphs):
+    # Under /tmp: the embedded server's own system user must reach it when tests run as root.
+    parent = Path(tempfile.mkdtemp(prefix="simhash-store-http-"))
+    environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(parent / "data")}
+    environment.pop("SIMHASH_STORE_URL", None)
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "simhash_store.cli", "serve", "--http", str(port), "--print-tokens"],
+                               env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line, process.stderr.read() if process.poll() is not None else "serve --http printed nothing"
+        printed = json.loads(line)
+        assert printed["url"] == f"http://127.0.0.1:{port}"  # a PORT alone: loopback
+        with _client(printed["url"], printed["read_write_token"]) as client:
+            added = client.post("/add", json={"documents": [{"key": "p0", "text": sample_paragraphs[0]}]})
+            found = client.post("/query", json={"texts": [sample_paragraphs[0]], "k": 0})
+        assert added.json()["added"] == 1, added.text
+        assert [m["key"] for m in found.json()["results"][0]["matches"]] == ["p0"]
+        url = subprocess.run([sys.executable, "-m", "simhash_store.cli", "url"], env=environment, capture_output=True,
+                             text=True, timeout=120)
+        assert "user=simhash_owner" in url.stdout, url.stdout + url.stderr  # the store was handed over, as by serve --listen
+        process.terminate()
+        assert process.wait(timeout=90) == 0, process.stderr.read()
+        pid_file = parent / "data" / "pgdata" / "postmaster.pid"
+        for _ in range(600):  # the embedded server stops once its last user has exited (bounded by the library)
+            if not pid_file.exists():
+                break
+            time.sleep(0.1)
+        assert not pid_file.exists(), "the embedded server outlived serve --http"
+    finally:
+        process.kill()
+        process.wait(timeout=90)
+        shutil.rmtree(parent, ignore_errors=True)
