@@ -9,6 +9,7 @@ adopts the server it left running and stops it in turn.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import hashlib
 import logging
 import os
@@ -580,7 +581,7 @@ HANDOVER_LOCK_SECONDS = 20
 # OS account (COPY ... FROM PROGRAM), read and write its files: it stays on the Unix socket.
 STORE_OWNER = "simhash_owner"
 # Memberships that would give the owner role a superuser's reach after all.
-_SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
 
 
 def _hba(superuser: str) -> str:
@@ -604,36 +605,39 @@ def new_password() -> str:
 
 def _password(directory: Path) -> str:
     """The store owner's TCP password: generated on first use, kept in a file only the owner can read."""
-    path = directory / PASSWORD_FILE
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        password = _read_password(path)
-        if password:
-            return password
-        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
-    password = new_password()
-    with os.fdopen(descriptor, "w", encoding="ascii") as file:
-        file.write(password + "\n")
-    return password
+    return kept_secret(directory / PASSWORD_FILE)
 
 
-def _read_password(path: Path) -> str:
-    """The kept password: from a regular file of this user's only (not a link, FIFO or planted file)."""
+def kept_secret(path: Path) -> str:
+    """A secret generated on first use and kept in ``path``, readable by this user only (mode 0600).
+
+    Opened without following a symbolic link (another local user could plant one to read or
+    overwrite a file elsewhere) and only as a regular file owned by this user; an empty file
+    gets a new secret. Serves ``serve --listen``'s password and the HTTP service's tokens.
+    """
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
     try:
-        reading = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | nofollow | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
-        raise PermissionDeniedError(f"cannot read the password file {path}: {exc.strerror} (a link?)") from None
-    with os.fdopen(reading, "rb") as file:
+        raise PermissionDeniedError(f"cannot open {path}: {exc.strerror} (a symbolic link there is refused: a link?)") from None
+    with os.fdopen(descriptor, "r+", encoding="ascii") as file:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX)  # two first uses at once keep one secret
         status = os.fstat(file.fileno())
         if not stat.S_ISREG(status.st_mode) or status.st_uid != os.geteuid():
             raise PermissionDeniedError(
-                f"the password file {path} is not a file of yours (someone may have planted it): remove it, "
-                "and serve --listen again to make a new password"
+                f"{path} is not a file of yours (someone may have planted it): remove it, and a new secret is made"
             )
         if status.st_mode & 0o077:
             os.fchmod(file.fileno(), 0o600)
-        return file.read(4096).decode("ascii", errors="replace").strip()
+        kept = file.read().strip()
+        if kept:
+            return kept
+        secret = new_password()
+        file.seek(0)
+        file.truncate()
+        file.write(secret + "\n")
+    return secret
+
 
 
 def password_verifier(connection, role: str, password: str) -> str:
@@ -667,7 +671,7 @@ def _prepare_store_owner(connection, owner: str, password: str, superuser: str) 
         "AND pg_catalog.pg_has_role(%(owner)s, r.oid, 'MEMBER') "
         "AND (r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication OR r.rolbypassrls "
         "OR r.rolname = ANY(%(server_roles)s)) ORDER BY 1",
-        {"owner": owner, "server_roles": list(_SERVER_ROLES)},
+        {"owner": owner, "server_roles": list(SERVER_ROLES)},
     ).fetchall()
     if reach:
         names = ", ".join(name for name, in reach)
@@ -804,15 +808,8 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
                     # Before TCP opens (the restart below): the superuser is never let in over it.
                     hba.write_text(wanted)  # rewritten in place: keeps the file's owner
                     connection.execute("SELECT pg_reload_conf()")
-        except psycopg.errors.LockNotAvailable:
-            raise DatabaseUnavailableError(
-                f"could not hand the store over to {STORE_OWNER}: another session held a lock on it for "
-                f"{HANDOVER_LOCK_SECONDS} s (a command using the store now?); nothing changed: serve --listen again "
-                "when it is done"
-            ) from None
         except psycopg.Error as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DatabaseUnavailableError(f"cannot reach the embedded server in {directory}: {detail}") from None
+            raise _handover_error(exc, directory) from None
         if restart:
             options = f"-h {host} -p {port} -k {socket.host}"
             try:
@@ -824,6 +821,42 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
                 raise DatabaseUnavailableError(f"could not restart the embedded server to listen on {host}:{port}: {exc}") from None
             server.ensure_postgres_running()
     return Address(host=_shown_host(host), port=port, user=STORE_OWNER, database=database, password=password), server
+
+
+def _handover_error(exc: Exception, directory: Path) -> DatabaseUnavailableError:
+    import psycopg
+
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return DatabaseUnavailableError(
+            f"could not hand the store over to {STORE_OWNER}: another session held a lock on it for "
+            f"{HANDOVER_LOCK_SECONDS} s (a command using the store now?); nothing changed: serve again "
+            "when it is done"
+        )
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return DatabaseUnavailableError(f"cannot reach the embedded server in {directory}: {detail}")
+
+
+def hand_over(directory: Path, database: str) -> tuple[Address, object]:
+    """Give the store to :data:`STORE_OWNER` as ``serve --listen`` does, without opening TCP;
+    the Unix-socket address as that role (never the superuser), and the server handle.
+
+    For services that run code on behalf of other programs (``serve --http``): they must
+    never hold the superuser's rights, which reach the server's OS account.
+    """
+    import psycopg
+
+    address(directory, database)  # started or joined, the database created
+    server = server_for((directory / "pgdata").resolve())
+    password = _password(directory)
+    with _server_lock(type(server)):
+        server.ensure_postgres_running()
+        socket = socket_address(server, database)
+        try:
+            with _superuser(socket, lock_timeout=HANDOVER_LOCK_SECONDS) as connection, connection.transaction():
+                _prepare_store_owner(connection, STORE_OWNER, password, socket.user)
+        except psycopg.Error as exc:
+            raise _handover_error(exc, directory) from None
+    return socket_address(server, database, STORE_OWNER), server
 
 
 def _refuse_restart_under_others(server, listening: str, current_port: int, host: str, port: int) -> None:

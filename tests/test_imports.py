@@ -51,8 +51,8 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
         ("lookup.py", "store/"),
     ),
     5: (
-        "pipelines over files and records, and the package's public names",
-        ("ingest.py", "dedup.py", "calibrate.py", "__init__.py"),
+        "pipelines over files and records, the HTTP fingerprint service, and the package's public names",
+        ("ingest.py", "dedup.py", "calibrate.py", "http_service.py", "__init__.py"),
     ),
     6: (
         "the command line: parses, calls the library, renders; chooses between Lookup and Store",

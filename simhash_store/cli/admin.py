@@ -22,6 +22,7 @@ from .common import (
     fail,
     opened_store,
     out,
+    parse_size,
     state,
     warn,
 )
@@ -176,6 +177,17 @@ def serve(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a JSON object (url, host, port, user, database, superuser).")
     ] = False,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http", metavar="HOST:PORT",
+            help="Serve the fingerprint service (HTTP, JSON, bearer tokens) here; a PORT alone listens on 127.0.0.1. "
+            "Prints a JSON object (url, token files). Works with --db too; never as a superuser.",
+        ),
+    ] = None,
+    print_tokens: Annotated[bool, typer.Option("--print-tokens", help="With --http: the tokens too, in the JSON object.")] = False,
+    max_body: Annotated[str, typer.Option(help="With --http: the largest request body, e.g. 16M.")] = "16M",
+    max_texts: Annotated[int, typer.Option(min=1, max=1_000_000, help="With --http: texts or documents per request.")] = 1000,
 ) -> None:
     """Run the embedded server in the foreground for other applications, until Ctrl-C or SIGTERM.
 
@@ -187,12 +199,33 @@ def serve(
     password is generated once and kept, readable by you only, in the data directory.
     Read-only roles: grant-read ROLE --password.
 
+    With --http: the fingerprint service for other languages (docs/http.md), with a
+    read-write and a read-only token kept in the data directory (mode 0600).
+
     Example: simhash-store serve --listen 127.0.0.1:5433
     """
     address = _listen_address(listen)
     from .. import embedded
     from ..config import EMBEDDED_DATABASE, data_dir, uses_embedded
 
+    if http is not None:
+        host, port = _host_and_port(http if ":" in http else f"127.0.0.1:{http}", "--http")
+        if address is not None:
+            fail("--http and --listen: run them as two serve commands (the second joins the first's server)")
+        try:
+            from .. import http_service
+        except ImportError as exc:
+            fail(f"serve --http needs the http extra (pip install 'simhash-store[http]'): {exc}")
+        try:
+            listening = http_service.listen(host, port)
+            service = http_service.open_service(state.db, limits=http_service.Limits(parse_size(max_body, "--max-body"), max_texts))
+            print(json.dumps(service.announcement(host, port, with_tokens=print_tokens)), flush=True)
+            warn(f"serving the fingerprint service on {service.url(host, port)} for {service.store.display_url}, "
+                 "not as a superuser; every request needs a token; Ctrl-C stops it")
+            http_service.run(service, listening)
+        except SimhashStoreError as exc:
+            fail(str(exc))
+        return
     if not uses_embedded(state.db or ""):  # --db, or SIMHASH_STORE_URL through it
         fail(f"serve runs the embedded server; --db and {URL_VARIABLE} name another one")
 
@@ -250,14 +283,16 @@ def url() -> None:
 
 def _listen_address(listen: str | None) -> tuple[str, int] | None:
     """HOST:PORT (or [IPv6]:PORT) checked before anything starts."""
-    if listen is None:
-        return None
+    return None if listen is None else _host_and_port(listen, "--listen")
+
+
+def _host_and_port(listen: str, option: str) -> tuple[str, int]:
     host, _, port = listen.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     valid_host = bool(host) and all(c.isalnum() or c in ".-:*" for c in host)
     if not valid_host or not port.isdigit() or not 0 < int(port) < 65536:
         raise typer.BadParameter(
             f"{listen!r} is not HOST:PORT (for example 127.0.0.1:5433, or 0.0.0.0:5433 for every address)",
-            param_hint="--listen",
+            param_hint=option,
         )
     return host, int(port)

@@ -607,6 +607,13 @@ class Store:
         with self.engine.begin() as connection:
             admin.grant_read_only(connection.connection.driver_connection, role, password)
 
+    @_database_errors
+    def superuser_reach(self) -> list[str]:
+        """The roles through which this connection's role has a superuser's reach: a superuser
+        it is or may become, or a role that runs programs or touches files as the server's OS
+        account. Empty for a role a service may safely hold (``serve --http`` refuses others)."""
+        return self._read(admin.superuser_reach)
+
     # ------------------------------------------------------------ statistics
 
     @_database_errors

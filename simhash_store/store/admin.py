@@ -13,10 +13,22 @@ from sqlalchemy.engine import Connection
 
 from .. import distributed as citus
 from .. import maintenance
-from ..embedded import password_verifier
+from ..embedded import SERVER_ROLES, password_verifier
 from ..errors import PermissionDeniedError, SimhashStoreWarning
 from .connection import with_cursor
 from .reads import count
+
+
+def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
+    """See Store.superuser_reach: the current role itself when it is a superuser, else the
+    superusers and server roles it is a member of."""
+    cursor.execute(
+        "SELECT r.rolname FROM pg_catalog.pg_roles r "
+        "WHERE (r.rolsuper OR r.rolname = ANY(%s)) AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER') "
+        "ORDER BY r.rolname <> current_user, r.rolname",
+        (list(SERVER_ROLES),),
+    )
+    return [name for name, in cursor.fetchall()]
 
 
 def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = None) -> None:

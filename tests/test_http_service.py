@@ -1,0 +1,331 @@
+"""The fingerprint service (``serve --http``) through a real uvicorn server and a real HTTP client."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from simhash_store import http_service
+from simhash_store.bits import to_hex, to_signed
+from simhash_store.errors import PermissionDeniedError
+from simhash_store.fingerprint import fingerprint, no_features_message
+from simhash_store.http_service import Limits, open_service
+from simhash_store.store import NewDocument, Store
+
+pytestmark = pytest.mark.db
+
+WRITER_GRANTS = (
+    "GRANT USAGE ON SCHEMA simhash TO {role}",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
+    "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA simhash TO {role}",
+)
+
+
+@pytest.fixture
+def writer_url(database_url, make_role):
+    """The test database as a role that may read and write the store, and is no superuser."""
+    with Store(database_url) as store:
+        store.init()  # created by the test's superuser; the service's role only writes rows
+    role = make_role(database_url, *WRITER_GRANTS, prefix="simhash_http")
+    return database_url.set(username=role, password=None).render_as_string(hide_password=False)
+
+
+@contextlib.contextmanager
+def running(service: http_service.FingerprintService) -> Iterator[str]:
+    """``service`` on a free loopback port, in a thread; its base URL."""
+    listening = http_service.listen("127.0.0.1", 0)
+    port = listening.getsockname()[1]
+    server = http_service.server(service, "127.0.0.1", port)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.fixture
+def service(writer_url, tmp_path):
+    opened = open_service(writer_url, token_directory=tmp_path / "tokens", limits=Limits(max_body_bytes=1 << 20, max_texts=50))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def base(service) -> Iterator[str]:
+    with running(service) as url:
+        yield url
+
+
+def _client(base: str, token: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    return httpx.Client(base_url=base, headers=headers, timeout=30)
+
+
+def test_fingerprint_equals_the_library_and_says_which_texts_have_none(service, base, sample_paragraphs):
+    assert service.fingerprinter is not None  # the worker processes take requests of many texts
+    for count in (3, 30):  # a few in the server's thread, many in its worker processes
+        texts = [*sample_paragraphs[:count], "，。！", "bad \ud800"]
+        with _client(base, service.tokens.read_only) as client:
+            # ASCII JSON: the lone surrogate travels as the escape \ud800, as a JavaScript client may send it.
+            answer = client.post("/fingerprint", content=json.dumps({"texts": texts}).encode())
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["scheme"] == service.scheme.name
+        for text, result in zip(texts[:count], body["results"]):
+            value = fingerprint(text, service.scheme)
+            assert result == {"fingerprint": to_hex(value), "signed": str(to_signed(value))}
+        no_features = no_features_message("the text", service.scheme)
+        assert body["results"][count] == {"fingerprint": None, "signed": None, "error": no_features}
+        assert body["results"][count + 1]["error"] == "the text is not valid Unicode (it holds a lone surrogate)"
+
+
+def test_add_then_query_answers_as_the_store_does(service, base, writer_url, sample_paragraphs):
+    documents = [{"key": f"p{i}", "text": text, "metadata": {"n": i}} for i, text in enumerate(sample_paragraphs[:10])]
+    documents.append({"key": "empty", "text": "，。！"})
+    with _client(base, service.tokens.read_write) as client:
+        added = client.post("/add", json={"documents": documents})
+        again = client.post("/add", json={"documents": documents[:3]})
+        edited = sample_paragraphs[0][:-20] + "（转载）"
+        by_text = client.post("/query", json={"texts": [edited, "，。！"], "k": 10})
+        by_hex = client.post("/query", json={"fingerprints": [to_hex(fingerprint(sample_paragraphs[1], service.scheme))], "k": 3,
+                                             "max_results": 1})
+    assert added.status_code == 200, added.text
+    result = added.json()
+    assert (result["added"], result["updated"], result["unchanged"]) == (10, 0, 0)
+    assert [(f["index"], f["key"]) for f in result["failed"]] == [(10, "empty")]
+    assert "empty" in result["failed"][0]["error"]
+    assert again.json()["unchanged"] == 3
+    with Store(writer_url) as store:
+        assert store.count() == 10
+        assert store.get("p4").metadata == {"n": 4}
+        expected = store.query(fingerprint(edited, service.scheme), 10)
+    first = by_text.json()["results"][0]
+    assert first["fingerprint"] == to_hex(fingerprint(edited, service.scheme))
+    assert first["matches"] == [{"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in expected]
+    assert first["matches"][0]["key"] == "p0"
+    assert by_text.json()["results"][1]["error"].startswith("the text has no features")
+    assert [m["key"] for m in by_hex.json()["results"][0]["matches"]] == ["p1"]
+
+
+def test_without_a_token_or_with_a_wrong_one_nothing_is_answered(service, base):
+    with _client(base, None) as client:
+        for path, method in (("/fingerprint", "POST"), ("/query", "POST"), ("/add", "POST"), ("/health", "GET"),
+                             ("/openapi.json", "GET")):
+            answer = client.request(method, path, json={"texts": ["保护人民"]})
+            assert answer.status_code == 401, (path, answer.text)
+            assert answer.headers["www-authenticate"].startswith("Bearer")
+            assert "Bearer" in answer.json()["error"]
+    with _client(base, service.tokens.read_write + "x") as client:
+        answer = client.post("/fingerprint", json={"texts": ["保护人民"]})
+    assert answer.status_code == 401
+    assert answer.json() == {"error": "the token is not one of this service's"}
+
+
+def test_the_read_only_token_may_not_add(service, base, writer_url):
+    with _client(base, service.tokens.read_only) as client:
+        answer = client.post("/add", json={"documents": [{"key": "a", "text": "保护人民的合法权利"}]})
+        health = client.get("/health")
+    assert answer.status_code == 403
+    assert "read-only" in answer.json()["error"]
+    assert health.json()["status"] == "ok"
+    with Store(writer_url) as store:
+        assert store.count() == 0
+
+
+def test_oversized_bodies_and_lists_are_refused(service, base):
+    limit = service.limits.max_body_bytes
+    with _client(base, service.tokens.read_write) as client:
+        big = client.post("/fingerprint", content=b'{"texts": ["' + b"a" * limit + b'"]}')
+        # Chunked, so no Content-Length to trust: the body is measured as it arrives.
+        streamed = client.post("/fingerprint", content=iter([b'{"texts": ["', b"a" * limit, b'"]}']))
+        many = client.post("/fingerprint", json={"texts": ["保护"] * (service.limits.max_texts + 1)})
+        after = client.post("/fingerprint", json={"texts": ["保护人民"]})
+    assert big.status_code == 413 and "larger than" in big.json()["error"]
+    assert streamed.status_code == 413
+    assert many.status_code == 413 and "at most 50" in many.json()["error"]
+    assert after.status_code == 200  # the server still answers
+
+
+def test_malformed_requests_get_one_line_of_json(service, base):
+    with _client(base, service.tokens.read_write) as client:
+        answers = {
+            "bad json": client.post("/fingerprint", content=b'{"texts": ['),
+            "not utf-8": client.post("/fingerprint", content=b'{"texts": ["\xff"]}'),
+            "not an object": client.post("/fingerprint", json=["a"]),
+            "not strings": client.post("/fingerprint", json={"texts": [1]}),
+            "bad k": client.post("/query", json={"texts": ["保护人民"], "k": 99}),
+            "bad hex": client.post("/query", json={"fingerprints": ["xyz"]}),
+            "both": client.post("/query", json={"texts": ["a"], "fingerprints": ["00"]}),
+            "deep": client.post("/fingerprint", content=b"[" * 50_000),
+        }
+        missing = client.get("/nowhere")
+    for name, answer in answers.items():
+        assert answer.status_code == 400, (name, answer.text)
+        error = answer.json()["error"]
+        assert error and "\n" not in error and "Traceback" not in error, (name, error)
+    assert answers["bad json"].json()["error"].startswith("malformed JSON")
+    assert "0 to 64" in answers["bad k"].json()["error"]
+    assert missing.status_code == 404 and "error" in missing.json()
+
+
+def test_openapi_describes_the_endpoints_as_served(service, base):
+    with _client(base, service.tokens.read_only) as client:
+        description = client.get("/openapi.json").json()
+        assert set(description["paths"]) == {"/fingerprint", "/query", "/add", "/health", "/openapi.json"}
+        for path, operations in description["paths"].items():
+            for method in operations:
+                # Every method described is served (anything else would answer 405 before the token is read).
+                answer = client.request(method.upper(), path, json={"texts": ["保护人民"]})
+                assert answer.status_code != 405, (method, path)
+    limits = description["paths"]["/fingerprint"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert limits["properties"]["texts"]["maxItems"] == service.limits.max_texts
+    assert "403" in description["paths"]["/add"]["post"]["responses"]
+
+
+def test_a_superuser_url_is_refused(database_url, tmp_path):
+    with Store(database_url) as store:
+        assert store.superuser_reach(), "the test server's admin URL is expected to be a superuser's"
+    with pytest.raises(PermissionDeniedError, match="must not hold a superuser's rights"):
+        open_service(database_url.render_as_string(hide_password=False), token_directory=tmp_path)
+
+
+def test_a_member_of_a_server_role_is_refused(database_url, make_role, tmp_path):
+    role = make_role(database_url, "GRANT pg_read_server_files TO {role}", prefix="simhash_http")
+    url = database_url.set(username=role, password=None).render_as_string(hide_password=False)
+    with pytest.raises(PermissionDeniedError, match="pg_read_server_files"):
+        open_service(url, token_directory=tmp_path)
+
+
+def test_tokens_are_kept_private_and_not_through_links(tmp_path):
+    first = http_service.tokens(tmp_path / "keep")
+    again = http_service.tokens(tmp_path / "keep")
+    assert first == again and first.read_write != first.read_only
+    for name in (http_service.READ_WRITE_TOKEN_FILE, http_service.READ_ONLY_TOKEN_FILE):
+        assert stat.S_IMODE((tmp_path / "keep" / name).stat().st_mode) == 0o600
+    assert first.role_of(first.read_only) == "read-only" and first.role_of("x") is None
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("someone else's\n")
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / http_service.READ_WRITE_TOKEN_FILE).symlink_to(elsewhere)
+    with pytest.raises(Exception, match="symbolic link"):
+        http_service.tokens(tmp_path / "linked")
+    assert elsewhere.read_text() == "someone else's\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_serve_http_through_the_cli(writer_url, tmp_path, sample_paragraphs):
+    port = _free_port()
+    environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}
+    command = [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(process.stdout.readline())
+        assert first["url"] == f"http://127.0.0.1:{port}"
+        token = Path(first["read_only_token_file"]).read_text().strip()
+        with _client(first["url"], token) as client:
+            answer = client.post("/fingerprint", json={"texts": [sample_paragraphs[0]]})
+        assert answer.json()["results"][0]["fingerprint"] == to_hex(fingerprint(sample_paragraphs[0]))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_serve_http_refuses_a_superuser_in_one_line(database_url, tmp_path):
+    environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}
+    url = database_url.render_as_string(hide_password=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "--db", url, "serve", "--http", f"127.0.0.1:{_free_port()}"],
+        env=environment, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: the service's database role") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_serve_http_on_a_port_in_use_is_one_line(writer_url, tmp_path):
+    with http_service.listen("127.0.0.1", 0) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"127.0.0.1:{port}"],
+            env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+        )
+    assert done.returncode == 1
+    assert done.stderr == f"Error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_a_read_only_database_role_queries_and_its_adds_are_refused(database_url, make_role, tmp_path, sample_paragraphs):
+    role = make_role(database_url, prefix="simhash_http_reader")
+    with Store(database_url) as store:
+        store.add([NewDocument("p0", fingerprint(sample_paragraphs[0], store.scheme))])
+        store.grant_read_only(role)
+    service = open_service(database_url.set(username=role, password=None).render_as_string(hide_password=False),
+                           token_directory=tmp_path)
+    try:
+        with running(service) as base, _client(base, service.tokens.read_write) as client:
+            found = client.post("/query", json={"texts": [sample_paragraphs[0]], "k": 0})
+            refused = client.post("/add", json={"documents": [{"key": "p1", "text": sample_paragraphs[1]}]})
+    finally:
+        service.close()
+    assert [m["key"] for m in found.json()["results"][0]["matches"]] == ["p0"]
+    assert refused.status_code == 403, refused.text
+    assert "\n" not in refused.json()["error"]
+
+
+@pytest.mark.slow
+def test_serve_http_on_the_embedded_store_connects_as_its_owner(sample_paragraphs):
+    # Under /tmp: the embedded server's own system user must reach it when tests run as root.
+    parent = Path(tempfile.mkdtemp(prefix="simhash-store-http-"))
+    environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(parent / "data")}
+    environment.pop("SIMHASH_STORE_URL", None)
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "simhash_store.cli", "serve", "--http", str(port), "--print-tokens"],
+                               env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line, process.stderr.read() if process.poll() is not None else "serve --http printed nothing"
+        printed = json.loads(line)
+        assert printed["url"] == f"http://127.0.0.1:{port}"  # a PORT alone: loopback
+        with _client(printed["url"], printed["read_write_token"]) as client:
+            added = client.post("/add", json={"documents": [{"key": "p0", "text": sample_paragraphs[0]}]})
+            found = client.post("/query", json={"texts": [sample_paragraphs[0]], "k": 0})
+        assert added.json()["added"] == 1, added.text
+        assert [m["key"] for m in found.json()["results"][0]["matches"]] == ["p0"]
+        url = subprocess.run([sys.executable, "-m", "simhash_store.cli", "url"], env=environment, capture_output=True,
+                             text=True, timeout=120)
+        assert "user=simhash_owner" in url.stdout, url.stdout + url.stderr  # the store was handed over, as by serve --listen
+        process.terminate()
+        assert process.wait(timeout=90) == 0, process.stderr.read()
+        pid_file = parent / "data" / "pgdata" / "postmaster.pid"
+        for _ in range(600):  # the embedded server stops once its last user has exited (bounded by the library)
+            if not pid_file.exists():
+                break
+            time.sleep(0.1)
+        assert not pid_file.exists(), "the embedded server outlived serve --http"
+    finally:
+        process.kill()
+        process.wait(timeout=90)
+        shutil.rmtree(parent, ignore_errors=True)
