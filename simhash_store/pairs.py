@@ -1,13 +1,20 @@
 """All near-duplicate pairs among many 64-bit fingerprints, exactly, with numpy. Pure: no I/O.
 
-The same pigeonhole as the index: two fingerprints within ``k`` bits have a 16-bit
-block within ``k // 4`` bits. For each block, fingerprints are sorted by its value
-(a radix sort of 16-bit keys): equal blocks are pairs inside runs of the sorted order,
-walked one offset at a time; blocks that differ by a flip mask are found by looking up
-the run of ``block ^ mask``. A pair is kept only from the first block that finds it, so
-nothing is reported twice, and every candidate is verified on all 64 bits.
-Identical fingerprints are grouped first, so a heavily duplicated corpus does not
-blow up the candidate lists.
+Two layouts of the same pigeonhole, chosen by an estimated cost (:func:`_layout`):
+
+* **four 16-bit blocks** (the index's own): two fingerprints within ``k`` bits have a block
+  within ``k // 4`` bits. Per block, fingerprints are sorted by its value; equal blocks are
+  pairs inside runs of the sorted order, blocks that differ by a flip mask are found by looking
+  up the run of ``block ^ mask``. A bucket holds n / 65,536 values, so the candidates grow with
+  n²: right for small stores and large k.
+* **exact-match tables**: cut into m > k blocks, two fingerprints within ``k`` bits are equal
+  on at least m - k of them; each such subset of blocks is one table whose key (about
+  64 (m - k) / m bits, near log2(n)) is sorted with the position packed beside it in one
+  uint64. Candidates stay a few per value: linear in n, for k up to about 5.
+
+In both, a pair is kept only from the first block or table that finds it, so nothing is
+reported twice, and every candidate is verified on all 64 bits. Identical fingerprints are
+grouped first, so a heavily duplicated corpus does not blow up the candidate lists.
 
 >>> import numpy as np
 >>> left, right, distance = near_pairs(np.array([0b1011, 0b1001, 0xFFFF << 40], dtype=np.uint64), 3)
@@ -139,7 +146,8 @@ def _exact_tables(max_distance: int, block_count: int) -> list[list[tuple[int, i
 
 
 def _table_mask(table: list[tuple[int, int]]) -> np.uint64:
-    return np.uint64(sum(((1 << width) - 1) << shift for shift, width in table))
+    mask: np.uint64 = np.uint64(sum(((1 << width) - 1) << shift for shift, width in table))
+    return mask
 
 
 def _exact_pairs(values: np.ndarray, max_distance: int, block_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -252,7 +260,8 @@ def _sorted_order(fingerprints: np.ndarray) -> np.ndarray:
     if len(slots):
         members = order[slots]
         order[slots] = members[np.argsort(fingerprints[members], kind="stable")]
-    return order
+    result: np.ndarray = order
+    return result
 
 
 def _groups(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -58,8 +58,9 @@ def keys_of(raw: psycopg.Connection, ids: np.ndarray) -> dict[int, str]:
     keys: dict[int, str] = {}
     with raw.cursor() as cursor:
         for start in range(0, len(ids), 50_000):
-            chunk = [int(i) for i in ids[start : start + 50_000]]
-            cursor.execute("SELECT id, key FROM simhash.documents WHERE id = ANY(%s)", (chunk,))
+            # An array literal: psycopg adapts a list of Python ints one by one, ten times slower.
+            chunk = "{" + ",".join(map(str, np.asarray(ids[start : start + 50_000]).tolist())) + "}"
+            cursor.execute("SELECT id, key FROM simhash.documents WHERE id = ANY(%s::bigint[])", (chunk,))
             keys.update(cursor.fetchall())
     return keys
 
