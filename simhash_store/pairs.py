@@ -1,13 +1,20 @@
 """All near-duplicate pairs among many 64-bit fingerprints, exactly, with numpy. Pure: no I/O.
 
-The same pigeonhole as the index: two fingerprints within ``k`` bits have a 16-bit
-block within ``k // 4`` bits. For each block, fingerprints are sorted by its value
-(a radix sort of 16-bit keys): equal blocks are pairs inside runs of the sorted order,
-walked one offset at a time; blocks that differ by a flip mask are found by looking up
-the run of ``block ^ mask``. A pair is kept only from the first block that finds it, so
-nothing is reported twice, and every candidate is verified on all 64 bits.
-Identical fingerprints are grouped first, so a heavily duplicated corpus does not
-blow up the candidate lists.
+Two layouts of the same pigeonhole, chosen by an estimated cost (:func:`_layout`):
+
+* **four 16-bit blocks** (the index's own): two fingerprints within ``k`` bits have a block
+  within ``k // 4`` bits. Per block, fingerprints are sorted by its value; equal blocks are
+  pairs inside runs of the sorted order, blocks that differ by a flip mask are found by looking
+  up the run of ``block ^ mask``. A bucket holds n / 65,536 values, so the candidates grow with
+  n²: right for small stores and large k.
+* **exact-match tables**: cut into m > k blocks, two fingerprints within ``k`` bits are equal
+  on at least m - k of them; each such subset of blocks is one table whose key (about
+  64 (m - k) / m bits, near log2(n)) is sorted with the position packed beside it in one
+  uint64. Candidates stay a few per value: linear in n, for k up to about 5.
+
+In both, a pair is kept only from the first block or table that finds it, so nothing is
+reported twice, and every candidate is verified on all 64 bits. Identical fingerprints are
+grouped first, so a heavily duplicated corpus does not blow up the candidate lists.
 
 >>> import numpy as np
 >>> left, right, distance = near_pairs(np.array([0b1011, 0b1001, 0xFFFF << 40], dtype=np.uint64), 3)
@@ -19,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import combinations
+from math import comb
 
 import numpy as np
 
@@ -81,8 +90,8 @@ def _flipped_key_candidates(
         yield np.repeat(sources[piece], found[piece]), _expand(lo[piece], found[piece])
 
 
-def _unique_pairs(values: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs (a < b) of distinct values within ``max_distance``, each found once."""
+def _flip_pairs(values: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (a < b) of distinct values within ``max_distance``: four 16-bit blocks, flip masks."""
     radius = block_radius(max_distance)
     limit = np.uint8(max_distance)
     found_left, found_right, found_distance = [], [], []
@@ -109,18 +118,161 @@ def _unique_pairs(values: np.ndarray, max_distance: int) -> tuple[np.ndarray, np
                 found_left.append(np.minimum(left, right))
                 found_right.append(np.maximum(left, right))
                 found_distance.append(distance[new].astype(np.int64))
-    if not found_left:
+    return _joined(found_left, found_right, found_distance)
+
+
+def _joined(lefts: list[np.ndarray], rights: list[np.ndarray], distances: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not lefts:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty
-    return np.concatenate(found_left), np.concatenate(found_right), np.concatenate(found_distance)
+    return np.concatenate(lefts), np.concatenate(rights), np.concatenate(distances)
+
+
+def _block_spans(count: int) -> list[tuple[int, int]]:
+    """``count`` blocks of 64 bits as (shift, width), widths as even as possible, most significant first."""
+    widths = [64 // count + (1 if i < 64 % count else 0) for i in range(count)]
+    spans, top = [], 64
+    for width in widths:
+        top -= width
+        spans.append((top, width))
+    return spans
+
+
+def _exact_tables(max_distance: int, block_count: int) -> list[list[tuple[int, int]]]:
+    """Pigeonhole on ``block_count`` blocks: a pair within ``max_distance`` bits is equal on at least
+    ``block_count - max_distance`` of them, so every such subset of blocks is one table."""
+    spans = _block_spans(block_count)
+    return [[spans[i] for i in chosen] for chosen in combinations(range(block_count), block_count - max_distance)]
+
+
+def _table_mask(table: list[tuple[int, int]]) -> np.uint64:
+    mask: np.uint64 = np.uint64(sum(((1 << width) - 1) << shift for shift, width in table))
+    return mask
+
+
+def _exact_pairs(values: np.ndarray, max_distance: int, block_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (a < b) of distinct values within ``max_distance``, each found once, by exact-match tables.
+
+    Per table, the chosen blocks' bits are packed into one key (cut to the bits left beside the
+    position) and sorted with the position as one uint64: pairs are the runs of equal keys. A pair
+    is kept by the first table whose blocks it matches exactly, so nothing is reported twice.
+    """
+    limit = np.uint8(max_distance)
+    count = len(values)
+    position_bits = max(1, (count - 1).bit_length())
+    positions = np.arange(count, dtype=np.uint64)
+    tables = _exact_tables(max_distance, block_count)
+    masks = [_table_mask(table) for table in tables]
+    found_left, found_right, found_distance = [], [], []
+    for number, table in enumerate(tables):
+        key = np.zeros(count, dtype=np.uint64)
+        key_bits = 0
+        for shift, width in table:
+            key <<= np.uint64(width)
+            key |= (values >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+            key_bits += width
+        if key_bits > 64 - position_bits:  # a shorter key only adds candidates; all are verified
+            key >>= np.uint64(key_bits - (64 - position_bits))
+        key <<= np.uint64(position_bits)
+        key |= positions
+        key.sort()
+        order = (key & np.uint64((1 << position_bits) - 1)).astype(np.int64)
+        key >>= np.uint64(position_bits)
+        for left, right in _same_key_candidates(key):
+            left, right = order[left], order[right]
+            xor = values[left] ^ values[right]
+            distance = np.bitwise_count(xor)
+            new = (distance <= limit) & ((xor & masks[number]) == 0)
+            for earlier in masks[:number]:
+                new &= (xor & earlier) != 0
+            keep = np.flatnonzero(new)
+            left, right = left[keep], right[keep]
+            found_left.append(np.minimum(left, right))
+            found_right.append(np.maximum(left, right))
+            found_distance.append(distance[keep].astype(np.int64))
+    return _joined(found_left, found_right, found_distance)
+
+
+def _exact_cost(count: int, max_distance: int, block_count: int) -> float:
+    """Estimated seconds of :func:`_exact_pairs` on random values: a sort per table, and candidates."""
+    tables = comb(block_count, block_count - max_distance)
+    key_bits = min(64 * (block_count - max_distance) / block_count, 64 - max(1, (count - 1).bit_length()))
+    return tables * (count * 70e-9 + count * count / 2 ** (key_bits + 1) * 40e-9)
+
+
+def _flip_cost(count: int, max_distance: int) -> float:
+    """Estimated seconds of :func:`_flip_pairs` on random values: probes and candidates."""
+    probes = len(flip_masks(block_radius(max_distance)))
+    return 4 * (count * 150e-9 + probes * (count * 20e-9 + count * count / 2**17 * 40e-9))
+
+
+def _layout(count: int, max_distance: int) -> int:
+    """The cheaper layout: 0 for four 16-bit blocks with flips, else the number of exact-match blocks.
+
+    Four 16-bit blocks suit about 65,000 values per block value; past that their candidates grow
+    with the square of the count, while exact-match tables with keys near log2(count) bits stay
+    linear (at most 20 tables are considered).
+    """
+    best, best_cost = 0, _flip_cost(count, max_distance)
+    for block_count in range(max_distance + 1, 64):
+        if comb(block_count, block_count - max_distance) > 20:
+            break
+        cost = _exact_cost(count, max_distance, block_count)
+        if cost < best_cost:
+            best, best_cost = block_count, cost
+    return best
+
+
+def _unique_pairs(
+    values: np.ndarray, max_distance: int, layout: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (a < b) of distinct values within ``max_distance``, each found once.
+
+    ``layout`` (chosen by cost when None): 0 for four 16-bit blocks with flip masks, else the
+    number of blocks of exact-match tables.
+    """
+    if layout is None:
+        layout = _layout(len(values), max_distance)
+    if layout == 0:
+        return _flip_pairs(values, max_distance)
+    return _exact_pairs(values, max_distance, layout)
+
+
+def _sorted_order(fingerprints: np.ndarray) -> np.ndarray:
+    """A stable argsort of uint64 values, by sorting (high bits, position) packed in one uint64.
+
+    numpy sorts plain uint64 several times faster than it argsorts them; only the values whose
+    high bits tie with another's are argsorted again, on their own.
+    """
+    count = len(fingerprints)
+    position_bits = max(1, (count - 1).bit_length())
+    low = np.uint64((1 << position_bits) - 1)
+    packed = (fingerprints >> np.uint64(position_bits)) << np.uint64(position_bits)
+    packed |= np.arange(count, dtype=np.uint64)
+    packed.sort()
+    order = (packed & low).astype(np.int64)
+    packed >>= np.uint64(position_bits)
+    tied = np.zeros(count, dtype=bool)
+    same = packed[1:] == packed[:-1]
+    tied[1:] |= same
+    tied[:-1] |= same
+    slots = np.flatnonzero(tied)
+    if len(slots):
+        members = order[slots]
+        order[slots] = members[np.argsort(fingerprints[members], kind="stable")]
+    result: np.ndarray = order
+    return result
 
 
 def _groups(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Distinct values, and for each the positions holding it (as order[start:start+size])."""
-    values, inverse, sizes = np.unique(fingerprints, return_inverse=True, return_counts=True)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.cumsum(sizes) - sizes
-    return values, order, starts, sizes
+    order = _sorted_order(fingerprints)
+    ordered = fingerprints[order]
+    first = np.ones(len(ordered), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.append(starts, len(ordered)))
+    return ordered[starts], order, starts, sizes
 
 
 @dataclass(frozen=True)
@@ -202,7 +354,9 @@ def near_clusters(fingerprints: np.ndarray, max_distance: int) -> np.ndarray:
     Labels are the smallest position in each cluster, so singletons label themselves.
     """
     fingerprints = np.ascontiguousarray(fingerprints, dtype=np.uint64)
-    values, inverse = np.unique(fingerprints, return_inverse=True)
+    values, order, _, sizes = _groups(fingerprints)
+    inverse = np.empty(len(fingerprints), dtype=np.int64)
+    inverse[order] = np.repeat(np.arange(len(values)), sizes)
     a, b, _ = _unique_pairs(values, max_distance)
     labels = np.arange(len(values), dtype=np.int64)
     # Min-label propagation with pointer jumping: converges in a few rounds.
@@ -216,7 +370,7 @@ def near_clusters(fingerprints: np.ndarray, max_distance: int) -> np.ndarray:
             break
     # Relabel each cluster by the smallest original position in it.
     positions = np.arange(len(fingerprints), dtype=np.int64)
-    cluster_of_position = labels[inverse.ravel()]
+    cluster_of_position = labels[inverse]
     first_position = np.full(len(values), len(fingerprints), dtype=np.int64)
     np.minimum.at(first_position, cluster_of_position, positions)
     return first_position[cluster_of_position]

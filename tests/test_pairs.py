@@ -1,0 +1,98 @@
+"""All pairs in memory (simhash_store.pairs): every layout equals brute force. No database."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_store.pairs import _layout, _sorted_order, _unique_pairs, near_clusters, near_groups, near_pairs
+
+
+def _brute_pairs(values: np.ndarray, max_distance: int) -> list[tuple[int, int, int]]:
+    distance = np.bitwise_count(values[:, None] ^ values[None, :])
+    left, right = np.nonzero(np.triu(distance <= max_distance, 1))
+    return sorted(zip(left.tolist(), right.tolist(), distance[left, right].tolist()))
+
+
+def _near_duplicate_values(seed: int, count: int, bits_flipped: int) -> np.ndarray:
+    """Random values and copies of some of them with a few bits flipped (and some exact copies)."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**64, size=max(1, count // 4), dtype=np.uint64, endpoint=False)
+    values = base[rng.integers(0, len(base), count)]
+    for _ in range(bits_flipped):
+        bit = rng.integers(0, 64, count).astype(np.uint64)
+        values ^= np.where(rng.random(count) < 0.5, np.uint64(1) << bit, np.uint64(0))
+    return values
+
+
+@pytest.mark.parametrize("max_distance", range(0, 13))
+def test_every_layout_finds_each_pair_once_as_brute_force(max_distance):
+    values = np.unique(_near_duplicate_values(max_distance, 600, 8))
+    expected = _brute_pairs(values, max_distance)
+    assert expected or max_distance == 0
+    # 0: four 16-bit blocks with flip masks; n > max_distance: n blocks of exact-match tables
+    # (those of at most 40 tables: more only cost time here).
+    layouts = [n for n in range(max_distance + 1, max_distance + 4) if comb(n, n - max_distance) <= 40]
+    for layout in [0, *layouts]:
+        left, right, distance = _unique_pairs(values, max_distance, layout)
+        assert sorted(zip(left.tolist(), right.tolist(), distance.tolist())) == expected, layout
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=0, max_size=80),
+    st.integers(min_value=0, max_value=64),
+    st.integers(min_value=0, max_value=11),
+)
+def test_near_pairs_equal_brute_force_for_any_values(raw, flips, max_distance):
+    # Some values repeated and some one bit apart, beside arbitrary ones.
+    values = np.array(raw + raw[:5] + [v ^ (1 << (flips % 64)) for v in raw[:5]], dtype=np.uint64)
+    left, right, distance = near_pairs(values, max_distance)
+    assert list(zip(left.tolist(), right.tolist(), distance.tolist())) == sorted(
+        _brute_pairs(values, max_distance), key=lambda p: (p[2], p[0], p[1])
+    )
+
+
+def test_near_groups_and_clusters_agree_with_brute_force_on_duplicated_values():
+    values = _near_duplicate_values(7, 900, 3)
+    values[::7] = values[0]  # one large group of identical values
+    grouped = near_groups(values, 3)
+    for g in range(len(grouped.sizes)):
+        members = grouped.group(g)
+        assert (values[members] == values[members[0]]).all() and list(members) == sorted(members)
+    assert sum(grouped.sizes) == len(values) and len(set(values[grouped.members[grouped.starts]])) == len(grouped.sizes)
+    between = {(int(a), int(b)) for a, b in zip(grouped.left, grouped.right)}
+    distinct = values[grouped.members[grouped.starts]]
+    assert between == {(a, b) for a, b, _ in _brute_pairs(distinct, 3)}
+
+    labels = near_clusters(values, 3)
+    # Connected components by brute force (union-find).
+    parent = list(range(len(values)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b, _ in _brute_pairs(values, 3):
+        parent[max(root(a), root(b))] = min(root(a), root(b))
+    assert labels.tolist() == [root(i) for i in range(len(values))]
+
+
+def test_sorted_order_is_a_stable_argsort_also_when_high_bits_tie():
+    rng = np.random.default_rng(11)
+    values = rng.integers(0, 2**64, size=5000, dtype=np.uint64, endpoint=False)
+    for sample in (values, values & np.uint64(0xFFFF), values[rng.integers(0, 50, 5000)], values[:1], values[:0]):
+        assert _sorted_order(sample).tolist() == np.argsort(sample, kind="stable").tolist()
+
+
+def test_layout_moves_to_wider_exact_keys_as_the_store_grows():
+    # Four 16-bit blocks suit about 65,000 values; past that exact-match tables with longer keys.
+    assert _layout(10_000, 11) == 0
+    assert _layout(10_000_000, 3) == 5
+    assert all(_layout(count, 3) > 0 for count in (10**6, 10**7, 10**8))
