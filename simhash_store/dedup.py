@@ -125,7 +125,8 @@ def dedup_rows(
     ``rows`` is called once, and once more with ``keep="longest"``: every record is stored
     first, then each gets the verdict of the final clusters.
     """
-    from .ingest import Fingerprinter, _batches
+    from .ingest import Fingerprinter
+    from .ingest import batches as in_batches
     from .scheme import DEFAULT
     from .store import Store
 
@@ -137,7 +138,7 @@ def dedup_rows(
     try:
         seen: set[str] = set()
         with fingerprinter or Fingerprinter(DEFAULT, jobs) as fingerprinter:
-            batches = _batches(rows(), batch_size)
+            batches = in_batches(rows(), batch_size)
             # The workers fingerprint the first batch while the store is created or checked (a new
             # store's migrations take a second or more), with the scheme they were started for:
             # the default unless told. A store of another scheme has the batch fingerprinted again.
@@ -157,7 +158,7 @@ def dedup_rows(
         if keep == "first":
             return
         # Second pass: the clusters are final, every record's verdict is read from them.
-        for start, batch in zip(range(0, len(outcomes), batch_size), _batches(rows(), batch_size)):
+        for start, batch in zip(range(0, len(outcomes), batch_size), in_batches(rows(), batch_size)):
             keys = _stored_keys(outcomes[start : start + batch_size])
             memberships = opened.memberships(keys) if keys else {}
             yield from zip(*zip(*batch), _resolve(outcomes[start : start + batch_size], memberships))
