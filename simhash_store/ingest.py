@@ -34,7 +34,7 @@ from .corpus import (
 )
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
-from .formats import DEFAULT_MAX_BYTES, unique_keys
+from .formats import DEFAULT_MAX_BYTES, ReadOptions, unique_keys
 from .plural import counted
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme
 from .segments import segment_fingerprints
@@ -452,14 +452,19 @@ def fingerprint_arguments(
     *,
     jobs: int | None = None,
     fingerprinter: Fingerprinter | None = None,
+    formats: Sequence[str | None] | None = None,
+    options: ReadOptions | None = None,
     segments: bool = False,
 ) -> Iterator[tuple[Prepared, bool]]:
     """``(prepared, failed)`` for each document the arguments ``names`` (files, directories,
-    ``-``) hold, in order (see :func:`sources.argument_sources`). ``failed`` is False for a
-    fingerprint, and for a file skipped on purpose that a directory held (a binary file:
-    not an error), True for any other skip. ``segments``: with its segments' fingerprints too."""
+    ``-``, records of any format: see :func:`sources.argument_sources`) hold, in order. ``failed``
+    is False for a fingerprint, and for an input skipped on purpose that was not named itself (a
+    binary file a directory held, a record without words: not an error), True for any other skip.
+    ``segments``: with its segments' fingerprints too."""
     named = set(names)
-    found = fingerprint_sources(argument_sources(names), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments)
+    found = fingerprint_sources(
+        argument_sources(names, formats, options), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments
+    )
     for item in found:
         yield item, item.skip is not None and not (item.skip.deliberate and item.skip.where not in named)
 

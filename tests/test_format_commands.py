@@ -121,6 +121,8 @@ def test_calibrate_reads_every_format(tmp_path, form):
 def test_stdin_through_every_command_that_reads_it(database_url, tmp_path):
     jsonl = (DATA / "wiki-paragraphs.jsonl").read_bytes()
     first = wiki()[0]
+    deduped = invoke(database_url, "dedup", "-", "--key-field", "id", input=jsonl)  # first: it starts the clusters
+    assert deduped.exit_code == 0 and len(deduped.stdout.splitlines()) == 40
     added = invoke(database_url, "add", "--format", "jsonl", "-", "--key-field", "id", "-q", input=jsonl)
     assert added.exit_code == 0, added.output
     assert len(stored(database_url)) == 40
@@ -128,12 +130,10 @@ def test_stdin_through_every_command_that_reads_it(database_url, tmp_path):
     assert json.loads(queried.stdout)["matches"][0]["key"] == first["id"]
     queried = invoke(database_url, "query", "--format", "jsonl", "-", "--key-field", "id", "--json", "-k", "0", input=jsonl)
     assert len(queried.stdout.splitlines()) == 40
-    deduped = invoke(database_url, "dedup", "-", "--key-field", "id", input=jsonl)
-    assert deduped.exit_code == 0 and len(deduped.stdout.splitlines()) == 40
     csv_in = "key,fingerprint\nx,0000000000000001\n"
     imported = invoke(database_url, "import", "--format", "csv", "-", "--scheme", "multi-v2", "--no-bulk", input=csv_in)
     assert imported.exit_code == 0 and stored(database_url)["x"] == 1
-    calibrated = invoke(None, "calibrate", "--format", "jsonl", "-", "--scheme", SCHEME, "--sample", "8", "--json", input=jsonl)
+    calibrated = invoke(None, "calibrate", "--format", "jsonl", "-", "--scheme", SCHEME, "--sample", "40", "--json", input=jsonl)
     assert calibrated.exit_code == 0 and json.loads(calibrated.stdout)["documents"] == 40
     parquet = invoke(database_url, "dedup", "--format", "parquet", "-", input=jsonl)
     assert parquet.exit_code == 2 and "parquet cannot be read from standard input" in parquet.output

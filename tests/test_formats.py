@@ -103,7 +103,8 @@ def test_a_missing_field_is_one_error_in_every_record_format(inputs, form):
 
 def test_metadata_fields_go_with_documents_and_bad_metadata_costs_its_record(tmp_path):
     path = tmp_path / "m.jsonl"
-    lines = [{"key": "a", "text": "甲", "title": "标题", "n": 1}, {"key": "b", "text": "乙", "title": "t\u0000"}, {"key": "c", "text": "丙"}]
+    lines = [{"key": "a", "text": "甲", "title": "标题", "n": 1}, {"key": "b", "text": "乙", "title": "t\u0000"},
+             {"key": "c", "text": "丙"}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     items = list(formats.read_documents([str(path)], options=ReadOptions(metadata_fields=("title", "n"))))
     assert items[0].metadata == {"title": "标题", "n": 1}

@@ -33,7 +33,7 @@ from .documents import (
     record_documents,
     unique_keys,
 )
-from .lines import DEFAULT_MAX_BYTES, HugeInteger, lines
+from .lines import DEFAULT_MAX_BYTES, HugeInteger, MissingFieldError, lines
 from .parquet import parquet_schemas, pyarrow_module
 from .registry import (
     INPUTS,
@@ -96,7 +96,7 @@ def open_writer(
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "INPUTS", "OUTPUTS", "FingerprintRecord", "FormatError", "HugeInteger", "Input", "InputFormat",
-    "OutputFormat", "ReadOptions", "RecordWriter", "RepeatedColumnError", "collision", "fingerprint_records",
+    "MissingFieldError", "OutputFormat", "ReadOptions", "RecordWriter", "RepeatedColumnError", "collision", "fingerprint_records",
     "input_format", "lines", "open_writer", "output_format", "output_format_for", "parquet_schemas", "parse_fingerprint",
     "pyarrow_module", "read_documents", "read_fingerprints", "read_jsonl", "read_records", "record_documents",
     "register_input", "register_output", "resolve_format", "unique_keys",

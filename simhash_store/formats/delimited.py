@@ -19,7 +19,7 @@ from ..corpus import BAD_RECORD, Skip
 from ..errors import InputError
 from ..plural import counted
 from .columns import as_text
-from .lines import lines_with_endings, short
+from .lines import MissingFieldError, lines_with_endings, short
 from .registry import Input, InputFormat, OutputFormat, ReadOptions, register_input, register_output
 from .writing import RecordWriter
 
@@ -54,7 +54,7 @@ def delimited_rows(
         missing = [f"{field!r} ({role})" for field, role in fields.items() if field not in header]
         if missing:
             present = ", ".join(short(cell, 40) for cell in header[:20])
-            raise InputError(f"{where}: the header has no column {' or '.join(missing)}; its columns are {present}")
+            raise MissingFieldError(f"{where}: the header has no column {' or '.join(missing)}; its columns are {present}")
         break
     if header is None:
         return iter(())

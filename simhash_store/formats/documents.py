@@ -80,7 +80,10 @@ def record_documents(rows: Iterable[tuple[str, dict | Skip]], options: ReadOptio
         if isinstance(record, Skip):
             yield record
             continue
-        key = record_key(record, key_field, prefix, where)
+        if key_field not in record and key_field not in options.required:
+            key: str | Skip = where  # a command that needs no key (query) names the record by its place
+        else:
+            key = record_key(record, key_field, prefix, where)
         if isinstance(key, Skip):
             yield key
             continue

@@ -96,6 +96,10 @@ def first_line(error: Exception) -> str:
     return str(error).splitlines()[0][:200] if str(error) else type(error).__name__
 
 
+class MissingFieldError(InputError):
+    """The first record (or the header) lacks a field the command needs: every record would fail."""
+
+
 def require_fields(
     rows: Iterator[tuple[str, dict | Skip]], name: str, fields: dict[str, str], kind: str = "record"
 ) -> Iterator[tuple[str, dict | Skip]]:
@@ -112,7 +116,7 @@ def require_fields(
             if missing:
                 present = ", ".join(short(str(field), 40) for field in list(record)[:20]) or "none"
                 more = f" and {len(record) - 20} more" if len(record) > 20 else ""
-                raise InputError(
+                raise MissingFieldError(
                     f"{where}: the first {kind} has no field {' or '.join(missing)}; its fields are {present}{more}"
                 )
             break
