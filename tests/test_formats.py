@@ -114,7 +114,7 @@ def test_metadata_fields_go_with_documents_and_bad_metadata_costs_its_record(tmp
 
 def test_stdin_is_read_by_stream_formats_but_not_parquet(inputs, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(inputs["jsonl"].read_bytes()))))
-    assert formats.resolve_format("-").name == "jsonl"  # sniffed without consuming: the reader sees every line
+    assert formats.resolve_format("-").name == "jsonl"  # stdin is never sniffed (it would wait for its bytes)
     assert len(list(formats.read_records("-"))) == 12
     with pytest.raises(FormatError, match="parquet cannot be read from standard input"):
         formats.read_records("-", "parquet")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -39,7 +40,7 @@ from .render import print_add_lines, print_add_summary, progress_bar
 
 def add(
     paths: Annotated[
-        list[str] | None,
+        list[Path] | None,
         typer.Argument(help="Files and directories (recursive), JSONL, CSV, TSV or Parquet files ('-' for stdin)."),
     ] = None,
     jsonl: Annotated[str | None, typer.Option("--jsonl", help="JSONL file of records ('-' for stdin).")] = None,
@@ -110,7 +111,7 @@ def add(
     # are read as they are stored, after their first one is checked.
     parts: list = []
     counted_all = True
-    for path, kind in [*((p, given) for p in paths or []), *([(jsonl, "jsonl")] if jsonl is not None else [])]:
+    for path, kind in [*((str(p), given) for p in paths or []), *([(jsonl, "jsonl")] if jsonl is not None else [])]:
         items = documents(path, kind, options, hint=hint)
         if resolved(path, kind, "text").documents is not None:
             parts.append(list(items))

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .writing import RecordWriter
 
 SNIFF_BYTES = 4096  # what a sniffer is shown of a file's start
-STDIN_FORMAT = "jsonl"  # standard input that no sniffer knows, where the command reads records
+STDIN_FORMAT = "jsonl"  # standard input, where the command reads records and no --format is given
 
 
 class FormatError(SimhashStoreError):
@@ -108,7 +108,7 @@ Documents = Callable[[Input, ReadOptions], Iterator[Any]]
 class InputFormat:
     """An input format. ``read`` gives its records; the rest says when it applies.
 
-    ``sniff``: given the first bytes of a file (or stdin) whose name says nothing, whether
+    ``sniff``: given the first bytes of a file whose name says nothing, whether
     they are this format's. ``stdin``: whether it reads ``-`` (Parquet needs a file it can
     seek in). ``directories``: whether it reads a directory (the text format walks them).
     ``documents``: a reader of documents (Sources) of its own, where reading a record's text
@@ -194,9 +194,9 @@ def _output_by_suffix(path: str) -> OutputFormat | None:
 
 def resolve_format(path: str, given: str | None = None, *, default: str | None = None) -> InputFormat:
     """The format of an input: the one ``given``; else a directory's (text); else the one its name's
-    ending implies; else ``default`` (a command that reads any file as text says so); else the first
-    format whose sniffer knows its first bytes (stdin's too, peeked, not consumed); else JSONL for
-    stdin; else FormatError asking for ``--format``.
+    ending implies; else ``default`` (a command that reads any file as text says so); else JSONL for
+    stdin; else the first format whose sniffer knows the file's first bytes; else FormatError asking
+    for ``--format``.
     """
     if given is not None:
         return input_format(given)
@@ -208,24 +208,20 @@ def resolve_format(path: str, given: str | None = None, *, default: str | None =
         return found
     if default is not None:
         return input_format(default)
+    if path == "-":
+        # Never sniffed: peeking would wait for the first bytes (a pipe fed later, a terminal)
+        # before the command has claimed its output or said anything.
+        return input_format(STDIN_FORMAT)
     if head := _head(path):
         for candidate in INPUTS.values():
-            if candidate.sniff is not None and (path != "-" or candidate.stdin) and candidate.sniff(head):
+            if candidate.sniff is not None and candidate.sniff(head):
                 return candidate
-    if path == "-":
-        return input_format(STDIN_FORMAT)
     names = ", ".join(INPUTS)
     raise FormatError(f"cannot tell the format of {path!r} from its name: give --format ({names})")
 
 
 def _head(path: str) -> bytes:
-    """The first bytes of a regular file, or of stdin without consuming them (a peek); empty when unknown."""
-    if path == "-":
-        peek = getattr(sys.stdin.buffer, "peek", None)
-        try:
-            return peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
-        except (OSError, ValueError):
-            return b""
+    """The first bytes of a regular file; empty when there are none to see."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return b""  # a FIFO would wait for a writer: never opened to be sniffed
