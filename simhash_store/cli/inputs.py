@@ -68,10 +68,14 @@ def check_patterns(include: list[str] | None, exclude: list[str] | None) -> None
 
 
 def resolved(path: str, given: str | None, default: str | None) -> formats.InputFormat:
+    """The format of an input (a usage error when it cannot be told, or cannot be read from stdin)."""
     try:
-        return formats.resolve_format(path, given, default=default)
+        chosen = formats.resolve_format(path, given, default=default)
     except formats.FormatError as exc:
         raise typer.BadParameter(str(exc), param_hint="--format") from None
+    if path == "-" and not chosen.stdin:
+        raise typer.BadParameter(f"{chosen.name} cannot be read from standard input: give a file", param_hint="--format")
+    return chosen
 
 
 def documents(
