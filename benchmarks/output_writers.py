@@ -34,9 +34,9 @@ CHILD = """
 import sys
 from simhash_store import formats
 source, output, form = sys.argv[1:4]
-writer = formats.RecordWriter(output, form) if form != "none" else None
+writer = formats.open_writer(output, form) if form != "none" else None
 failed = 0
-for where, record in formats.read_records(source, "jsonl", key_field="key", text_field="text"):
+for where, record in formats.read_records(source, "jsonl"):
     if writer is not None:
         try:
             writer.write(record)

@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import OutputError
 from .fingerprint import fingerprint_if_any
-from .output import OutputFile
+from .formats.output import OutputFile
 from .overlap import Overlap, overlap_of, shingles
 from .pairs import near_pairs
 from .plural import counted

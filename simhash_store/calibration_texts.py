@@ -1,16 +1,18 @@
-"""The texts ``calibrate`` samples: JSONL records, files under paths, or the stored keys that
-name readable files. No database here: stored keys are handed in."""
+"""The texts ``calibrate`` samples: inputs of any format (files, directories, JSONL, CSV, TSV,
+Parquet records), or the stored keys that name readable files. No database here: stored keys
+are handed in."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from . import corpus
 from .decoding import DecodeError, decode
 from .errors import InputError
-from .formats import read_records
+from .formats import ReadOptions, read_documents
 
 
 @dataclass
@@ -27,29 +29,39 @@ class Texts:
         self.skipped += other.skipped
 
 
+def texts_of_inputs(names: list[str], formats: list[str | None] | None = None, text_field: str = "text") -> Texts:
+    """The texts of inputs of any format (see :func:`simhash_store.formats.read_documents`; ``formats``:
+    each one's, None to tell it by its name, a file whose name says nothing being text).
+
+    A file is keyed as ``add`` keys it; a record by its number among the records read (bad ones
+    too), which seeds its variants, and shown by its place (``FILE:LINE``). A record without
+    ``text_field`` as a string, or a file that cannot be read or decoded, is counted as skipped.
+    Raises InputError (MissingFieldError) when an input's first record has no ``text_field``.
+    """
+    options = ReadOptions(text_field=text_field, required={text_field: "the text"})
+    parts = [read_documents([name], given, options) for name, given in zip(names, formats or [None] * len(names))]
+    found = Texts()
+    for number, item in enumerate(chain.from_iterable(parts)):
+        if isinstance(item, corpus.Skip):
+            found.skipped += 1
+        elif item.text is not None:
+            found.texts.append((str(number), item.text))
+            found.names[str(number)] = item.shown
+        else:
+            _read_into(found, item.key, Path(str(item.path)))
+    return found
+
+
 def texts_of_jsonl(path: str, text_field: str) -> Texts:
     """The ``text_field`` of each JSONL record (``-``: standard input), keyed by the record's
     number, which seeds its variants; a record without that text is skipped."""
-    found = Texts()
-    try:
-        for number, (where, record) in enumerate(read_records(path, "jsonl", key_field=text_field, text_field=text_field)):
-            if isinstance(record, dict) and isinstance(record.get(text_field), str):
-                found.texts.append((str(number), record[text_field]))
-                found.names[str(number)] = where
-            else:
-                found.skipped += 1
-    except OSError as exc:
-        raise InputError(f"cannot open {path}: {exc.strerror}") from None
-    return found
+    return texts_of_inputs([path], ["jsonl"], text_field)
 
 
 def texts_of_paths(paths: Iterable[str | Path]) -> Texts:
     """The files under ``paths`` (walked as ``add`` walks them), keyed as ``add`` keys them."""
-    found = Texts()
-    for item in corpus.walk(paths):
-        if isinstance(item, corpus.Source):
-            _read_into(found, item.key, Path(str(item.path)))
-    return found
+    names = [str(path) for path in paths]
+    return texts_of_inputs(names, ["text"] * len(names))
 
 
 def texts_of_keys(keys: Iterable[str]) -> Texts:

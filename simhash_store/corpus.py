@@ -3,7 +3,7 @@
 Real corpora are messy, so nothing here raises on a bad input: each one becomes a
 :class:`Skip` with a reason, and whether that reason is a failure (the input should
 have been read) or a deliberate skip (it is not text) is part of the reason. Bytes
-become text in :mod:`decoding`; JSONL and CSV records are read by :mod:`records`.
+become text in :mod:`decoding`; records (JSONL, CSV, Parquet, ...) are read by :mod:`formats`.
 
 >>> decode("中文".encode("gb18030")).encoding
 'gb18030'
@@ -19,8 +19,10 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
-from .decoding import BINARY, EMPTY, UNDECODABLE, Decoded, DecodeError, decode, is_binary_start  # noqa: F401
+from .decoding import BINARY, EMPTY, SAMPLE_BYTES, UNDECODABLE, Decoded, DecodeError, decode, is_binary_start  # noqa: F401
+from .plural import counted
 
 # Reasons an input is not stored. Deliberate skips are not errors: the input is not text.
 NO_WORDS = "no words"
@@ -48,6 +50,7 @@ class Source:
     size: int = 0
     stamp: str | None = None  # "size:mtime_ns" of a file, to recognise it unchanged without reading it
     where: str | None = None  # how messages name it, when not by its path: "FILE:LINE" of a record
+    metadata: dict[str, Any] | None = None  # fields of a record kept with the document (--metadata-field)
 
     @property
     def shown(self) -> str:
@@ -278,3 +281,51 @@ def _wanted(relative: str, directory: bool, included_above: bool, includes: list
     if not included_above and not any(p.matches(relative, directory=directory) for p in includes):
         return False
     return not any(p.matches(relative, directory=directory) for p in excludes)
+
+
+# ------------------------------------------------------------ reading
+
+
+def read_file(source: Source, max_bytes: int) -> bytes | Skip:
+    """The bytes of a file Source, or a Skip: opened without blocking and checked to be a regular file
+    (it may have been replaced by a FIFO since the walk); a binary one is told from its first bytes,
+    without reading the rest; one over ``max_bytes`` is refused, not read."""
+    where = source.shown
+    try:
+        # O_NONBLOCK: opening a FIFO that replaced the file since the walk must not wait for a writer.
+        descriptor = os.open(source.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # type: ignore[arg-type]
+    except OSError as exc:
+        return Skip(where, UNREADABLE, exc.strerror or str(exc))
+    with os.fdopen(descriptor, "rb", buffering=0) as handle:
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                return Skip(where, SPECIAL_FILE, special_kind(info.st_mode))
+            start = read_up_to(handle, SAMPLE_BYTES)
+            if len(start) == SAMPLE_BYTES and is_binary_start(start):
+                return Skip(where, BINARY)  # the rest need not be read: nothing after it changes that
+            if info.st_size > max_bytes:
+                return Skip(where, TOO_LARGE, _too_large(info.st_size, max_bytes))
+            data = start + read_up_to(handle, max_bytes + 1 - len(start))
+        except OSError as exc:
+            return Skip(where, UNREADABLE, exc.strerror or str(exc))
+        except MemoryError:
+            return Skip(where, TOO_LARGE, f"out of memory reading {counted(info.st_size, 'byte', grouped=True)}")
+    if len(data) > max_bytes:  # it grew since it was measured
+        return Skip(where, TOO_LARGE, _too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"{counted(size, 'byte', grouped=True)}, over the limit of {limit:,}; raise it with --max-file-size"
+
+
+def read_up_to(handle: IO[bytes], size: int) -> bytes:
+    parts, remaining = [], size
+    while remaining > 0:
+        part = handle.read(min(remaining, 1 << 24))
+        if not part:
+            break
+        parts.append(part)
+        remaining -= len(part)
+    return b"".join(parts)

@@ -125,7 +125,8 @@ def dedup_rows(
     ``rows`` is called once, and once more with ``keep="longest"``: every record is stored
     first, then each gets the verdict of the final clusters.
     """
-    from .ingest import Fingerprinter, _batches
+    from .ingest import Fingerprinter
+    from .ingest import batches as in_batches
     from .scheme import DEFAULT
     from .store import Store
 
@@ -137,7 +138,7 @@ def dedup_rows(
     try:
         seen: set[str] = set()
         with fingerprinter or Fingerprinter(DEFAULT, jobs) as fingerprinter:
-            batches = _batches(rows(), batch_size)
+            batches = in_batches(rows(), batch_size)
             # The workers fingerprint the first batch while the store is created or checked (a new
             # store's migrations take a second or more), with the scheme they were started for:
             # the default unless told. A store of another scheme has the batch fingerprinted again.
@@ -157,7 +158,7 @@ def dedup_rows(
         if keep == "first":
             return
         # Second pass: the clusters are final, every record's verdict is read from them.
-        for start, batch in zip(range(0, len(outcomes), batch_size), _batches(rows(), batch_size)):
+        for start, batch in zip(range(0, len(outcomes), batch_size), in_batches(rows(), batch_size)):
             keys = _stored_keys(outcomes[start : start + batch_size])
             memberships = opened.memberships(keys) if keys else {}
             yield from zip(*zip(*batch), _resolve(outcomes[start : start + batch_size], memberships))
@@ -188,8 +189,8 @@ def dedup_output(
     from . import formats
 
     for path in inputs:
-        if path != "-" and not Path(path).is_file():
-            what = "not a regular file (a directory, FIFO or device)" if Path(path).exists() else "no such file"
+        if path != "-" and not Path(path).is_file() and not Path(path).is_dir():
+            what = "not a regular file (a FIFO or device)" if Path(path).exists() else "no such file"
             raise InputError(f"cannot open {path}: {what}")
     schema = annotation_types = None
     if output_format == "parquet":
@@ -204,7 +205,7 @@ def dedup_output(
                 if path != "-" and os.path.samefile(path, output):
                     raise OutputError(f"the output {visible(output)} is the input {visible(path)}: write to another file")
     try:
-        return formats.RecordWriter(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
+        return formats.open_writer(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
     except OSError as exc:
         raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
 
@@ -224,17 +225,23 @@ def dedup_files(
     fingerprinter: Fingerprinter | None = None,
     on_failure: Callable[[str], None] = lambda message: None,
 ) -> FileCounts:
-    """:func:`dedup_rows` over the records of files (JSONL, CSV, Parquet; ``-``: JSONL on
-    standard input), writing the kept records (every record with ``annotate``, with its
+    """:func:`dedup_rows` over the records of inputs of any format (``input_formats``: registered
+    names, see :mod:`~simhash_store.formats`; ``-``: standard input), writing the kept records (every record with ``annotate``, with its
     verdict's fields added) to ``writer``, which is closed at the end, not abandoned on an error.
     A bad record, or one the output format cannot hold, costs that record: ``on_failure`` is
     told why, and it is counted as bad.
     """
     from . import formats
 
+    options = formats.ReadOptions(key_field=key, text_field=text, required={key: "the key", text: "the text"})
+    # Every input is opened and its first record checked before any is deduplicated.
+    opened = [formats.read_records(path, kind, options) for path, kind in zip(inputs, input_formats)]
+
     def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
-        for path, kind in zip(inputs, input_formats):
-            yield from formats.read_records(path, kind, key_field=key, text_field=text)
+        nonlocal opened
+        parts, opened = opened, []  # read again (keep longest): opened afresh
+        for part in parts or [formats.read_records(path, kind, options) for path, kind in zip(inputs, input_formats)]:
+            yield from part
 
     counts = FileCounts()
     for where, record, verdict in dedup_rows(

@@ -12,36 +12,30 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import stat
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .corpus import (
     BAD_KEY,
     BAD_RECORD,
-    BINARY,
     NO_WORDS,
-    SPECIAL_FILE,
     TOO_LARGE,
-    UNREADABLE,
     DecodeError,
     Skip,
     Source,
     decode,
     digest,
-    is_binary_start,
-    special_kind,
+    read_file,
 )
-from .decoding import SAMPLE_BYTES
 from .errors import InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
+from .formats import DEFAULT_MAX_BYTES, ReadOptions, unique_keys
 from .plural import counted
-from .records import DEFAULT_MAX_BYTES, unique_keys
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme
 from .segments import segment_fingerprints
 from .sources import argument_sources
@@ -76,6 +70,7 @@ class Prepared:
     stamp: str | None = None
     warning: str | None = None  # stored, but the user should know: "3 invalid bytes replaced ..."
     segments: tuple[int, ...] | None = None  # for a store that keeps segments
+    metadata: dict[str, Any] | None = None  # the record's fields kept with the document
 
 
 @dataclass
@@ -154,7 +149,7 @@ def prepare(
         raw = source.text.encode("utf-8", "surrogatepass")
         text = source.text
     else:
-        raw = _read_file(source, max_bytes)
+        raw = read_file(source, max_bytes)
         if isinstance(raw, Skip):
             return Prepared(source.key, 0, skip=raw)  # 0: nothing read (a sparse 60 GB file is no throughput)
         text = None
@@ -182,50 +177,8 @@ def prepare(
         return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS, f"no features under scheme {scheme.name}"))
     return Prepared(
         source.key, source.size, fingerprint=value, digest=content_digest, length=len(text), stamp=source.stamp,
-        warning=warning, segments=segment_fingerprints(text) if segments else None,
+        warning=warning, metadata=source.metadata, segments=segment_fingerprints(text) if segments else None,
     )
-
-
-def _read_file(source: Source, max_bytes: int) -> bytes | Skip:
-    where = source.shown
-    try:
-        # O_NONBLOCK: opening a FIFO that replaced the file since the walk must not wait for a writer.
-        descriptor = os.open(source.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # type: ignore[arg-type]
-    except OSError as exc:
-        return Skip(where, UNREADABLE, exc.strerror or str(exc))
-    with os.fdopen(descriptor, "rb", buffering=0) as handle:
-        try:
-            info = os.fstat(descriptor)
-            if not stat.S_ISREG(info.st_mode):
-                return Skip(where, SPECIAL_FILE, special_kind(info.st_mode))
-            start = _read_up_to(handle, SAMPLE_BYTES)
-            if len(start) == SAMPLE_BYTES and is_binary_start(start):
-                return Skip(where, BINARY)  # the rest need not be read: nothing after it changes that
-            if info.st_size > max_bytes:
-                return Skip(where, TOO_LARGE, _too_large(info.st_size, max_bytes))
-            data = start + _read_up_to(handle, max_bytes + 1 - len(start))
-        except OSError as exc:
-            return Skip(where, UNREADABLE, exc.strerror or str(exc))
-        except MemoryError:
-            return Skip(where, TOO_LARGE, f"out of memory reading {counted(info.st_size, 'byte', grouped=True)}")
-    if len(data) > max_bytes:  # it grew since it was measured
-        return Skip(where, TOO_LARGE, _too_large(len(data), max_bytes))
-    return data
-
-
-def _too_large(size: int, limit: int) -> str:
-    return f"{counted(size, 'byte', grouped=True)}, over the limit of {limit:,}; raise it with --max-file-size"
-
-
-def _read_up_to(handle, size: int) -> bytes:
-    parts, remaining = [], size
-    while remaining > 0:
-        part = handle.read(min(remaining, 1 << 24))
-        if not part:
-            break
-        parts.append(part)
-        remaining -= len(part)
-    return b"".join(parts)
 
 
 def _prepare_indexed_in_worker(
@@ -363,7 +316,8 @@ class Fingerprinter:
         self._wait_for_exits()
 
 
-def _batches(items: Iterable, size: int) -> Iterator[list]:
+def batches(items: Iterable, size: int) -> Iterator[list]:
+    """Lists of ``size`` items (the last shorter), taken from ``items`` as they come."""
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch
@@ -417,7 +371,7 @@ def add(
         finished: list[Prepared] | None = None
         # Two inputs with one key (x.txt in both of `add a b`) are never merged: the first is
         # stored, the second reported; a re-run does the same, so nothing flips back and forth.
-        for batch in _batches(unique_keys(inputs), batch_size):
+        for batch in batches(unique_keys(inputs), batch_size):
             sources = _split(batch, summary)
             stored = store.versions([s.key for s in sources]) if sources else {}
             tasks, unchanged = [], []
@@ -498,14 +452,19 @@ def fingerprint_arguments(
     *,
     jobs: int | None = None,
     fingerprinter: Fingerprinter | None = None,
+    formats: Sequence[str | None] | None = None,
+    options: ReadOptions | None = None,
     segments: bool = False,
 ) -> Iterator[tuple[Prepared, bool]]:
     """``(prepared, failed)`` for each document the arguments ``names`` (files, directories,
-    ``-``) hold, in order (see :func:`sources.argument_sources`). ``failed`` is False for a
-    fingerprint, and for a file skipped on purpose that a directory held (a binary file:
-    not an error), True for any other skip. ``segments``: with its segments' fingerprints too."""
+    ``-``, records of any format: see :func:`sources.argument_sources`) hold, in order. ``failed``
+    is False for a fingerprint, and for an input skipped on purpose that was not named itself (a
+    binary file a directory held, a record without words: not an error), True for any other skip.
+    ``segments``: with its segments' fingerprints too."""
     named = set(names)
-    found = fingerprint_sources(argument_sources(names), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments)
+    found = fingerprint_sources(
+        argument_sources(names, formats, options), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments
+    )
     for item in found:
         yield item, item.skip is not None and not (item.skip.deliberate and item.skip.where not in named)
 
@@ -530,7 +489,7 @@ def fingerprint_sources(
     fingerprinter.scheme = scheme
     fingerprinter.segments = segments
     with contextlib.nullcontext() if given else fingerprinter:
-        for batch in _batches(inputs, batch_size):
+        for batch in batches(inputs, batch_size):
             sources = [item for item in batch if isinstance(item, Source)]
             results = iter(fingerprinter.submit([(s, None) for s in sources])(None))
             for item in batch:

@@ -27,9 +27,10 @@ from . import migrate
 from .config import UrlParts, network_timeout, redact, resolve_parts, secrets_of, session_arguments
 from .errors import ConfigError
 from .scheme import DEFAULT, Scheme
-from .search import Match, check_query_options, query_many
+from .search import Match, check_query_options, query_many, stored_fingerprints
 from .session import WatchedConnection, library_error, silent_server_in
 from .store_info import check_same_scheme, recommended_distance, requested_scheme, stored_scheme
+from .validation import validate_keys
 
 T = TypeVar("T")
 
@@ -138,6 +139,14 @@ class Lookup:
         self.scheme  # noqa: B018 - checks the store, as Store's reads do
         with self._cursor() as cursor:
             return query_many(cursor, fingerprints, max_distance, limit, method)
+
+    @_database_errors
+    def fingerprints(self, keys: Sequence[str]) -> dict[str, int]:
+        """The fingerprint of each of the keys that is stored, as ``Store.fingerprints`` gives them."""
+        keys = validate_keys(keys)
+        self.scheme  # noqa: B018 - checks the store, as Store's reads do
+        with self._cursor() as cursor:
+            return stored_fingerprints(cursor, keys)
 
     def close(self) -> None:
         if self._connection is not None:

@@ -66,6 +66,16 @@ def query(cursor: psycopg.Cursor, fingerprint: int, max_distance: int, limit: in
     return [Match(key, from_signed(value), distance, id_) for id_, key, value, distance in rows]
 
 
+def stored_fingerprints(cursor: psycopg.Cursor, keys: Sequence[str]) -> dict[str, int]:
+    """The fingerprint of each of the (validated) keys that is stored: what ``query --key`` searches near."""
+    if not keys:
+        return {}
+    rows = cursor.execute(
+        "SELECT key, fingerprint FROM simhash.documents WHERE key = ANY(%(keys)s::pg_catalog.text[])", {"keys": list(keys)}
+    ).fetchall()
+    return {key: from_signed(value) for key, value in rows}
+
+
 def query_many(
     cursor: psycopg.Cursor, fingerprints: Sequence[int], max_distance: int, limit: int | None, method: str = "auto"
 ) -> list[list[Match]]:

@@ -1,6 +1,7 @@
 """What the command line's document arguments name, as sources: files, directories walked as
-``add`` walks them, and ``-`` for standard input (read whole, up to a bound, as a stream may
-never end). Used by ``query``, ``fingerprint`` and ``explain``; no database here.
+``add`` walks them, ``-`` for standard input (read whole, up to a bound, as a stream may never
+end), and records of any input format (:mod:`~simhash_store.formats`). Used by ``query``,
+``fingerprint`` and ``explain``; no database here.
 """
 
 from __future__ import annotations
@@ -10,31 +11,42 @@ import dataclasses
 import os
 import stat
 import sys
+from collections.abc import Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 
 from . import corpus
 from .decoding import DecodeError, decode
 from .errors import InputError
-from .records import DEFAULT_MAX_BYTES
+from .formats import DEFAULT_MAX_BYTES, ReadOptions, read_documents, resolve_format
 from .terminal import visible
 
 
-def argument_sources(names: list[str]) -> list[corpus.Source | corpus.Skip]:
+def argument_sources(
+    names: list[str], formats: Sequence[str | None] | None = None, options: ReadOptions | None = None
+) -> Iterator[corpus.Source | corpus.Skip]:
     """A Source (or the Skip saying why not) for each document named; a directory gives the
     files under it, each named by its path as given under the directory (not the key ``add``
-    would give it), ``-`` the text of standard input."""
-    sources: list[corpus.Source | corpus.Skip] = []
-    for name in names:
-        if name == "-":
-            sources.append(_stdin_source())
+    would give it), ``-`` the text of standard input. ``formats``: the input format of each name
+    (None: told by its name, a file whose name says nothing being text; default: text for all);
+    records give a Source each, named by ``options.key_field``, else by their place (``FILE:LINE``).
+    Every input is opened, and records checked for their first one, now.
+    """
+    options = options or ReadOptions(required={})
+    parts: list[Iterator[corpus.Source | corpus.Skip] | list[corpus.Source | corpus.Skip]] = []
+    for name, given in zip(names, formats if formats is not None else ["text"] * len(names)):
+        if resolve_format(name, given, default="text").documents is None:
+            parts.append(read_documents([name], given, options))
+        elif name == "-":
+            parts.append([_stdin_source()])
         elif Path(name).is_dir():
-            sources.extend(
+            parts.append([
                 dataclasses.replace(item, key=item.path or item.key) if isinstance(item, corpus.Source) else item
                 for item in corpus.walk([name])
-            )
+            ])
         else:
-            sources.append(corpus.file_source(name))
-    return sources
+            parts.append([corpus.file_source(name)])
+    return chain.from_iterable(parts)
 
 
 def _stdin_source() -> corpus.Source | corpus.Skip:

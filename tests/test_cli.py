@@ -403,12 +403,14 @@ def test_usage_lines_name_arguments_plainly():
 
 def test_help_shows_the_choices_and_the_metavars_given():
     imported = CliRunner().invoke(app, ["import", "--help"], terminal_width=200).output
-    assert "--format [auto|csv|tsv|jsonl]" in imported
+    assert "--format [auto|text|jsonl|csv|tsv|parquet]" in imported
     assert "--fingerprint-format [auto|hex|decimal]" in imported
     assert "--lock-timeout SECONDS" in imported and "--db URL" in imported
     result = CliRunner().invoke(app, ["import", "x.csv", "--scheme", "pypi-simhash", "--format", "xml"])
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == "Error: Invalid value for --format: must be one of auto, csv, tsv, jsonl, not 'xml'"
+    assert result.output.splitlines()[-1] == (
+        "Error: Invalid value for --format: must be one of auto, text, jsonl, csv, tsv, parquet, not 'xml'"
+    )
 
 
 @pytest.mark.parametrize(

@@ -203,9 +203,9 @@ def test_a_store_without_clusters_or_at_another_distance_needs_a_recluster(datab
 
 
 def test_unreadable_formats_are_one_line(database_url, tmp_path):
-    (tmp_path / "in.txt").write_text("x", encoding="utf-8")
-    result = _run(database_url, "dedup", str(tmp_path / "in.txt"))
-    assert result.exit_code == 2 and "give --format jsonl, csv or parquet" in result.output
+    (tmp_path / "in.dat").write_text("x", encoding="utf-8")  # neither its name nor its first bytes say
+    result = _run(database_url, "dedup", str(tmp_path / "in.dat"))
+    assert result.exit_code == 2 and "give --format (text, jsonl, csv, tsv, parquet)" in result.output
     result = _run(database_url, "dedup", str(tmp_path / "missing.jsonl"))
     assert result.exit_code == 1 and result.output.strip() == f"Error: cannot open {tmp_path / 'missing.jsonl'}: no such file"
 
@@ -862,9 +862,9 @@ def test_a_compressed_parquet_file_is_read_in_batches_bounded_by_its_uncompresse
     assert (tmp_path / "wide.parquet").stat().st_size < 20_000_000
     metadata = parquet.ParquetFile(tmp_path / "wide.parquet").metadata
     per_row = metadata.row_group(0).total_byte_size / metadata.row_group(0).num_rows
-    batch = formats._parquet_batch_rows(metadata)
+    batch = formats.parquet._parquet_batch_rows(metadata)
     assert batch * per_row <= 64 << 20 < (batch + 1) * per_row
-    read = list(formats.read_records(str(tmp_path / "wide.parquet"), "parquet", key_field="key", text_field="text"))
+    read = list(formats.read_records(str(tmp_path / "wide.parquet"), "parquet"))
     assert [record["key"] for _, record in read] == [f"k{n}" for n in range(rows)]
     assert read[-1][1]["text"] == texts[-1]
 
@@ -877,14 +877,14 @@ def test_an_input_that_is_a_fifo_or_device_is_named_as_such(database_url, tmp_pa
     for name in ("in.jsonl", "zero.jsonl"):
         result = _run(database_url, "dedup", str(tmp_path / name), "-o", str(tmp_path / "out.jsonl"))
         assert result.exit_code == 1
-        assert result.output.strip() == f"Error: cannot open {tmp_path / name}: not a regular file (a directory, FIFO or device)"
+        assert result.output.strip() == f"Error: cannot open {tmp_path / name}: not a regular file (a FIFO or device)"
 
 
 def test_a_record_that_would_make_parquet_columns_beyond_the_bound_costs_only_itself(database_url, tmp_path):
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as parquet
 
-    from simhash_store.formats import MAX_PARQUET_COLUMNS
+    from simhash_store.formats.parquet import MAX_PARQUET_COLUMNS
 
     texts = list(_texts().values())
     wide = {"key": "wide", "text": texts[0], **{f"c{n}": n for n in range(MAX_PARQUET_COLUMNS)}}

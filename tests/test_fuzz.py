@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from simhash_store import features, fingerprint, fingerprint_features, fingerprint_if_any, normalize
 from simhash_store.corpus import DecodeError, Skip, decode
 from simhash_store.errors import InputError
-from simhash_store.records import FingerprintRecord, parse_fingerprint, read_fingerprints, read_jsonl
+from simhash_store.formats import FingerprintRecord, parse_fingerprint, read_fingerprints, read_jsonl
 
 NASTY_TEXT = st.text(
     alphabet=st.one_of(

@@ -33,7 +33,7 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     ),
     1: (
         "text and files, no database: reading inputs, writing outputs; tokenizers, schemes, fingerprints",
-        ("decoding.py", "corpus.py", "records.py", "formats.py", "columns.py", "output.py", "cache.py",
+        ("decoding.py", "corpus.py", "formats/", "cache.py",
          "dictionaries.py", "seed_format.py", "tokenizers.py", "scheme.py", "fingerprint.py", "overlap.py", "segments.py",
          "pairs.py", "explain.py", "variants.py", "sources.py", "calibration_texts.py"),
     ),

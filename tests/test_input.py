@@ -20,8 +20,8 @@ from simhash_store.cli import app
 from simhash_store.corpus import BINARY, SPECIAL_FILE, TOO_LARGE, Pattern, Skip, Source, walk
 from simhash_store.decoding import decode
 from simhash_store.errors import InputError
+from simhash_store.formats import FingerprintRecord, lines, read_fingerprints, read_jsonl
 from simhash_store.ingest import prepare
-from simhash_store.records import FingerprintRecord, lines, read_fingerprints, read_jsonl
 from simhash_store.scheme import DEFAULT
 from simhash_store.store import Store
 from simhash_store.terminal import json_line as _json_line
@@ -82,11 +82,11 @@ def dictwriter_csv(**dialect) -> bytes:
 
 @pytest.mark.parametrize("terminator", ["\r\n", "\n", "\r"], ids=["excel-CRLF", "LF", "CR"])
 def test_a_spreadsheet_csv_with_paragraphs_in_quoted_fields_reads_every_record(terminator):
-    from simhash_store.records import _delimited_rows
+    from simhash_store.formats.delimited import delimited_rows
 
     data = dictwriter_csv(lineterminator=terminator)
     for size in (1, 5, 1 << 20):  # line ends and "\r\n" halves fall across reads
-        rows = list(_delimited_rows(Trickle(data, size), "in.csv", ",", {"key": "", "text": ""}, 1 << 20))
+        rows = list(delimited_rows(Trickle(data, size), "in.csv", ",", {"key": "", "text": ""}, 1 << 20))
         assert [record for _, record in rows] == [
             {"key": f"k{i}", "text": text, "n": str(i)} for i, text in enumerate(PARAGRAPHS)
         ]
@@ -114,16 +114,16 @@ def test_a_stray_quote_loses_only_its_line_before_many_rows_and_a_real_multiline
 
 
 def read_jsonl_csv(rows):
-    from simhash_store.records import _delimited_rows
+    from simhash_store.formats.delimited import delimited_rows
 
-    return _delimited_rows(io.BytesIO("\n".join(rows).encode()), "in.csv", ",", {"key": "", "text": ""}, 1 << 20)
+    return delimited_rows(io.BytesIO("\n".join(rows).encode()), "in.csv", ",", {"key": "", "text": ""}, 1 << 20)
 
 
 def test_a_quote_that_does_not_close_within_the_size_limit_costs_its_line():
-    from simhash_store.records import _delimited_rows
+    from simhash_store.formats.delimited import delimited_rows
 
     data = ("key,text\n" + 'a,"never closed\n' + "".join(f"r{i},{'x' * 50}\n" for i in range(10)) + 'z,"x"\n').encode()
-    rows = list(_delimited_rows(io.BytesIO(data), "in.csv", ",", {"key": "", "text": ""}, 100))
+    rows = list(delimited_rows(io.BytesIO(data), "in.csv", ",", {"key": "", "text": ""}, 100))
     assert [where for where, record in rows if isinstance(record, Skip)] == ["in.csv:2"]
     assert [record["key"] for _, record in rows if isinstance(record, dict)] == [f"r{i}" for i in range(10)] + ["z"]
 
@@ -166,13 +166,13 @@ def test_line_reader_splits_the_same_however_the_bytes_arrive_and_drops_overlong
 def test_line_endings_are_reported_as_written_however_the_bytes_arrive():
     import random
 
-    from simhash_store.records import _lines
+    from simhash_store.formats.lines import lines_with_endings
 
     generator = random.Random(7)
     for _ in range(200):
         data = bytes(generator.choice(b"a\r\n") for _ in range(generator.randint(0, 30)))
         for size in (1, 2, 3, 64):
-            read = list(_lines(Trickle(data, size), 1 << 20))
+            read = list(lines_with_endings(Trickle(data, size), 1 << 20))
             assert b"".join(body + ending for _, body, ending in read) == data  # so quoted line breaks are kept
             assert [number for number, _, _ in read] == list(range(1, len(read) + 1))
 

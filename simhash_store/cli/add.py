@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from .. import corpus, ingest, records
+from .. import corpus, formats, ingest
 from ..errors import SimhashStoreError
 from ..scheme import DEFAULT_MAX_DISTANCE
 from .common import (
@@ -19,20 +18,39 @@ from .common import (
     SchemeOption,
     fail,
     known_scheme,
-    open_binary,
     opened_store,
     out,
     parse_size,
     warn,
 )
-from .render import print_add_summary, progress_bar
+from .inputs import (
+    INPUT_NAMES,
+    FormatOption,
+    KeyField,
+    TextField,
+    check_patterns,
+    choices,
+    documents,
+    input_format,
+    records,
+    resolved,
+)
+from .render import print_add_lines, print_add_summary, progress_bar
 
 
 def add(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Files and directories (recursive).")] = None,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Files and directories (recursive), JSONL, CSV, TSV or Parquet files ('-' for stdin)."),
+    ] = None,
     jsonl: Annotated[str | None, typer.Option("--jsonl", help="JSONL file of records ('-' for stdin).")] = None,
-    key_field: Annotated[str, typer.Option(help="JSONL field holding the key.")] = "key",
-    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
+    format: FormatOption = None,
+    key_field: KeyField = "key",
+    text_field: TextField = "text",
+    metadata_field: Annotated[
+        list[str] | None,
+        typer.Option("--metadata-field", help="A field of each record to store with it as metadata (repeatable)."),
+    ] = None,
     include: Annotated[
         list[str] | None,
         typer.Option("--include", help="Only files matching this pattern (gitignore rules; repeatable)."),
@@ -64,37 +82,53 @@ def add(
     max_file_size: Annotated[
         str, typer.Option(help="Refuse files (and JSONL lines) larger than this, e.g. 500M, 2G.")
     ] = "1G",
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per line for each input skipped or failed (a near-duplicate with what it matched), "
+            "then one for the summary, instead of the summary's text.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
-    """Fingerprint files (or JSONL records) and store them; unchanged inputs are skipped.
+    """Fingerprint files or records (JSONL, CSV, TSV, Parquet) and store them; unchanged inputs are skipped.
 
     Example: simhash-store add corpus/ --include '*.txt' --skip-near-duplicates
     """
     if not paths and jsonl is None:
         raise typer.BadParameter("give files or directories to add, or --jsonl FILE", param_hint="PATHS")
+    given = input_format(format)
+    check_patterns(include, exclude)
     max_bytes = parse_size(max_file_size, "--max-file-size")
-    inputs = _walk(paths or [], include, exclude, hidden, prefix)
-    stream = None
-    if jsonl is not None:
-        stream = sys.stdin.buffer if jsonl == "-" else open_binary(jsonl)
-        try:
-            records_read = records.read_jsonl(
-                stream, jsonl, key_field=key_field, text_field=text_field, prefix=prefix, max_line_bytes=max_bytes
-            )
-        except SimhashStoreError as exc:  # the first record lacks a field: one line, not one per record
-            fail(f"{exc} (choose them with --key-field and --text-field)")
-    else:
-        records_read = iter(())
-    total_documents = sum(isinstance(i, corpus.Source) for i in inputs) if jsonl is None else None
-    total_bytes = sum(i.size for i in inputs if isinstance(i, corpus.Source))
+    options = formats.ReadOptions(
+        key_field=key_field, text_field=text_field, metadata_fields=tuple(metadata_field or ()),
+        required={key_field: "the key", text_field: "the text"}, prefix=prefix, include=tuple(include or ()),
+        exclude=tuple(exclude or ()), hidden=hidden, max_bytes=max_bytes,
+    )
+    hint = " (choose them with --key-field and --text-field)"
+    # Files and directories are listed now (their number and size make the progress bar); records
+    # are read as they are stored, after their first one is checked.
+    parts: list = []
+    counted_all = True
+    for path, kind in [*((str(p), given) for p in paths or []), *([(jsonl, "jsonl")] if jsonl is not None else [])]:
+        items = documents(path, kind, options, hint=hint)
+        if resolved(path, kind, "text").documents is not None:
+            parts.append(list(items))
+        else:
+            parts.append(items)
+            counted_all = False
+    listed = [item for part in parts if isinstance(part, list) for item in part]
+    total_documents = sum(isinstance(i, corpus.Source) for i in listed) if counted_all else None
+    total_bytes = sum(i.size for i in listed if isinstance(i, corpus.Source))
     fingerprinter = ingest.early_fingerprinter(scheme, jobs, total_documents)
     fingerprinter.max_file_bytes = max_bytes
-    with fingerprinter, opened_store(scheme) as store, progress_bar(quiet, total_documents, total_bytes) as progress:
+    with fingerprinter, opened_store(scheme) as store, progress_bar(quiet or as_json, total_documents, total_bytes) as progress:
         started = time.perf_counter()
         try:
             summary = ingest.add(
                 store,
-                _chain(inputs, records_read),
+                (item for part in parts for item in part),
                 batch_size=batch_size,
                 skip_near_duplicates=skip_near_duplicates,
                 max_distance=max_distance,
@@ -105,9 +139,8 @@ def add(
         except KeyboardInterrupt:
             warn("Interrupted: every finished batch is stored; run the same command again to finish.")
             raise typer.Exit(130) from None
-        finally:
-            if stream is not None and stream is not sys.stdin.buffer:
-                stream.close()
+        except SimhashStoreError as exc:  # an input that went away, or could not be read on
+            fail(str(exc))
         elapsed = time.perf_counter() - started
     for skip in summary.deliberate:
         if skip.reason == corpus.SPECIAL_FILE:
@@ -116,36 +149,35 @@ def add(
         warn(f"warning: {warning}")
     for failure in summary.failures:
         warn(f"failed: {failure}")
-    if not quiet:
+    if as_json:
+        print_add_lines(summary, elapsed)
+    elif not quiet:
         print_add_summary(summary, elapsed)
     if summary.failures:
         raise typer.Exit(1)
 
 
-IMPORT_FORMATS = ("auto", "csv", "tsv", "jsonl")
 FINGERPRINT_FORMATS = ("auto", "hex", "decimal")
-
-
-def _choices(values: tuple[str, ...]) -> str:
-    return "[" + "|".join(values) + "]"
 
 
 def import_(
     file: Annotated[
-        str, typer.Argument(help="CSV or TSV (with a header) or JSONL file of key and fingerprint ('-' for stdin).")
+        str,
+        typer.Argument(help="JSONL, CSV, TSV (with a header) or Parquet file of key and fingerprint ('-' for stdin)."),
     ],
     scheme: Annotated[str, typer.Option("--scheme", help="The scheme that computed these fingerprints.")],
     format: Annotated[
         str,
         typer.Option(
-            "--format", metavar=_choices(IMPORT_FORMATS), help="auto: by file name (.csv, .tsv, else JSONL)."
+            "--format", metavar=choices(("auto", *INPUT_NAMES)),
+            help="auto: by file name (.csv, .tsv, .parquet, else JSONL).",
         ),
     ] = "auto",
-    key_field: Annotated[str, typer.Option(help="Column or field holding the key.")] = "key",
+    key_field: KeyField = "key",
     fingerprint_field: Annotated[str, typer.Option(help="Column or field holding the fingerprint.")] = "fingerprint",
     fingerprint_format: Annotated[
         str,
-        typer.Option(metavar=_choices(FINGERPRINT_FORMATS), help="auto: 16 characters are hex, else decimal."),
+        typer.Option(metavar=choices(FINGERPRINT_FORMATS), help="auto: 16 characters are hex, else decimal."),
     ] = "auto",
     bulk: Annotated[
         bool,
@@ -169,23 +201,18 @@ def import_(
 
     Example: simhash-store import legacy.csv --scheme pypi-simhash
     """
-    if format not in IMPORT_FORMATS:
-        raise typer.BadParameter(f"must be one of {', '.join(IMPORT_FORMATS)}, not {format!r}", param_hint="--format")
+    if format != "auto" and format not in INPUT_NAMES:
+        raise typer.BadParameter(f"must be one of {', '.join(('auto', *INPUT_NAMES))}, not {format!r}", param_hint="--format")
     if fingerprint_format not in FINGERPRINT_FORMATS:
         raise typer.BadParameter(
             f"must be one of {', '.join(FINGERPRINT_FORMATS)}, not {fingerprint_format!r}", param_hint="--fingerprint-format"
         )
-    stream = sys.stdin.buffer if file == "-" else open_binary(file)
     skipped: list[corpus.Skip] = []
-    try:  # reads the header (or first record) now: a missing column is one line, before any I/O
-        rows = records.read_fingerprints(
-            stream, file, format=format, key_field=key_field,
-            fingerprint_field=fingerprint_field, fingerprint_form=fingerprint_format,
-        )
-    except records.RepeatedColumnError as exc:
-        fail(str(exc))
-    except SimhashStoreError as exc:
-        fail(f"{exc} (choose them with --key-field and --fingerprint-field)")
+    options = formats.ReadOptions(key_field=key_field, required={key_field: "the key", fingerprint_field: "the fingerprint"})
+    # The header (or first record) is read now: a missing column is one line, before any I/O.
+    read = records(file, None if format == "auto" else format, options, default="jsonl",
+                   hint=" (choose them with --key-field and --fingerprint-field)")
+    rows = formats.fingerprint_records(read, key_field, fingerprint_field, fingerprint_format)
 
     from ..store import NewDocument
 
@@ -213,15 +240,3 @@ def import_(
         )
     if skipped:
         raise typer.Exit(1)
-
-
-def _chain(*iterables):
-    for iterable in iterables:
-        yield from iterable
-
-
-def _walk(paths, include, exclude, hidden: bool, prefix: str) -> list:
-    try:
-        return list(corpus.walk(paths, include=include or [], exclude=exclude or [], hidden=hidden, prefix=prefix))
-    except ValueError as exc:  # an empty pattern
-        raise typer.BadParameter(str(exc), param_hint="--include/--exclude") from None

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from .. import formats
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..terminal import json_line
@@ -19,15 +20,21 @@ from .common import (
     opened_store,
     out,
 )
+from .inputs import FormatOption, TextField, input_format, resolved
 from .render import print_pairs
 
 
 def calibrate(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="Files and directories of your documents (default: stored keys that name files).")
+        list[Path] | None,
+        typer.Argument(
+            help="Files and directories of your documents, or JSONL, CSV, TSV, Parquet records ('-' for stdin; "
+            "default: stored keys that name files)."
+        ),
     ] = None,
     jsonl: Annotated[str | None, typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
-    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
+    format: FormatOption = None,
+    text_field: TextField = "text",
     sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
     seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
     plot: Annotated[Path | None, typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
@@ -58,18 +65,23 @@ def calibrate(
             calibration.check_plot(plot)
         except SimhashStoreError as exc:
             fail(str(exc))
+    given = input_format(format)
+    names = [*([jsonl] if jsonl is not None else []), *(str(path) for path in paths or [])]
+    kinds = [*(["jsonl"] if jsonl is not None else []), *(given for _ in paths or [])]
+    for name, kind in zip(names, kinds):
+        resolved(name, kind, "text")  # a format named wrong is a usage error, before any work
     texts = calibration_texts.Texts()
-    if jsonl is not None:
+    if names:
         try:
-            texts = calibration_texts.texts_of_jsonl(jsonl, text_field)
+            texts = calibration_texts.texts_of_inputs(names, kinds, text_field)
+        except formats.MissingFieldError as exc:
+            fail(f"{exc} (choose it with --text-field)")
         except SimhashStoreError as exc:
             fail(str(exc))
-    store_needed = apply or (not paths and jsonl is None) or scheme is None
+    store_needed = apply or not names or scheme is None
     with opened_store(scheme) if store_needed else contextlib.nullcontext(None) as store:
         chosen = store.scheme if store is not None else known_scheme(scheme)
-        if paths:
-            texts.extend(calibration_texts.texts_of_paths(paths))
-        elif jsonl is None:
+        if not names:
             try:
                 texts = calibration_texts.texts_of_keys(store.sample_keys(sample * 4, seed))
             except SimhashStoreError as exc:

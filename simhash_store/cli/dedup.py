@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .. import ingest
+from .. import formats, ingest
 from ..errors import SimhashStoreError
 from ..plural import counted
 from ..scheme import DEFAULT_MAX_DISTANCE
@@ -27,6 +27,18 @@ from .common import (
     out,
     warn,
 )
+from .inputs import (
+    INPUT_NAMES,
+    KeyField,
+    Output,
+    OutputFormatOption,
+    TextField,
+    choices,
+    input_format,
+    open_writer,
+    resolved,
+)
+from .inputs import output_format as output_format_of
 from .render import print_clusters
 
 
@@ -43,6 +55,8 @@ def dups(
     as_json: JsonFlag = False,
     containment: ContainmentFlag = False,
     min_score: MinScore = DEFAULT_MIN_SCORE,
+    output: Output = None,
+    output_format: OutputFormatOption = None,
 ) -> None:
     """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot (or the stored clusters).
 
@@ -58,22 +72,37 @@ def dups(
     if containment:
         _containment_pairs(min_score, as_json)
         return
-    with opened_store() as store:
-        if clusters:
-            print_clusters(store, max_distance, as_json)
-            return
-        found = store.near_duplicates(max_distance)
-    groups = pairs = 0
-    for item in found:
-        if isinstance(item, IdenticalGroup):
-            groups += 1
-            record = {"keys": item.keys, "distance": 0}
-            line = "  ".join([" 0", *map(visible, item.keys)])
-        else:
-            pairs += 1
-            record = {"a": item.a, "b": item.b, "distance": item.distance}
-            line = f"{item.distance:>2}  {visible(item.a)}  {visible(item.b)}"
-        out.print(json_line(record) if as_json else line, markup=False)
+    written = output_format_of(output, output_format) if output is not None else None
+    writer = open_writer(output, written) if output is not None and written is not None else None
+    shown = writer is None or (as_json and output != "-")  # -o -: the file is stdout
+    try:
+        with opened_store() as store:
+            if clusters:
+                print_clusters(store, max_distance, as_json and shown, writer)
+                if writer is not None:
+                    writer.close()
+                return
+            found = store.near_duplicates(max_distance)
+        groups = pairs = 0
+        for item in found:
+            if isinstance(item, IdenticalGroup):
+                groups += 1
+                record = {"keys": item.keys, "distance": 0}
+                line = "  ".join([" 0", *map(visible, item.keys)])
+            else:
+                pairs += 1
+                record = {"a": item.a, "b": item.b, "distance": item.distance}
+                line = f"{item.distance:>2}  {visible(item.a)}  {visible(item.b)}"
+            if writer is not None:
+                writer.write(record)
+            if shown:
+                out.print(json_line(record) if as_json else line, markup=False)
+        if writer is not None:
+            writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abandon()
+        raise
     if not as_json:
         err.print(
             f"{counted(groups, 'group')} of identical fingerprints and {counted(pairs, 'pair')} "
@@ -118,13 +147,24 @@ def recluster(
 
 
 def dedup_command(
-    inputs: Annotated[list[str], typer.Argument(help="JSONL, CSV or Parquet files ('-' for JSONL on stdin).")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Where the kept records go ('-': stdout, JSONL).")] = "-",
+    inputs: Annotated[
+        list[str],
+        typer.Argument(help="JSONL, CSV, TSV or Parquet files, or text files and directories ('-' for JSONL on stdin)."),
+    ],
+    output: Annotated[
+        str,
+        typer.Option("--output", "-o", help="Where the kept records go: JSONL, CSV, TSV or Parquet by its name ('-': stdout, JSONL)."),
+    ] = "-",
     format: Annotated[
-        str | None, typer.Option("--format", help="jsonl, csv or parquet for inputs and output (default: by name).")
+        str | None,
+        typer.Option(
+            "--format", metavar=choices(INPUT_NAMES),
+            help="Format of every input, and of the output unless --output-format (default: by name).",
+        ),
     ] = None,
-    key_field: Annotated[str, typer.Option(help="Field holding the key.")] = "key",
-    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    output_format: OutputFormatOption = None,
+    key_field: KeyField = "key",
+    text_field: TextField = "text",
     annotate: Annotated[
         bool,
         typer.Option("--annotate", help="Write every record, with simhash, cluster, duplicate_of and distance added."),
@@ -156,7 +196,6 @@ def dedup_command(
 
     Example: simhash-store dedup crawl.jsonl -o clean.jsonl
     """
-    from .. import formats
     from ..dedup import dedup_files, dedup_output
     from ..store_info import dedup_distance_note
 
@@ -164,20 +203,20 @@ def dedup_command(
         raise typer.BadParameter("must be first or longest", param_hint="--keep")
     if keep == "longest" and "-" in inputs:
         raise typer.BadParameter("--keep longest reads its input twice: give files, not stdin", param_hint="INPUTS")
-    try:
-        output_format = formats.format_of(output, format)
-        input_formats = [formats.format_of(path, format) for path in inputs]
-    except SimhashStoreError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    given = input_format(format)
+    # --format names the output's format too, where it is one (as it always has), unless --output-format does.
+    written = output_format_of(output, output_format if output_format is not None or given not in formats.OUTPUTS else given)
+    input_formats = [resolved(path, given, None).name for path in inputs]
     interrupt_on_sigterm()  # so that SIGTERM, like Ctrl-C, removes the run's temporary and lock files
     try:
-        writer = dedup_output(inputs, input_formats, output, output_format, annotate=annotate)
+        writer = dedup_output(inputs, input_formats, output, written, annotate=annotate)
     except SimhashStoreError as exc:
         fail(str(exc))
     # Workers load their dictionaries while the store opens, as for add, unless the input is small.
-    size = sum(Path(path).stat().st_size for path in inputs if path != "-")
+    size = sum(Path(path).stat().st_size for path in inputs if path != "-" and Path(path).is_file())
+    many = "-" in inputs or any(Path(path).is_dir() for path in inputs)
     try:
-        fingerprinter = ingest.early_fingerprinter(None, jobs, None if "-" in inputs or size >= 1_000_000 else 0)
+        fingerprinter = ingest.early_fingerprinter(None, jobs, None if many or size >= 1_000_000 else 0)
         with fingerprinter, opened_store() as store:
             counts = dedup_files(
                 inputs, input_formats, writer, store=store, key=key_field, text=text_field, max_distance=max_distance,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from .. import corpus, ingest
+from .. import corpus, formats, ingest
 from ..bits import from_hex, to_hex
 from ..errors import SimhashStoreError
 from ..plural import counted
@@ -31,7 +32,9 @@ from .common import (
     out,
     warn,
 )
-from .render import print_matches
+from .inputs import FormatOption, Output, OutputFormatOption, TextField, input_format, open_writer, resolved
+from .inputs import output_format as output_format_of
+from .render import match_record, print_matches
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -39,20 +42,32 @@ if TYPE_CHECKING:
 
 def query(
     files: Annotated[
-        list[str] | None, typer.Argument(help="Documents and directories (recursive) to look up ('-' for stdin).")
+        list[str] | None,
+        typer.Argument(help="Documents and directories (recursive), or JSONL, CSV, TSV, Parquet records, to look up ('-' for stdin)."),
     ] = None,
     fingerprint: Annotated[
         list[str] | None, typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
     ] = None,
+    key: Annotated[
+        list[str] | None, typer.Option("--key", help="A stored document's key: look up what is near it (repeatable).")
+    ] = None,
+    jsonl: Annotated[
+        str | None, typer.Option("--jsonl", help="JSONL file of records to look up, one answer each ('-' for stdin).")
+    ] = None,
+    format: FormatOption = None,
+    key_field: Annotated[str, typer.Option("--key-field", help="Field of a record naming it in the answers (default: FILE:LINE).")] = "key",
+    text_field: TextField = "text",
     max_distance: CalibratedMaxDistance = None,
     limit: Annotated[int | None, typer.Option(min=1, help="At most this many matches per query.")] = None,
     as_json: JsonFlag = False,
+    output: Output = None,
+    output_format: OutputFormatOption = None,
     scheme: SchemeOption = None,
     jobs: Jobs = None,
     containment: ContainmentFlag = False,
     min_score: MinScore = DEFAULT_MIN_SCORE,
 ) -> None:
-    """Find stored documents near each given document, nearest first.
+    """Find stored documents near each given document, record or stored key, nearest first.
 
     With --containment: stored documents that hold most of each document, or lie mostly inside
     it (a store made with init --segments), best first, with the score and which is inside.
@@ -61,33 +76,68 @@ def query(
     """
     from ..store_info import query_distance  # psycopg: not for the commands without a database
 
-    if not files and not fingerprint:
-        raise typer.BadParameter("give documents to look up, '-' for stdin, or --fingerprint HEX", param_hint="FILES")
+    if not files and not fingerprint and not key and jsonl is None:
+        raise typer.BadParameter(
+            "give documents to look up, '-' for stdin, --jsonl FILE, --key KEY or --fingerprint HEX", param_hint="FILES"
+        )
     if containment:
         if fingerprint:
             raise typer.BadParameter("--containment reads documents, not fingerprints", param_hint="--fingerprint")
         _query_containment(files or [], min_score, as_json, scheme, jobs)
         return
+    given = input_format(format)
+    written = output_format_of(output, output_format) if output is not None else None
     queries: list[tuple[str, int]] = []
     for value in fingerprint or []:
         try:
             queries.append((value, from_hex(value)))
         except SimhashStoreError as exc:
             raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
+    options = formats.ReadOptions(key_field=key_field, text_field=text_field, required={text_field: "the text"})
+    names = [*(files or []), *([jsonl] if jsonl is not None else [])]
+    kinds = [*(given for _ in files or []), *(["jsonl"] if jsonl is not None else [])]
+    for name, kind in zip(names, kinds):
+        resolved(name, kind, "text")  # a format named wrong is a usage error, before any work
+    writer = open_writer(output, written) if output is not None and written is not None else None
     failures: list[corpus.Skip] = []
-    fingerprinter = ingest.early_fingerprinter(scheme, jobs, len(files or []), few_too=True)
-    with fingerprinter, opened_store(scheme, lookup=True) as store:
-        queries += list(_fingerprints(files or [], store.scheme, jobs, fingerprinter, failures))
-        max_distance, note = query_distance(store, max_distance)
-        if note is not None:
-            err.print(note, markup=False)
-        for start in range(0, len(queries), 1000):
-            batch = queries[start : start + 1000]
-            results = store.query_many([value for _, value in batch], max_distance, limit=limit)
-            for (name, value), matches in zip(batch, results):
-                print_matches(name, value, matches, max_distance, as_json)
+    fingerprinter = ingest.early_fingerprinter(scheme, jobs, len(files or []) if jsonl is None else None, few_too=True)
+    try:
+        with fingerprinter, opened_store(scheme, lookup=True) as store:
+            stored = store.fingerprints(key) if key else {}
+            for name in key or []:
+                if name in stored:
+                    queries.append((name, stored[name]))
+                else:
+                    failures.append(corpus.Skip(name, "not stored"))
+                    warn(f"failed: {name}: not stored")
+            found = _fingerprints(names, store.scheme, jobs, fingerprinter, failures, kinds, options)
+            max_distance, note = query_distance(store, max_distance)
+            if note is not None:
+                err.print(note, markup=False)
+            for batch in _batched(itertools.chain(queries, found), 1000):
+                # A stored key's own document is not near itself: asked for one more, and left out.
+                results = store.query_many([value for _, value in batch], max_distance,
+                                           limit=None if limit is None else limit + 1)
+                for (name, value), matches in zip(batch, results):
+                    matches = [m for m in matches if not (name in stored and m.key == name)][:limit]
+                    if writer is not None:
+                        writer.write(match_record(name, value, matches))
+                    if writer is None or as_json and output != "-":
+                        print_matches(name, value, matches, max_distance, as_json)
+        if writer is not None:
+            writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abandon()
+        raise
     if failures:
         raise typer.Exit(1)
+
+
+def _batched(items: Iterable[tuple[str, int]], size: int) -> Iterator[list[tuple[str, int]]]:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
 
 
 def explain(
@@ -215,18 +265,28 @@ def _fingerprints(
     jobs: int | None,
     fingerprinter: ingest.Fingerprinter | None = None,
     failures: list[corpus.Skip] | None = None,
+    kinds: list[str | None] | None = None,
+    options: formats.ReadOptions | None = None,
     segments: bool = False,
 ) -> Iterator[tuple[str, Any]]:
-    """(name, fingerprint) for each readable document the arguments name (``segments``: (name, its
-    segments' fingerprints)); skips and failures said on stderr, failures appended to ``failures``."""
+    """(name, fingerprint) for each readable document the arguments name (in the input formats
+    ``kinds``; default: text; ``segments``: (name, its segments' fingerprints)); skips and failures
+    said on stderr, failures appended to ``failures``. An input that cannot be opened, or whose
+    first record lacks the text, is one line."""
     failures = [] if failures is None else failures
-    for item, failed in ingest.fingerprint_arguments(files, scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments):
-        if item.skip is None:
-            if item.warning is not None:
-                warn(f"warning: {item.warning}")
-            yield item.key, item.segments if segments else item.fingerprint
-        elif not failed:
-            warn(f"skipped: {item.skip}")  # a binary file found in a directory: not an error
-        else:
-            failures.append(item.skip)
-            warn(f"failed: {item.skip}")
+    found = ingest.fingerprint_arguments(
+        files, scheme, jobs=jobs, fingerprinter=fingerprinter, formats=kinds, options=options, segments=segments
+    )
+    try:
+        for item, failed in found:
+            if item.skip is None:
+                if item.warning is not None:
+                    warn(f"warning: {item.warning}")
+                yield item.key, item.segments if segments else item.fingerprint
+            elif not failed:
+                warn(f"skipped: {item.skip}")  # a binary file found in a directory: not an error
+            else:
+                failures.append(item.skip)
+                warn(f"failed: {item.skip}")
+    except formats.MissingFieldError as exc:
+        fail(f"{exc} (choose it with --text-field)")

@@ -28,16 +28,18 @@ def print_pairs(pairs: list[dict], shown: int = 20) -> None:
         out.print(f"  ... and {len(pairs) - shown} more (--json lists them all)", markup=False)
 
 
+def match_record(name: str, value: int, matches) -> dict:
+    """One query's answer as ``query --json`` and ``-o`` write it: every match, never cut short."""
+    return {
+        "query": name,
+        "fingerprint": to_hex(value),
+        "matches": [{"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in matches],
+    }
+
+
 def print_matches(name: str, value: int, matches, max_distance: int, as_json: bool) -> None:
     if as_json:
-        record = {
-            "query": name,
-            "fingerprint": to_hex(value),
-            "matches": [
-                {"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in matches
-            ],
-        }
-        out.print(json_line(record), markup=False)
+        out.print(json_line(match_record(name, value, matches)), markup=False)
         return
     if not matches:
         out.print(f"{visible(name)} ({to_hex(value)}): nothing stored within {counted(max_distance, 'bit')}")
@@ -76,20 +78,46 @@ def print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
             out.print(f"    ... and {len(summary.near_duplicates) - 20} more", markup=False)
 
 
-def print_clusters(store, max_distance: int, as_json: bool) -> None:
-    """The stored clusters, or (a store without them, or another distance) those recluster would store."""
+def print_add_lines(summary: ingest.IngestSummary, elapsed: float) -> None:
+    """``add --json``: one line for each input skipped or failed, and each near-duplicate not stored
+    (with the stored document it matched), every one of them; then one line of the summary's counts."""
+    for skip in summary.skipped:
+        status = "skipped" if skip.deliberate else "failed"
+        out.print(json_line({"status": status, "input": skip.where, "reason": skip.reason, "detail": skip.detail or None}),
+                  markup=False)
+    for near in summary.near_duplicates:
+        record = {"status": "near-duplicate", "key": near.key,
+                  "matched": {"key": near.match.key, "distance": near.match.distance}}
+        out.print(json_line(record), markup=False)
+    counts = {
+        "added": summary.added, "updated": summary.updated, "unchanged": summary.unchanged,
+        "skipped": len(summary.deliberate), "failed": len(summary.failures),
+        "near_duplicates": len(summary.near_duplicates), "inputs": summary.inputs, "seconds": round(elapsed, 3),
+    }
+    out.print(json_line({"status": "summary", **counts}), markup=False)
+
+
+def cluster_record(group) -> dict:
+    """A cluster as ``dups --clusters --json`` and ``-o`` write it."""
+    return {
+        "cluster": group.id, "representative": group.representative, "size": group.size,
+        "keys": [key for key, _ in group.members],
+        "members": [{"key": key, "distance": distance} for key, distance in group.members],
+    }
+
+
+def print_clusters(store, max_distance: int, as_json: bool, writer=None) -> None:
+    """The stored clusters, or (a store without them, or another distance) those recluster would store;
+    to ``writer`` too, when given."""
     distance, unclustered = store.cluster_state()
     stored = distance == max_distance and not unclustered
     groups = store.stored_clusters() if stored else store.computed_clusters(max_distance)
     for group in groups:
+        if writer is not None:
+            writer.write(cluster_record(group))
         if as_json:
-            record = {
-                "cluster": group.id, "representative": group.representative, "size": group.size,
-                "keys": [key for key, _ in group.members],
-                "members": [{"key": key, "distance": distance} for key, distance in group.members],
-            }
-            out.print(json_line(record), markup=False)
-        else:
+            out.print(json_line(cluster_record(group)), markup=False)
+        elif writer is None:
             members = "  ".join(f"{visible(key)} ({distance})" for key, distance in group.members[1:])
             out.print(f"cluster {group.id} ({group.size}): {visible(group.representative)} <- {members}")
     if not as_json:

@@ -390,6 +390,13 @@ class Store:
             return reads.get(connection, key)
 
     @_database_errors
+    def fingerprints(self, keys: Sequence[str]) -> dict[str, int]:
+        """The fingerprint of each of the given keys that is stored (a key not stored is left out)."""
+        keys = validate_keys(keys)
+        self._prepare(record=False)
+        return self._read(lambda cursor: reads.stored_fingerprints(cursor, keys))
+
+    @_database_errors
     def versions(self, keys: Sequence[str]) -> dict[str, tuple[bytes | None, str | None]]:
         """(digest, stamp) of each of the given keys that is stored: how a re-run skips unchanged inputs."""
         keys = validate_keys(keys)

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from ..bits import from_signed
 from ..models import Document
-from ..search import check_query_options, query, query_many  # noqa: F401 - the radius search, without SQLAlchemy
+from ..search import check_query_options, query, query_many, stored_fingerprints  # noqa: F401 - the radius search, without SQLAlchemy
 from .documents import StoredDocument
 
 documents = Document.__table__

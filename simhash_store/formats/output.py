@@ -25,7 +25,7 @@ import stat
 from types import TracebackType
 from typing import IO, Any
 
-from .errors import OutputError
+from ..errors import OutputError
 
 try:
     import fcntl

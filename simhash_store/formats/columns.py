@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .terminal import json_text
+from ..terminal import json_text
 
 # The shapes of values. A shape is one of these constants, ("list", item shape) or
 # ("struct", {member: shape}); None is a null (or missing) value, which any shape absorbs.

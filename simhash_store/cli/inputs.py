@@ -1,0 +1,120 @@
+"""The input and output options every command shares (--format, --key-field, --text-field, -o,
+--output-format), and the calls into the format registry that turn their errors into one line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from .. import formats
+from ..corpus import Pattern, Skip, Source
+from ..errors import SimhashStoreError
+from .common import fail
+
+INPUT_NAMES = tuple(formats.INPUTS)
+OUTPUT_NAMES = tuple(formats.OUTPUTS)
+
+
+def choices(values: tuple[str, ...]) -> str:
+    return "[" + "|".join(values) + "]"
+
+
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format", metavar=choices(INPUT_NAMES),
+        help="Read every input in this format (default: by each input's name; a directory is text).",
+    ),
+]
+KeyField = Annotated[str, typer.Option("--key-field", help="Field (or column) of a record holding the key.")]
+TextField = Annotated[str, typer.Option("--text-field", help="Field (or column) of a record holding the text.")]
+Output = Annotated[
+    str | None,
+    typer.Option(
+        "--output", "-o",
+        help="Write the results to this file instead of the tables: JSONL, CSV, TSV or Parquet by its name "
+        "(or --output-format); '-': JSONL on stdout.",
+    ),
+]
+OutputFormatOption = Annotated[
+    str | None,
+    typer.Option("--output-format", metavar=choices(OUTPUT_NAMES), help="Format of -o (default: by its name)."),
+]
+
+
+def input_format(given: str | None, option: str = "--format") -> str | None:
+    """A --format value checked against the registry (a usage error otherwise)."""
+    if given is not None and given not in formats.INPUTS:
+        raise typer.BadParameter(f"must be one of {', '.join(formats.INPUTS)}, not {given!r}", param_hint=option)
+    return given
+
+
+def output_format(path: str, given: str | None, option: str = "--output-format") -> str:
+    """The output format of ``path``: the one given, else the one its name says (a usage error otherwise)."""
+    try:
+        return formats.output_format_for(path, given).name
+    except formats.FormatError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
+
+
+def check_patterns(include: list[str] | None, exclude: list[str] | None) -> None:
+    for pattern in [*(include or []), *(exclude or [])]:
+        try:
+            Pattern(pattern)
+        except ValueError as exc:  # an empty pattern
+            raise typer.BadParameter(str(exc), param_hint="--include/--exclude") from None
+
+
+def resolved(path: str, given: str | None, default: str | None) -> formats.InputFormat:
+    """The format of an input (a usage error when it cannot be told, or cannot be read from stdin)."""
+    try:
+        chosen = formats.resolve_format(path, given, default=default)
+    except formats.FormatError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--format") from None
+    if path == "-" and not chosen.stdin:
+        raise typer.BadParameter(f"{chosen.name} cannot be read from standard input: give a file", param_hint="--format")
+    return chosen
+
+
+def documents(
+    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = "text", hint: str = ""
+) -> Iterator[Source | Skip]:
+    """The documents of one input, opened and checked now: an input that cannot be read, or whose
+    first record lacks a field, is one line (``hint`` after a missing field: which options choose them)."""
+    chosen = resolved(path, given, default)
+    try:
+        return formats.read_documents([path], chosen.name, options)
+    except formats.MissingFieldError as exc:
+        fail(f"{exc}{hint}")
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+def records(
+    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = None, hint: str = ""
+) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
+    """The records of one input, opened and checked now (see :func:`documents`)."""
+    chosen = resolved(path, given, default)
+    try:
+        return formats.read_records(path, chosen.name, options)
+    except formats.FormatError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--format") from None
+    except formats.MissingFieldError as exc:
+        fail(f"{exc}{hint}")
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+def open_writer(path: str, format: str, **given: Any) -> formats.RecordWriter:
+    """A writer for ``path``, claimed before any work: another run writing it stops here, in one line."""
+    try:
+        return formats.open_writer(path, format, **given)
+    except SimhashStoreError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}")
+    raise AssertionError("unreachable")
