@@ -96,7 +96,7 @@ def fingerprint_dataset(
     return ds.map_batches(
         FingerprintBatch, fn_constructor_args=(name, text_field, key_field), batch_size=RECORDS_PER_TASK,
         batch_format="numpy",
-        compute=_ray().data.ActorPoolStrategy(min_size=1, max_size=concurrency or _cpus()),
+        concurrency=(1, concurrency or _cpus()),
     )
 
 
@@ -144,7 +144,7 @@ def write_dataset(
         ds = fingerprint_dataset(ds, scheme=stored, text_field=text_field, key_field=key_field, concurrency=concurrency)
     counts = ds.select_columns([key_field, SIMHASH, DIGEST, LENGTH]).map_batches(
         _WriteBatch, fn_constructor_args=(url, key_field), batch_size=5000,
-        compute=_ray().data.ActorPoolStrategy(min_size=1, max_size=concurrency or _cpus()),
+        concurrency=(1, concurrency or _cpus()),
     )
     totals = {"added": 0, "updated": 0, "unchanged": 0}
     for row in counts.iter_rows():

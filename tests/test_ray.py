@@ -67,8 +67,8 @@ def ray_address():
     try:
         subprocess.run(
             [RAY, "start", "--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}", "--include-dashboard=false",
-             f"--ray-client-server-port={_free_port()}", "--node-ip-address=127.0.0.1", *common, *_node_ports()],
-            check=True, env=env, capture_output=True,
+             "--node-ip-address=127.0.0.1", *common, *_node_ports()],
+            check=True, env=env, capture_output=True, text=True,
         )
         for _ in range(2):
             subprocess.run([RAY, "start", f"--address={address}", "--node-ip-address=127.0.0.1", *common, *_node_ports()],
