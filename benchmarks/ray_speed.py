@@ -33,7 +33,6 @@ import uuid
 from pathlib import Path
 
 import ray
-from shared_corpus import load_laws, load_wiki
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -43,6 +42,8 @@ from simhash_store.ingest import prepare
 from simhash_store.ray_data import dedup_dataset, fingerprint_dataset
 from simhash_store.scheme import DEFAULT
 from simhash_store.store import Store
+
+from shared_corpus import load_laws, load_wiki
 
 RAY = str(Path(sys.executable).with_name("ray"))
 

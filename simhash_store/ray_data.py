@@ -35,7 +35,7 @@ _ANNOTATIONS = ("simhash", "cluster", "duplicate_of", "distance", "not_compared"
 RECORDS_PER_TASK = 500  # rows per map_batches call: large enough to amortise a task, small enough to spread
 
 
-def _ray():  # type: ignore[no-untyped-def]
+def _ray() -> Any:
     try:
         import ray
     except ImportError:
@@ -70,7 +70,7 @@ class FingerprintBatch:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         count = len(next(iter(batch.values()))) if batch else 0
-        keys = list(batch[self.key_field]) if self.key_field in batch else [None] * count
+        keys: list[Any] = list(batch[self.key_field]) if self.key_field in batch else [None] * count
         texts = list(batch[self.text_field]) if self.text_field in batch else [None] * count
         done = self.prepared([k.item() if hasattr(k, "item") else k for k in keys], texts)
         batch = dict(batch)
@@ -266,6 +266,19 @@ class _FingerprintActor:
         return self.batch.prepared([key for key, _ in sources], [text for _, text in sources])
 
 
+def _check_reachable(address: str | None) -> None:
+    """A head that does not answer is one error now (``ray.init`` would retry for minutes, then exit)."""
+    import socket
+
+    if address is None or address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
+
+
 class RayFingerprinter:
     """:class:`ingest.Fingerprinter` on a Ray cluster: each batch split over one actor per CPU,
     each with the scheme loaded once. For :func:`dedup.dedup_files` (``dedup --ray``)."""
@@ -273,6 +286,7 @@ class RayFingerprinter:
     def __init__(self, scheme: Scheme, address: str | None) -> None:
         ray = _ray()
         if not ray.is_initialized():
+            _check_reachable(address)
             try:
                 ray.init(address=address, log_to_driver=False, logging_level="ERROR")
             except (ConnectionError, RuntimeError, ValueError) as exc:

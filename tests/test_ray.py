@@ -22,7 +22,9 @@ from typer.testing import CliRunner
 
 from simhash_store import dedup, fingerprint
 from simhash_store.cli import app
+from simhash_store.fingerprint import fingerprint_if_any
 from simhash_store.ray_data import dedup_dataset, fingerprint_dataset, write_dataset
+from simhash_store.scheme import DEFAULT
 from simhash_store.store import Store
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -126,7 +128,7 @@ def test_fingerprints_on_the_workers_are_the_library_ones(connected):
     records = _records()
     rows = fingerprint_dataset(ray.data.from_items(records)).take_all()
     assert [r["key"] for r in rows] == [r["key"] for r in records]  # input order kept
-    expected = [fingerprint(r["text"]) for r in records]
+    expected = [fingerprint_if_any(r["text"], DEFAULT) for r in records]
     assert [None if r["simhash"] is None else int(r["simhash"], 16) for r in rows] == expected
     assert expected[-1] is None and rows[-1]["_not_fingerprinted"].startswith("no words")
 
