@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -223,6 +223,7 @@ def dedup_command(
     # Workers load their dictionaries while the store opens, as for add, unless the input is small.
     size = sum(Path(path).stat().st_size for path in inputs if path != "-" and Path(path).is_file())
     many = "-" in inputs or any(Path(path).is_dir() for path in inputs)
+    fingerprinter: Any  # an ingest.Fingerprinter, or its stand-in on a Ray cluster
     if ray_address is not None:
         from ..ray_data import RayFingerprinter
         from ..scheme import DEFAULT
