@@ -91,13 +91,16 @@ def fingerprint_dataset(
     """``ds`` with each record's fingerprint added (``simhash``: 16 hex digits, None for a text
     without features or a record without key or text) and what storing needs (``_digest``,
     ``_length``, ``_not_fingerprinted``, ``_size``), in the input order."""
-    _ray().data.DataContext.get_current().execution_options.preserve_order = True
     name = get_scheme(scheme).name
-    return ds.map_batches(
+    out = ds.map_batches(
         FingerprintBatch, fn_constructor_args=(name, text_field, key_field), batch_size=RECORDS_PER_TASK,
         batch_format="numpy",
         concurrency=(1, concurrency or _cpus()),
     )
+    # Each Dataset keeps a copy of the context it was made in: the order is asked of this one
+    # (setting the current context would miss a ``ds`` made before, and dedup depends on the order).
+    out.context.execution_options.preserve_order = True
+    return out
 
 
 def _cpus() -> int:

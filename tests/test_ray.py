@@ -139,7 +139,9 @@ def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_s
     other, other_url = _second_database(pg_server)
     try:
         url = database_url.render_as_string(hide_password=False)
-        annotated = dedup_dataset(ray.data.from_items(records), url, 6, keep=keep).take_all()
+        ds = ray.data.from_items(records).repartition(6)
+        ds.context.execution_options.preserve_order = False  # Ray's default: dedup_dataset must ask for the order
+        annotated = dedup_dataset(ds, url, 6, keep=keep).take_all()
         with Store(other_url) as store:
             expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=6, keep=keep)]
     finally:
