@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -187,6 +187,14 @@ def dedup_command(
     ] = "first",
     jobs: Jobs = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray", metavar="ADDRESS",
+            help="Fingerprint on the Ray cluster at ADDRESS (host:port of its head, or 'auto') instead of --jobs "
+            "local processes; the verdicts are the same (needs simhash-store[ray]).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Write the records that are not near-duplicates of an earlier record or of anything stored.
@@ -215,8 +223,19 @@ def dedup_command(
     # Workers load their dictionaries while the store opens, as for add, unless the input is small.
     size = sum(Path(path).stat().st_size for path in inputs if path != "-" and Path(path).is_file())
     many = "-" in inputs or any(Path(path).is_dir() for path in inputs)
+    fingerprinter: Any  # an ingest.Fingerprinter, or its stand-in on a Ray cluster
+    if ray_address is not None:
+        from ..ray_data import RayFingerprinter
+        from ..scheme import DEFAULT
+
+        try:
+            fingerprinter = RayFingerprinter(DEFAULT, ray_address)
+        except SimhashStoreError as exc:
+            writer.abandon()
+            fail(str(exc))
     try:
-        fingerprinter = ingest.early_fingerprinter(None, jobs, None if many or size >= 1_000_000 else 0)
+        if ray_address is None:
+            fingerprinter = ingest.early_fingerprinter(None, jobs, None if many or size >= 1_000_000 else 0)
         with fingerprinter, opened_store() as store:
             counts = dedup_files(
                 inputs, input_formats, writer, store=store, key=key_field, text=text_field, max_distance=max_distance,

@@ -1,0 +1,213 @@
+"""Fingerprinting and dedup on a local Ray cluster against the single-machine code, in the same run.
+
+Starts its own Ray cluster (a head and ``--workers`` worker nodes of one CPU each, in a temp dir
+of its own, stopped at the end), then measures:
+
+1. fingerprinting throughput per core: the library (``ingest.prepare``, what ``add`` and
+   ``dedup`` run in each worker process) on one core of this process, against
+   ``ray_data.fingerprint_dataset`` on the cluster, divided by the cluster's CPUs;
+2. ``ray_data.dedup_dataset`` against ``dedup.dedup`` (the ``dedup`` command's code) over the
+   same records, each into a fresh database: time, and whether the annotated outputs are
+   identical after ordering.
+
+Records: the shared corpus's wiki paragraphs and laws, cut into pieces of about
+``--chars`` characters, and one edited copy of every third piece (near-duplicates), until
+``--records``. Run:
+
+    python benchmarks/ray_speed.py --db postgresql://root@127.0.0.1:5432/postgres --records 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import ray
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from simhash_store import dedup
+from simhash_store.corpus import Source
+from simhash_store.ingest import prepare
+from simhash_store.ray_data import SIMHASH, FingerprintBatch, dedup_dataset
+from simhash_store.scheme import DEFAULT
+from simhash_store.store import Store
+
+from shared_corpus import load_laws, load_wiki
+
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _ports() -> list[str]:
+    names = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
+             "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+    return [f"{name}={_free_port()}" for name in names]
+
+
+class Timed(FingerprintBatch):
+    """FingerprintBatch that also reports the CPU time it spent, spread over its rows."""
+
+    def __call__(self, batch: dict) -> dict:
+        cpu = time.process_time()
+        out = super().__call__(batch)
+        rows = len(out[SIMHASH])
+        out["_cpu"] = [(time.process_time() - cpu) / max(rows, 1)] * rows
+        return out
+
+
+def start_cluster(workers: int, temp: str) -> str:
+    address = f"127.0.0.1:{_free_port()}"
+    common = ["--num-cpus=1", "--object-store-memory=500000000", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
+    subprocess.run([RAY, "start", "--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}",
+                    "--include-dashboard=false", *common, *_ports()], check=True, capture_output=True)
+    for _ in range(workers):
+        subprocess.run([RAY, "start", f"--address={address}", *common, *_ports()], check=True, capture_output=True)
+    return address
+
+
+def stop_cluster(temp: str) -> None:
+    """Only this cluster's processes: those whose command line names its temp dir."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if temp in (entry / "cmdline").read_bytes().decode("utf-8", "replace"):
+                        os.kill(int(entry.name), sig)
+                except (OSError, ProcessLookupError):
+                    continue
+        time.sleep(2)
+
+
+def records(count: int, chars: int) -> list[dict]:
+    pieces = [d.text[i : i + chars] for d in load_wiki() + load_laws() for i in range(0, len(d.text), chars)]
+    pieces = [p for p in pieces if len(p) >= chars // 4]
+    rng = random.Random(25)
+    out: list[dict] = []
+    n = 0
+    while len(out) < count:
+        piece = pieces[n % len(pieces)]
+        lap = n // len(pieces)
+        body = piece if lap == 0 else f"{piece}（第{lap}版）"  # later laps: new texts, near the first
+        out.append({"key": f"r{n}", "text": body})
+        if n % 3 == 0 and len(out) < count:
+            position = rng.randrange(len(body))
+            out.append({"key": f"r{n}-copy", "text": body[:position] + "的" + body[position + 1 :]})
+        n += 1
+    return out
+
+
+def fresh_database(admin: str) -> tuple[str, str]:
+    name = f"ray_speed_{uuid.uuid4().hex[:8]}"
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return name, make_url(admin).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(admin: str, name: str) -> None:
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    engine.dispose()
+
+
+def lines(rows) -> list[str]:
+    return sorted(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True, help="admin URL of a PostgreSQL server (databases are created and dropped)")
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--chars", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=2, help="worker nodes beside the head, one CPU each")
+    parser.add_argument("-k", type=int, default=6)
+    options = parser.parse_args()
+
+    data = records(options.records, options.chars)
+    megabytes = sum(len(r["text"].encode()) for r in data) / 1e6
+    print(f"{len(data):,} records, {megabytes:.1f} MB; load average {os.getloadavg()[0]:.1f}")
+
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    try:
+        address = start_cluster(options.workers, temp)
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        cpus = int(ray.cluster_resources()["CPU"])
+
+        # 1. Per core: the library on this process's one core, then the cluster.
+        # On a shared machine the cluster's "CPUs" are processes contending for the same cores:
+        # MB per CPU-second (time.process_time in the worker) is the per-core figure; wall time too.
+        prepare(Source("w", text="预热", size=6), None, DEFAULT)
+        started, cpu = time.perf_counter(), time.process_time()
+        local = {r["key"]: prepare(Source(r["key"], text=r["text"], size=0), None, DEFAULT).fingerprint for r in data}
+        local_seconds, local_cpu = time.perf_counter() - started, time.process_time() - cpu
+        ds = ray.data.from_items(data).repartition(cpus * 4)
+
+        def timed(part: ray.data.Dataset) -> ray.data.Dataset:
+            return part.map_batches(Timed, fn_constructor_args=(DEFAULT.name, "text", "key"), batch_size=500,
+                                    batch_format="numpy", concurrency=(1, cpus))
+
+        timed(ds.limit(cpus * 50)).take_all()  # actors started, dictionaries loaded
+        started = time.perf_counter()
+        remote = timed(ds).take_all()
+        ray_seconds = time.perf_counter() - started
+        ray_cpu = sum(r["_cpu"] for r in remote)
+        same = {r["key"]: None if r["simhash"] is None else int(r["simhash"], 16) for r in remote} == local
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        print("| fingerprinting | wall s | CPU s | MB/s wall | MB per CPU-second | ratio per core |")
+        print("|---|--:|--:|--:|--:|--:|")
+        print(f"| library, this process (prepare) | {local_seconds:.1f} | {local_cpu:.1f} | {megabytes / local_seconds:.2f} "
+              f"| {megabytes / local_cpu:.2f} | 1.00 |")
+        print(f"| fingerprint_dataset, {cpus} Ray CPUs | {ray_seconds:.1f} | {ray_cpu:.1f} | {megabytes / ray_seconds:.2f} "
+              f"| {megabytes / ray_cpu:.2f} | {(megabytes / ray_cpu) / (megabytes / local_cpu):.2f} |")
+        print(f"fingerprints identical (by key): {same}")
+
+        # 2. Dedup: the cluster against the single-machine code, each into a fresh database.
+        results = {}
+        names = []
+        try:
+            for label in ("dedup (one machine)", "dedup_dataset (Ray)"):
+                name, url = fresh_database(options.db)
+                names.append(name)
+                started = time.perf_counter()
+                if label.startswith("dedup_dataset"):
+                    rows = dedup_dataset(ray.data.from_items(data), url, options.k).take_all()
+                else:
+                    with Store(url) as store:
+                        rows = [{**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)]
+                results[label] = (time.perf_counter() - started, rows)
+        finally:
+            for name in names:
+                drop_database(options.db, name)
+        print("| dedup | seconds | records/s | duplicates |")
+        print("|---|--:|--:|--:|")
+        for label, (seconds, rows) in results.items():
+            duplicates = sum(1 for r in rows if r["duplicate_of"])
+            print(f"| {label} | {seconds:.1f} | {len(rows) / seconds:,.0f} | {duplicates:,} |")
+        outputs = [lines(rows) for _, rows in results.values()]
+        print(f"annotated outputs identical after ordering: {outputs[0] == outputs[1]}")
+        print(f"load average {os.getloadavg()[0]:.1f}")
+    finally:
+        ray.shutdown()
+        stop_cluster(temp)
+
+
+if __name__ == "__main__":
+    main()

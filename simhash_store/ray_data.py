@@ -1,0 +1,346 @@
+"""Fingerprint, store and deduplicate Ray Datasets of records on a Ray cluster (``simhash-store[ray]``).
+
+The fingerprinting (the costly part: segmentation, about 1 MB/s a core) runs on the workers,
+each loading the scheme's dictionaries and weights once; the writes go from the workers to the
+store in parallel; deduplication decides on the driver with the very code of ``dedup``
+(:func:`dedup.dedup_rows`), its fingerprints taken from the workers, so its verdicts, cluster
+ids and annotations are those of the ``dedup`` command over the same records in the same order.
+
+>>> import ray  # doctest: +SKIP
+>>> ds = ray.data.read_json("crawl/")  # doctest: +SKIP
+>>> kept = dedup_dataset(ds, "postgresql://coordinator/corpus").filter(lambda r: r["duplicate_of"] is None)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .corpus import Skip, Source
+from .dedup import DEFAULT_BATCH_SIZE, Verdict, dedup_rows
+from .errors import InputError
+from .ingest import Prepared, Progress, prepare
+from .scheme import Scheme, get_scheme
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
+
+    from .store import Store
+
+# Columns fingerprint_dataset adds (write_dataset and dedup_dataset read them back).
+SIMHASH, DIGEST, LENGTH, NOT_FINGERPRINTED, SIZE = "simhash", "_digest", "_length", "_not_fingerprinted", "_size"
+_ADDED = (SIMHASH, DIGEST, LENGTH, NOT_FINGERPRINTED, SIZE)
+_ANNOTATIONS = ("simhash", "cluster", "duplicate_of", "distance", "not_compared")
+RECORDS_PER_TASK = 500  # rows per map_batches call: large enough to amortise a task, small enough to spread
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("Ray is not installed: pip install 'simhash-store[ray]'") from None
+    return ray
+
+
+def _key_of(value: Any) -> str | None:
+    """The key as dedup reads it (a string, or an integer written out), else None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        return None
+    return str(value)
+
+
+class FingerprintBatch:
+    """The ``map_batches`` callable: one per worker, so the scheme (dictionaries, weights) loads once."""
+
+    def __init__(self, scheme: str, text_field: str = "text", key_field: str = "key") -> None:
+        self.scheme = get_scheme(scheme)
+        self.text_field, self.key_field = text_field, key_field
+        prepare(Source("warm-up", text="预热词典", size=12), None, self.scheme)  # loads the dictionaries now
+
+    def prepared(self, keys: Sequence[Any], texts: Sequence[Any]) -> list[Prepared | None]:
+        out: list[Prepared | None] = []
+        for raw_key, text in zip(keys, texts):
+            key = _key_of(raw_key)
+            if key is None or not isinstance(text, str):
+                out.append(None)  # dedup calls it a bad record; write_dataset refuses it
+                continue
+            out.append(prepare(Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass"))), None, self.scheme))
+        return out
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        count = len(next(iter(batch.values()))) if batch else 0
+        keys: list[Any] = list(batch[self.key_field]) if self.key_field in batch else [None] * count
+        texts = list(batch[self.text_field]) if self.text_field in batch else [None] * count
+        done = self.prepared([k.item() if hasattr(k, "item") else k for k in keys], texts)
+        batch = dict(batch)
+        batch[SIMHASH] = [None if p is None or p.fingerprint is None else f"{p.fingerprint:016x}" for p in done]
+        batch[DIGEST] = [None if p is None else p.digest for p in done]
+        batch[LENGTH] = [None if p is None else p.length for p in done]
+        batch[NOT_FINGERPRINTED] = [
+            None if p is None or p.skip is None else f"{p.skip.reason}\t{p.skip.detail}" for p in done
+        ]
+        batch[SIZE] = [None if p is None else p.size for p in done]
+        return batch
+
+
+def fingerprint_dataset(
+    ds: Dataset, *, scheme: Scheme | str = "multi-v2", text_field: str = "text", key_field: str = "key",
+    concurrency: int | None = None,
+) -> Dataset:
+    """``ds`` with each record's fingerprint added (``simhash``: 16 hex digits, None for a text
+    without features or a record without key or text) and what storing needs (``_digest``,
+    ``_length``, ``_not_fingerprinted``, ``_size``), in the input order."""
+    name = get_scheme(scheme).name
+    out = ds.map_batches(
+        FingerprintBatch, fn_constructor_args=(name, text_field, key_field), batch_size=RECORDS_PER_TASK,
+        batch_format="numpy",
+        concurrency=(1, concurrency or _cpus()),
+    )
+    # Each Dataset keeps a copy of the context it was made in: the order is asked of this one
+    # (setting the current context would miss a ``ds`` made before, and dedup depends on the order).
+    out.context.execution_options.preserve_order = True
+    return out
+
+
+def _cpus() -> int:
+    return max(1, int(_ray().cluster_resources().get("CPU", 1)))
+
+
+class _WriteBatch:
+    """The ``map_batches`` callable of :func:`write_dataset`: one store connection per worker."""
+
+    def __init__(self, url: str, key_field: str) -> None:
+        from .store import Store
+
+        self.store = Store(url)
+        self.key_field = key_field
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        from .store import NewDocument
+
+        documents = [
+            NewDocument(str(_key_of(key.item() if hasattr(key, "item") else key)), int(simhash, 16), digest, int(length))
+            for key, simhash, digest, length in zip(batch[self.key_field], batch[SIMHASH], batch[DIGEST], batch[LENGTH])
+            if simhash is not None
+        ]
+        # The store's upsert by key: a key stored with the same fingerprint and digest is left alone,
+        # so a task Ray retries after a failure (or a second run) writes nothing twice.
+        result = self.store.add(documents)
+        return {"added": [result.added], "updated": [result.updated], "unchanged": [result.unchanged]}
+
+
+def write_dataset(
+    ds: Dataset, url: str, *, scheme: Scheme | str | None = None, text_field: str = "text", key_field: str = "key",
+    concurrency: int | None = None,
+) -> dict[str, int]:
+    """Store every record's fingerprint (fingerprinting ``ds`` first unless it went through
+    :func:`fingerprint_dataset`) from the workers, in parallel; returns the counts added, updated
+    and unchanged. Idempotent: a record whose key is stored with the same text is left alone."""
+    from .store import Store
+
+    with Store(url, scheme=scheme) as store:
+        stored = store.init()  # created (or checked) once, before the workers write
+    if scheme is not None and get_scheme(scheme) != stored:
+        raise InputError(f"the store's scheme is {stored.name}, not {get_scheme(scheme).name}")
+    if SIMHASH not in ds.schema().names:
+        ds = fingerprint_dataset(ds, scheme=stored, text_field=text_field, key_field=key_field, concurrency=concurrency)
+    counts = ds.select_columns([key_field, SIMHASH, DIGEST, LENGTH]).map_batches(
+        _WriteBatch, fn_constructor_args=(url, key_field), batch_size=5000,
+        concurrency=(1, concurrency or _cpus()),
+    )
+    totals = {"added": 0, "updated": 0, "unchanged": 0}
+    for row in counts.iter_rows():
+        for name in totals:
+            totals[name] += int(row[name])
+    return totals
+
+
+class _Precomputed:
+    """A stand-in for :class:`ingest.Fingerprinter` in :func:`dedup.dedup_rows`: the fingerprints
+    of the rows already read, computed by the workers, handed out in input order."""
+
+    def __init__(self, scheme: Scheme) -> None:
+        self._scheme = scheme
+        self.ready: dict[str, deque[Prepared]] = {}
+
+    @property
+    def scheme(self) -> Scheme:
+        return self._scheme
+
+    @scheme.setter
+    def scheme(self, value: Scheme) -> None:
+        raise InputError(f"the records were fingerprinted with scheme {self._scheme.name}, the store's is {value.name}")
+
+    def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
+        done = [self.ready[source.key].popleft() for source, _ in tasks]
+        return lambda progress: done
+
+    def __enter__(self) -> _Precomputed:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+
+def _prepared_of(record: Mapping[str, Any], key: str) -> Prepared:
+    if record[NOT_FINGERPRINTED] is not None:
+        reason, detail = str(record[NOT_FINGERPRINTED]).split("\t", 1)
+        return Prepared(key, int(record[SIZE]), skip=Skip(key, reason, detail))
+    return Prepared(key, int(record[SIZE]), fingerprint=int(record[SIMHASH], 16), digest=bytes(record[DIGEST]),
+                    length=int(record[LENGTH]))
+
+
+def dedup_records(
+    rows: Callable[[], Iterator[tuple[str, Mapping[str, Any] | Skip]]],
+    fingerprinted: Callable[[], Iterator[Mapping[str, Any]]],
+    *,
+    store: Store,
+    scheme: Scheme,
+    key: str = "key",
+    **options: Any,
+) -> Iterator[tuple[str, Mapping[str, Any] | Skip, Verdict]]:
+    """:func:`dedup.dedup_rows` over ``rows``, with fingerprints from ``fingerprinted`` (the same
+    records, in the same order, through :func:`fingerprint_dataset`) instead of its own."""
+    fingerprinter = _Precomputed(scheme)
+
+    def joined() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
+        for (where, record), computed in zip(rows(), fingerprinted()):
+            if not isinstance(record, Skip) and computed[SIZE] is not None:
+                name = str(_key_of(record.get(key)))
+                fingerprinter.ready.setdefault(name, deque()).append(_prepared_of(computed, name))
+            yield where, record
+
+    return dedup_rows(joined, store=store, key=key, fingerprinter=fingerprinter, **options)
+
+
+def dedup_dataset(
+    ds: Dataset,
+    url: str | None = None,
+    max_distance: int | None = None,
+    *,
+    keep: str = "first",
+    text_field: str = "text",
+    key_field: str = "key",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    concurrency: int | None = None,
+) -> Dataset:
+    """Every record of ``ds`` with the ``dedup --annotate`` fields added (``simhash``, ``cluster``,
+    ``duplicate_of``, ``distance``, ``not_compared``), deduplicated against the store at ``url``
+    (None: the default store) as the ``dedup`` command does: same keep rules, clusters and
+    verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
+    made on the workers; the leader-based clustering (input order) is decided on the driver.
+    """
+    from .store import Store
+
+    ray = _ray()
+    with Store(url) as store:
+        scheme = store.init()
+        fingerprinted = fingerprint_dataset(ds, scheme=scheme, text_field=text_field, key_field=key_field,
+                                            concurrency=concurrency)
+        if keep == "longest":
+            fingerprinted = fingerprinted.materialize()  # read twice
+
+        def computed() -> Iterator[Mapping[str, Any]]:
+            return fingerprinted.iter_rows()
+
+        def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
+            for number, row in enumerate(computed(), start=1):
+                yield f"record {number}", {name: value for name, value in row.items() if name not in _ADDED}
+
+        out = []
+        for _, record, verdict in dedup_records(rows, computed, store=store, scheme=scheme, key=key_field,
+                                                text=text_field, max_distance=max_distance, keep=keep,
+                                                batch_size=batch_size):
+            if verdict.problem is not None:
+                raise InputError(verdict.problem)
+            assert not isinstance(record, Skip)
+            out.append({**record, **verdict.annotation()})
+    return ray.data.from_items(out)
+
+
+class _FingerprintActor:
+    """A Ray actor holding one :class:`FingerprintBatch` (for the command line's ``--ray``)."""
+
+    def __init__(self, scheme: str) -> None:
+        self.batch = FingerprintBatch(scheme)
+
+    def run(self, sources: list[tuple[str, str]]) -> list[Prepared | None]:
+        return self.batch.prepared([key for key, _ in sources], [text for _, text in sources])
+
+
+def _check_reachable(address: str | None) -> None:
+    """A head that does not answer is one error now (``ray.init`` would retry for minutes, then exit)."""
+    import socket
+
+    if address is None or address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
+
+
+class RayFingerprinter:
+    """:class:`ingest.Fingerprinter` on a Ray cluster: each batch split over one actor per CPU,
+    each with the scheme loaded once. For :func:`dedup.dedup_files` (``dedup --ray``)."""
+
+    def __init__(self, scheme: Scheme, address: str | None) -> None:
+        ray = _ray()
+        if not ray.is_initialized():
+            _check_reachable(address)
+            try:
+                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise InputError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
+        self._scheme = scheme
+        self._actors: list[Any] = []
+
+    @property
+    def scheme(self) -> Scheme:
+        return self._scheme
+
+    @scheme.setter
+    def scheme(self, value: Scheme) -> None:
+        if value != self._scheme:
+            self.close()
+        self._scheme = value
+
+    def _pool(self) -> list[Any]:
+        if not self._actors:
+            ray = _ray()
+            actor = ray.remote(num_cpus=1)(_FingerprintActor)
+            self._actors = [actor.remote(self._scheme.name) for _ in range(_cpus())]
+        return self._actors
+
+    def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
+        actors = self._pool()
+        chunk = max(1, -(-len(tasks) // len(actors)))
+        pending = [
+            actors[n % len(actors)].run.remote([(s.key, s.text) for s, _ in tasks[start : start + chunk]])
+            for n, start in enumerate(range(0, len(tasks), chunk))
+        ]
+
+        def collect(progress: Progress | None) -> list[Prepared]:
+            done = [p for part in _ray().get(pending) for p in part]
+            if progress is not None:
+                for prepared in done:
+                    progress(1, prepared.size)
+            return done
+
+        return collect
+
+    def close(self) -> None:
+        for actor in self._actors:
+            _ray().kill(actor)
+        self._actors = []
+
+    def __enter__(self) -> RayFingerprinter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+__all__ = ["FingerprintBatch", "RayFingerprinter", "dedup_dataset", "fingerprint_dataset", "write_dataset"]

@@ -1,0 +1,197 @@
+"""simhash_store.ray_data and `dedup --ray` on a real local Ray cluster: a head and two worker nodes.
+
+The answers must be those of the single-machine code over the same records: fingerprints,
+verdicts, cluster ids and annotations, byte for byte after ordering.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import ray
+from typer.testing import CliRunner
+
+from simhash_store import dedup, fingerprint
+from simhash_store.cli import app
+from simhash_store.fingerprint import fingerprint_if_any
+from simhash_store.ray_data import dedup_dataset, fingerprint_dataset, write_dataset
+from simhash_store.scheme import DEFAULT
+from simhash_store.store import Store
+
+DATA = Path(__file__).resolve().parent / "data"
+RAY = str(Path(sys.executable).with_name("ray"))
+pytestmark = pytest.mark.xdist_group("ray")  # one cluster for the whole module, on one test process
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _node_ports() -> list[str]:
+    """Every port a node listens on that would collide with another node's on the same machine."""
+    names = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
+             "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+    return [f"{name}={_free_port()}" for name in names]
+
+
+def _ours(temp: str) -> list[int]:
+    """Processes of our cluster: those whose command line names its temp dir."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if temp in (entry / "cmdline").read_bytes().decode("utf-8", "replace"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.fixture(scope="session")
+def ray_address():
+    """A head and two worker nodes of one CPU each, in a temp dir of their own; stopped at the end
+    (only the processes of this temp dir: another user's Ray on the machine is left alone)."""
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    address = f"127.0.0.1:{_free_port()}"
+    common = ["--num-cpus=1", "--object-store-memory=200000000", "--disable-usage-stats"]
+    env = {**os.environ, "RAY_TMPDIR": temp}
+    try:
+        subprocess.run(
+            [RAY, "start", "--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}", "--include-dashboard=false",
+             "--node-ip-address=127.0.0.1", *common, *_node_ports()],
+            check=True, env=env, capture_output=True, text=True,
+        )
+        for _ in range(2):
+            subprocess.run([RAY, "start", f"--address={address}", "--node-ip-address=127.0.0.1", *common, *_node_ports()],
+                           check=True, env=env, capture_output=True)
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        deadline = time.monotonic() + 60
+        while len([n for n in ray.nodes() if n["Alive"]]) < 3 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 3
+        yield address
+    finally:
+        ray.shutdown()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in _ours(temp):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            time.sleep(2)
+
+
+@pytest.fixture
+def connected(ray_address):
+    if not ray.is_initialized():
+        ray.init(address=ray_address, log_to_driver=False, logging_level="ERROR")
+    return ray_address
+
+
+def _records() -> list[dict]:
+    """Real text: wiki paragraphs, laws, edited copies of the laws (near-duplicates), a wordless one."""
+    records = []
+    for line in (DATA / "wiki-paragraphs.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        records.append({"key": row["id"], "text": row["text"], "title": row["title"]})
+    laws = sorted((DATA / "laws").glob("*.txt"))
+    for path in laws:
+        records.append({"key": path.stem, "text": path.read_text(encoding="utf-8"), "title": path.stem[:6]})
+    for path in laws[:8]:
+        text = path.read_text(encoding="utf-8")
+        records.append({"key": f"{path.stem}-copy", "text": text.replace("。", "，", 1) + "（责任编辑：王晓明）", "title": "copy"})
+    records.append({"key": "punctuation", "text": "。。。！", "title": "none"})
+    return records
+
+
+def _lines(records) -> list[str]:
+    return sorted(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records)
+
+
+def _second_database(pg_server):
+    name = pg_server.create_database()
+    return name, pg_server.url(name)
+
+
+def test_fingerprints_on_the_workers_are_the_library_ones(connected):
+    records = _records()
+    rows = fingerprint_dataset(ray.data.from_items(records)).take_all()
+    assert [r["key"] for r in rows] == [r["key"] for r in records]  # input order kept
+    expected = [fingerprint_if_any(r["text"], DEFAULT) for r in records]
+    assert [None if r["simhash"] is None else int(r["simhash"], 16) for r in rows] == expected
+    assert expected[-1] is None and rows[-1]["_not_fingerprinted"].startswith("no words")
+
+
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_server, keep):
+    records = _records()
+    other, other_url = _second_database(pg_server)
+    try:
+        url = database_url.render_as_string(hide_password=False)
+        ds = ray.data.from_items(records).repartition(6)
+        ds.context.execution_options.preserve_order = False  # Ray's default: dedup_dataset must ask for the order
+        annotated = dedup_dataset(ds, url, 6, keep=keep).take_all()
+        with Store(other_url) as store:
+            expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=6, keep=keep)]
+    finally:
+        pg_server.drop_database(other)
+    assert _lines(annotated) == _lines(expected)
+    assert any(r["duplicate_of"] for r in expected) and any(r["not_compared"] for r in expected)
+
+
+def test_write_dataset_twice_writes_nothing_twice(connected, database_url):
+    records = _records()
+    url = database_url.render_as_string(hide_password=False)
+    ds = ray.data.from_items(records).repartition(3)
+    first = write_dataset(ds, url)
+    second = write_dataset(ds, url)
+    stored = len(records) - 1  # the wordless text has no fingerprint
+    assert first == {"added": stored, "updated": 0, "unchanged": 0}
+    assert second == {"added": 0, "updated": 0, "unchanged": stored}
+    with Store(url) as store:
+        assert store.count() == stored
+        assert store.get("punctuation") is None
+        law = next(r for r in records if r["key"].endswith("-copy"))
+        assert store.get(law["key"]).fingerprint == fingerprint(law["text"])
+
+
+def test_dedup_command_on_ray_writes_what_it_writes_alone(connected, database_url, pg_server, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _records()), encoding="utf-8")
+    ray.shutdown()  # the command connects by the address itself
+    other, other_url = _second_database(pg_server)
+    try:
+        outputs = []
+        for url, extra in ((database_url, ["--ray", connected]), (other_url, [])):
+            target = tmp_path / f"out{len(outputs)}.jsonl"
+            result = CliRunner().invoke(app, ["--db", url.render_as_string(hide_password=False), "dedup", str(source),
+                                              "--annotate", "-k", "6", "-o", str(target), *extra])
+            assert result.exit_code == 0, result.output
+            outputs.append(target.read_bytes())
+    finally:
+        pg_server.drop_database(other)
+        ray.shutdown()
+    assert outputs[0] == outputs[1]
+    assert b'"duplicate_of": "' in outputs[0]
+
+
+def test_dedup_command_names_an_unreachable_cluster(database_url, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"key": "a", "text": "中文"}\n', encoding="utf-8")
+    ray.shutdown()
+    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dedup", str(source),
+                                      "-o", str(tmp_path / "out.jsonl"), "--ray", f"127.0.0.1:{_free_port()}"])
+    assert result.exit_code == 1
+    assert "cannot connect to the Ray cluster" in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / "out.jsonl").exists()
