@@ -32,6 +32,7 @@ from .formats.output import OutputFile
 from .overlap import Overlap, overlap_of, shingles
 from .pairs import near_pairs
 from .plural import counted
+from .progress import OnProgress
 from .scheme import DEFAULT, Scheme, get_scheme
 from .variants import HEAVY, LIGHT, make_variant
 
@@ -87,6 +88,7 @@ def calibrate(
     light_target: float = LIGHT_TARGET,
     heavy_target: float = HEAVY_TARGET,
     false_match_budget: float = FALSE_MATCH_BUDGET,
+    on_progress: OnProgress | None = None,
 ) -> Calibration:
     """Recall and false matches per k on up to ``sample`` of ``texts`` ((key, text) pairs), and a recommended k.
 
@@ -94,7 +96,8 @@ def calibrate(
     and heavy ones ``heavy_target`` within the false-match budget; failing that, the
     largest k within the budget (the most recall it allows). A pair of sampled documents
     whose texts are near-duplicates (see :mod:`overlap`) is no false match: it is listed in
-    ``duplicates``; the pairs counted are in ``false_match_pairs``.
+    ``duplicates``; the pairs counted are in ``false_match_pairs``. ``on_progress(done, total)``
+    counts the fingerprints computed: the sample's, then its variants'.
     """
     scheme = get_scheme(scheme)
     if sample < 2:
@@ -107,11 +110,20 @@ def calibrate(
     rng = random.Random(f"calibrate|{seed}")
     candidates = list(enumerate(texts))
     rng.shuffle(candidates)
+    per_document = 1 + len(LIGHT) + len(HEAVY)  # its own fingerprint and its variants'
+    done = 0
+
+    def report(total: int) -> None:
+        if on_progress is not None:
+            on_progress(done, total)
+
     for position, (key, text) in candidates:
         value = fingerprint_if_any(text, scheme)
         if value is not None:
             chosen.append((key, text, value))
             positions.append(position)
+            done += 1
+            report(min(sample, len(candidates)) * per_document)
         else:
             without_features += 1
         if len(chosen) == sample:
@@ -122,6 +134,7 @@ def calibrate(
     originals = np.array([value for _, _, value in chosen], dtype=np.uint64)
 
     def recall(kinds: Iterable[str]) -> dict[str, list[float]]:
+        nonlocal done
         by_kind: dict[str, list[float]] = {}
         for kind in kinds:
             distances = []
@@ -129,6 +142,8 @@ def calibrate(
                 donor = chosen[(n + 1) % len(chosen)][1]
                 variant = fingerprint_if_any(make_variant(kind, key, text, donor, seed), scheme)
                 distances.append(64 if variant is None else bin(variant ^ value).count("1"))
+                done += 1
+                report(len(chosen) * per_document)
             by_kind[kind] = ((np.array(distances)[:, None] <= ks).mean(axis=0)).tolist()
         return by_kind
 

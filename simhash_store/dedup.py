@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .corpus import DELIBERATE, Skip, Source
 from .errors import InputError, InvalidKeyError, OutputError, SimhashStoreError
+from .progress import OnProgress
 from .terminal import visible
 
 if TYPE_CHECKING:
@@ -224,24 +225,48 @@ def dedup_files(
     batch_size: int = DEFAULT_BATCH_SIZE,
     fingerprinter: Fingerprinter | None = None,
     on_failure: Callable[[str], None] = lambda message: None,
+    on_progress: OnProgress | None = None,
 ) -> FileCounts:
     """:func:`dedup_rows` over the records of inputs of any format (``input_formats``: registered
     names, see :mod:`~simhash_store.formats`; ``-``: standard input), writing the kept records (every record with ``annotate``, with its
     verdict's fields added) to ``writer``, which is closed at the end, not abandoned on an error.
     A bad record, or one the output format cannot hold, costs that record: ``on_failure`` is
-    told why, and it is counted as bad.
+    told why, and it is counted as bad. ``on_progress(done, total)`` is told the bytes of the
+    inputs read so far, and their total size (None when one is standard input).
     """
     from . import formats
 
     options = formats.ReadOptions(key_field=key, text_field=text, required={key: "the key", text: "the text"})
+    sizes = [_file_size(path) for path in inputs]
+    total = None if None in sizes else sum(size or 0 for size in sizes)
+    read = [0] * len(inputs)  # bytes of each input read so far
+
+    def reader(number: int) -> Callable[[int], None] | None:
+        if on_progress is None:
+            return None
+
+        def on_read(done: int) -> None:
+            read[number] = done
+            on_progress(sum(read), total)
+
+        return on_read
+
     # Every input is opened and its first record checked before any is deduplicated.
-    opened = [formats.read_records(path, kind, options) for path, kind in zip(inputs, input_formats)]
+    opened = [
+        formats.read_records(path, kind, options, on_read=reader(number))
+        for number, (path, kind) in enumerate(zip(inputs, input_formats))
+    ]
 
     def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
         nonlocal opened
-        parts, opened = opened, []  # read again (keep longest): opened afresh
-        for part in parts or [formats.read_records(path, kind, options) for path, kind in zip(inputs, input_formats)]:
+        parts, opened = opened, []  # read again (keep longest): opened afresh, without progress
+        for number, part in enumerate(
+            parts or [formats.read_records(path, kind, options) for path, kind in zip(inputs, input_formats)]
+        ):
             yield from part
+            if parts and on_progress is not None and sizes[number] is not None and read[number] != sizes[number]:
+                read[number] = sizes[number] or 0  # a Parquet file, read by pyarrow: counted when done
+                on_progress(sum(read), total)
 
     counts = FileCounts()
     for where, record, verdict in dedup_rows(
@@ -268,6 +293,11 @@ def dedup_files(
             on_failure(f"{where}: {exc}")
     writer.close()
     return counts
+
+
+def _file_size(path: str) -> int | None:
+    """The size of a regular file; None for stdin or a directory (no total known in advance)."""
+    return os.path.getsize(path) if path != "-" and os.path.isfile(path) else None
 
 
 def _check_distance(store: Store, max_distance: int | None) -> None:

@@ -28,8 +28,9 @@ MIGRATIONS = REPO / "migrations"  # installed as simhash_store.migrations (pypro
 # placed here and in docs/design.md.
 FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     0: (
-        "foundations every floor may use: errors, value checks, bits, hashes, plurals, terminal-safe text",
-        ("errors.py", "validation.py", "bits.py", "hashing.py", "plural.py", "terminal.py"),
+        "foundations every floor may use: errors, value checks, bits, hashes, plurals, terminal-safe text, progress callbacks",
+        ("errors.py", "validation.py", "bits.py", "hashing.py", "plural.py", "terminal.py",
+         "progress.py"),
     ),
     1: (
         "text and files, no database: reading inputs, writing outputs; tokenizers, schemes, fingerprints",

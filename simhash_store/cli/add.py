@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .. import corpus, formats, ingest
+from .. import corpus, formats, ingest, progress
 from ..errors import SimhashStoreError
 from ..scheme import DEFAULT_MAX_DISTANCE
 from .common import (
@@ -36,6 +37,7 @@ from .inputs import (
     resolved,
 )
 from .render import print_add_lines, print_add_summary, progress_bar
+from .render import progress as show_progress
 
 
 def add(
@@ -111,19 +113,26 @@ def add(
     # are read as they are stored, after their first one is checked.
     parts: list = []
     counted_all = True
+    streamed: list[str] = []
+    read_so_far = progress.Relay()  # the bytes of a file of records read, for the bar
     for path, kind in [*((str(p), given) for p in paths or []), *([(jsonl, "jsonl")] if jsonl is not None else [])]:
-        items = documents(path, kind, options, hint=hint)
         if resolved(path, kind, "text").documents is not None:
-            parts.append(list(items))
+            parts.append(list(documents(path, kind, options, hint=hint)))
         else:
-            parts.append(items)
+            parts.append(documents(path, kind, options, hint=hint, on_read=read_so_far))
+            streamed.append(path)
             counted_all = False
     listed = [item for part in parts if isinstance(part, list) for item in part]
     total_documents = sum(isinstance(i, corpus.Source) for i in listed) if counted_all else None
     total_bytes = sum(i.size for i in listed if isinstance(i, corpus.Source))
     fingerprinter = ingest.early_fingerprinter(scheme, jobs, total_documents)
     fingerprinter.max_file_bytes = max_bytes
-    with fingerprinter, opened_store(scheme) as store, progress_bar(quiet or as_json, total_documents, total_bytes) as progress:
+    # One file of records and nothing else: the bar counts its bytes, with a percentage and an ETA.
+    input_size = os.path.getsize(streamed[0]) if len(streamed) == 1 and not listed and os.path.isfile(streamed[0]) else None
+    with fingerprinter, opened_store(scheme) as store, progress_bar(
+        quiet or as_json, total_documents, total_bytes, input_size
+    ) as (advance, on_read):
+        read_so_far.forward_to(on_read)
         started = time.perf_counter()
         try:
             summary = ingest.add(
@@ -132,7 +141,7 @@ def add(
                 batch_size=batch_size,
                 skip_near_duplicates=skip_near_duplicates,
                 max_distance=max_distance,
-                progress=progress,
+                progress=advance,
                 checksum=checksum,
                 fingerprinter=fingerprinter,
             )
@@ -195,7 +204,7 @@ def import_(
             help="How long a bulk load waits for the table (a reader left in a transaction holds it) before giving up.",
         ),
     ] = 10.0,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Load existing fingerprints computed elsewhere; bad rows are reported by line and skipped.
 
@@ -207,11 +216,13 @@ def import_(
         raise typer.BadParameter(
             f"must be one of {', '.join(FINGERPRINT_FORMATS)}, not {fingerprint_format!r}", param_hint="--fingerprint-format"
         )
+    read_so_far = progress.Relay()
     skipped: list[corpus.Skip] = []
     options = formats.ReadOptions(key_field=key_field, required={key_field: "the key", fingerprint_field: "the fingerprint"})
     # The header (or first record) is read now: a missing column is one line, before any I/O.
     read = records(file, None if format == "auto" else format, options, default="jsonl",
-                   hint=" (choose them with --key-field and --fingerprint-field)")
+                   hint=" (choose them with --key-field and --fingerprint-field)", on_read=read_so_far)
+    input_size = os.path.getsize(file) if file != "-" and os.path.isfile(file) else None
     rows = formats.fingerprint_records(read, key_field, fingerprint_field, fingerprint_format)
 
     from ..store import NewDocument
@@ -228,7 +239,10 @@ def import_(
         "(simhash-store stats shows which); fingerprints of different schemes cannot be compared, "
         "so import them into a database of their own (--db URL)"
     )
-    with opened_store(known_scheme(scheme), mismatch=mismatch) as store:
+    with opened_store(known_scheme(scheme), mismatch=mismatch) as store, show_progress(
+        "importing", quiet, input_size
+    ) as on_progress:
+        read_so_far.forward_to(on_progress)
         result = store.load(documents(), lock_timeout=lock_timeout) if bulk else store.add(documents())
     for skip in skipped:
         warn(f"failed: {skip}")

@@ -14,6 +14,7 @@ from ..errors import SimhashStoreError
 from ..plural import counted
 from ..terminal import json_line
 from .common import (
+    QuietFlag,
     SchemeOption,
     fail,
     known_scheme,
@@ -21,7 +22,7 @@ from .common import (
     out,
 )
 from .inputs import FormatOption, TextField, input_format, resolved
-from .render import print_pairs
+from .render import print_pairs, progress
 
 
 def calibrate(
@@ -48,6 +49,7 @@ def calibrate(
     ] = False,
     scheme: SchemeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of the table.")] = False,
+    quiet: QuietFlag = False,
 ) -> None:
     """Choose k on your own documents: recall of near-duplicate variants and false matches for each k.
 
@@ -87,7 +89,8 @@ def calibrate(
             except SimhashStoreError as exc:
                 fail(str(exc))
         try:
-            result = calibration.calibrate(texts.texts, chosen, sample=sample, seed=seed)
+            with progress("calibrating", quiet, min(sample, len(texts.texts)), unit="fingerprints") as on_progress:
+                result = calibration.calibrate(texts.texts, chosen, sample=sample, seed=seed, on_progress=on_progress)
         except ValueError as exc:
             fail(str(exc))
         if apply:

@@ -113,6 +113,7 @@ SchemeOption = Annotated[
     typer.Option("--scheme", help=f"Fingerprint scheme (default: the store's, or {DEFAULT.name} for a new store)."),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
+QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on the terminal.")]
 Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
 ContainmentFlag = Annotated[
     bool,

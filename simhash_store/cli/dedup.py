@@ -19,6 +19,7 @@ from .common import (
     JsonFlag,
     MaxDistance,
     MinScore,
+    QuietFlag,
     Terminated,
     err,
     fail,
@@ -39,7 +40,7 @@ from .inputs import (
     resolved,
 )
 from .inputs import output_format as output_format_of
-from .render import print_clusters
+from .render import print_clusters, progress, spinner
 
 
 def dups(
@@ -57,6 +58,7 @@ def dups(
     min_score: MinScore = DEFAULT_MIN_SCORE,
     output: Output = None,
     output_format: OutputFormatOption = None,
+    quiet: QuietFlag = False,
 ) -> None:
     """Every near-duplicate pair (or group) among stored documents, exactly, from one snapshot (or the stored clusters).
 
@@ -70,7 +72,7 @@ def dups(
     from ..store import IdenticalGroup
 
     if containment:
-        _containment_pairs(min_score, as_json)
+        _containment_pairs(min_score, as_json, quiet)
         return
     written = output_format_of(output, output_format) if output is not None else None
     writer = open_writer(output, written) if output is not None and written is not None else None
@@ -82,7 +84,8 @@ def dups(
                 if writer is not None:
                     writer.close()
                 return
-            found = store.near_duplicates(max_distance)
+            with spinner("finding pairs", quiet):
+                found = store.near_duplicates(max_distance)
         groups = pairs = 0
         for item in found:
             if isinstance(item, IdenticalGroup):
@@ -110,9 +113,9 @@ def dups(
         )
 
 
-def _containment_pairs(min_score: float, as_json: bool) -> None:
+def _containment_pairs(min_score: float, as_json: bool, quiet: bool) -> None:
     """dups --containment: score, inner key, outer key of every pair."""
-    with opened_store() as store:
+    with opened_store() as store, spinner("finding contained documents", quiet):
         found = store.containment_pairs(min_score=min_score)
     for pair in found:
         record = {"inner": pair.inner, "outer": pair.outer, "score": round(pair.score, 4),
@@ -132,6 +135,7 @@ def recluster(
             f"else {DEFAULT_MAX_DISTANCE}).",
         ),
     ] = None,
+    quiet: QuietFlag = False,
 ) -> None:
     """Cluster every stored document afresh, and keep clusters from then on (or re-cluster at another distance).
 
@@ -140,7 +144,7 @@ def recluster(
 
     Example: simhash-store recluster -k 8
     """
-    with opened_store() as store:
+    with opened_store() as store, spinner("reclustering", quiet):
         documents, count = store.recluster(max_distance)
         distance, _ = store.cluster_state()
     out.print(f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}", markup=False)
@@ -195,7 +199,7 @@ def dedup_command(
             "local processes; the verdicts are the same (needs simhash-store[ray]).",
         ),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Write the records that are not near-duplicates of an earlier record or of anything stored.
 
@@ -237,11 +241,12 @@ def dedup_command(
         if ray_address is None:
             fingerprinter = ingest.early_fingerprinter(None, jobs, None if many or size >= 1_000_000 else 0)
         with fingerprinter, opened_store() as store:
-            counts = dedup_files(
-                inputs, input_formats, writer, store=store, key=key_field, text=text_field, max_distance=max_distance,
-                keep=keep, annotate=annotate, fingerprinter=fingerprinter, batch_size=batch_size,
-                on_failure=lambda message: warn(f"failed: {message}"),
-            )
+            with progress("deduplicating", quiet, None if many else size) as on_progress:
+                counts = dedup_files(
+                    inputs, input_formats, writer, store=store, key=key_field, text=text_field, max_distance=max_distance,
+                    keep=keep, annotate=annotate, fingerprinter=fingerprinter, batch_size=batch_size,
+                    on_failure=lambda message: warn(f"failed: {message}"), on_progress=on_progress,
+                )
             if not quiet:
                 note = dedup_distance_note(store, max_distance)
                 passed = "".join(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +11,7 @@ import typer
 from .. import formats
 from ..corpus import Pattern, Skip, Source
 from ..errors import SimhashStoreError
+from ..progress import OnProgress
 from .common import fail
 
 INPUT_NAMES = tuple(formats.INPUTS)
@@ -79,13 +80,14 @@ def resolved(path: str, given: str | None, default: str | None) -> formats.Input
 
 
 def documents(
-    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = "text", hint: str = ""
+    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = "text", hint: str = "",
+    on_read: OnProgress | None = None,
 ) -> Iterator[Source | Skip]:
     """The documents of one input, opened and checked now: an input that cannot be read, or whose
     first record lacks a field, is one line (``hint`` after a missing field: which options choose them)."""
     chosen = resolved(path, given, default)
     try:
-        return formats.read_documents([path], chosen.name, options)
+        return formats.read_documents([path], chosen.name, options, on_read=_bytes_only(on_read))
     except formats.MissingFieldError as exc:
         fail(f"{exc}{hint}")
     except SimhashStoreError as exc:
@@ -94,12 +96,13 @@ def documents(
 
 
 def records(
-    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = None, hint: str = ""
+    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = None, hint: str = "",
+    on_read: OnProgress | None = None,
 ) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
     """The records of one input, opened and checked now (see :func:`documents`)."""
     chosen = resolved(path, given, default)
     try:
-        return formats.read_records(path, chosen.name, options)
+        return formats.read_records(path, chosen.name, options, on_read=_bytes_only(on_read))
     except formats.FormatError as exc:
         raise typer.BadParameter(str(exc), param_hint="--format") from None
     except formats.MissingFieldError as exc:
@@ -107,6 +110,11 @@ def records(
     except SimhashStoreError as exc:
         fail(str(exc))
     raise AssertionError("unreachable")
+
+
+def _bytes_only(on_progress: OnProgress | None) -> Callable[[int], None] | None:
+    """The input layer tells the bytes read alone; the total is the caller's to know."""
+    return None if on_progress is None else (lambda done: on_progress(done, None))
 
 
 def open_writer(path: str, format: str, **given: Any) -> formats.RecordWriter:

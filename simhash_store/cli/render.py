@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
+from collections.abc import Iterator
 
-from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich import filesize
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from .. import ingest
 from ..bits import to_hex
 from ..plural import counted
+from ..progress import OnProgress
 from ..terminal import json_line, visible
 from .common import (
     err,
@@ -138,26 +150,115 @@ class _ThroughputColumn(ProgressColumn):
         if not elapsed:
             return Text("")
         megabytes = task.fields.get("bytes", 0) / 1e6
-        return Text(f"{task.completed / elapsed:,.0f} docs/s  {megabytes / elapsed:.2f} MB/s")
+        return Text(f"{task.fields.get('documents', 0) / elapsed:,.0f} docs/s  {megabytes / elapsed:.2f} MB/s")
+
+
+class _RateColumn(ProgressColumn):
+    """Units done per second since the start: MB/s for bytes, else items/s."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task) -> Text:
+        elapsed = task.elapsed or 0
+        if not elapsed:
+            return Text("")
+        if self.unit == "bytes":
+            return Text(f"{filesize.decimal(int(task.completed / elapsed))}/s")
+        return Text(f"{task.completed / elapsed:,.0f} {self.unit}/s")
+
+
+class _DoneColumn(ProgressColumn):
+    """done/total (or done alone), in kB, MB, GB for bytes."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task) -> Text:
+        if self.unit == "bytes":
+            total = f"/{filesize.decimal(int(task.total))}" if task.total is not None else ""
+            return Text(f"{filesize.decimal(int(task.completed))}{total}")
+        total = f"/{task.total:,.0f}" if task.total is not None else ""
+        return Text(f"{task.completed:,.0f}{total} {self.unit}")
+
+
+def _display(description: str, known_total: bool, unit: str, *extra: ProgressColumn, rate: ProgressColumn | None = None) -> Progress:
+    """A bar with done/total, percentage, rate and ETA when the total is known; a spinner with the
+    count and rate when it is not. On stderr, and gone when done."""
+    rate = rate or _RateColumn(unit)
+    if known_total:
+        columns: tuple[ProgressColumn, ...] = (
+            TextColumn(description), BarColumn(), TaskProgressColumn(), _DoneColumn(unit), *extra, rate,
+            TextColumn("ETA"), TimeRemainingColumn(),
+        )
+    else:
+        columns = (SpinnerColumn(), TextColumn(description), _DoneColumn(unit), *extra, rate, TimeElapsedColumn())
+    return Progress(*columns, console=err, transient=True)
+
+
+def shows_progress(quiet: bool) -> bool:
+    """Progress is drawn on stderr, and only when it is a terminal: piped output stays clean."""
+    return not quiet and err.is_terminal
 
 
 @contextlib.contextmanager
-def progress_bar(quiet: bool, total_documents: int | None, total_bytes: int):
-    """A progress callback: a rich bar on a terminal, nothing otherwise."""
-    if quiet or not err.is_terminal:
+def progress(description: str, quiet: bool, total: int | None = None, unit: str = "bytes") -> Iterator[OnProgress | None]:
+    """A callback ``on_progress(done, total)`` drawn on a terminal (a bar when the total is known, a
+    spinner when it is None), or None when quiet or stderr is not a terminal."""
+    if not shows_progress(quiet):
         yield None
         return
-    progress = Progress(
-        TextColumn("adding"), BarColumn(), TaskProgressColumn(), TextColumn("{task.completed:,} docs"),
-        _ThroughputColumn(), TimeElapsedColumn(), console=err, transient=True,
-    )
-    task = progress.add_task("add", total=total_documents, bytes=0)
-    done_bytes = 0
+    display = _display(description, total is not None, unit)
+    task = display.add_task(description, total=total)
+
+    def on_progress(done: int, total: int | None) -> None:
+        display.update(task, completed=done, total=total)
+
+    with display:
+        yield on_progress
+
+
+@contextlib.contextmanager
+def spinner(description: str, quiet: bool) -> Iterator[None]:
+    """A spinner with the time elapsed while one library call that reports no progress runs
+    (nothing when quiet or piped)."""
+    if not shows_progress(quiet):
+        yield
+        return
+    with Progress(SpinnerColumn(), TextColumn(description), TimeElapsedColumn(), console=err, transient=True) as display:
+        display.add_task(description, total=None)
+        yield
+
+
+@contextlib.contextmanager
+def progress_bar(quiet: bool, total_documents: int | None, total_bytes: int, total_input_bytes: int | None = None):
+    """Callbacks for add: ``(advance(documents, size), on_read(done, total))``. The bar counts
+    documents when their number is known (files), else the bytes read of the input (a JSONL
+    file: ``total_input_bytes``), else it spins. (None, None) when quiet or piped."""
+    if not shows_progress(quiet):
+        yield None, None
+        return
+    by_bytes = total_documents is None and total_input_bytes is not None
+    unit = "bytes" if by_bytes else "docs"
+    extra = (TextColumn("{task.fields[documents]:,} docs"),) if by_bytes else ()
+    rate = None if by_bytes else _ThroughputColumn()  # documents/s and MB/s of the documents
+    display = _display("adding", total_documents is not None or by_bytes, unit, *extra, rate=rate)
+    task = display.add_task("add", total=total_input_bytes if by_bytes else total_documents, bytes=0, documents=0)
+    done_bytes = done_documents = 0
 
     def advance(documents: int, size: int) -> None:
-        nonlocal done_bytes
+        nonlocal done_bytes, done_documents
         done_bytes += size
-        progress.update(task, advance=documents, bytes=done_bytes)
+        done_documents += documents
+        if by_bytes:
+            display.update(task, bytes=done_bytes, documents=done_documents)
+        else:
+            display.update(task, advance=documents, bytes=done_bytes, documents=done_documents)
 
-    with progress:
-        yield advance
+    def on_read(done: int, total: int | None) -> None:
+        display.update(task, completed=done)
+
+    with display:
+        yield advance, (on_read if by_bytes else None)

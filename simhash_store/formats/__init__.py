@@ -13,7 +13,7 @@ added (one module and one registration).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..corpus import Skip, Source
@@ -54,20 +54,23 @@ from .writing import RecordWriter
 
 
 def read_records(
-    path: str, format: str | None = None, options: ReadOptions | None = None, *, default: str | None = None
+    path: str, format: str | None = None, options: ReadOptions | None = None, *, default: str | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
     """``(where, record or Skip)`` for every record of one input ('-': stdin), in order.
 
     ``format``: a registered name, else told from the name (:func:`resolve_format`; ``default``
     for a name that says nothing). The input is opened and its first record checked for
-    ``options.required`` now: an InputError or FormatError here, before any work.
+    ``options.required`` now: an InputError or FormatError here, before any work. ``on_read``
+    is told the bytes of the input read so far (not for Parquet, read by pyarrow).
     """
     options = options or ReadOptions()
-    return resolve_format(path, format, default=default).records(Input(path), options)
+    return resolve_format(path, format, default=default).records(Input(path, on_read=on_read), options)
 
 
 def read_documents(
-    paths: Iterable[str], format: str | None = None, options: ReadOptions | None = None, *, default: str | None = "text"
+    paths: Iterable[str], format: str | None = None, options: ReadOptions | None = None, *, default: str | None = "text",
+    on_read: Callable[[int], None] | None = None,
 ) -> Iterator[Source | Skip]:
     """The documents (key, text or file, metadata) of every input in order, whatever its format.
 
@@ -81,9 +84,9 @@ def read_documents(
     for path in paths:
         chosen = resolve_format(path, format, default=default)
         if chosen.documents is not None:
-            parts.append(chosen.documents(Input(path), options))
+            parts.append(chosen.documents(Input(path, on_read=on_read), options))
         else:
-            parts.append(record_documents(chosen.records(Input(path), options), options))
+            parts.append(record_documents(chosen.records(Input(path, on_read=on_read), options), options))
     return (item for part in parts for item in part)
 
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from .. import progress
 from ..corpus import Skip
 from ..errors import InputError, SimhashStoreError
 from .lines import DEFAULT_MAX_BYTES, require_fields
@@ -78,6 +79,7 @@ class Input:
 
     name: str
     stream: IO[bytes] | None = None
+    on_read: Callable[[int], None] | None = None  # told the bytes read so far (a file or stdin, not Parquet)
 
     @property
     def path(self) -> str | None:
@@ -88,16 +90,22 @@ class Input:
     def open(self) -> Iterator[IO[bytes]]:
         """The bytes of the input; a stream given or stdin is not closed afterwards."""
         if self.stream is not None:
-            yield self.stream
+            yield self._counted(self.stream)
         elif self.name == "-":
-            yield sys.stdin.buffer
+            yield self._counted(sys.stdin.buffer)
         else:
             try:
                 handle = open(self.name, "rb")
             except OSError as exc:
                 raise InputError(f"cannot open {self.name}: {exc.strerror or exc}") from None
             with handle:
-                yield handle
+                yield self._counted(handle)
+
+    def _counted(self, stream: IO[bytes]) -> IO[bytes]:
+        on_read = self.on_read
+        if on_read is None:
+            return stream
+        return progress.counting_reader(stream, lambda done, total: on_read(done))
 
 
 Reader = Callable[[Input, ReadOptions], Iterator[tuple[str, "dict[str, Any] | Skip"]]]
