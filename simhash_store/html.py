@@ -25,11 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simhash_store.corpus import NO_MAIN_CONTENT  # why a page has no text to fingerprint
 from simhash_store.decoding import Decoded, DecodeError, decode
 from simhash_store.errors import InputError
-
-# Why a page has no text to fingerprint (besides decoding's empty, binary, undecodable).
-NO_MAIN_CONTENT = "no main content"
 
 # Where the charset came from, in the order they are tried.
 HEADER, META, BOM, DETECTED = "header", "meta", "bom", "detected"
