@@ -338,8 +338,12 @@ def _start_batch(batch, key_field: str, text_field: str, seen: set[str], fingerp
         seen.add(key)
         if html:
             text = field_text(record, text_field, where)
-            if isinstance(text, Skip):
-                outcomes[position] = Verdict(key, False, problem=str(text))
+            if isinstance(text, Skip):  # no main content: passed through as kept, not compared, as empty text is
+                deliberate = text.reason in DELIBERATE
+                outcomes[position] = Verdict(
+                    key, deliberate, problem=None if deliberate else str(text),
+                    not_compared=text.reason if deliberate else None,
+                )
                 continue
         sources.append((position, Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")))))
     return _fingerprint(outcomes, sources, fingerprinter)

@@ -192,3 +192,67 @@ def test_dedup_of_records_whose_field_holds_html(database_url, tmp_path):
     kept = [json.loads(line)["key"] for line in (tmp_path / "kept.jsonl").read_text("utf-8").splitlines()]
     assert kept == ["zh", "en", "menu"]
     assert "no main content" in result.output
+
+
+# ------------------------------------------------------------ through the format registry
+
+
+def test_pages_and_crawls_are_registered_input_formats(tmp_path):
+    from simhash_store.formats import ReadOptions, read_records, resolve_format
+
+    assert [resolve_format(name).name for name in ("a.html", "b.HTM", "c.warc", "d.warc.gz")] == ["html", "html", "warc", "warc"]
+    (tmp_path / "saved").write_bytes(b"<!DOCTYPE html>" + page("en-article.html"))
+    (tmp_path / "crawl").write_bytes(_warc(False))
+    assert resolve_format(str(tmp_path / "saved")).name == "html"  # sniffed: the name says nothing
+    assert resolve_format(str(tmp_path / "crawl")).name == "warc"
+    (tmp_path / "crawl.warc.gz").write_bytes(_warc(True))
+    options = ReadOptions(key_field="url", text_field="body", prefix="web/")
+    rows = list(read_records(str(tmp_path / "crawl.warc.gz"), options=options))
+    assert [record["url"] for _, record in rows] == ["web/http://example.com/zh", "web/http://example.com/en"]
+    assert ARTICLE_ZH in rows[0][1]["body"] and "<" not in rows[0][1]["body"]
+    assert rows[1][0] == f"{tmp_path / 'crawl.warc.gz'}: http://example.com/en"
+    (tmp_path / "menu.html").write_bytes(page("no-content.html"))
+    [(where, skipped)] = read_records(str(tmp_path / "menu.html"))
+    assert (where, skipped.reason) == (str(tmp_path / "menu.html"), "no main content")
+
+
+def test_a_damaged_crawl_through_the_registry_gives_its_pages_then_one_skip(tmp_path):
+    from simhash_store.corpus import Skip
+    from simhash_store.formats import read_records
+
+    whole = _warc(True)
+    (tmp_path / "cut.warc.gz").write_bytes(whole[: len(whole) - 200])
+    rows = list(read_records(str(tmp_path / "cut.warc.gz")))
+    assert rows[0][1]["key"] == "http://example.com/zh"
+    assert isinstance(rows[-1][1], Skip) and "not a readable WARC archive" in str(rows[-1][1])
+
+
+def test_html_field_in_add_query_and_calibrate(database_url, tmp_path):
+    lines = [
+        {"url": "zh", "page": page("zh-news-gbk.html").decode("gbk")},
+        {"url": "en", "page": page("en-article.html").decode()},
+    ]
+    source = tmp_path / "pages.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+    added = _cli(database_url, "add", str(source), "--key-field", "url", "--html-field", "page")
+    assert added.exit_code == 0, added.output
+    assert "added 2" in added.output
+    (tmp_path / "article.txt").write_text(extract(page("zh-news-gbk.html")).text, "utf-8")
+    found = _cli(database_url, "query", "--json", str(tmp_path / "article.txt"))
+    assert json.loads(found.stdout.splitlines()[0])["matches"][0]["key"] == "zh"
+    asked = _cli(database_url, "query", "--json", str(source), "--html-field", "page")
+    assert asked.exit_code == 0, asked.output
+    answers = [json.loads(line) for line in asked.stdout.splitlines()]
+    assert [answer["matches"][0]["distance"] for answer in answers] == [0, 0]
+    missing = _cli(database_url, "add", str(source), "--key-field", "url", "--html-field", "html")
+    assert missing.exit_code == 1
+    assert "html" in missing.output and "Traceback" not in missing.output
+
+
+def test_dedup_reads_a_crawl(database_url, tmp_path):
+    (tmp_path / "crawl.warc.gz").write_bytes(_warc(True))
+    result = _cli(database_url, "dedup", str(tmp_path / "crawl.warc.gz"), "-o", str(tmp_path / "kept.jsonl"))
+    assert result.exit_code == 0, result.output
+    kept = [json.loads(line) for line in (tmp_path / "kept.jsonl").read_text("utf-8").splitlines()]
+    assert [record["key"] for record in kept] == ["http://example.com/zh", "http://example.com/en"]
+    assert ARTICLE_EN in kept[1]["text"]
