@@ -25,17 +25,17 @@ from .corpus import (
     BAD_RECORD,
     NO_WORDS,
     TOO_LARGE,
+    UNREADABLE,
     DecodeError,
     Skip,
     Source,
-    decode,
     digest,
     read_file,
 )
 from .errors import InputError, InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
-from .html import text_of
 from .formats import DEFAULT_MAX_BYTES, ReadOptions, unique_keys
+from .html import text_of
 from .plural import counted
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme
 from .segments import segment_fingerprints

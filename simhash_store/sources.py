@@ -18,8 +18,8 @@ from pathlib import Path
 from . import corpus
 from .decoding import DecodeError, decode
 from .errors import InputError
-from .html import text_of
 from .formats import DEFAULT_MAX_BYTES, ReadOptions, read_documents, resolve_format
+from .html import text_of
 from .terminal import visible
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from simhash_store.errors import InputError
 from simhash_store.html import looks_like_html
@@ -43,7 +43,7 @@ def is_warc_name(name: str) -> bool:
     return name.lower().endswith(_SUFFIXES)
 
 
-def read_pages(stream: BinaryIO, counts: WarcCounts | None = None) -> Iterator[WarcPage]:
+def read_pages(stream: IO[bytes], counts: WarcCounts | None = None) -> Iterator[WarcPage]:
     """The HTML pages of a WARC stream, in the archive's order."""
     ArchiveIterator, ArchiveLoadFailed = _warcio()
     counts = counts if counts is not None else WarcCounts()

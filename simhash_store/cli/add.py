@@ -106,8 +106,8 @@ def add(
     max_bytes = parse_size(max_file_size, "--max-file-size")
     options = formats.ReadOptions(
         key_field=key_field, text_field=text_field, metadata_fields=tuple(metadata_field or ()),
-        required={key_field: "the key", **text_role(text_field, html_field)}, html_field=html_field, prefix=prefix, include=tuple(include or ()),
-        exclude=tuple(exclude or ()), hidden=hidden, max_bytes=max_bytes,
+        required={key_field: "the key", **text_role(text_field, html_field)}, html_field=html_field, prefix=prefix,
+        include=tuple(include or ()), exclude=tuple(exclude or ()), hidden=hidden, max_bytes=max_bytes,
     )
     hint = " (choose them with --key-field and --text-field)"
     # Files and directories are listed now (their number and size make the progress bar); records
