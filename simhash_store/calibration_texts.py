@@ -29,16 +29,20 @@ class Texts:
         self.skipped += other.skipped
 
 
-def texts_of_inputs(names: list[str], formats: list[str | None] | None = None, text_field: str = "text") -> Texts:
+def texts_of_inputs(
+    names: list[str], formats: list[str | None] | None = None, text_field: str = "text", *, html_field: str | None = None
+) -> Texts:
     """The texts of inputs of any format (see :func:`simhash_store.formats.read_documents`; ``formats``:
     each one's, None to tell it by its name, a file whose name says nothing being text).
 
     A file is keyed as ``add`` keys it; a record by its number among the records read (bad ones
     too), which seeds its variants, and shown by its place (``FILE:LINE``). A record without
     ``text_field`` as a string, or a file that cannot be read or decoded, is counted as skipped.
+    ``html_field``: records hold a web page's HTML there, and its main content is the text.
     Raises InputError (MissingFieldError) when an input's first record has no ``text_field``.
     """
-    options = ReadOptions(text_field=text_field, required={text_field: "the text"})
+    required = {html_field: "the page"} if html_field is not None else {text_field: "the text"}
+    options = ReadOptions(text_field=text_field, required=required, html_field=html_field)
     parts = [read_documents([name], given, options) for name, given in zip(names, formats or [None] * len(names))]
     found = Texts()
     for number, item in enumerate(chain.from_iterable(parts)):

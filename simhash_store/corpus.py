@@ -37,7 +37,9 @@ BAD_RECORD = "bad record"
 TOO_LARGE = "too large"
 KEY_COLLISION = "key collision"
 
-DELIBERATE = frozenset({EMPTY, BINARY, NO_WORDS, SPECIAL_FILE})
+NO_MAIN_CONTENT = "no main content"  # a web page that is all navigation (simhash_store/html.py says so)
+
+DELIBERATE = frozenset({EMPTY, BINARY, NO_WORDS, SPECIAL_FILE, NO_MAIN_CONTENT})
 
 
 @dataclass(frozen=True)

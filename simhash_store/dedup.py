@@ -84,6 +84,7 @@ def dedup(
     keep: str = "first",
     batch_size: int = DEFAULT_BATCH_SIZE,
     jobs: int | None = None,
+    html: bool = False,
 ) -> Iterator[tuple[Mapping[str, Any], Verdict]]:
     """``(record, verdict)`` for each record, in order; records are dicts (or any mapping).
 
@@ -93,6 +94,7 @@ def dedup(
     only. ``keep="longest"``: the longest record of each cluster is kept, so verdicts come
     after all records are stored (a one-shot iterator is held in memory for that). A bad
     record (no key, no text, a key repeated) gets a verdict with ``problem`` set and the rest go on.
+    ``html``: the ``text`` field holds a web page's HTML, and its main content is compared.
     """
     if keep == "longest" and not isinstance(records, Sequence):
         records = list(records)
@@ -101,7 +103,8 @@ def dedup(
         return ((f"record {number}", record) for number, record in enumerate(records, start=1))
 
     for _, record, verdict in dedup_rows(
-        rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep, batch_size=batch_size, jobs=jobs
+        rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep, batch_size=batch_size, jobs=jobs,
+        html=html,
     ):
         yield record, verdict
 
@@ -120,6 +123,7 @@ def dedup_rows(
     batch_size: int = DEFAULT_BATCH_SIZE,
     jobs: int | None = None,
     fingerprinter=None,
+    html: bool = False,
 ) -> Iterator[tuple[str, Mapping[str, Any] | Skip, Verdict]]:
     """:func:`dedup` over ``(where, record or Skip)`` rows as the file readers give them.
 
@@ -143,7 +147,7 @@ def dedup_rows(
             # The workers fingerprint the first batch while the store is created or checked (a new
             # store's migrations take a second or more), with the scheme they were started for:
             # the default unless told. A store of another scheme has the batch fingerprinted again.
-            pending = [(batch, _start_batch(batch, key, text, seen, fingerprinter)) for batch in islice(batches, 1)]
+            pending = [(batch, _start_batch(batch, key, text, seen, fingerprinter, html)) for batch in islice(batches, 1)]
             scheme = opened.init()
             _check_distance(opened, max_distance)
             if fingerprinter.scheme != scheme:
@@ -152,7 +156,7 @@ def dedup_rows(
             # While the workers fingerprint one batch, the one before is stored and resolved.
             outcomes: list = []
             for batch in batches:
-                pending.append((batch, _start_batch(batch, key, text, seen, fingerprinter)))
+                pending.append((batch, _start_batch(batch, key, text, seen, fingerprinter, html)))
                 yield from _finish_batch(opened, *pending.pop(0), keep, outcomes)
             for done in pending:
                 yield from _finish_batch(opened, *done, keep, outcomes)
@@ -226,17 +230,19 @@ def dedup_files(
     fingerprinter: Fingerprinter | None = None,
     on_failure: Callable[[str], None] = lambda message: None,
     on_progress: OnProgress | None = None,
+    html: bool = False,
 ) -> FileCounts:
     """:func:`dedup_rows` over the records of inputs of any format (``input_formats``: registered
     names, see :mod:`~simhash_store.formats`; ``-``: standard input), writing the kept records (every record with ``annotate``, with its
     verdict's fields added) to ``writer``, which is closed at the end, not abandoned on an error.
     A bad record, or one the output format cannot hold, costs that record: ``on_failure`` is
-    told why, and it is counted as bad. ``on_progress(done, total)`` is told the bytes of the
+    told why, and it is counted as bad. ``html``: the ``text`` field holds a web page's HTML.
+    ``on_progress(done, total)`` is told the bytes of the
     inputs read so far, and their total size (None when one is standard input).
     """
     from . import formats
 
-    options = formats.ReadOptions(key_field=key, text_field=text, required={key: "the key", text: "the text"})
+    options = formats.ReadOptions(key_field=key, text_field=text, required={key: "the key", text: "the page" if html else "the text"})
     sizes = [_file_size(path) for path in inputs]
     total = None if None in sizes else sum(size or 0 for size in sizes)
     read = [0] * len(inputs)  # bytes of each input read so far
@@ -271,7 +277,7 @@ def dedup_files(
     counts = FileCounts()
     for where, record, verdict in dedup_rows(
         rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep,
-        fingerprinter=fingerprinter, batch_size=batch_size,
+        fingerprinter=fingerprinter, batch_size=batch_size, html=html,
     ):
         if verdict.problem is not None or isinstance(record, Skip):  # a Skip always has its problem
             counts.bad += 1
@@ -333,8 +339,9 @@ class _Stored:
     where: str
 
 
-def _start_batch(batch, key_field: str, text_field: str, seen: set[str], fingerprinter):
+def _start_batch(batch, key_field: str, text_field: str, seen: set[str], fingerprinter, html: bool = False):
     """Validate one batch and start fingerprinting its records: (outcomes so far, sources, collect)."""
+    from .formats.html import field_text
     from .store import validate_key
 
     outcomes: list[Verdict | _Stored | None] = [None] * len(batch)
@@ -360,6 +367,15 @@ def _start_batch(batch, key_field: str, text_field: str, seen: set[str], fingerp
             outcomes[position] = Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
             continue
         seen.add(key)
+        if html:
+            text = field_text(record, text_field, where)
+            if isinstance(text, Skip):  # no main content: passed through as kept, not compared, as empty text is
+                deliberate = text.reason in DELIBERATE
+                outcomes[position] = Verdict(
+                    key, deliberate, problem=None if deliberate else str(text),
+                    not_compared=text.reason if deliberate else None,
+                )
+                continue
         sources.append((position, Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")))))
     return _fingerprint(outcomes, sources, fingerprinter)
 

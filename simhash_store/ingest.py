@@ -25,16 +25,17 @@ from .corpus import (
     BAD_RECORD,
     NO_WORDS,
     TOO_LARGE,
+    UNREADABLE,
     DecodeError,
     Skip,
     Source,
-    decode,
     digest,
     read_file,
 )
-from .errors import InvalidKeyError, SchemeError, WorkerDiedError
+from .errors import InputError, InvalidKeyError, SchemeError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .formats import DEFAULT_MAX_BYTES, ReadOptions, unique_keys
+from .html import text_of
 from .plural import counted
 from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme
 from .segments import segment_fingerprints
@@ -159,9 +160,12 @@ def prepare(
     warning = None
     if text is None:
         try:
-            decoded = decode(raw)
+            # a web page found in a directory (by its name or content): its main content, as the html format reads it
+            decoded = text_of(raw, source.path or "")
         except DecodeError as exc:
             return Prepared(source.key, len(raw), skip=Skip(where, exc.reason, exc.detail))
+        except InputError as exc:  # a web page, and the html extra is not installed
+            return Prepared(source.key, len(raw), skip=Skip(where, UNREADABLE, str(exc)))
         text = decoded.text
         if decoded.replaced:
             warning = f"{where}: {counted(decoded.replaced, 'invalid byte')} replaced by U+FFFD (read as {decoded.encoding})"

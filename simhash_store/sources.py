@@ -19,6 +19,7 @@ from . import corpus
 from .decoding import DecodeError, decode
 from .errors import InputError
 from .formats import DEFAULT_MAX_BYTES, ReadOptions, read_documents, resolve_format
+from .html import text_of
 from .terminal import visible
 
 
@@ -60,7 +61,8 @@ def _stdin_source() -> corpus.Source | corpus.Skip:
 
 
 def read_text(path: str) -> str:
-    """A document's text (``-``: standard input), decoded as ``add`` decodes files.
+    """A document's text (``-``: standard input), decoded as ``add`` decodes files (a web page,
+    by its name or its content: its main content, as the html format reads it).
 
     Raises InputError, in one line, for a file that cannot be opened, is not a regular file
     (a FIFO would wait for a writer forever, /dev/zero never ends), is larger than ``add``
@@ -79,6 +81,6 @@ def read_text(path: str) -> str:
     if len(data) > limit:
         raise InputError(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
     try:
-        return decode(data).text
+        return text_of(data, path).text
     except DecodeError as exc:
         raise InputError(f"{path}: {exc.reason}" + (f" ({exc.detail})" if exc.detail else "")) from None

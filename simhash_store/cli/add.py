@@ -27,6 +27,7 @@ from .common import (
 from .inputs import (
     INPUT_NAMES,
     FormatOption,
+    HtmlField,
     KeyField,
     TextField,
     check_patterns,
@@ -35,6 +36,7 @@ from .inputs import (
     input_format,
     records,
     resolved,
+    text_role,
 )
 from .render import print_add_lines, print_add_summary, progress_bar
 from .render import progress as show_progress
@@ -49,6 +51,7 @@ def add(
     format: FormatOption = None,
     key_field: KeyField = "key",
     text_field: TextField = "text",
+    html_field: HtmlField = None,
     metadata_field: Annotated[
         list[str] | None,
         typer.Option("--metadata-field", help="A field of each record to store with it as metadata (repeatable)."),
@@ -105,8 +108,8 @@ def add(
     max_bytes = parse_size(max_file_size, "--max-file-size")
     options = formats.ReadOptions(
         key_field=key_field, text_field=text_field, metadata_fields=tuple(metadata_field or ()),
-        required={key_field: "the key", text_field: "the text"}, prefix=prefix, include=tuple(include or ()),
-        exclude=tuple(exclude or ()), hidden=hidden, max_bytes=max_bytes,
+        required={key_field: "the key", **text_role(text_field, html_field)}, html_field=html_field, prefix=prefix,
+        include=tuple(include or ()), exclude=tuple(exclude or ()), hidden=hidden, max_bytes=max_bytes,
     )
     hint = " (choose them with --key-field and --text-field)"
     # Files and directories are listed now (their number and size make the progress bar); records

@@ -21,7 +21,7 @@ from .common import (
     opened_store,
     out,
 )
-from .inputs import FormatOption, TextField, input_format, resolved
+from .inputs import FormatOption, HtmlField, TextField, input_format, resolved
 from .render import print_pairs, progress
 
 
@@ -36,6 +36,7 @@ def calibrate(
     jsonl: Annotated[str | None, typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
     format: FormatOption = None,
     text_field: TextField = "text",
+    html_field: HtmlField = None,
     sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
     seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
     plot: Annotated[Path | None, typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
@@ -75,7 +76,7 @@ def calibrate(
     texts = calibration_texts.Texts()
     if names:
         try:
-            texts = calibration_texts.texts_of_inputs(names, kinds, text_field)
+            texts = calibration_texts.texts_of_inputs(names, kinds, text_field, html_field=html_field)
         except formats.MissingFieldError as exc:
             fail(f"{exc} (choose it with --text-field)")
         except SimhashStoreError as exc:

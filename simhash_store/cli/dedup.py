@@ -30,6 +30,7 @@ from .common import (
 )
 from .inputs import (
     INPUT_NAMES,
+    HtmlField,
     KeyField,
     Output,
     OutputFormatOption,
@@ -169,6 +170,7 @@ def dedup_command(
     output_format: OutputFormatOption = None,
     key_field: KeyField = "key",
     text_field: TextField = "text",
+    html_field: HtmlField = None,
     annotate: Annotated[
         bool,
         typer.Option("--annotate", help="Write every record, with simhash, cluster, duplicate_of and distance added."),
@@ -243,8 +245,9 @@ def dedup_command(
         with fingerprinter, opened_store() as store:
             with progress("deduplicating", quiet, None if many else size) as on_progress:
                 counts = dedup_files(
-                    inputs, input_formats, writer, store=store, key=key_field, text=text_field, max_distance=max_distance,
-                    keep=keep, annotate=annotate, fingerprinter=fingerprinter, batch_size=batch_size,
+                    inputs, input_formats, writer, store=store, key=key_field, text=html_field or text_field,
+                    max_distance=max_distance, keep=keep, annotate=annotate, fingerprinter=fingerprinter,
+                    batch_size=batch_size, html=html_field is not None,
                     on_failure=lambda message: warn(f"failed: {message}"), on_progress=on_progress,
                 )
             if not quiet:

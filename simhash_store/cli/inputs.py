@@ -1,5 +1,5 @@
-"""The input and output options every command shares (--format, --key-field, --text-field, -o,
---output-format), and the calls into the format registry that turn their errors into one line."""
+"""The input and output options every command shares (--format, --key-field, --text-field, --html-field,
+-o, --output-format), and the calls into the format registry that turn their errors into one line."""
 
 from __future__ import annotations
 
@@ -31,6 +31,13 @@ FormatOption = Annotated[
 ]
 KeyField = Annotated[str, typer.Option("--key-field", help="Field (or column) of a record holding the key.")]
 TextField = Annotated[str, typer.Option("--text-field", help="Field (or column) of a record holding the text.")]
+HtmlField = Annotated[
+    str | None,
+    typer.Option(
+        "--html-field",
+        help="Field (or column) of a record holding a web page's HTML, whose main content is the text (instead of --text-field).",
+    ),
+]
 Output = Annotated[
     str | None,
     typer.Option(
@@ -43,6 +50,11 @@ OutputFormatOption = Annotated[
     str | None,
     typer.Option("--output-format", metavar=choices(OUTPUT_NAMES), help="Format of -o (default: by its name)."),
 ]
+
+
+def text_role(text_field: str, html_field: str | None) -> dict[str, str]:
+    """The field a record must have for its text: ``--html-field`` when given, else ``--text-field``."""
+    return {html_field: "the page"} if html_field is not None else {text_field: "the text"}
 
 
 def input_format(given: str | None, option: str = "--format") -> str | None:

@@ -32,7 +32,17 @@ from .common import (
     out,
     warn,
 )
-from .inputs import FormatOption, Output, OutputFormatOption, TextField, input_format, open_writer, resolved
+from .inputs import (
+    FormatOption,
+    HtmlField,
+    Output,
+    OutputFormatOption,
+    TextField,
+    input_format,
+    open_writer,
+    resolved,
+    text_role,
+)
 from .inputs import output_format as output_format_of
 from .render import match_record, print_matches
 
@@ -57,6 +67,7 @@ def query(
     format: FormatOption = None,
     key_field: Annotated[str, typer.Option("--key-field", help="Field of a record naming it in the answers (default: FILE:LINE).")] = "key",
     text_field: TextField = "text",
+    html_field: HtmlField = None,
     max_distance: CalibratedMaxDistance = None,
     limit: Annotated[int | None, typer.Option(min=1, help="At most this many matches per query.")] = None,
     as_json: JsonFlag = False,
@@ -93,7 +104,9 @@ def query(
             queries.append((value, from_hex(value)))
         except SimhashStoreError as exc:
             raise typer.BadParameter(str(exc), param_hint="--fingerprint") from None
-    options = formats.ReadOptions(key_field=key_field, text_field=text_field, required={text_field: "the text"})
+    options = formats.ReadOptions(
+        key_field=key_field, text_field=text_field, required=text_role(text_field, html_field), html_field=html_field
+    )
     names = [*(files or []), *([jsonl] if jsonl is not None else [])]
     kinds = [*(given for _ in files or []), *(["jsonl"] if jsonl is not None else [])]
     for name, kind in zip(names, kinds):
@@ -150,6 +163,9 @@ def explain(
         int, typer.Option("--max-distance", "-k", min=0, max=64, help="The k to judge the distance at.")
     ] = DEFAULT_MAX_DISTANCE,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
+    show_text: Annotated[
+        bool, typer.Option("--show-text", help="Print the text compared first (a web page's: its extracted main content).")
+    ] = False,
 ) -> None:
     """Why two documents are near-duplicates or not: distance, shared text, heaviest features, differing bits.
 
@@ -167,13 +183,18 @@ def explain(
         texts = [value if as_text else read_text(value) for value in (a, b)]
     except SimhashStoreError as exc:
         fail(str(exc))
+    if show_text and not as_json:
+        for label, name, text in (("A", a, texts[0]), ("B", b, texts[1])):
+            lines = "\n".join(visible(line) for line in text.splitlines())  # control characters escaped, lines kept
+            out.print(Text(f"text of {label} ({visible(name)}):\n{lines}\n"))
     try:
         result = explain_texts(texts[0], texts[1], chosen, top=top)
     except SimhashStoreError as exc:
         fail(str(exc))
     disagreement = result.disagreement(max_distance)
     if as_json:
-        out.print(json_line({**result.to_dict(), "max_distance": max_distance, "disagreement": disagreement}))
+        shown = {"text_a": texts[0], "text_b": texts[1]} if show_text else {}
+        out.print(json_line({**result.to_dict(), "max_distance": max_distance, "disagreement": disagreement, **shown}))
         return
     near = "near-duplicates" if result.distance <= max_distance else "not near-duplicates"
     given = "the default k" if max_distance == DEFAULT_MAX_DISTANCE else "k"

@@ -1,7 +1,7 @@
 """Every input and output format, behind one registry: records and documents in, records out.
 
 Input formats (:data:`INPUTS`): ``text`` (files, directories, stdin), ``jsonl``, ``csv``,
-``tsv``, ``parquet``; output formats (:data:`OUTPUTS`): ``jsonl``, ``csv``, ``tsv``, ``parquet``.
+``tsv``, ``parquet``, ``html`` (web pages), ``warc`` (crawls); output formats (:data:`OUTPUTS`): ``jsonl``, ``csv``, ``tsv``, ``parquet``.
 Every command that reads takes any input format with the same options (:class:`ReadOptions`)
 and the same bad-record rules; see :mod:`~simhash_store.formats.registry` for how a format is
 added (one module and one registration).
@@ -20,7 +20,7 @@ from ..corpus import Skip, Source
 
 # The formats shipped, each registering itself; the order is the order sniffers are asked in.
 # isort: off
-from . import text, jsonl, delimited, parquet  # noqa: F401
+from . import text, jsonl, delimited, parquet, html, warc  # noqa: F401
 # isort: on
 from .delimited import RepeatedColumnError
 from .documents import (

@@ -16,6 +16,7 @@ from typing import IO, Any
 from ..corpus import BAD_KEY, BAD_RECORD, KEY_COLLISION, Skip, Source
 from ..errors import InvalidValueError, SimhashStoreError
 from ..validation import validate_key, validate_metadata
+from .html import field_text
 from .lines import DEFAULT_MAX_BYTES, HugeInteger, short
 from .registry import Input, ReadOptions, input_format
 
@@ -87,7 +88,13 @@ def record_documents(rows: Iterable[tuple[str, dict | Skip]], options: ReadOptio
         if isinstance(key, Skip):
             yield key
             continue
-        text = record.get(text_field)
+        if options.html_field is not None:
+            text: str | Skip | None = field_text(record, options.html_field, where)
+            if isinstance(text, Skip):
+                yield text
+                continue
+        else:
+            text = record.get(text_field)
         if not isinstance(text, str):
             yield Skip(where, BAD_RECORD, f"no {text_field!r} field with a string")
             continue

@@ -59,7 +59,8 @@ class ReadOptions:
     document (``add --metadata-field``). ``required``: field -> its role, checked on the first
     record. ``prefix``: prepended to every key. ``include``, ``exclude``, ``hidden``: which files
     of a directory are read (the walk of :func:`simhash_store.corpus.walk`). ``max_bytes``: the
-    largest line, record or file read into memory.
+    largest line, record or file read into memory. ``html_field``: the field holding a web page's
+    HTML, whose main content is the text (instead of ``text_field``).
     """
 
     key_field: str = "key"
@@ -71,6 +72,7 @@ class ReadOptions:
     exclude: tuple[str, ...] = ()
     hidden: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
+    html_field: str | None = None  # a field holding a web page's HTML: its main content is the text
 
 
 @dataclass(frozen=True)

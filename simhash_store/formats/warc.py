@@ -1,0 +1,51 @@
+"""WARC crawls (``.warc``, ``.warc.gz``): each HTML response a record, keyed by its target URI
+(after ``prefix``), its text the page's main content (:mod:`simhash_store.formats.html`).
+
+Requests, metadata and responses that are not HTML are passed over. A page with no main
+content is a deliberate Skip naming it (``crawl.warc.gz: https://...``); an archive that
+breaks part way gives the pages before the damage, then a Skip saying so. Needs the html extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..corpus import UNREADABLE, Skip
+from ..errors import InputError
+from ..warc import read_pages
+from .html import page_text
+from .registry import Input, InputFormat, ReadOptions, register_input
+
+_WARC_START = b"WARC/1."
+_GZIP_START = b"\x1f\x8b"
+
+
+def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
+    """The HTML pages of the archive, in its order."""
+    with source.open() as stream:
+        pages = read_pages(stream)
+        while True:
+            try:
+                page = next(pages)
+            except StopIteration:
+                return
+            except InputError as exc:  # damaged, or the html extra is missing: the pages before stay read
+                yield source.name, Skip(source.name, UNREADABLE, str(exc))
+                return
+            where = f"{source.name}: {page.uri}"
+            text = page_text(page.body, where, page.content_type)
+            if isinstance(text, Skip):
+                yield where, text
+            else:
+                yield where, {options.key_field: options.prefix + page.uri, options.text_field: text}
+
+
+def _sniff(head: bytes) -> bool:
+    return head.startswith(_WARC_START)  # a gzipped one is told by its name (.warc.gz) or --format warc
+
+
+register_input(InputFormat(
+    "warc", read, suffixes=(".warc", ".warc.gz"), sniff=_sniff,
+    description="WARC crawls: the main content of each HTML response, keyed by its URI (the html extra)",
+))

@@ -1,0 +1,257 @@
+"""Web pages to text: the charset of a page and its main content. No files, no database.
+
+The charset comes from the HTTP ``Content-Type`` header, else the page's ``<meta>`` tag, else a
+byte order mark, else this project's decoding rules (:func:`simhash_store.decoding.decode`:
+UTF-8, GB18030 or Big5, told from the bytes). The main content is extracted with
+readability-lxml, trafilatura where readability keeps the wrong block (chosen by measurement,
+docs/html.md); navigation, related-headline lists, scripts, footers and comment blocks are
+left out. A page with no main content comes back with an empty text and
+``reason`` NO_MAIN_CONTENT, so a command can count it under its own reason.
+
+Needs the ``html`` extra (``pip install 'simhash-store[html]'``); without it :func:`extract`
+raises :class:`~simhash_store.errors.InputError`.
+
+>>> page = "<html><head><meta charset=gbk><title>标题</title></head><body><p>正文</p></body></html>"
+>>> decode_page(page.encode("gbk")).encoding, decode_page(page.encode("gbk")).source
+('gb18030', 'meta')
+>>> looks_like_html(b"  <!DOCTYPE html><html>")
+True
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from simhash_store.corpus import NO_MAIN_CONTENT  # why a page has no text to fingerprint
+from simhash_store.decoding import Decoded, DecodeError, decode
+from simhash_store.errors import InputError
+
+# Where the charset came from, in the order they are tried.
+HEADER, META, BOM, DETECTED = "header", "meta", "bom", "detected"
+
+# The meta tag must be early in the page (the HTML standard looks at the first 1024 bytes;
+# Chinese portals often put it after scripts and a long title, so look further).
+_META_WINDOW = 16384
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+_HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+# Labels read as the encoding browsers use for them (WHATWG Encoding Standard): GB2312 and GBK
+# pages are decoded as GB18030 (a superset), Latin-1 and ASCII as windows-1252, Big5 with the
+# HKSCS additions.
+_AS_BROWSERS_DO = {
+    "gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "gb_2312-80": "gb18030", "cp936": "gb18030",
+    "iso-8859-1": "cp1252", "latin-1": "cp1252", "latin1": "cp1252", "us-ascii": "cp1252", "ascii": "cp1252",
+    "big5": "big5hkscs", "big5-hkscs": "big5hkscs",
+    "utf8": "utf-8", "unicode": "utf-8", "x-user-defined": "cp1252",
+}
+_PLAINLY_HTML = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>]|head[\s>])",
+                           re.IGNORECASE | re.DOTALL)
+_HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page's text as decoded, the encoding used and where its name came from."""
+
+    text: str
+    encoding: str
+    source: str  # HEADER, META, BOM or DETECTED
+    replaced: int = 0  # invalid bytes replaced by U+FFFD
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """The main content of a page: ``text`` is empty and ``reason`` says why when there is none."""
+
+    text: str
+    title: str | None
+    charset: str
+    charset_source: str
+    reason: str | None = None
+
+
+def looks_like_html(start: bytes) -> bool:
+    """Whether content is plainly HTML: it opens (after a BOM, whitespace or comments) with a
+    doctype, ``<html`` or ``<head``."""
+    return _PLAINLY_HTML.match(start[:4096]) is not None
+
+
+def is_html_name(name: str) -> bool:
+    """Whether a file name says HTML (``.html``, ``.htm``, ``.xhtml``, ``.shtml``)."""
+    return name.lower().endswith(_HTML_SUFFIXES)
+
+
+def charset_of_header(content_type: str | None) -> str | None:
+    """The charset a ``Content-Type`` header names, as Python calls it, or None (none or unknown).
+
+    >>> charset_of_header("text/html; charset=GB2312")
+    'gb18030'
+    """
+    if not content_type:
+        return None
+    found = _HEADER_CHARSET.search(content_type)
+    return _codec(found.group(1)) if found else None
+
+
+def charset_of_meta(data: bytes) -> str | None:
+    """The charset a ``<meta charset>`` or ``<meta http-equiv content="...; charset=">`` tag names."""
+    found = _META_CHARSET.search(data[:_META_WINDOW])
+    return _codec(found.group(1).decode("ascii", "replace")) if found else None
+
+
+def is_page(name: str, data: bytes) -> bool:
+    """Whether a document is a web page: its name says HTML, or its content is plainly HTML."""
+    return is_html_name(name) or looks_like_html(data)
+
+
+def text_of(data: bytes, name: str = "", content_type: str | None = None, *, page: bool | None = None) -> Decoded:
+    """The text to fingerprint of a document's bytes: a web page's main content (a page by its
+    name or content, or as ``page`` says), else the bytes decoded as any text file is.
+
+    Raises :class:`~simhash_store.decoding.DecodeError`, with reason NO_MAIN_CONTENT for a page
+    without one; :class:`~simhash_store.errors.InputError` for a page without the html extra.
+    """
+    if not (is_page(name, data) if page is None else page):
+        return decode(data)
+    extracted = extract(data, content_type)
+    if extracted.reason is not None:
+        raise DecodeError(extracted.reason)
+    return Decoded(extracted.text, extracted.charset)
+
+
+def decode_page(data: bytes, content_type: str | None = None) -> Page:
+    """A page's text: charset from the header, the meta tag, a BOM, then the decoding rules.
+
+    A declared charset that fails on more than a few bytes (a page saved as UTF-8 by a
+    template that still says GBK) is passed over for the next source. Raises
+    :class:`~simhash_store.decoding.DecodeError` (``empty``, ``binary``, ``undecodable``).
+    """
+    if not data.strip():
+        raise DecodeError("empty")
+    for bom, bom_encoding in _BOMS:
+        if data.startswith(bom):
+            return Page(data.decode(bom_encoding, "replace"), bom_encoding.removesuffix("-sig"), BOM)
+    declared = ((HEADER, charset_of_header(content_type)), (META, charset_of_meta(data)))
+    for source, encoding in declared:
+        if encoding is None:
+            continue
+        text, replaced = _decode_counting(data, encoding)
+        if replaced <= max(4, len(data) // 200):
+            return Page(text, encoding, source, replaced)
+    decoded = decode(data)
+    return Page(decoded.text, decoded.encoding, DETECTED, decoded.replaced)
+
+
+def extract(data: bytes, content_type: str | None = None) -> Extracted:
+    """The main content of a page's bytes (see the module's docstring).
+
+    Raises :class:`~simhash_store.decoding.DecodeError` when the bytes are not text at all.
+    """
+    page = decode_page(data, content_type)
+    return extract_text(page.text, encoding=page.encoding, source=page.source)
+
+
+def extract_text(html: str, *, encoding: str = "utf-8", source: str = DETECTED) -> Extracted:
+    """The main content of a page already decoded to text.
+
+    readability-lxml picks the page's main block; when it keeps less than a tenth of what
+    trafilatura finds (an article split over several blocks, of which it kept one), trafilatura's
+    text is taken instead. trafilatura runs only when readability's text is that short against
+    the page's whole visible text, so most pages pay for one extractor.
+    """
+    readability, trafilatura, lxml_html = _libraries()
+    if not html.strip():
+        return Extracted("", None, encoding, source, NO_MAIN_CONTENT)
+    document = readability.Document(html)
+    try:
+        summary = document.summary(html_partial=True)
+        title = " ".join(document.short_title().split()) or None
+    except Exception:  # readability raises its own Unparseable and lxml's errors on broken pages
+        summary, title = "", None
+    text, links = _block_text(lxml_html, summary) if summary.strip() else ("", set())
+    if _mostly_links(text, links):
+        text = ""  # a menu or a list of headlines, not an article
+    visible, page_links = _block_text(lxml_html, html, visible_only=True)
+    if len(text) < _FALLBACK_SHARE * len(visible):
+        other = (trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False) or "").strip()
+        if len(text) < _FALLBACK_SHARE * len(other) and not _mostly_links(other, page_links):
+            text = other
+    if not text:
+        return Extracted("", title, encoding, source, NO_MAIN_CONTENT)
+    return Extracted(text, title, encoding, source)
+
+
+# Below this share of trafilatura's text, readability is taken to have kept the wrong block
+# (measured on the Chinese pages of benchmarks/extraction.py: any share from 0.1 to 0.3 does as well).
+_FALLBACK_SHARE = 0.1
+# Text that is more than half link text is navigation (readability's own link-density test
+# keeps such a block when the page has nothing else).
+_LINK_SHARE = 0.5
+_BLOCKS = frozenset(
+    "address article aside blockquote br dd div dl dt figcaption figure footer h1 h2 h3 h4 h5 h6 header "
+    "hr li main nav ol p pre section table td th tr ul".split()
+)
+
+
+def _mostly_links(text: str, links: set[str]) -> bool:
+    """Whether more than half of a text's characters (spaces aside) are the texts of links.
+
+    Spaces are left out on both sides: extractors differ in how they join a menu's items
+    (a line each, or run together)."""
+    compact = "".join(text.split())
+    linked = sum(len(link) for link in {"".join(link.split()) for link in links} if len(link) > 1 and link in compact)
+    return linked > _LINK_SHARE * len(compact)
+
+
+def _block_text(lxml_html: Any, html: str, *, visible_only: bool = False) -> tuple[str, set[str]]:
+    """The text of a fragment, a line break after each block element (so that words of two
+    paragraphs do not run together), lines stripped and empty ones dropped; and the texts of
+    its links, spaced the same way."""
+    try:
+        tree = lxml_html.fromstring(html)
+    except Exception:  # lxml's ParserError on an empty or broken fragment
+        return "", set()
+    for node in list(tree.iter()):
+        if not isinstance(node.tag, str) or node.tag in ("script", "style", "noscript", "template"):
+            if node.getparent() is not None and (visible_only or not isinstance(node.tag, str)):
+                node.drop_tree()
+            continue
+        if node.tag in _BLOCKS:
+            node.tail = "\n" + (node.tail or "")
+    links = {" ".join(link.text_content().split()) for link in tree.iter("a")}
+    lines = (" ".join(line.split()) for line in tree.text_content().splitlines())
+    text = "\n".join(line for line in lines if line)
+    return text, links
+
+
+def _libraries() -> tuple[Any, Any, Any]:
+    try:
+        import lxml.html
+        import readability
+        import trafilatura
+    except ImportError as error:
+        raise InputError("reading web pages needs the html extra: pip install 'simhash-store[html]'") from error
+    return readability, trafilatura, lxml.html
+
+
+def _codec(label: str) -> str | None:
+    label = label.strip().lower()
+    label = _AS_BROWSERS_DO.get(label, label)
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        return None
+    if name in ("utf-16-le", "utf-16-be", "utf-16", "utf-32"):
+        return "utf-8"  # a page that was decoded to find its meta tag is not UTF-16 (HTML standard)
+    return _AS_BROWSERS_DO.get(name, name)
+
+
+def _decode_counting(data: bytes, encoding: str) -> tuple[str, int]:
+    try:
+        return data.decode(encoding), 0
+    except UnicodeDecodeError:
+        text = data.decode(encoding, "replace")
+        return text, text.count("\ufffd")

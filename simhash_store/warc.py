@@ -1,0 +1,94 @@
+"""Web archives (WARC, ``.warc`` and ``.warc.gz``) to pages: the HTML responses of a crawl. No database.
+
+Each ``response`` record whose HTTP ``Content-Type`` is HTML (or, without one, whose body is
+plainly HTML) comes out as a :class:`WarcPage` keyed by its ``WARC-Target-URI``, with the HTTP
+header's ``Content-Type`` for the charset (:func:`simhash_store.html.extract`). Requests,
+metadata, revisits and responses of other types (images, scripts, JSON) are passed over and
+counted. Read with warcio (the ``html`` extra), which reads gzip per record or whole-file and
+plain WARC alike; a damaged archive raises :class:`~simhash_store.errors.InputError` at the
+record where it breaks, after the pages before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from simhash_store.errors import InputError
+from simhash_store.html import looks_like_html
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_SUFFIXES = (".warc", ".warc.gz")
+
+
+@dataclass(frozen=True)
+class WarcPage:
+    uri: str
+    content_type: str | None
+    body: bytes
+
+
+@dataclass
+class WarcCounts:
+    """What a read passed over: records that are not responses, and responses that are not HTML."""
+
+    other_records: int = 0
+    not_html: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+
+
+def is_warc_name(name: str) -> bool:
+    """Whether a file name says WARC (``.warc``, ``.warc.gz``)."""
+    return name.lower().endswith(_SUFFIXES)
+
+
+def read_pages(stream: IO[bytes], counts: WarcCounts | None = None) -> Iterator[WarcPage]:
+    """The HTML pages of a WARC stream, in the archive's order."""
+    ArchiveIterator, ArchiveLoadFailed = _warcio()
+    counts = counts if counts is not None else WarcCounts()
+    records = iter(ArchiveIterator(stream))
+    while True:
+        try:
+            record = next(records)
+            if not str(record.format).startswith("warc"):
+                # warcio reads the older ARC format too, and takes almost any first line for an
+                # ARC header: a gzipped page or text file would come out as one bogus record
+                raise InputError("not a readable WARC archive: no WARC record header where one should start")
+            if record.rec_type != "response":
+                counts.other_records += 1
+                counts.by_type[record.rec_type] = counts.by_type.get(record.rec_type, 0) + 1
+                continue
+            uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+            content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
+            body = record.content_stream().read()
+        except StopIteration:
+            return
+        # warcio fails on garbage with its own error, zlib's, or (a header line it cannot split)
+        # an AttributeError or IndexError from inside its parser: all mean a damaged archive.
+        except (ArchiveLoadFailed, OSError, EOFError, ValueError, AttributeError, IndexError, KeyError) as error:
+            raise InputError(f"not a readable WARC archive: {_first_line(error)}") from None
+        if not _is_html(content_type, body):
+            counts.not_html += 1
+            continue
+        yield WarcPage(uri, content_type, body)
+
+
+def _is_html(content_type: str | None, body: bytes) -> bool:
+    if content_type:
+        return content_type.split(";", 1)[0].strip().lower() in _HTML_TYPES
+    return looks_like_html(body)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _warcio() -> tuple[Any, Any]:
+    try:
+        from warcio.archiveiterator import ArchiveIterator
+        from warcio.exceptions import ArchiveLoadFailed
+    except ImportError as error:
+        raise InputError("reading WARC files needs the html extra: pip install 'simhash-store[html]'") from error
+    return ArchiveIterator, ArchiveLoadFailed

@@ -1,0 +1,258 @@
+"""Web pages in: charset precedence, main-content extraction, WARC archives (no database here)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from simhash_store.decoding import DecodeError
+from simhash_store.errors import InputError
+from simhash_store.html import (
+    BOM,
+    DETECTED,
+    HEADER,
+    META,
+    NO_MAIN_CONTENT,
+    decode_page,
+    extract,
+    looks_like_html,
+)
+from simhash_store.warc import WarcCounts, read_pages
+
+PAGES = Path(__file__).parent / "data" / "html"
+ARTICLE_ZH = "锣鼓经是大陆传统器乐及戏曲里面常用的打击乐记谱方法"
+ARTICLE_EN = "The harbour town of Westmere voted on Tuesday to rebuild its old stone pier"
+
+
+def page(name: str) -> bytes:
+    return (PAGES / name).read_bytes()
+
+
+def test_a_chinese_gbk_news_page_gives_its_article_without_menus_headlines_comments_or_footer():
+    extracted = extract(page("zh-news-gbk.html"))
+    assert (extracted.charset, extracted.charset_source, extracted.reason) == ("gb18030", META, None)
+    assert ARTICLE_ZH in extracted.text
+    assert "粤剧吸收了部份京剧的锣鼓" in extracted.text  # the last paragraph too
+    for boilerplate in ("首页", "相关阅读", "网友评论", "沙发", "版权所有", "您的位置", "hm.js"):
+        assert boilerplate not in extracted.text
+    assert extracted.title == "锣鼓经_文化频道_示例新闻网"
+
+
+def test_an_english_page_gives_its_article_in_paragraphs():
+    extracted = extract(page("en-article.html"), "text/html; charset=utf-8")
+    assert extracted.charset_source == HEADER
+    assert ARTICLE_EN in extracted.text
+    assert "coastal path along the harbour wall will stay open." in extracted.text
+    for boilerplate in ("Most read", "Ferry timetable", "About time too", "Cookie settings", "gtag"):
+        assert boilerplate not in extracted.text
+    # paragraphs stay apart, so the last word of one does not run into the first of the next
+    assert "arches.\nEngineers" in extracted.text
+
+
+def test_a_page_of_links_alone_has_no_main_content():
+    extracted = extract(page("no-content.html"))
+    assert (extracted.text, extracted.reason) == ("", NO_MAIN_CONTENT)
+
+
+def test_charset_header_over_meta_over_detection():
+    article = "<p>" + "中文新闻正文的内容在这里。" * 20 + "</p>"
+    says_gbk = f'<html><head><meta charset="gbk"></head><body>{article}</body></html>'
+    # the header wins over the meta tag
+    assert decode_page(says_gbk.encode("utf-8"), "text/html; charset=UTF-8").source == HEADER
+    assert decode_page(says_gbk.encode("big5", "replace"), "text/html; charset=big5").encoding == "big5hkscs"
+    # the meta tag wins over detection: these GBK bytes are read as the tag says
+    gbk = says_gbk.encode("gbk")
+    assert (decode_page(gbk).encoding, decode_page(gbk).source) == ("gb18030", META)
+    assert "中文新闻正文" in decode_page(gbk).text
+    # no header, no tag: the decoding rules tell GBK from UTF-8
+    bare = f"<html><body>{article}</body></html>"
+    assert (decode_page(bare.encode("gbk")).encoding, decode_page(bare.encode("gbk")).source) == ("gb18030", DETECTED)
+    assert decode_page(bare.encode("utf-8")).encoding == "utf-8"
+    # a byte order mark says UTF-8 whatever the tag claims
+    assert decode_page(b"\xef\xbb\xbf" + says_gbk.encode("utf-8")).source == BOM
+
+
+def test_a_declared_charset_that_the_bytes_contradict_is_passed_over():
+    utf8_page = ('<html><head><meta charset="gbk"></head><body><p>' + "这是用UTF-8保存的页面。" * 30 + "</p></body></html>")
+    decoded = decode_page(utf8_page.encode("utf-8"), "text/html; charset=gbk")
+    assert (decoded.encoding, decoded.source) == ("utf-8", DETECTED)
+    assert "这是用UTF-8保存的页面" in decoded.text
+
+
+def test_an_unknown_charset_label_is_ignored_and_an_empty_page_is_said_so():
+    assert decode_page("<p>正文内容</p>".encode(), "text/html; charset=no-such-thing").source == DETECTED
+    with pytest.raises(DecodeError, match="empty"):
+        extract(b"  \n ")
+
+
+def test_plainly_html():
+    assert looks_like_html(b"\xef\xbb\xbf\n<!-- saved -->\n<!DOCTYPE HTML PUBLIC>")
+    assert looks_like_html(b"<html lang=zh><head>")
+    assert not looks_like_html("正文里提到了<html>标签".encode())
+    assert not looks_like_html(b"a <b>bold</b> text")
+
+
+def _warc(gzipped: bool) -> bytes:
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=gzipped)
+
+    def response(uri: str, content_type: str | None, body: bytes) -> None:
+        headers = [("Content-Type", content_type)] if content_type else []
+        http = StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(uri, "response", payload=io.BytesIO(body), http_headers=http))
+
+    writer.write_record(writer.create_warcinfo_record("crawl.warc", {"software": "test"}))
+    request = StatusAndHeaders("GET / HTTP/1.1", [("Host", "example.com")], is_http_request=True)
+    writer.write_record(writer.create_warc_record("http://example.com/zh", "request", http_headers=request))
+    response("http://example.com/zh", "text/html; charset=gbk", page("zh-news-gbk.html"))
+    response("http://example.com/logo.png", "image/png", b"\x89PNG\r\n\x1a\n" + bytes(100))
+    response("http://example.com/en", None, page("en-article.html"))  # no Content-Type: sniffed
+    response("http://example.com/api", "application/json", b'{"a": 1}')
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("gzipped", [True, False], ids=["warc.gz", "warc"])
+def test_a_warc_gives_its_html_responses_keyed_by_target_uri(gzipped):
+    counts = WarcCounts()
+    pages = list(read_pages(io.BytesIO(_warc(gzipped)), counts))
+    assert [p.uri for p in pages] == ["http://example.com/zh", "http://example.com/en"]
+    assert pages[0].content_type == "text/html; charset=gbk"
+    assert ARTICLE_ZH in extract(pages[0].body, pages[0].content_type).text
+    assert ARTICLE_EN in extract(pages[1].body, pages[1].content_type).text
+    assert (counts.other_records, counts.not_html, counts.by_type) == (2, 2, {"warcinfo": 1, "request": 1})
+
+
+def test_a_damaged_warc_gives_the_pages_before_the_damage_then_one_error():
+    whole = _warc(True)
+    cut = whole[: len(whole) - 200]
+    found = []
+    with pytest.raises(InputError, match="not a readable WARC archive"):
+        for warc_page in read_pages(io.BytesIO(cut)):
+            found.append(warc_page.uri)
+    assert found[:1] == ["http://example.com/zh"]
+    with pytest.raises(InputError, match="not a readable WARC archive"):
+        list(read_pages(io.BytesIO(gzip.compress(b"<html><body>a page saved as .warc.gz</body></html>"))))
+
+
+# ------------------------------------------------------------ through the command line
+
+
+def _cli(url, *args: str):
+    from typer.testing import CliRunner
+
+    from simhash_store.cli import app
+
+    env = {"SIMHASH_STORE_URL": url.render_as_string(hide_password=False)}
+    return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+
+
+def test_add_fingerprint_and_query_take_pages_and_warc_archives(database_url, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("zh-news-gbk.html", "en-article.html", "no-content.html"):
+        (tmp_path / name).write_bytes(page(name))
+    (tmp_path / "crawl.warc.gz").write_bytes(_warc(True))
+    # the page's fingerprint is its article's: the same as the article's text alone
+    printed = _cli(database_url, "fingerprint", "zh-news-gbk.html", "en-article.html")
+    assert printed.exit_code == 0, printed.output
+    (tmp_path / "article.txt").write_text(extract(page("zh-news-gbk.html")).text, "utf-8")
+    alone = _cli(database_url, "fingerprint", "article.txt")
+    assert printed.stdout.split()[0] == alone.stdout.split()[0]
+    added = _cli(database_url, "add", "crawl.warc.gz")
+    assert added.exit_code == 0, added.output
+    assert "added 2" in added.output
+    found = _cli(database_url, "query", "--json", "zh-news-gbk.html")
+    assert found.exit_code == 0, found.output
+    answer = json.loads(found.stdout.splitlines()[0])
+    assert answer["matches"][0] == {"key": "http://example.com/zh", "distance": 0, "similarity": 1.0}
+    # a page with no main content is said so under its own reason; the other file is stored
+    added = _cli(database_url, "add", "no-content.html", "en-article.html")
+    assert "skipped 1: no main content" in added.output
+    assert "added 1" in added.output
+
+
+def test_dedup_of_records_whose_field_holds_html(database_url, tmp_path):
+    english = page("en-article.html").decode()
+    rewrapped = english.replace("Most read", "Popular now").replace("About time too.", "Lovely.")
+    lines = [
+        {"key": "zh", "html": page("zh-news-gbk.html").decode("gbk")},
+        {"key": "en", "html": english},
+        {"key": "en-other-template", "html": rewrapped},
+        {"key": "menu", "html": page("no-content.html").decode()},
+    ]
+    source = tmp_path / "pages.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+    result = _cli(database_url, "dedup", str(source), "--html-field", "html", "-o", str(tmp_path / "kept.jsonl"))
+    assert result.exit_code == 0, result.output
+    kept = [json.loads(line)["key"] for line in (tmp_path / "kept.jsonl").read_text("utf-8").splitlines()]
+    assert kept == ["zh", "en", "menu"]
+    assert "no main content" in result.output
+
+
+# ------------------------------------------------------------ through the format registry
+
+
+def test_pages_and_crawls_are_registered_input_formats(tmp_path):
+    from simhash_store.formats import ReadOptions, read_records, resolve_format
+
+    assert [resolve_format(name).name for name in ("a.html", "b.HTM", "c.warc", "d.warc.gz")] == ["html", "html", "warc", "warc"]
+    (tmp_path / "saved").write_bytes(b"<!DOCTYPE html>" + page("en-article.html"))
+    (tmp_path / "crawl").write_bytes(_warc(False))
+    assert resolve_format(str(tmp_path / "saved")).name == "html"  # sniffed: the name says nothing
+    assert resolve_format(str(tmp_path / "crawl")).name == "warc"
+    (tmp_path / "crawl.warc.gz").write_bytes(_warc(True))
+    options = ReadOptions(key_field="url", text_field="body", prefix="web/")
+    rows = list(read_records(str(tmp_path / "crawl.warc.gz"), options=options))
+    assert [record["url"] for _, record in rows] == ["web/http://example.com/zh", "web/http://example.com/en"]
+    assert ARTICLE_ZH in rows[0][1]["body"] and "<" not in rows[0][1]["body"]
+    assert rows[1][0] == f"{tmp_path / 'crawl.warc.gz'}: http://example.com/en"
+    (tmp_path / "menu.html").write_bytes(page("no-content.html"))
+    [(where, skipped)] = read_records(str(tmp_path / "menu.html"))
+    assert (where, skipped.reason) == (str(tmp_path / "menu.html"), "no main content")
+
+
+def test_a_damaged_crawl_through_the_registry_gives_its_pages_then_one_skip(tmp_path):
+    from simhash_store.corpus import Skip
+    from simhash_store.formats import read_records
+
+    whole = _warc(True)
+    (tmp_path / "cut.warc.gz").write_bytes(whole[: len(whole) - 200])
+    rows = list(read_records(str(tmp_path / "cut.warc.gz")))
+    assert rows[0][1]["key"] == "http://example.com/zh"
+    assert isinstance(rows[-1][1], Skip) and "not a readable WARC archive" in str(rows[-1][1])
+
+
+def test_html_field_in_add_query_and_calibrate(database_url, tmp_path):
+    lines = [
+        {"url": "zh", "page": page("zh-news-gbk.html").decode("gbk")},
+        {"url": "en", "page": page("en-article.html").decode()},
+    ]
+    source = tmp_path / "pages.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+    added = _cli(database_url, "add", str(source), "--key-field", "url", "--html-field", "page")
+    assert added.exit_code == 0, added.output
+    assert "added 2" in added.output
+    (tmp_path / "article.txt").write_text(extract(page("zh-news-gbk.html")).text, "utf-8")
+    found = _cli(database_url, "query", "--json", str(tmp_path / "article.txt"))
+    assert json.loads(found.stdout.splitlines()[0])["matches"][0]["key"] == "zh"
+    asked = _cli(database_url, "query", "--json", str(source), "--html-field", "page")
+    assert asked.exit_code == 0, asked.output
+    answers = [json.loads(line) for line in asked.stdout.splitlines()]
+    assert [answer["matches"][0]["distance"] for answer in answers] == [0, 0]
+    missing = _cli(database_url, "add", str(source), "--key-field", "url", "--html-field", "html")
+    assert missing.exit_code == 1
+    assert "html" in missing.output and "Traceback" not in missing.output
+
+
+def test_dedup_reads_a_crawl(database_url, tmp_path):
+    (tmp_path / "crawl.warc.gz").write_bytes(_warc(True))
+    result = _cli(database_url, "dedup", str(tmp_path / "crawl.warc.gz"), "-o", str(tmp_path / "kept.jsonl"))
+    assert result.exit_code == 0, result.output
+    kept = [json.loads(line) for line in (tmp_path / "kept.jsonl").read_text("utf-8").splitlines()]
+    assert [record["key"] for record in kept] == ["http://example.com/zh", "http://example.com/en"]
+    assert ARTICLE_EN in kept[1]["text"]
