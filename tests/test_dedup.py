@@ -205,7 +205,7 @@ def test_a_store_without_clusters_or_at_another_distance_needs_a_recluster(datab
 def test_unreadable_formats_are_one_line(database_url, tmp_path):
     (tmp_path / "in.dat").write_text("x", encoding="utf-8")  # neither its name nor its first bytes say
     result = _run(database_url, "dedup", str(tmp_path / "in.dat"))
-    assert result.exit_code == 2 and "give --format (text, jsonl, csv, tsv, parquet)" in result.output
+    assert result.exit_code == 2 and "give --format (text, jsonl, csv, tsv, parquet, html, warc)" in result.output
     result = _run(database_url, "dedup", str(tmp_path / "missing.jsonl"))
     assert result.exit_code == 1 and result.output.strip() == f"Error: cannot open {tmp_path / 'missing.jsonl'}: no such file"
 
