@@ -46,11 +46,14 @@ STRICT_SKIPS_VARIABLE = "SIMHASH_STORE_STRICT_SKIPS"
 ROOT_READS_EVERYTHING = "root reads files whatever their mode"
 NO_SYSTEM_POSTGRESQL = "no system PostgreSQL"
 EXTERNAL_BACKEND = "this backend is the external server"
+RAY_NOT_INSTALLED = "Ray is not installed"  # tests/test_ray.py where the ray extra is not installed
 DOCTEST_NEEDS_A_SERVER = "all tests skipped by +SKIP option"  # pytest's words for a docstring of +SKIP examples only
 ALLOWED_SKIP_REASONS = {
     ROOT_READS_EVERYTHING: "permission tests cannot fail for root, which CI containers often are",
     NO_SYSTEM_POSTGRESQL: "psql or a server at SIMHASH_STORE_TEST_URL is needed and the machine has none",
     EXTERNAL_BACKEND: "a test of the embedded server itself, parametrised over both backends",
+    RAY_NOT_INSTALLED: "the Ray tests run in a lane of their own with the ray extra (.ci/run); the README's test "
+    "command installs the test extra only",
     DOCTEST_NEEDS_A_SERVER: "a docstring example that connects to the reader's own server (its URL is made up); "
     "the store's behaviour it shows is tested in tests/",
 }

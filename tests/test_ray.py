@@ -32,7 +32,9 @@ from simhash_store.store import Store  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 RAY = str(Path(sys.executable).with_name("ray"))
-pytestmark = pytest.mark.xdist_group("ray")  # one cluster for the whole module, on one test process
+# One cluster for the whole module, in one test process: CI runs these alone (`pytest -n 0 -m slow
+# tests/test_ray.py`), since Ray workers started from several xdist processes at once took them down.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 def _free_port() -> int:
