@@ -198,7 +198,7 @@ def test_dedup_of_records_whose_field_holds_html(database_url, tmp_path):
 
 
 def test_pages_and_crawls_are_registered_input_formats(tmp_path):
-    from simhash_store.formats import ReadOptions, read_records, resolve_format
+    from simhash_store.formats import ReadOptions, read_documents, read_records, resolve_format
 
     assert [resolve_format(name).name for name in ("a.html", "b.HTM", "c.warc", "d.warc.gz")] == ["html", "html", "warc", "warc"]
     (tmp_path / "saved").write_bytes(b"<!DOCTYPE html>" + page("en-article.html"))
@@ -208,7 +208,10 @@ def test_pages_and_crawls_are_registered_input_formats(tmp_path):
     (tmp_path / "crawl.warc.gz").write_bytes(_warc(True))
     options = ReadOptions(key_field="url", text_field="body", prefix="web/")
     rows = list(read_records(str(tmp_path / "crawl.warc.gz"), options=options))
-    assert [record["url"] for _, record in rows] == ["web/http://example.com/zh", "web/http://example.com/en"]
+    assert [record["url"] for _, record in rows] == ["http://example.com/zh", "http://example.com/en"]
+    # the prefix goes before each key once, when records become documents (add, query)
+    documents = list(read_documents([str(tmp_path / "crawl.warc.gz")], options=options))
+    assert [document.key for document in documents] == ["web/http://example.com/zh", "web/http://example.com/en"]
     assert ARTICLE_ZH in rows[0][1]["body"] and "<" not in rows[0][1]["body"]
     assert rows[1][0] == f"{tmp_path / 'crawl.warc.gz'}: http://example.com/en"
     (tmp_path / "menu.html").write_bytes(page("no-content.html"))

@@ -3,7 +3,8 @@ field holding a page's HTML (``--html-field``) read the same way.
 
 The page's charset and main content come from :mod:`simhash_store.html` (header, meta tag,
 BOM, then the decoding rules; readability-lxml, trafilatura as fallback). A file is keyed as
-the text format keys a file named directly: its path as given, after ``prefix``. A page with no
+the text format keys a file named directly: its path as given (``prefix`` is put before it with
+every record's key, when records become documents). A page with no
 main content, or that is not text, is a deliberate Skip naming it; without the html extra a
 page is a Skip saying how to install it.
 """
@@ -50,7 +51,7 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
     if isinstance(text, Skip):
         yield where, text
         return
-    yield where, {options.key_field: options.prefix + where.replace("\\", "/"), options.text_field: text}
+    yield where, {options.key_field: where.replace("\\", "/"), options.text_field: text}
 
 
 register_input(InputFormat(

@@ -1,5 +1,5 @@
 """WARC crawls (``.warc``, ``.warc.gz``): each HTML response a record, keyed by its target URI
-(after ``prefix``), its text the page's main content (:mod:`simhash_store.formats.html`).
+(``prefix`` goes before it when records become documents), its text the page's main content (:mod:`simhash_store.formats.html`).
 
 Requests, metadata and responses that are not HTML are passed over. A page with no main
 content is a deliberate Skip naming it (``crawl.warc.gz: https://...``); an archive that
@@ -38,7 +38,7 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
             if isinstance(text, Skip):
                 yield where, text
             else:
-                yield where, {options.key_field: options.prefix + page.uri, options.text_field: text}
+                yield where, {options.key_field: page.uri, options.text_field: text}
 
 
 def _sniff(head: bytes) -> bool:
