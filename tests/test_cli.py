@@ -403,7 +403,7 @@ def test_usage_lines_name_arguments_plainly():
 
 def test_help_shows_the_choices_and_the_metavars_given():
     imported = CliRunner().invoke(app, ["import", "--help"], terminal_width=200).output
-    assert "--format [auto|text|jsonl|csv|tsv|parquet]" in imported
+    assert "--format [auto|text|jsonl|csv|tsv|parquet|html|warc]" in imported
     assert "--fingerprint-format [auto|hex|decimal]" in imported
     assert "--lock-timeout SECONDS" in imported and "--db URL" in imported
     result = CliRunner().invoke(app, ["import", "x.csv", "--scheme", "pypi-simhash", "--format", "xml"])
