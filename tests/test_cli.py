@@ -409,7 +409,7 @@ def test_help_shows_the_choices_and_the_metavars_given():
     result = CliRunner().invoke(app, ["import", "x.csv", "--scheme", "pypi-simhash", "--format", "xml"])
     assert result.exit_code == 2
     assert result.output.splitlines()[-1] == (
-        "Error: Invalid value for --format: must be one of auto, text, jsonl, csv, tsv, parquet, not 'xml'"
+        "Error: Invalid value for --format: must be one of auto, text, jsonl, csv, tsv, parquet, html, warc, not 'xml'"
     )
 
 
