@@ -36,6 +36,7 @@ import psycopg
 
 from . import distributed
 from .bits import from_signed
+from .keep import KeepPolicy, Representative, leaders_keeping
 from .pairs import near_pairs
 
 # Two-integer advisory lock: (project, purpose), the project constant of store.ADVISORY_LOCK_SPACE
@@ -48,15 +49,14 @@ CLUSTER_LOCK = 2
 # search per document in SQL.
 IN_MEMORY_REPRESENTATIVES = 100_000
 
-_NEAREST_REPRESENTATIVE = """
-    SELECT q.ordinality, n.cluster, n.distance, n.id
+# Every representative within k of each fingerprint (the caller keeps the nearest that is still one).
+_NEAR_REPRESENTATIVES = """
+    SELECT q.ordinality, h.cluster, m.distance, d.id, coalesce(d.arrival, d.id), d.fingerprint, d.length, d.keep_value,
+           d.key
     FROM pg_catalog.unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
-    CROSS JOIN LATERAL (
-        SELECT h.cluster, m.distance, m.id
-        FROM simhash.near(q.fingerprint, %(k)s::integer) m
-        JOIN simhash.cluster_heads h ON h.representative_id = m.id
-        ORDER BY m.distance, m.id LIMIT 1
-    ) n
+    CROSS JOIN LATERAL simhash.near(q.fingerprint, %(k)s::integer) m
+    JOIN simhash.cluster_heads h ON h.representative_id = m.id
+    JOIN simhash.documents d ON d.id = m.id
 """
 
 _NEW_HEADS = """
@@ -64,15 +64,27 @@ _NEW_HEADS = """
     SELECT * FROM ROWS FROM (pg_catalog.unnest(%(clusters)s::bigint[]), pg_catalog.unnest(%(ids)s::bigint[]))
 """
 
-# A batch's documents get their clusters, and the clusters they found their heads, in one statement.
+# A batch's documents get their clusters and arrivals, the clusters they found their heads, and
+# stored clusters a newcomer now represents their new head, in one statement.
 _SET_CLUSTERS_AND_HEADS = """
     WITH heads AS (
         INSERT INTO simhash.cluster_heads (cluster, representative_id)
         SELECT * FROM ROWS FROM (pg_catalog.unnest(%(founded)s::bigint[]), pg_catalog.unnest(%(founders)s::bigint[]))
+    ), moved AS (
+        UPDATE simhash.cluster_heads h SET representative_id = m.id
+        FROM ROWS FROM (pg_catalog.unnest(%(moved)s::bigint[]), pg_catalog.unnest(%(movers)s::bigint[])) AS m(cluster, id)
+        WHERE h.cluster = m.cluster
     )
-    UPDATE simhash.documents d SET cluster = u.cluster
-    FROM ROWS FROM (pg_catalog.unnest(%(ids)s::bigint[]), pg_catalog.unnest(%(clusters)s::bigint[])) AS u(id, cluster)
+    UPDATE simhash.documents d SET cluster = u.cluster, arrival = u.arrival
+    FROM ROWS FROM (pg_catalog.unnest(%(ids)s::bigint[]), pg_catalog.unnest(%(clusters)s::bigint[]),
+                    pg_catalog.unnest(%(arrivals)s::bigint[])) AS u(id, cluster, arrival)
     WHERE d.id = u.id
+"""
+
+# The arrival after which a batch's documents arrive: past every arrival and every id stored
+# (documents stored without an arrival arrive at their id).
+_LAST_ARRIVAL = """
+    SELECT GREATEST((SELECT pg_catalog.max(arrival) FROM simhash.documents), (SELECT pg_catalog.max(id) FROM simhash.documents), 0)
 """
 
 # The largest id a new document must not take: of a stored document, of a cluster or a
@@ -153,71 +165,135 @@ def allocate_ids(cursor: psycopg.Cursor, count: int) -> int:
     return cursor.execute(_HIGHEST_ID, {"count": count}).fetchone()[0]
 
 
-def assign(cursor: psycopg.Cursor, keys: Sequence[str], *, distance: int | None = None, moved: bool = True) -> None:
+def keep_policy(cursor: psycopg.Cursor) -> KeepPolicy:
+    """The policy by which this store's clusters choose their representatives (``store_info.keep_policy``)."""
+    row = cursor.execute("SELECT keep_policy FROM simhash.store_info").fetchone()
+    return KeepPolicy.parse(row[0] if row else None)
+
+
+def assign(cursor: psycopg.Cursor, keys: Sequence[str], *, distance: int | None = None, moved: bool = True) -> Placement | None:
     """Give every document among ``keys`` that has no cluster yet one, in the order of ``keys``
-    (the input order: the first of near-duplicates leads). Call it inside the write's transaction.
+    (the input order: documents arrive in it). Call it inside the write's transaction.
 
     ``distance``: the store's cluster distance, when the caller holds the lock (:func:`lock_for_write`).
     ``moved``: documents among ``keys`` may have left their cluster (a re-written text): a cluster
     whose representative left is handed to its oldest remaining member first.
     """
     if not keys:
-        return
+        return None
     if distance is None:
         distance = lock_for_write(cursor)
         if distance is None:  # this store keeps no clusters
-            return
+            return None
     if moved:
         cursor.execute(_HAND_OVER, {"keys": list(keys)})
     rows = cursor.execute(
-        "SELECT id, fingerprint, key FROM simhash.documents WHERE key = ANY(%s::pg_catalog.text[]) AND cluster IS NULL",
+        "SELECT id, fingerprint, key, length, keep_value FROM simhash.documents "
+        "WHERE key = ANY(%s::pg_catalog.text[]) AND cluster IS NULL",
         (list(keys),),
     ).fetchall()
-    if rows:
-        cursor.execute(_SET_CLUSTERS_AND_HEADS, place(cursor, keys, rows, distance, moved=moved).parameters())
+    if not rows:
+        return None
+    placement = place(cursor, keys, rows, distance, moved=moved)
+    cursor.execute(_SET_CLUSTERS_AND_HEADS, placement.parameters())
+    return placement
 
 
 @dataclass(frozen=True)
 class Placement:
-    """Where documents go, in input order: their keys, ids and clusters; and the clusters they found."""
+    """Where documents go, in input order: their keys, ids, clusters and arrivals; the clusters
+    they found (with their final representatives); the stored clusters whose representative one of
+    them became; and each replacement, in order: (key replaced, key replacing)."""
 
     keys: list[str]
     ids: list[int]
     clusters: list[int]
+    arrivals: list[int]
     heads: list[tuple[int, int]]  # (cluster, representative id) of each cluster founded
+    moved: list[tuple[int, int]]  # (cluster, new representative id) of stored clusters
+    replaced: list[tuple[str, str]]
 
     def parameters(self) -> dict[str, list]:
         return {
-            "keys": self.keys, "ids": self.ids, "clusters": self.clusters,
+            "keys": self.keys, "ids": self.ids, "clusters": self.clusters, "arrivals": self.arrivals,
             "founded": [cluster for cluster, _ in self.heads], "founders": [id_ for _, id_ in self.heads],
+            "moved": [cluster for cluster, _ in self.moved], "movers": [id_ for _, id_ in self.moved],
         }
 
 
 def place(
-    cursor: psycopg.Cursor, keys: Sequence[str], rows: Sequence[tuple[int, int, str]], distance: int, *, moved: bool = False
+    cursor: psycopg.Cursor, keys: Sequence[str], rows: Sequence[tuple], distance: int, *, moved: bool = False
 ) -> Placement:
-    """The clusters of documents without one, by the leader rule, in the order of ``keys``; ``rows``:
-    their (id, signed fingerprint, key), stored or about to be (the caller holds the cluster lock).
-    ``moved``: some of them are stored documents re-written with a new fingerprint."""
+    """The clusters of documents without one, by the leader rule and the store's keep policy, in
+    the order of ``keys``; ``rows``: their (id, signed fingerprint, key, length, keep value), stored
+    or about to be (the caller holds the cluster lock). ``moved``: some of them are stored documents
+    re-written with a new fingerprint."""
     position = {key: i for i, key in enumerate(keys)}
     rows = sorted(rows, key=lambda row: position[row[2]])
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    policy = keep_policy(cursor)
+    first_arrival = cursor.execute(_LAST_ARRIVAL).fetchone()[0] + 1
+    ids = [r[0] for r in rows]
     signed = [r[1] for r in rows]
     values = np.array(signed, dtype=np.int64).view(np.uint64)
-    representatives = _representatives(cursor)
-    if representatives is not None:
-        nearest = _nearest_in_memory(representatives, values, distance)
-    else:
-        nearest = {}
-        for ordinality, cluster, found, id_ in cursor.execute(
-            _NEAREST_REPRESENTATIVE, {"fingerprints": signed, "k": distance}, prepare=True
-        ):
-            nearest[ordinality - 1] = (found, id_, cluster)
+    arrivals = list(range(first_arrival, first_arrival + len(rows)))
+    ranks = [policy.rank(arrival, r[3], r[4]) for arrival, r in zip(arrivals, rows)]
+    candidates = _stored_candidates(cursor, policy, signed, values, distance)
     # A re-written founder whose old cluster lives on cannot found another under its own id.
-    taken = _cluster_ids_among(cursor, ids.tolist()) if moved else set()
+    taken = _cluster_ids_among(cursor, ids) if moved else set()
     fresh = iter(range(allocate_ids(cursor, len(taken)) + 1, 2**63) if taken else ())
-    clusters, heads = _assign_in_order(ids, values, nearest, distance, lambda id_: next(fresh) if id_ in taken else id_)
-    return Placement([r[2] for r in rows], ids.tolist(), clusters, heads)
+
+    def new_cluster(id_: int) -> int:
+        return next(fresh) if id_ in taken else id_
+
+    batch = [Representative(0, i, arrivals[i], int(values[i]), ranks[i]) for i in range(len(rows))]
+    clusters, heads, moved_heads, replaced = _assign_in_order(
+        batch, [r[2] for r in rows], ids, candidates, distance, new_cluster
+    )
+    return Placement([r[2] for r in rows], ids, clusters, arrivals, heads, moved_heads, replaced)
+
+
+@dataclass(frozen=True)
+class _StoredHead:
+    """A stored representative within k of a newcomer."""
+
+    distance: int
+    arrival: int
+    cluster: int
+    id: int
+    key: str
+    rank: tuple
+
+
+def _stored_candidates(
+    cursor: psycopg.Cursor, policy: KeepPolicy, signed: list[int], values: np.ndarray, k: int
+) -> list[list[_StoredHead]]:
+    """For each newcomer, every stored representative within ``k``. While the store has at most
+    ``IN_MEMORY_REPRESENTATIVES`` clusters they are compared in numpy (one statement reads them
+    all: far cheaper than a radius search per document, a few ms each at k = 11); beyond, in SQL."""
+    found: list[list[_StoredHead]] = [[] for _ in signed]
+    rows = cursor.execute(
+        "SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value, d.key "
+        "FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id LIMIT %s",
+        (IN_MEMORY_REPRESENTATIVES + 1,),
+    ).fetchall()
+    if len(rows) > IN_MEMORY_REPRESENTATIVES:
+        for ordinality, cluster, distance, id_, arrival, _, length, value, key in cursor.execute(
+            _NEAR_REPRESENTATIVES, {"fingerprints": signed, "k": k}, prepare=True
+        ):
+            found[ordinality - 1].append(_StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, value)))
+        return found
+    if not rows or not len(values):
+        return found
+    representatives = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64)
+    step = max(1, (1 << 22) // len(representatives))  # bounds the distance matrix at 4M cells
+    for start in range(0, len(values), step):
+        distances = np.bitwise_count(values[start : start + step, None] ^ representatives[None, :])
+        for offset, column in zip(*np.nonzero(distances <= k)):
+            id_, _, cluster, arrival, length, value, key = rows[int(column)]
+            found[start + int(offset)].append(
+                _StoredHead(int(distances[offset, column]), arrival, cluster, id_, key, policy.rank(arrival, length, value))
+            )
+    return found
 
 
 def _cluster_ids_among(cursor: psycopg.Cursor, ids: list[int]) -> set[int]:
@@ -225,64 +301,59 @@ def _cluster_ids_among(cursor: psycopg.Cursor, ids: list[int]) -> set[int]:
     return {row[0] for row in rows}
 
 
-def _representatives(cursor: psycopg.Cursor) -> list[tuple[int, int, int]] | None:
-    """(id, signed fingerprint, cluster) of every representative in id order, if there are at most
-    ``IN_MEMORY_REPRESENTATIVES``; else None (the search goes to SQL). One statement either way."""
-    rows = cursor.execute(
-        "SELECT d.id, d.fingerprint, h.cluster FROM simhash.cluster_heads h "
-        "JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id LIMIT %s",
-        (IN_MEMORY_REPRESENTATIVES + 1,),
-    ).fetchall()
-    return rows if len(rows) <= IN_MEMORY_REPRESENTATIVES else None
-
-
-def _nearest_in_memory(
-    rows: list[tuple[int, int, int]], values: np.ndarray, k: int
-) -> dict[int, tuple[int, int, int]]:
-    """The nearest representative within ``k`` of each value (ties: the lowest id), compared with
-    every representative (``rows``, in id order) in numpy: for a store with few clusters, far
-    cheaper than a radius search per document (a few ms each at k = 11), with the same answers."""
-    nearest: dict[int, tuple[int, int, int]] = {}
-    if not rows:
-        return nearest
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
-    representatives = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64)
-    step = max(1, (1 << 22) // len(representatives))  # bounds the distance matrix at 4M cells
-    for start in range(0, len(values), step):
-        distances = np.bitwise_count(values[start : start + step, None] ^ representatives[None, :])
-        best = np.argmin(distances, axis=1)  # the first minimum: the lowest id among the nearest
-        for offset, column in enumerate(best.tolist()):
-            distance = int(distances[offset, column])
-            if distance <= k:
-                nearest[start + offset] = (distance, int(ids[column]), rows[column][2])
-    return nearest
-
-
 def _assign_in_order(
-    ids: np.ndarray, values: np.ndarray, stored: dict[int, tuple[int, int, int]], k: int, new_cluster=lambda id_: id_
-) -> tuple[list[int], list[tuple[int, int]]]:
-    """Each new document's cluster, given its nearest stored representative (distance, id, cluster)
-    if any; representatives founded earlier in the same batch count too. A founder's cluster id is
-    ``new_cluster(its id)``. Returns (clusters, [(cluster, representative id) of each founded])."""
+    batch: list[Representative], keys: list[str], ids: list[int], stored: list[list[_StoredHead]], k: int,
+    new_cluster=lambda id_: id_,
+) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]], list[tuple[str, str]]]:
+    """Each new document's cluster, in arrival order: the nearest representative within ``k`` as it
+    is when the document arrives (ties: the earliest arrival), stored or of this batch; a newcomer
+    ranked better than its cluster's representative replaces it (:mod:`keep`). Returns (clusters,
+    [(cluster, final representative id)] of clusters founded, the same of stored clusters that
+    changed representative, [(key replaced, key replacing)] in order)."""
     clusters: list[int] = []
-    founders: list[tuple[int, int]] = []
-    founder_values = np.empty(len(ids), dtype=np.uint64)
-    for id_, value in zip(ids.tolist(), values):
-        best = stored.get(len(clusters))
-        if founders:
-            distances = np.bitwise_count(founder_values[: len(founders)] ^ value)
-            nearest = int(np.argmin(distances))
-            cluster, founder = founders[nearest]
-            candidate = (int(distances[nearest]), founder, cluster)
-            if candidate[0] <= k and (best is None or candidate[:2] < best[:2]):
-                best = candidate
+    current: dict[int, tuple[int, int, int, tuple, str]] = {}  # cluster -> (arrival, id, value, rank, key) now
+    founded: list[int] = []
+    replaced: list[tuple[str, str]] = []
+    head_values = np.empty(len(batch), dtype=np.uint64)  # the representatives of this batch, by slot
+    head_cluster: list[int] = []
+    slot_of: dict[int, int] = {}
+    for index, document in enumerate(batch):
+        best: tuple[int, int, int] | None = None  # (distance, arrival, cluster)
+        head_rank: tuple = ()
+        head_key = ""
+        for head in stored[index]:
+            if head.cluster not in current and (best is None or (head.distance, head.arrival) < best[:2]):
+                best, head_rank, head_key = (head.distance, head.arrival, head.cluster), head.rank, head.key
+        if head_cluster:
+            distances = np.bitwise_count(head_values[: len(head_cluster)] ^ np.uint64(document.value))
+            for slot in np.flatnonzero(distances <= k).tolist():
+                cluster = head_cluster[slot]
+                arrival, _, _, rank, key = current[cluster]
+                if best is None or (int(distances[slot]), arrival) < best[:2]:
+                    best, head_rank, head_key = (int(distances[slot]), arrival, cluster), rank, key
+        id_ = ids[index]
         if best is None:
-            founder_values[len(founders)] = value
-            founders.append((new_cluster(id_), id_))
-            clusters.append(founders[-1][0])
-        else:
-            clusters.append(best[2])
-    return clusters, founders
+            cluster = new_cluster(id_)
+            founded.append(cluster)
+            current[cluster] = (document.arrival, id_, document.value, document.rank, keys[index])
+            slot_of[cluster] = len(head_cluster)
+            head_values[len(head_cluster)] = document.value
+            head_cluster.append(cluster)
+            clusters.append(cluster)
+            continue
+        cluster = best[2]
+        clusters.append(cluster)
+        if document.rank < head_rank:
+            replaced.append((head_key, keys[index]))
+            current[cluster] = (document.arrival, id_, document.value, document.rank, keys[index])
+            if cluster not in slot_of:
+                slot_of[cluster] = len(head_cluster)
+                head_cluster.append(cluster)
+            head_values[slot_of[cluster]] = document.value
+    founded_set = set(founded)
+    heads = [(cluster, current[cluster][1]) for cluster in founded]
+    moved = [(cluster, entry[1]) for cluster, entry in current.items() if cluster not in founded_set]
+    return clusters, heads, moved, replaced
 
 
 def leaders(values: np.ndarray, k: int) -> np.ndarray:
@@ -313,12 +384,14 @@ def leaders(values: np.ndarray, k: int) -> np.ndarray:
     return representative
 
 
-def recluster(connection, k: int) -> tuple[int, int]:
-    """Cluster every stored document afresh at distance ``k``, in id order, and record ``k``.
+def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tuple[int, int]:
+    """Cluster every stored document afresh at distance ``k``, in arrival order, by the keep
+    ``policy`` (None: the store's), and record both.
 
     One transaction on the given psycopg connection, under the cluster lock. Returns
-    (documents, clusters). A cluster's id is its representative's document id, so
-    reclustering at the same distance keeps the ids of a store clustered as it grew.
+    (documents, clusters). A cluster's id is its founder's document id, and documents arrive in
+    the order they were stored (input order within a batch), so this gives what a fresh
+    ``dedup`` of the same input in one go gives, and keeps the ids of a store clustered as it grew.
     """
     with connection.cursor() as cursor:
         if distributed.is_distributed(cursor):
@@ -328,12 +401,24 @@ def recluster(connection, k: int) -> tuple[int, int]:
                 "`dups --clusters` computes them instead"
             )
         lock(cursor)
-        rows = cursor.execute("SELECT id, fingerprint FROM simhash.documents ORDER BY id").fetchall()
+        chosen = keep_policy(cursor) if policy is None else KeepPolicy.parse(policy)
+        rows = cursor.execute(
+            "SELECT id, fingerprint, coalesce(arrival, id), length, keep_value FROM simhash.documents "
+            "ORDER BY coalesce(arrival, id), id"
+        ).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         values = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64)
-        representative = leaders(values, k)
-        clusters = ids[representative]
-        cursor.execute("UPDATE simhash.store_info SET cluster_max_distance = %s", (k,))
+        if chosen.kind == "first":
+            founder = leaders(values, k)
+            head = np.where(founder == np.arange(len(ids)), np.arange(len(ids)), -1)
+        else:
+            founder, head = leaders_keeping(values, [chosen.rank(r[2], r[3], r[4]) for r in rows], k)
+        clusters = ids[founder]
+        cursor.execute(
+            "UPDATE simhash.store_info SET cluster_max_distance = %s, keep_policy = %s",
+            (k, None if chosen.kind == "first" else str(chosen)),
+        )
+        cursor.execute("UPDATE simhash.documents SET arrival = id WHERE arrival IS NULL")
         cursor.execute("DELETE FROM simhash.cluster_heads")
         cursor.execute(
             "UPDATE simhash.documents d SET cluster = u.cluster "
@@ -341,8 +426,8 @@ def recluster(connection, k: int) -> tuple[int, int]:
             "WHERE d.id = u.id AND d.cluster IS DISTINCT FROM u.cluster",
             {"ids": ids.tolist(), "clusters": clusters.tolist()},
         )
-        founders = ids[representative == np.arange(len(ids))].tolist()
-        cursor.execute(_NEW_HEADS, {"clusters": founders, "ids": founders})
+        founders = np.flatnonzero(head >= 0)
+        cursor.execute(_NEW_HEADS, {"clusters": ids[founders].tolist(), "ids": ids[head[founders]].tolist()})
     return len(ids), len(founders)
 
 
@@ -422,33 +507,6 @@ def computed_clusters(ids: np.ndarray, values: np.ndarray, keys_of, k: int, min_
     return sorted(result, key=lambda c: (-c.size, c.id))
 
 
-_PREFER_LONGEST = """
-    WITH given AS (
-        SELECT d.cluster, d.id, coalesce(d.length, 0) AS length, u.position
-        FROM pg_catalog.unnest(%(keys)s::pg_catalog.text[]) WITH ORDINALITY AS u(key, position)
-        JOIN simhash.documents d ON d.key = u.key
-        WHERE d.cluster IS NOT NULL
-    ), longest AS (
-        SELECT DISTINCT ON (cluster) cluster, id, length FROM given ORDER BY cluster, length DESC, position
-    )
-    UPDATE simhash.cluster_heads h SET representative_id = l.id
-    FROM longest l
-    WHERE h.cluster = l.cluster AND h.representative_id <> l.id
-      AND l.length > coalesce((SELECT r.length FROM simhash.documents r WHERE r.id = h.representative_id), -1)
-"""
-
-
-def prefer_longest(cursor: psycopg.Cursor, keys: Sequence[str], *, locked: bool = False) -> int:
-    """Make each given document the representative of its cluster if it is longer than the
-    representative (the first of equally long ones wins); returns how many clusters changed.
-    Their other members keep their cluster: they are within ``k`` of the old representative,
-    so within ``2k`` of the new one. ``locked``: the caller holds the cluster lock."""
-    if not locked:
-        lock(cursor)
-    cursor.execute(_PREFER_LONGEST, {"keys": list(keys)})
-    return cursor.rowcount
-
-
 def sample_keys(cursor: psycopg.Cursor, count: int, seed: str) -> list[str]:
     """Up to ``count`` stored keys in an order fixed by the seed (one pass over the keys)."""
     rows = cursor.execute(
@@ -459,5 +517,5 @@ def sample_keys(cursor: psycopg.Cursor, count: int, seed: str) -> list[str]:
 
 __all__ = [
     "Cluster", "Membership", "Placement", "allocate_ids", "assign", "leaders", "lock_for_write", "memberships",
-    "place", "recluster", "stored_clusters",
+    "keep_policy", "place", "recluster", "stored_clusters",
 ]

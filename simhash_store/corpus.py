@@ -53,6 +53,7 @@ class Source:
     stamp: str | None = None  # "size:mtime_ns" of a file, to recognise it unchanged without reading it
     where: str | None = None  # how messages name it, when not by its path: "FILE:LINE" of a record
     metadata: dict[str, Any] | None = None  # fields of a record kept with the document (--metadata-field)
+    keep_value: Any = None  # a record's value of the keep policy's field (keep.py), stored with it
 
     @property
     def shown(self) -> str:

@@ -22,8 +22,9 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .corpus import DELIBERATE, Skip, Source
+from .corpus import DELIBERATE, Skip, Source, digest
 from .errors import InputError, InvalidKeyError, OutputError, SimhashStoreError
+from .keep import KeepPolicy
 from .progress import OnProgress
 from .terminal import visible
 
@@ -36,7 +37,11 @@ DEFAULT_BATCH_SIZE = 1000
 
 
 class ClusterDistanceError(SimhashStoreError):
-    """Deduplication at a distance other than the one the store's clusters were made at."""
+    """Deduplication at a distance (or keep policy) other than the one the store's clusters were made at."""
+
+
+class InputChangedError(InputError):
+    """An input read twice (a keep policy other than ``first``) differed the second time."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class Verdict:
     ``not_compared``: why a record was passed through (kept) without being compared or stored:
     ``"no words"`` for a text in which the scheme finds no features (empty, punctuation only,
     or a script it does not read), which has no fingerprint to compare.
+    ``replaced``: the key of the representative this record replaced when it arrived (the keep
+    policy ranks it better), stored before or earlier in the input; None for most records.
     """
 
     key: str | None
@@ -59,6 +66,7 @@ class Verdict:
     distance: int | None = None
     problem: str | None = None
     not_compared: str | None = None
+    replaced: str | None = None
 
     def annotation(self) -> dict[str, Any]:
         """The fields ``--annotate`` adds to a record."""
@@ -71,7 +79,18 @@ class Verdict:
         }
 
 
-KEEPS = ("first", "longest")
+# The fields --annotate adds, in order. Not ``replaced``: a rerun, which finds everything stored,
+# writes the same output byte for byte, and replaces nothing.
+ANNOTATION_FIELDS = ("simhash", "cluster", "duplicate_of", "distance", "not_compared")
+
+
+@dataclass
+class DedupCounts:
+    """What a run did beyond the verdicts: records recognised as stored with the same text (not
+    fingerprinted again), and records fingerprinted."""
+
+    unchanged: int = 0
+    fingerprinted: int = 0
 
 
 def dedup(
@@ -81,30 +100,34 @@ def dedup(
     key: str = "key",
     text: str = "text",
     max_distance: int | None = None,
-    keep: str = "first",
+    keep: KeepPolicy | str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     jobs: int | None = None,
     html: bool = False,
+    counts: DedupCounts | None = None,
 ) -> Iterator[tuple[Mapping[str, Any], Verdict]]:
     """``(record, verdict)`` for each record, in order; records are dicts (or any mapping).
 
     ``store``: a :class:`Store`, a URL, or None for the default store. ``max_distance``:
     None for the store's cluster distance (for a store that keeps no clusters yet: the k
     recorded by ``calibrate --apply``, else 11); another value is accepted by an empty store
-    only. ``keep="longest"``: the longest record of each cluster is kept, so verdicts come
-    after all records are stored (a one-shot iterator is held in memory for that). A bad
+    only. ``keep``: ``first``, ``longest``, ``shortest`` or ``field:NAME[:asc|desc]`` (:mod:`keep`;
+    None: the store's policy, ``first`` for a new store); any but ``first`` gives verdicts after
+    all records are stored (a one-shot iterator is held in memory for that). A record whose key
+    is stored with the same text is not fingerprinted again (``counts`` says how many). A bad
     record (no key, no text, a key repeated) gets a verdict with ``problem`` set and the rest go on.
     ``html``: the ``text`` field holds a web page's HTML, and its main content is compared.
     """
-    if keep == "longest" and not isinstance(records, Sequence):
+    policy = None if keep is None else KeepPolicy.parse(keep)
+    if (policy is None or policy.needs_every_record) and not isinstance(records, Sequence):
         records = list(records)
 
     def rows() -> Iterator[tuple[str, Mapping[str, Any]]]:
         return ((f"record {number}", record) for number, record in enumerate(records, start=1))
 
     for _, record, verdict in dedup_rows(
-        rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep, batch_size=batch_size, jobs=jobs,
-        html=html,
+        rows, store=store, key=key, text=text, max_distance=max_distance, keep=policy, batch_size=batch_size, jobs=jobs,
+        html=html, counts=counts,
     ):
         yield record, verdict
 
@@ -119,16 +142,21 @@ def dedup_rows(
     key: str = "key",
     text: str = "text",
     max_distance: int | None = None,
-    keep: str = "first",
+    keep: KeepPolicy | str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     jobs: int | None = None,
     fingerprinter=None,
     html: bool = False,
+    writable: Callable[[Mapping[str, Any]], str | None] | None = None,
+    counts: DedupCounts | None = None,
 ) -> Iterator[tuple[str, Mapping[str, Any] | Skip, Verdict]]:
     """:func:`dedup` over ``(where, record or Skip)`` rows as the file readers give them.
 
-    ``rows`` is called once, and once more with ``keep="longest"``: every record is stored
-    first, then each gets the verdict of the final clusters.
+    ``rows`` is called once, and once more with a keep policy other than ``first``: every record
+    is stored first, then each gets the verdict of the final clusters; each record of the second
+    reading must be the one of the first (same key and text), else :class:`InputChangedError`.
+    ``writable``: why the output could not hold a record (None: it can); such a record is a bad
+    record, neither stored nor compared.
     """
     from .ingest import Fingerprinter
     from .ingest import batches as in_batches
@@ -137,36 +165,57 @@ def dedup_rows(
 
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, not {batch_size}")
-    if keep not in KEEPS:
-        raise ValueError(f"keep must be first or longest, not {keep!r}")
+    policy = None if keep is None else KeepPolicy.parse(keep)
+    counts = counts if counts is not None else DedupCounts()
     opened = store if isinstance(store, Store) else Store(store)
     try:
         seen: set[str] = set()
+        readings: list[tuple] = []  # what each record was at the first reading, when there is a second
         with fingerprinter or Fingerprinter(DEFAULT, jobs) as fingerprinter:
             batches = in_batches(rows(), batch_size)
+            # Known before the first batch: the store's policy (what its fields need) and the records
+            # stored with the same text (not fingerprinted again). A new store is created meanwhile.
+            stored_policy = _stored_policy(opened)
+            if policy is None:
+                policy = stored_policy or KeepPolicy()
+            context = _Batching(key, text, seen, fingerprinter, opened, policy, writable, counts, readings, html)
             # The workers fingerprint the first batch while the store is created or checked (a new
             # store's migrations take a second or more), with the scheme they were started for:
             # the default unless told. A store of another scheme has the batch fingerprinted again.
-            pending = [(batch, _start_batch(batch, key, text, seen, fingerprinter, html)) for batch in islice(batches, 1)]
+            pending = [(batch, context.start(batch)) for batch in islice(batches, 1)]
             scheme = opened.init()
-            _check_distance(opened, max_distance)
+            _check_distance(opened, max_distance, policy)
             if fingerprinter.scheme != scheme:
                 fingerprinter.scheme = scheme
-                pending = [(batch, _fingerprint(so_far, sources, fingerprinter)) for batch, (so_far, sources, _) in pending]
+                pending = [(batch, context.refingerprint(started)) for batch, started in pending]
             # While the workers fingerprint one batch, the one before is stored and resolved.
             outcomes: list = []
             for batch in batches:
-                pending.append((batch, _start_batch(batch, key, text, seen, fingerprinter, html)))
-                yield from _finish_batch(opened, *pending.pop(0), keep, outcomes)
+                pending.append((batch, context.start(batch)))
+                yield from _finish_batch(opened, *pending.pop(0), policy, outcomes)
             for done in pending:
-                yield from _finish_batch(opened, *done, keep, outcomes)
-        if keep == "first":
+                yield from _finish_batch(opened, *done, policy, outcomes)
+        if not policy.needs_every_record:
             return
         # Second pass: the clusters are final, every record's verdict is read from them.
+        position = 0
         for start, batch in zip(range(0, len(outcomes), batch_size), in_batches(rows(), batch_size)):
+            for where, record in batch:
+                if _reading(record, key, text) != readings[position]:
+                    raise InputChangedError(
+                        f"{where}: the input changed while it was read twice (--keep {policy} reads it again "
+                        "for the final verdicts); everything is stored, nothing written: run again on a file that "
+                        "is not being written"
+                    )
+                position += 1
             keys = _stored_keys(outcomes[start : start + batch_size])
             memberships = opened.memberships(keys) if keys else {}
             yield from zip(*zip(*batch), _resolve(outcomes[start : start + batch_size], memberships))
+        if position != len(readings):
+            raise InputChangedError(
+                f"the input changed while it was read twice (--keep {policy}): {len(readings)} records at the first "
+                f"reading, {position} at the second; everything is stored, nothing written"
+            )
     finally:
         if opened is not store:
             opened.close()
@@ -174,13 +223,26 @@ def dedup_rows(
 
 @dataclass
 class FileCounts:
-    """What :func:`dedup_files` wrote: records kept, duplicates, bad records, and records
-    passed through without a fingerprint (by reason)."""
+    """What :func:`dedup_files` wrote: records kept, duplicates, bad records, records passed
+    through without a fingerprint (by reason), records found stored with the same text (not
+    fingerprinted again), and each representative a better copy replaced: (key replaced, key replacing)."""
 
     kept: int = 0
     duplicates: int = 0
     bad: int = 0
     not_compared: Counter[str] = field(default_factory=Counter)
+    unchanged: int = 0
+    replaced: list[tuple[str, str]] = field(default_factory=list)
+
+
+def refuse_annotation_clash(key: str, text: str) -> None:
+    """InputError if the key or text field has the name of a field ``--annotate`` writes (it would be written over)."""
+    clash = sorted({key, text} & set(ANNOTATION_FIELDS))
+    if clash:
+        raise InputError(
+            f"--annotate writes a field {clash[0]!r}, which is the input's key or text field here: "
+            "rename that field, or leave out --annotate"
+        )
 
 
 def dedup_output(
@@ -224,7 +286,7 @@ def dedup_files(
     key: str = "key",
     text: str = "text",
     max_distance: int | None = None,
-    keep: str = "first",
+    keep: KeepPolicy | str | None = None,
     annotate: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
     fingerprinter: Fingerprinter | None = None,
@@ -235,13 +297,17 @@ def dedup_files(
     """:func:`dedup_rows` over the records of inputs of any format (``input_formats``: registered
     names, see :mod:`~simhash_store.formats`; ``-``: standard input), writing the kept records (every record with ``annotate``, with its
     verdict's fields added) to ``writer``, which is closed at the end, not abandoned on an error.
-    A bad record, or one the output format cannot hold, costs that record: ``on_failure`` is
-    told why, and it is counted as bad. ``html``: the ``text`` field holds a web page's HTML.
-    ``on_progress(done, total)`` is told the bytes of the
-    inputs read so far, and their total size (None when one is standard input).
+    A bad record, or one the output cannot hold (checked before it is stored, so it is neither
+    stored nor compared), costs that record: ``on_failure`` is told why, and it is counted as bad,
+    once. With ``annotate``, a key or text field named like an annotation is an InputError before
+    any work, and a record holding a field of such a name is a bad record: nothing is written over.
+    ``html``: the ``text`` field holds a web page's HTML. ``on_progress(done, total)`` is told the
+    bytes of the inputs read so far, and their total size (None when one is standard input).
     """
     from . import formats
 
+    if annotate:
+        refuse_annotation_clash(key, text)
     options = formats.ReadOptions(key_field=key, text_field=text, required={key: "the key", text: "the page" if html else "the text"})
     sizes = [_file_size(path) for path in inputs]
     total = None if None in sizes else sum(size or 0 for size in sizes)
@@ -274,30 +340,42 @@ def dedup_files(
                 read[number] = sizes[number] or 0  # a Parquet file, read by pyarrow: counted when done
                 on_progress(sum(read), total)
 
+    def writable(record: Mapping[str, Any]) -> str | None:
+        if annotate:
+            clash = next((name for name in ANNOTATION_FIELDS if name in record), None)
+            if clash is not None:
+                return f"has a field {clash!r}, which --annotate writes: rename it, or leave out --annotate"
+        try:
+            writer.check(record)
+        except formats.FormatError as exc:
+            return str(exc)
+        return None
+
     counts = FileCounts()
-    for where, record, verdict in dedup_rows(
+    rerun = DedupCounts()
+    for _, record, verdict in dedup_rows(
         rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep,
-        fingerprinter=fingerprinter, batch_size=batch_size, html=html,
+        fingerprinter=fingerprinter, batch_size=batch_size, html=html, writable=writable, counts=rerun,
     ):
         if verdict.problem is not None or isinstance(record, Skip):  # a Skip always has its problem
             counts.bad += 1
             on_failure(str(verdict.problem))
             continue
+        if verdict.replaced is not None:
+            counts.replaced.append((verdict.replaced, str(verdict.key)))
         if verdict.not_compared is not None:
             counts.not_compared[verdict.not_compared] += 1
         elif verdict.kept:
             counts.kept += 1
         else:
             counts.duplicates += 1
-        try:  # a record the output format cannot hold costs that record
-            if annotate:
-                writer.write({**record, **verdict.annotation()})
-            elif verdict.kept:
-                writer.write(dict(record))
-        except formats.FormatError as exc:
-            counts.bad += 1
-            on_failure(f"{where}: {exc}")
+        # Checked before it was stored (writable): a record the output cannot hold never gets here.
+        if annotate:
+            writer.write({**record, **verdict.annotation()})
+        elif verdict.kept:
+            writer.write(dict(record))
     writer.close()
+    counts.unchanged = rerun.unchanged
     return counts
 
 
@@ -306,13 +384,37 @@ def _file_size(path: str) -> int | None:
     return os.path.getsize(path) if path != "-" and os.path.isfile(path) else None
 
 
-def _check_distance(store: Store, max_distance: int | None) -> None:
-    """Deduplicate against clusters at the distance asked for; an empty store starts keeping them."""
+def _reading(record, key_field: str, text_field: str) -> tuple:
+    """What the second reading of a record must match: its key and the digest of its text (or the skip)."""
+    if isinstance(record, Skip):
+        return ("skip", str(record))
+    value = record.get(text_field)
+    text = digest(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else repr(type(value))
+    return (repr(record.get(key_field)), text)
+
+
+def _stored_policy(store: Store) -> KeepPolicy | None:
+    """The store's keep policy, or None for a store not created yet."""
+    try:
+        return store.keep_policy()
+    except SimhashStoreError:
+        return None
+
+
+def _check_distance(store: Store, max_distance: int | None, policy: KeepPolicy) -> None:
+    """Deduplicate against clusters at the distance and by the keep policy asked for; an empty store
+    starts keeping them."""
     distance, unclustered = store.cluster_state()
-    if distance is None or (max_distance is not None and max_distance != distance):
+    stored_policy = store.keep_policy()
+    if distance is None or (max_distance is not None and max_distance != distance) or stored_policy != policy:
         if store.is_empty():
-            store.recluster(max_distance)
+            store.recluster(max_distance, keep=policy)
             return
+        if distance is not None and stored_policy != policy and (max_distance is None or max_distance == distance):
+            raise ClusterDistanceError(
+                f"the store's clusters keep {stored_policy}, not {policy}: run `simhash-store recluster --keep {policy}` "
+                "first, or leave out --keep"
+            )
         if distance is None:
             raise ClusterDistanceError(
                 "this store keeps no clusters yet: run `simhash-store recluster"
@@ -337,72 +439,135 @@ class _Stored:
     key: str
     fingerprint: int
     where: str
+    replaced: str | None = None
 
 
-def _start_batch(batch, key_field: str, text_field: str, seen: set[str], fingerprinter, html: bool = False):
-    """Validate one batch and start fingerprinting its records: (outcomes so far, sources, collect)."""
-    from .formats.html import field_text
-    from .store import validate_key
+@dataclass
+class _Batching:
+    """Starts each batch: checks its records, recognises those stored with the same text, and
+    sends the others to the fingerprinting workers."""
 
-    outcomes: list[Verdict | _Stored | None] = [None] * len(batch)
-    sources: list[tuple[int, Source]] = []
-    for position, (where, record) in enumerate(batch):
-        if isinstance(record, Skip):
-            outcomes[position] = Verdict(None, False, problem=str(record))
-            continue
-        key, text = record.get(key_field), record.get(text_field)
-        if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
-            outcomes[position] = Verdict(None, False, problem=f"{where}: no {key_field!r} field with a string or integer")
-            continue
-        key = str(key)
-        if not isinstance(text, str):
-            outcomes[position] = Verdict(key, False, problem=f"{where}: no {text_field!r} field with a string")
-            continue
-        try:
-            validate_key(key)
-        except InvalidKeyError as exc:
-            outcomes[position] = Verdict(None, False, problem=f"{where}: {exc}")
-            continue
-        if key in seen:
-            outcomes[position] = Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
-            continue
-        seen.add(key)
-        if html:
-            text = field_text(record, text_field, where)
-            if isinstance(text, Skip):  # no main content: passed through as kept, not compared, as empty text is
-                deliberate = text.reason in DELIBERATE
-                outcomes[position] = Verdict(
-                    key, deliberate, problem=None if deliberate else str(text),
-                    not_compared=text.reason if deliberate else None,
-                )
+    key_field: str
+    text_field: str
+    seen: set[str]
+    fingerprinter: Any
+    store: Store
+    policy: KeepPolicy
+    writable: Callable[[Mapping[str, Any]], str | None] | None
+    counts: DedupCounts
+    readings: list[tuple]
+    html: bool = False  # the text field holds a web page's HTML: its main content is compared
+
+    def start(self, batch):
+        """(outcomes so far, sources, collect) of one batch."""
+        from .formats.html import field_text
+        from .store import validate_key
+
+        outcomes: list[Verdict | _Stored | None] = [None] * len(batch)
+        sources: list[tuple[int, Source, bytes, Any]] = []
+        key_field, text_field = self.key_field, self.text_field
+        for position, (where, record) in enumerate(batch):
+            if self.policy.needs_every_record:
+                self.readings.append(_reading(record, key_field, text_field))
+            if isinstance(record, Skip):
+                outcomes[position] = Verdict(None, False, problem=str(record))
                 continue
-        sources.append((position, Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")))))
-    return _fingerprint(outcomes, sources, fingerprinter)
+            key, text = record.get(key_field), record.get(text_field)
+            if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
+                outcomes[position] = Verdict(None, False, problem=f"{where}: no {key_field!r} field with a string or integer")
+                continue
+            key = str(key)
+            if not isinstance(text, str):
+                outcomes[position] = Verdict(key, False, problem=f"{where}: no {text_field!r} field with a string")
+                continue
+            try:
+                validate_key(key)
+            except InvalidKeyError as exc:
+                outcomes[position] = Verdict(None, False, problem=f"{where}: {exc}")
+                continue
+            if key in self.seen:
+                outcomes[position] = Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
+                continue
+            # A record the output cannot hold costs only itself: not stored, so it never represents others.
+            problem = self.writable(record) if self.writable is not None else None
+            if problem is not None:
+                outcomes[position] = Verdict(key, False, problem=f"{where}: {problem}")
+                continue
+            self.seen.add(key)
+            if self.html:
+                text = field_text(record, text_field, where)
+                if isinstance(text, Skip):  # no main content: passed through as kept, not compared, as empty text is
+                    deliberate = text.reason in DELIBERATE
+                    outcomes[position] = Verdict(
+                        key, deliberate, problem=None if deliberate else str(text),
+                        not_compared=text.reason if deliberate else None,
+                    )
+                    continue
+            raw = text.encode("utf-8", "surrogatepass")
+            source = Source(key, text=text, size=len(raw))
+            sources.append((position, source, digest(raw), self.policy.value_of(record)))
+        return self._fingerprint(outcomes, sources)
+
+    def _fingerprint(self, outcomes, sources):
+        """Records stored with the same text take their stored fingerprint; the others go to the workers."""
+        stored = _stored_digests(self.store, [source.key for _, source, _, _ in sources])
+        known: dict[int, tuple[int, int | None]] = {}
+        tasks = []
+        for index, (_, source, content, _) in enumerate(sources):
+            found = stored.get(source.key)
+            if found is not None and found[0] == content:
+                known[index] = (found[1], found[2])
+            else:
+                tasks.append((source, None))
+        self.counts.unchanged += len(known)
+        self.counts.fingerprinted += len(tasks)
+        collect = self.fingerprinter.submit(tasks)
+        return outcomes, sources, known, collect
+
+    def refingerprint(self, started):
+        """A started batch again, for the store's scheme (the workers began with another)."""
+        outcomes, sources, known, _ = started
+        self.counts.unchanged -= len(known)
+        self.counts.fingerprinted -= len(sources) - len(known)
+        return self._fingerprint(outcomes, sources)
 
 
-def _fingerprint(outcomes, sources, fingerprinter):
-    return outcomes, sources, fingerprinter.submit([(source, None) for _, source in sources])
+def _stored_digests(store: Store, keys: list[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
+    """(digest, fingerprint, length) of the keys stored; nothing for a store not created yet."""
+    if not keys:
+        return {}
+    try:
+        return store.stored_digests(keys)
+    except SimhashStoreError:
+        return {}
 
 
-def _finish_batch(store: Store, batch, started, keep: str, kept_outcomes: list):
+def _finish_batch(store: Store, batch, started, policy: KeepPolicy, kept_outcomes: list):
     """Store a batch whose fingerprints are coming; with keep first, yield its verdicts at once
-    (with keep longest, keep its outcomes for the second pass)."""
-    outcomes, sources, collect = started
-    outcomes, memberships = _store_batch(store, batch, outcomes, sources, collect(None), keep)
-    if keep == "first":
+    (with any other policy, keep its outcomes for the second pass)."""
+    outcomes, sources, known, collect = started
+    outcomes, memberships = _store_batch(store, batch, outcomes, sources, known, collect(None))
+    if not policy.needs_every_record:
         yield from zip(*zip(*batch), _resolve(outcomes, memberships))
     else:
         kept_outcomes.extend(outcomes)
 
 
-def _store_batch(store: Store, batch, outcomes, sources, prepared, keep: str):
+def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted):
     """Store the fingerprinted records of one batch (one transaction, which also reads back where
     each sits): (outcomes, with a final verdict for records that cannot be stored; memberships)."""
+    from .ingest import Prepared
     from .store import NewDocument
 
     documents = []
-    for (position, source), item in zip(sources, prepared):
+    prepared = iter(fingerprinted)
+    for index, (position, source, content, keep_value) in enumerate(sources):
         where = batch[position][0]
+        if index in known:
+            fingerprint, length = known[index]
+            item = Prepared(source.key, source.size, fingerprint=fingerprint, digest=content, length=length)
+        else:
+            item = next(prepared)
         if item.skip is not None:
             # Empty or wordless text cannot be compared: passed through as kept, not stored, and said so.
             deliberate = item.skip.reason in DELIBERATE
@@ -412,12 +577,18 @@ def _store_batch(store: Store, batch, outcomes, sources, prepared, keep: str):
                 not_compared=item.skip.reason if deliberate else None,
             )
             continue
+        assert item.fingerprint is not None  # not skipped: fingerprinted
         outcomes[position] = _Stored(source.key, item.fingerprint, where)
-        documents.append(NewDocument(source.key, item.fingerprint, item.digest, item.length))
+        documents.append(NewDocument(source.key, item.fingerprint, item.digest, item.length, keep_value=keep_value))
     # Keys stored before (by a run killed after this batch, or an earlier batch) keep their text
-    # and are read back. With keep longest, the longer ones of this batch, and those stored with the
-    # same text by a run killed before it could promote them, become their clusters' representatives.
-    memberships = store.add_new_and_cluster(documents, prefer_longest=keep == "longest") if documents else {}
+    # and are read back.
+    memberships, replaced = store.add_new_and_cluster(documents) if documents else ({}, [])
+    if replaced:
+        replacing = {new: old for old, new in replaced}
+        outcomes = [
+            _Stored(o.key, o.fingerprint, o.where, replacing[o.key]) if isinstance(o, _Stored) and o.key in replacing else o
+            for o in outcomes
+        ]
     return outcomes, memberships
 
 
@@ -442,12 +613,16 @@ def _resolve(outcomes: list[Verdict | _Stored], memberships: Mapping[str, Any]) 
                         "(remove it, or use another key)")
             )
         elif membership.cluster is None or membership.is_representative:
-            verdicts.append(Verdict(k, True, value, membership.cluster, None, 0))
+            verdicts.append(Verdict(k, True, value, membership.cluster, None, 0, replaced=outcome.replaced))
         else:
             verdicts.append(
-                Verdict(k, False, value, membership.cluster, membership.representative, membership.distance)
+                Verdict(k, False, value, membership.cluster, membership.representative, membership.distance,
+                        replaced=outcome.replaced)
             )
     return verdicts
 
 
-__all__ = ["ClusterDistanceError", "Verdict", "dedup", "dedup_rows"]
+__all__ = [
+    "ANNOTATION_FIELDS", "ClusterDistanceError", "DedupCounts", "FileCounts", "InputChangedError", "Verdict", "dedup",
+    "dedup_files", "dedup_output", "dedup_rows", "refuse_annotation_clash",
+]

@@ -87,6 +87,9 @@ class IngestSummary:
     skipped: list[Skip] = field(default_factory=list)  # deliberate skips and failures alike
     near_duplicates: list[SkippedNearDuplicate] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # In a store that keeps clusters: (key replaced, key replacing) for each representative that a
+    # better copy replaced, by the store's keep policy.
+    replaced: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Skip]:
@@ -200,6 +203,7 @@ class Fingerprinter:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.max_file_bytes = max_file_bytes
         self.segments = False  # also the segments of each document (a store that keeps them)
+        self.submitted = 0  # documents given to fingerprint (a rerun of unchanged records gives none)
         self._pool = None
         self._exiting: list = []  # the executors' manager threads, still ending their workers
 
@@ -233,6 +237,7 @@ class Fingerprinter:
     def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
         """Start work on a batch; returns a function that collects the results in input order,
         reporting each document to ``progress`` as it completes."""
+        self.submitted += len(tasks)
         if self._pool is None and (self.jobs == 1 or len(tasks) < PARALLEL_THRESHOLD):
 
             def collect_here(progress: Progress | None) -> list[Prepared]:
@@ -371,6 +376,7 @@ def add(
     fingerprinter = fingerprinter or Fingerprinter(scheme, jobs)
     fingerprinter.scheme = scheme
     fingerprinter.segments = store.keeps_segments
+    keep_values: dict[str, object] = {}  # of the records in flight: stored with them
     with fingerprinter:
         finished: list[Prepared] | None = None
         # Two inputs with one key (x.txt in both of `add a b`) are never merged: the first is
@@ -383,17 +389,25 @@ def add(
                 digest_stored, stamp_stored = stored.get(source.key, (None, None))
                 if not checksum and source.stamp is not None and source.stamp == stamp_stored:
                     unchanged.append(Prepared(source.key, source.size, unchanged=True, stamp=source.stamp))
+                elif source.text is not None and digest_stored is not None and _text_digest(source) == digest_stored:
+                    # A record stored with this text: recognised here, not sent to the workers at all.
+                    unchanged.append(Prepared(source.key, source.size, digest=digest_stored, unchanged=True))
                 else:
                     tasks.append((source, digest_stored))
+            keep_values.update((source.key, source.keep_value) for source in sources if source.keep_value is not None)
             collect = fingerprinter.submit(tasks)
             if finished is not None:
-                _write(store, finished, summary, skip_near_duplicates, max_distance)
+                _write(store, finished, summary, skip_near_duplicates, max_distance, keep_values)
             if progress is not None and unchanged:
                 progress(len(unchanged), sum(item.size for item in unchanged))
             finished = collect(progress) + unchanged
         if finished is not None:
-            _write(store, finished, summary, skip_near_duplicates, max_distance)
+            _write(store, finished, summary, skip_near_duplicates, max_distance, keep_values)
     return summary
+
+
+def _text_digest(source: Source) -> bytes:
+    return digest((source.text or "").encode("utf-8", "surrogatepass"))
 
 
 def _write(
@@ -402,12 +416,15 @@ def _write(
     summary: IngestSummary,
     skip_near_duplicates: bool,
     max_distance: int,
+    keep_values: dict[str, object],
 ) -> None:
+    from .keep import comparable
     from .store import NewDocument
 
     documents = []
     touched: dict[str, str] = {}  # same content, new size or modification time: record the new stamp
     for item in prepared:
+        value = keep_values.pop(item.key, None)
         summary.documents += 1
         summary.bytes += item.size
         if item.warning is not None:
@@ -420,7 +437,10 @@ def _write(
                 touched[item.key] = item.stamp
         else:
             documents.append(
-                NewDocument(item.key, item.fingerprint, item.digest, item.length, stamp=item.stamp, segments=item.segments)
+                NewDocument(
+                    item.key, item.fingerprint, item.digest, item.length, stamp=item.stamp, segments=item.segments,
+                    keep_value=value if comparable(value) else None,
+                )
             )
     if touched:
         store.set_stamps(touched)
@@ -430,6 +450,7 @@ def _write(
         summary.updated += result.updated
         summary.unchanged += result.unchanged
         summary.near_duplicates.extend(result.near_duplicates)
+        summary.replaced.extend(result.replaced)
 
 
 def early_fingerprinter(

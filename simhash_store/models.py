@@ -71,6 +71,12 @@ class Document(Base):
     cluster: Mapped[int | None] = mapped_column(
         BigInteger, index=True, comment="stable cluster id (NULL: not clustered yet)"
     )
+    arrival: Mapped[int | None] = mapped_column(
+        BigInteger,
+        index=True,
+        comment="order of storing (input order within a batch): clustering and the keep policy's ties follow it",
+    )
+    keep_value: Mapped[Any | None] = mapped_column(JSONB, comment="value of the keep policy's field (NULL: missing)")
 
     __table_args__ = tuple(
         Index(f"ix_documents_block{n}", f"block{n}", postgresql_include=["fingerprint", "id"]) for n in range(4)
@@ -116,6 +122,9 @@ class StoreInfo(Base):
         Boolean,
         server_default=text("false"),
         comment="whether writes keep the fingerprints of each document's segments (simhash.segments)",
+    )
+    keep_policy: Mapped[str | None] = mapped_column(
+        Text, comment="first, longest, shortest or field:NAME:asc|desc: which copy represents a cluster; NULL: first"
     )
 
     __table_args__ = (CheckConstraint("singleton", name="one_row"),)

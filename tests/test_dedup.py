@@ -270,28 +270,22 @@ def test_keep_longest_keeps_the_longest_copy_even_one_that_comes_later(database_
     assert _run(database_url, "dedup", "-", "--keep", "longest").exit_code == 2
 
 
-def test_keep_longest_killed_between_storing_and_promoting_is_finished_by_a_rerun(pg_server, tmp_path):
-    # --keep longest stores a batch, then in a second transaction makes its longer copies the
-    # representatives. A kill between the two left the batch stored with the shorter record as
-    # representative, and the rerun skipped the stored records, so it never promoted the longer one.
+def test_keep_longest_on_a_store_kept_first_is_refused_until_reclustered(database_url, tmp_path):
+    # Promotion is part of each batch's transaction now, so no run can leave a batch half promoted;
+    # a store clustered by another policy says how to change it instead of mixing two.
     texts = _texts()
     name = list(texts)[0]
     _write_jsonl(tmp_path / "in.jsonl", [{"key": "short", "text": texts[name]}, {"key": "other", "text": list(texts.values())[1]},
                                          {"key": "longer", "text": _copy(texts[name])}])
-    args = ["dedup", str(tmp_path / "in.jsonl"), "--keep", "longest", "--annotate"]
-    outputs = []
-    for interrupted in (False, True):
-        database = pg_server.create_database()
-        try:
-            url = pg_server.url(database)
-            if interrupted:  # what the killed run left: the batch stored (as keep first stores it), nothing promoted
-                assert _run(url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "lost.jsonl")).exit_code == 0
-            out = tmp_path / f"out-{interrupted}.jsonl"
-            assert _run(url, *args, "-o", str(out)).exit_code == 0
-            outputs.append(out.read_bytes())
-        finally:
-            pg_server.drop_database(database)
-    assert outputs[1] == outputs[0]
+    assert _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "first.jsonl")).exit_code == 0
+    refused = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--keep", "longest", "-o", str(tmp_path / "x.jsonl"))
+    assert refused.exit_code == 1 and not (tmp_path / "x.jsonl").exists()
+    assert "the store's clusters keep first, not longest: run `simhash-store recluster --keep longest` first" in refused.output
+    assert _run(database_url, "recluster", "--keep", "longest").exit_code == 0
+    again = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--annotate", "-o", str(tmp_path / "again.jsonl"))
+    assert again.exit_code == 0, again.output
+    rows = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["key"], r["duplicate_of"]) for r in rows] == [("short", "longer"), ("other", None), ("longer", None)]
 
 
 # ------------------------------------------------------------ calibrate

@@ -36,7 +36,7 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
         "text and files, no database: reading inputs, writing outputs; tokenizers, schemes, fingerprints",
         ("decoding.py", "corpus.py", "formats/", "cache.py",
          "dictionaries.py", "seed_format.py", "tokenizers.py", "scheme.py", "fingerprint.py", "overlap.py", "segments.py",
-         "pairs.py", "explain.py", "variants.py", "sources.py", "calibration_texts.py", "html.py", "warc.py"),
+         "pairs.py", "keep.py", "explain.py", "variants.py", "sources.py", "calibration_texts.py", "html.py", "warc.py"),
     ),
     2: (
         "where the database is: URLs, the embedded server, the one resolution of the URL",

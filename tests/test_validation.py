@@ -105,7 +105,7 @@ _KEY_TAKERS = {
     "versions": lambda store, key: store.versions([key]),
     "remove": lambda store, key: store.remove([key]),
     "memberships": lambda store, key: store.memberships([key]),
-    "prefer_longest": lambda store, key: store.prefer_longest([key]),
+    "stored_digests": lambda store, key: store.stored_digests([key]),
     "set_stamps": lambda store, key: store.set_stamps({key: "1:2"}),
     "add": lambda store, key: store.add([NewDocument(key, 1)]),
 }

@@ -50,7 +50,7 @@ from .registry import (
     register_output,
     resolve_format,
 )
-from .writing import RecordWriter
+from .writing import RecordWriter, check_writable
 
 
 def read_records(
@@ -99,7 +99,8 @@ def open_writer(
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "INPUTS", "OUTPUTS", "FingerprintRecord", "FormatError", "HugeInteger", "Input", "InputFormat",
-    "MissingFieldError", "OutputFormat", "ReadOptions", "RecordWriter", "RepeatedColumnError", "collision", "fingerprint_records",
+    "MissingFieldError", "OutputFormat", "ReadOptions", "RecordWriter", "RepeatedColumnError", "check_writable", "collision",
+    "fingerprint_records",
     "input_format", "lines", "open_writer", "output_format", "output_format_for", "parquet_schemas", "parse_fingerprint",
     "pyarrow_module", "read_documents", "read_fingerprints", "read_jsonl", "read_records", "record_documents",
     "register_input", "register_output", "resolve_format", "unique_keys",

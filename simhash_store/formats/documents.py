@@ -75,7 +75,8 @@ def unique_keys(items: Iterable[Source | Skip]) -> Iterator[Source | Skip]:
 
 def record_documents(rows: Iterable[tuple[str, dict | Skip]], options: ReadOptions) -> Iterator[Source | Skip]:
     """A Source for each record with a key and a text (the key prefixed with ``options.prefix``,
-    the metadata fields that are present kept), a Skip for every other row."""
+    the metadata fields that are present kept, and the value of ``options.keep_field``), a Skip for
+    every other row."""
     key_field, text_field, prefix = options.key_field, options.text_field, options.prefix
     for where, record in rows:
         if isinstance(record, Skip):
@@ -102,7 +103,11 @@ def record_documents(rows: Iterable[tuple[str, dict | Skip]], options: ReadOptio
         if isinstance(metadata, str):
             yield Skip(where, BAD_RECORD, metadata)
             continue
-        yield Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass")), where=where, metadata=metadata)
+        keep_value = record.get(options.keep_field) if options.keep_field is not None else None
+        yield Source(
+            key, text=text, size=len(text.encode("utf-8", "surrogatepass")), where=where, metadata=metadata,
+            keep_value=keep_value,
+        )
 
 
 def _metadata(record: dict, fields: tuple[str, ...]) -> dict[str, Any] | str | None:
@@ -126,13 +131,15 @@ def read_jsonl(
     text_field: str = "text",
     prefix: str = "",
     max_line_bytes: int = DEFAULT_MAX_BYTES,
+    keep_field: str | None = None,
 ) -> Iterator[Source | Skip]:
     """Documents of a JSONL stream, one object per line; bad lines become Skips naming the line.
 
-    Reads the first record now, and raises InputError if it lacks either field.
+    Reads the first record now, and raises InputError if it lacks either field. ``keep_field``:
+    the field of the store's keep policy, whose value goes with each document.
     """
     options = ReadOptions(key_field=key_field, text_field=text_field, prefix=prefix, max_bytes=max_line_bytes,
-                          required={key_field: "the key", text_field: "the text"})
+                          required={key_field: "the key", text_field: "the text"}, keep_field=keep_field)
     return record_documents(input_format("jsonl").records(Input(name, stream), options), options)
 
 

@@ -9,15 +9,15 @@ which some line splitters split.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import IO
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
 
 from ..corpus import BAD_RECORD, Skip
 from ..plural import counted
 from ..terminal import json_text
 from .lines import first_line, lines, parse_int, short
 from .registry import FormatError, Input, InputFormat, OutputFormat, ReadOptions, register_input, register_output
-from .writing import RecordWriter, unwritable
+from .writing import RecordWriter, check_json, unwritable
 
 
 def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict | Skip]]:
@@ -86,6 +86,12 @@ class JsonlWriter(RecordWriter):
     """JSONL is written as it comes: no record waits for another."""
 
     spills = False
+
+    def check(self, record: Mapping[str, Any]) -> None:
+        try:
+            check_json(dict(record))
+        except RecursionError:
+            raise FormatError("nested too deeply to be written") from None
 
     def write(self, record: dict) -> None:
         line = json_line(record)

@@ -7,7 +7,7 @@ is. Parquet needs a file it can seek in: not standard input, not standard output
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..corpus import BAD_RECORD, Skip
@@ -157,7 +157,7 @@ class ParquetWriter(RecordWriter):
     def prepare(self) -> None:
         pyarrow_module()
 
-    def note(self, record: dict) -> None:
+    def check_fields(self, record: Mapping[str, Any]) -> None:
         new = sum(1 for name in record if name not in self._columns.fields)
         if new and len(self._columns.fields) + new > MAX_PARQUET_COLUMNS:
             # pyarrow's writer takes about 6 KB a column: 200,000 fields (a 1.4 MB CSV) took 1.3 GB
@@ -165,6 +165,9 @@ class ParquetWriter(RecordWriter):
                 f"would make the Parquet output's columns more than {MAX_PARQUET_COLUMNS:,} "
                 "(every record's fields are its columns): write JSONL instead"
             )
+
+    def note(self, record: dict) -> None:
+        self.check_fields(record)
         self._columns.add(record)
 
     def finish(self) -> None:

@@ -60,7 +60,8 @@ class ReadOptions:
     record. ``prefix``: prepended to every key. ``include``, ``exclude``, ``hidden``: which files
     of a directory are read (the walk of :func:`simhash_store.corpus.walk`). ``max_bytes``: the
     largest line, record or file read into memory. ``html_field``: the field holding a web page's
-    HTML, whose main content is the text (instead of ``text_field``).
+    HTML, whose main content is the text (instead of ``text_field``). ``keep_field``: the field
+    a keep policy ``field:NAME`` compares; each document carries its value (``Source.keep_value``).
     """
 
     key_field: str = "key"
@@ -73,6 +74,7 @@ class ReadOptions:
     hidden: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
     html_field: str | None = None  # a field holding a web page's HTML: its main content is the text
+    keep_field: str | None = None  # the field of a store's keep policy (field:NAME): its value goes with each document
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 from .columns import Columns
@@ -38,6 +38,15 @@ def unwritable(value: Any) -> Any:
         return value.isoformat()
     # The readers keep an integer of thousands of digits as a HugeInteger that only counts them.
     raise FormatError(f"holds {value!r}, which cannot be written back as it was")
+
+
+def check_writable(record: Mapping[str, Any]) -> None:
+    """Raise FormatError if some output could not hold the record as it is (a lone surrogate, an
+    integer of thousands of digits, nesting too deep): callers check before they store it."""
+    try:
+        _check_writable(dict(record))
+    except RecursionError:
+        raise FormatError("nested too deeply to be written") from None
 
 
 def _check_writable(value: Any) -> None:
@@ -59,6 +68,28 @@ def _check_writable(value: Any) -> None:
 
 
 _PLAIN = frozenset({int, float, bool, type(None)})
+
+
+def check_json(value: Any) -> None:
+    """Raise FormatError if a value cannot go into a JSON line as it is: what :func:`check_writable`
+    refuses, and any value JSON has no type for (a Parquet decimal or binary value)."""
+    kind = type(value)
+    if kind is str:
+        _check_text(value)
+    elif kind is dict:
+        for name, member in value.items():
+            if type(name) is str:
+                _check_text(name)
+            elif type(name) not in _PLAIN:  # JSON writes numbers, booleans and null as names
+                unwritable(name)
+            if type(member) not in _PLAIN:
+                check_json(member)
+    elif kind is list or kind is tuple:
+        for item in value:
+            if type(item) not in _PLAIN:
+                check_json(item)
+    elif kind not in _PLAIN:
+        unwritable(value)  # dates and times pass (written as text); anything else is refused
 
 
 def _check_text(text: str) -> None:
@@ -122,6 +153,20 @@ class RecordWriter:
     def finish(self) -> None:
         """Write what was kept (the default: nothing more)."""
 
+    def check(self, record: Mapping[str, Any]) -> None:
+        """Raise FormatError if this output could not hold the record (nothing is written, nothing
+        noted): callers check before they store a record, so one the output cannot hold costs only
+        itself. A format with limits of its own adds them in :meth:`check_fields`."""
+        try:
+            _check_writable(dict(record))
+        except RecursionError:
+            raise FormatError("nested too deeply to be written") from None
+        self.check_fields(record)
+
+    def check_fields(self, record: Mapping[str, Any]) -> None:
+        """Raise FormatError if the record's fields, beside those written so far, are more than the
+        format can hold (the default: no bound)."""
+
     def write(self, record: dict) -> None:
         """Write one record, or raise FormatError if the output cannot hold it (nothing of it is written)."""
         try:
@@ -173,4 +218,4 @@ class RecordWriter:
                 self._output.abandon()
 
 
-__all__ = ["RecordWriter", "unwritable"]
+__all__ = ["RecordWriter", "check_json", "check_writable", "unwritable"]

@@ -39,6 +39,7 @@ from .. import clusters, maintenance, migrate
 from .. import distributed as citus
 from ..config import network_timeout, redact, resolve_url, secrets_of
 from ..errors import InvalidValueError, SimhashStoreError
+from ..keep import KeepPolicy
 from ..scheme import DEFAULT, DEFAULT_MAX_DISTANCE, Scheme, get_scheme
 from ..segments import DEFAULT_SEGMENT_DISTANCE, segment_fingerprints
 from ..store_info import default_distance, requested_scheme
@@ -306,19 +307,17 @@ class Store:
         return result
 
     @_database_errors
-    def add_new_and_cluster(
-        self, documents: Sequence[NewDocument], *, prefer_longest: bool = False
-    ) -> dict[str, clusters.Membership]:
+    def add_new_and_cluster(self, documents: Sequence[NewDocument]) -> tuple[dict[str, clusters.Membership], list[tuple[str, str]]]:
         """Store the documents whose keys are not stored yet (a stored key keeps its text), put them
-        in clusters, and return the membership of every given key that is stored: one transaction,
-        the unit of progress of ``dedup``. With ``prefer_longest``, each given document stored with
-        this text becomes its cluster's representative if it is longer. The store must keep clusters.
+        in clusters by the store's keep policy, and return the membership of every given key that is
+        stored, and each representative replaced by a better copy, (key replaced, key replacing):
+        one transaction, the unit of progress of ``dedup``. The store must keep clusters.
         """
         self._prepare(record=True)
-        found, added = writes.add_new_and_cluster(self.engine, documents, prefer_longest)
+        found, added, replaced = writes.add_new_and_cluster(self.engine, documents)
         self._upkeep.changes += added
         self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
-        return found
+        return found, replaced
 
     @_database_errors
     def remove(self, keys: str | Iterable[str]) -> RemoveResult:
@@ -519,22 +518,30 @@ class Store:
     # ------------------------------------------------------------ persistent clusters (see clusters.py)
 
     @_database_errors
-    def recluster(self, max_distance: int | None = None) -> tuple[int, int]:
+    def recluster(self, max_distance: int | None = None, *, keep: KeepPolicy | str | None = None) -> tuple[int, int]:
         """Cluster every stored document afresh, and keep clusters from now on; (documents, clusters).
 
         At ``max_distance``, else the store's cluster distance, else the k recorded by
-        ``calibrate --apply``, else the default distance. Every later write then assigns
-        clusters to its documents, at the cost of a radius search each.
+        ``calibrate --apply``, else the default distance; representatives chosen by ``keep``
+        (``first``, ``longest``, ``shortest``, ``field:NAME[:asc|desc]``), else the store's
+        policy, which is recorded. Every later write then assigns clusters to its documents.
         """
         if max_distance is not None:
             validate_distance(max_distance)
+        policy = None if keep is None else KeepPolicy.parse(keep)
         self._prepare(record=True)
         with self.engine.begin() as connection:
             raw = connection.connection.driver_connection
             if max_distance is None:
                 with raw.cursor() as cursor:
                     max_distance = default_distance(clusters.max_distance(cursor), schema.recommended_distance(cursor))
-            return clusters.recluster(raw, max_distance)
+            return clusters.recluster(raw, max_distance, policy)
+
+    @_database_errors
+    def keep_policy(self) -> KeepPolicy:
+        """The keep policy of this store's clusters (``first`` for a store that never chose one)."""
+        self._prepare(record=False)
+        return self._read(clusters.keep_policy)
 
     @_database_errors
     def cluster_state(self) -> tuple[int | None, bool]:
@@ -552,11 +559,13 @@ class Store:
             return clusters.computed_clusters(ids, values, lambda chosen: self._keys_of(raw, chosen), max_distance)
 
     @_database_errors
-    def prefer_longest(self, keys: Sequence[str]) -> int:
-        """Make each stored key its cluster's representative if it is longer than the current one."""
+    def stored_digests(self, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
+        """(content digest, fingerprint, length) of each stored key among ``keys``: what a rerun needs
+        to recognise an unchanged record without fingerprinting it again."""
         keys = validate_keys(keys)
-        self._prepare(record=True)
-        return connection.with_cursor(self.engine, lambda cursor: clusters.prefer_longest(cursor, keys))
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return reads.stored_digests(connection, keys)
 
     @_database_errors
     def sample_keys(self, count: int, seed: str = "") -> list[str]:

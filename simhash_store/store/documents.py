@@ -24,6 +24,8 @@ class NewDocument:
     # The seg-v1 fingerprints of its segments (simhash_store.segments.segment_fingerprints), kept
     # by a store with segments on; None: the document has none stored.
     segments: tuple[int, ...] | None = None
+    # The value of the keep policy's field (a number or a string; None: missing), see keep.py.
+    keep_value: Any = None
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,16 @@ class AddResult:
     updated: int = 0
     unchanged: int = 0
     near_duplicates: list[SkippedNearDuplicate] = field(default_factory=list)
+    # In a store that keeps clusters: (key replaced, key replacing) for each representative that a
+    # better copy (by the store's keep policy) replaced, in order.
+    replaced: list[tuple[str, str]] = field(default_factory=list)
 
     def merge(self, other: AddResult) -> None:
         self.added += other.added
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.near_duplicates.extend(other.near_duplicates)
+        self.replaced.extend(other.replaced)
 
 
 @dataclass(frozen=True)

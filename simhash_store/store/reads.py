@@ -38,6 +38,19 @@ def versions(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[byt
     return {key: (bytes(digest) if digest is not None else None, stamp) for key, digest, stamp in rows}
 
 
+def stored_digests(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
+    """(digest, unsigned fingerprint, length) of each of the given keys that is stored."""
+    c = documents.c
+    rows = connection.execute(
+        select(c.key, c.digest, c.fingerprint, c.length).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))),
+        {"keys": list(keys)},
+    )
+    return {
+        key: (bytes(digest) if digest is not None else None, from_signed(fingerprint), length)
+        for key, digest, fingerprint, length in rows
+    }
+
+
 def count(connection: Connection) -> int:
     return connection.execute(select(func.pg_catalog.count(literal_column("*"))).select_from(documents)).scalar_one()
 

@@ -54,11 +54,11 @@ _UPSERT = """
         ON CONFLICT (key) DO UPDATE
             SET fingerprint = excluded.fingerprint, digest = excluded.digest,
                 length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
-                updated_at = excluded.updated_at,
+                keep_value = excluded.keep_value, updated_at = excluded.updated_at,
                 cluster = CASE WHEN d.fingerprint = excluded.fingerprint THEN d.cluster END
-            WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp)
+            WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp, d.keep_value)
                   IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
-                                    excluded.metadata, excluded.stamp)
+                                    excluded.metadata, excluded.stamp, excluded.keep_value)
         RETURNING (xmax = 0) AS inserted, cluster IS NULL AS unclustered
     )
     SELECT pg_catalog.count(*) FILTER (WHERE inserted), pg_catalog.count(*) FILTER (WHERE NOT inserted),
@@ -67,27 +67,32 @@ _UPSERT = """
 """
 
 # In a store that keeps clusters, under the cluster lock: the staged rows whose key is not
-# stored, numbered from %(first_id)s on in key order: (id, signed fingerprint, key).
+# stored, numbered from %(first_id)s on in key order: (id, signed fingerprint, key, length, keep value).
 _NEW_ROWS = """
-    SELECT %(first_id)s + pg_catalog.row_number() OVER (ORDER BY i.key), i.fingerprint, i.key
+    SELECT %(first_id)s + pg_catalog.row_number() OVER (ORDER BY i.key), i.fingerprint, i.key, i.length, i.keep_value
     FROM pg_temp.simhash_incoming i
     WHERE NOT EXISTS (SELECT FROM simhash.documents d WHERE d.key = i.key)
     ORDER BY i.key
 """
 
-# Those rows stored with their ids and clusters already decided (clusters.place), so each is
-# written once, and the heads of the clusters they found (of those actually stored: a key that
-# another application inserted meanwhile is left as it is).
+# Those rows stored with their ids, clusters and arrivals already decided (clusters.place), so each
+# is written once; the heads of the clusters they found, and stored clusters one of them now
+# represents (of those actually stored: a key that another application inserted meanwhile is left as it is).
 _INSERT_PLACED = """
     WITH placed AS (
-        INSERT INTO simhash.documents AS d (id, key, fingerprint, digest, length, metadata, stamp, cluster)
-        SELECT p.id, i.key, i.fingerprint, i.digest, i.length, i.metadata, i.stamp, p.cluster
+        INSERT INTO simhash.documents AS d (id, key, fingerprint, digest, length, metadata, stamp, keep_value, cluster, arrival)
+        SELECT p.id, i.key, i.fingerprint, i.digest, i.length, i.metadata, i.stamp, i.keep_value, p.cluster, p.arrival
         FROM pg_temp.simhash_incoming i
         JOIN ROWS FROM (pg_catalog.unnest(%(keys)s::pg_catalog.text[]), pg_catalog.unnest(%(ids)s::bigint[]),
-                        pg_catalog.unnest(%(clusters)s::bigint[])) AS p(key, id, cluster) ON p.key = i.key
+                        pg_catalog.unnest(%(clusters)s::bigint[]), pg_catalog.unnest(%(arrivals)s::bigint[]))
+             AS p(key, id, cluster, arrival) ON p.key = i.key
         ORDER BY i.key
         ON CONFLICT (key) DO NOTHING
         RETURNING id
+    ), moved AS (
+        UPDATE simhash.cluster_heads h SET representative_id = m.id
+        FROM ROWS FROM (pg_catalog.unnest(%(moved)s::bigint[]), pg_catalog.unnest(%(movers)s::bigint[])) AS m(cluster, id)
+        WHERE h.cluster = m.cluster AND m.id IN (SELECT id FROM placed)
     )
     INSERT INTO simhash.cluster_heads (cluster, representative_id)
     SELECT h.cluster, h.id
@@ -95,15 +100,20 @@ _INSERT_PLACED = """
     WHERE h.id IN (SELECT id FROM placed)
 """
 
-_COLUMNS = "key, fingerprint, digest, length, metadata, stamp"
+_COLUMNS = "key, fingerprint, digest, length, metadata, stamp, keep_value"
+# New rows arrive after every arrival and id stored, in input order (the staging table's position).
+_ARRIVAL = (
+    "(SELECT GREATEST(pg_catalog.max(arrival), pg_catalog.max(id), 0) FROM simhash.documents) "
+    "+ pg_catalog.row_number() OVER (ORDER BY i.position)"
+)
 # Sorted by key, so concurrent writers lock rows in one order: ids from the identity sequence.
-_ROWS = f"SELECT {_COLUMNS} FROM pg_temp.simhash_incoming ORDER BY key"
+_ROWS = f"SELECT {', '.join('i.' + c for c in _COLUMNS.split(', '))}, {_ARRIVAL} FROM pg_temp.simhash_incoming i ORDER BY i.key"
 # In a store that keeps clusters: ids numbered under the cluster lock from %(first_id)s on
 # (clusters.allocate_ids), in key order, counting only keys not stored yet.
 _NUMBERED_ROWS = (
     "SELECT %(first_id)s + pg_catalog.count(*) FILTER (WHERE stored.id IS NULL) OVER (ORDER BY i.key), "
     + ", ".join(f"i.{column}" for column in _COLUMNS.split(", "))
-    + " FROM pg_temp.simhash_incoming i LEFT JOIN simhash.documents stored ON stored.key = i.key ORDER BY i.key"
+    + f", {_ARRIVAL} FROM pg_temp.simhash_incoming i LEFT JOIN simhash.documents stored ON stored.key = i.key ORDER BY i.key"
 )
 
 
@@ -131,12 +141,13 @@ def copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDo
     ``freeze``: rows go in frozen and all-visible, for a table emptied by TRUNCATE in this transaction.
     """
     count = 0
-    statement = "COPY {} (key, fingerprint, digest, length, metadata, stamp) FROM STDIN (FORMAT BINARY{})"
+    statement = "COPY {} (key, fingerprint, digest, length, metadata, stamp, keep_value) FROM STDIN (FORMAT BINARY{})"
     with cursor.copy(sql.SQL(statement).format(sql.SQL(table), sql.SQL(", FREEZE" if freeze else ""))) as copy:
-        copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text"])
+        copy.set_types(["text", "int8", "bytea", "int4", "jsonb", "text", "jsonb"])
         for d in documents:
             metadata = Jsonb(d.metadata) if d.metadata is not None else None
-            copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp))
+            keep_value = Jsonb(d.keep_value) if d.keep_value is not None else None
+            copy.write_row((d.key, to_signed(d.fingerprint), d.digest, d.length, metadata, d.stamp, keep_value))
             count += 1
     return count
 
@@ -210,35 +221,39 @@ def _write(
         if not documents:
             return result
         raw = connection.connection.driver_connection
+        placement = None
         with raw.cursor() as cursor:  # raw psycopg: COPY into the staging table, then one upsert
             distance = clusters.lock_for_write(cursor)
             _stage(cursor, documents)
             cursor.execute(*_insert_statement(_UPSERT, cursor, distance, len(documents)))
             added, updated, moved = cursor.fetchone()
             # Same transaction: new rows, and rows re-written with a new fingerprint, join clusters.
-            clusters.assign(cursor, [d.key for d in documents], distance=distance, moved=moved > 0)
+            placement = clusters.assign(cursor, [d.key for d in documents], distance=distance, moved=moved > 0)
             if segments:  # same transaction: a document and its segments are stored together
                 _write_segments(cursor, documents)
     result.added, result.updated = added, updated
+    if placement is not None:
+        result.replaced = placement.replaced
     result.unchanged += len(documents) - added - updated
     return result
 
 
 def add_new_and_cluster(
-    engine: Engine, documents: Sequence[NewDocument], prefer_longest: bool
-) -> tuple[dict[str, clusters.Membership], int]:
-    """Store the documents whose keys are not stored (a stored key keeps its text), cluster them,
-    and read back the membership of every given key, all in one transaction; and how many were
-    stored. With ``prefer_longest``, each given document stored with this text (now, or by an
-    earlier run) becomes its cluster's representative if it is longer. The store keeps clusters."""
+    engine: Engine, documents: Sequence[NewDocument]
+) -> tuple[dict[str, clusters.Membership], int, list[tuple[str, str]]]:
+    """Store the documents whose keys are not stored (a stored key keeps its text), cluster them
+    by the store's keep policy, and read back the membership of every given key, all in one
+    transaction; how many were stored; and each representative replaced: (key replaced, key
+    replacing). The store keeps clusters."""
     checked = list(map(validated, documents))
-    return retry(engine, lambda: _add_new_and_cluster(engine, checked, prefer_longest))
+    return retry(engine, lambda: _add_new_and_cluster(engine, checked))
 
 
 def _add_new_and_cluster(
-    engine: Engine, documents: list[NewDocument], prefer_longest: bool
-) -> tuple[dict[str, clusters.Membership], int]:
+    engine: Engine, documents: list[NewDocument]
+) -> tuple[dict[str, clusters.Membership], int, list[tuple[str, str]]]:
     keys = [d.key for d in documents]
+    replaced: list[tuple[str, str]] = []
     with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
         distance = clusters.lock_for_write(cursor)
         if distance is None:
@@ -246,18 +261,10 @@ def _add_new_and_cluster(
         _stage(cursor, documents)
         new = cursor.execute(_NEW_ROWS, {"first_id": clusters.allocate_ids(cursor, len(documents))}).fetchall()
         if new:
-            cursor.execute(_INSERT_PLACED, clusters.place(cursor, keys, new, distance).parameters())
-        if prefer_longest:
-            same = {row[0] for row in cursor.execute(_SAME_TEXT)}
-            clusters.prefer_longest(cursor, [k for k in keys if k in same], locked=True)
-        return clusters.memberships(cursor, keys), len(new)
-
-
-# Staged keys stored with the staged text (by this transaction, or earlier).
-_SAME_TEXT = (
-    "SELECT i.key FROM pg_temp.simhash_incoming i JOIN simhash.documents d ON d.key = i.key "
-    "WHERE d.digest IS NOT DISTINCT FROM i.digest"
-)
+            placement = clusters.place(cursor, keys, new, distance)
+            cursor.execute(_INSERT_PLACED, placement.parameters())
+            replaced = placement.replaced
+        return clusters.memberships(cursor, keys), len(new), replaced
 
 
 def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
@@ -265,7 +272,7 @@ def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
     cursor.execute(
         "CREATE TEMP TABLE IF NOT EXISTS pg_temp.simhash_incoming "
         "(key pg_catalog.text, fingerprint bigint, digest pg_catalog.bytea, length integer, metadata pg_catalog.jsonb, "
-        "stamp pg_catalog.text) "
+        "stamp pg_catalog.text, keep_value pg_catalog.jsonb, position bigserial) "
         "ON COMMIT DELETE ROWS"
     )
     copy_documents(cursor, "pg_temp.simhash_incoming", documents)
@@ -302,9 +309,9 @@ def _insert_statement(
     """``template`` over the staged rows: with ids from the identity sequence in a store that keeps
     no clusters, numbered under the cluster lock in one that does (``distance`` not None)."""
     if distance is None:
-        return template.format(columns=_COLUMNS, rows=_ROWS), None
+        return template.format(columns=_COLUMNS + ", arrival", rows=_ROWS), None
     first_id = clusters.allocate_ids(cursor, count)
-    return template.format(columns="id, " + _COLUMNS, rows=_NUMBERED_ROWS), {"first_id": first_id}
+    return template.format(columns="id, " + _COLUMNS + ", arrival", rows=_NUMBERED_ROWS), {"first_id": first_id}
 
 
 def _take_skip_near_duplicates_lock(engine: Engine, display_url: str, connection: Connection) -> None:

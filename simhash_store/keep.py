@@ -1,0 +1,172 @@
+"""Keep policies: which copy of near-duplicates represents its cluster (pure, no database).
+
+A policy ranks documents; the lower rank is the better copy, and every rank ends with the
+document's arrival (input order, then the order of storing), so no two documents tie:
+
+* ``first``: the earliest arrival;
+* ``longest`` / ``shortest``: the most / fewest characters (an unknown length ranks last);
+* ``field:NAME[:asc|desc]``: the value of the record's field NAME, ascending by default.
+  Numbers compare numerically and come before strings; strings compare by code point, so ISO
+  dates and times (``2024-05-01``, ``2024-05-01T08:00:00Z``) compare as dates when written alike.
+  A missing field, ``null``, ``true``/``false``, an object or a list ranks last, in both directions.
+
+>>> policy = KeepPolicy.parse("field:published_at:asc")
+>>> sorted(["b", "a", None], key=lambda v: policy.rank(0, None, v)) == ["a", "b", None]
+True
+
+Leader clustering with a policy (:func:`leaders_keeping`): documents are taken in arrival order;
+each joins the nearest representative within k (ties: the earliest-arriving representative),
+else founds a cluster; a newcomer that the policy ranks better than its cluster's representative
+becomes the representative (the cluster keeps its id). Later documents compare with the
+representatives as they are when they arrive, so a store that grows batch by batch and a fresh
+run over the same input in one go end with the same clusters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .pairs import near_pairs
+
+Rank = tuple[Any, ...]  # a policy's sort key: the lower, the better copy
+
+POLICIES = ("first", "longest", "shortest", "field:NAME[:asc|desc]")
+_LAST = (2,)  # after every number (0, ...) and string (1, ...)
+
+
+@dataclass(frozen=True)
+class KeepPolicy:
+    """A parsed ``--keep`` value: ``kind`` first, longest, shortest or field; ``field`` and ``descending`` for field."""
+
+    kind: str = "first"
+    field: str | None = None
+    descending: bool = False
+
+    @classmethod
+    def parse(cls, text: str | KeepPolicy | None) -> KeepPolicy:
+        """The policy ``text`` names; ValueError saying what is allowed for anything else."""
+        if isinstance(text, KeepPolicy):
+            return text
+        if text is None or text == "first":
+            return cls()
+        if text in ("longest", "shortest"):
+            return cls(text)
+        if isinstance(text, str) and text.startswith("field:"):
+            name, _, direction = text[len("field:") :].partition(":")
+            if name and direction in ("", "asc", "desc"):
+                return cls("field", name, direction == "desc")
+        allowed = ", ".join(POLICIES)
+        raise ValueError(f"keep must be one of {allowed} (for example field:published_at:asc), not {text!r}")
+
+    def __str__(self) -> str:
+        if self.kind != "field":
+            return self.kind
+        return f"field:{self.field}:{'desc' if self.descending else 'asc'}"
+
+    @property
+    def needs_every_record(self) -> bool:
+        """Whether a later copy can replace a representative (so verdicts wait for the whole input)."""
+        return self.kind != "first"
+
+    def value_of(self, record: Any) -> Any:
+        """What the policy stores of a record (a mapping): the field's value, or None."""
+        if self.kind != "field" or not hasattr(record, "get"):
+            return None
+        value = record.get(self.field)
+        return value if comparable(value) else None
+
+    def rank(self, arrival: int, length: int | None, value: Any) -> Rank:
+        """The sort key of a document (lower: the better copy); ``arrival`` breaks every tie."""
+        if self.kind == "first":
+            return (arrival,)
+        if self.kind in ("longest", "shortest"):
+            if length is None:
+                return (1, 0, arrival)
+            return (0, -length if self.kind == "longest" else length, arrival)
+        return (*_value_rank(value, self.descending), arrival)
+
+
+def comparable(value: Any) -> bool:
+    """Whether a field value takes part in the comparison (a finite number or a string)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str)
+
+
+def _value_rank(value: Any, descending: bool) -> Rank:
+    if not comparable(value):
+        return _LAST
+    if isinstance(value, str):
+        if not descending:
+            return (1, value)
+        # Reversed code points, ended by a code above all of them: "abc" before "ab" before "a".
+        return (1, tuple(-ord(c) for c in value) + (1,))
+    return (0, -value if descending else value)
+
+
+@dataclass(frozen=True)
+class Representative:
+    """A cluster's representative as the clustering sees it: where it is, its value and its rank."""
+
+    cluster: int
+    position: int  # the caller's index of the document (or of a stored representative)
+    arrival: int
+    value: int  # unsigned fingerprint
+    rank: Rank
+
+
+def leaders_keeping(values: np.ndarray, ranks: list[Rank], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Leader clustering in the given (arrival) order, with representatives chosen by ``ranks``.
+
+    Returns (cluster, head): ``cluster[i]`` the position of the founder of document i's cluster,
+    ``head[c]`` the position of the final representative of the cluster founded at ``c`` (-1
+    for positions that founded nothing). Exact: built on all pairs within ``k``.
+    """
+    n = len(values)
+    cluster = np.arange(n, dtype=np.int64)
+    head = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return cluster, head
+    left, right, distance = near_pairs(values, k)
+    low, high = np.minimum(left, right), np.maximum(left, right)
+    order = np.lexsort((low, distance, high))  # each later document's earlier neighbours, nearest then earliest
+    low_list, distance_list = low[order].tolist(), distance[order].tolist()
+    high_sorted = high[order]
+    starts = np.searchsorted(high_sorted, np.arange(n)).tolist()
+    ends = np.searchsorted(high_sorted, np.arange(n), side="right").tolist()
+    heading = np.full(n, -1, dtype=np.int64)  # for a current representative: the founder of its cluster
+    for position in range(n):
+        joined = -1
+        best: tuple[int, int] | None = None
+        for index in range(starts[position], ends[position]):
+            neighbour = low_list[index]
+            if heading[neighbour] >= 0:
+                # Nearest first, then the earliest-arriving representative (the neighbours are in that order).
+                candidate = (distance_list[index], neighbour)
+                if best is None or candidate < best:
+                    best = candidate
+                    break
+        if best is not None:
+            joined = best[1]
+        if joined < 0:
+            heading[position] = position
+            head[position] = position
+            continue
+        founder = int(heading[joined])
+        cluster[position] = founder
+        if ranks[position] < ranks[joined]:
+            heading[joined] = -1
+            heading[position] = founder
+            head[founder] = position
+    return cluster, head
+
+
+__all__ = ["POLICIES", "KeepPolicy", "Rank", "Representative", "comparable", "leaders_keeping"]

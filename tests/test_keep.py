@@ -1,0 +1,438 @@
+"""Keep policies: which copy represents a cluster, the same in dedup, clustered add and recluster;
+reruns that do not fingerprint again; and the data-safety cases of dedup (docs/reliability.md)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import text as sql_text
+from typer.testing import CliRunner
+
+from simhash_store import dedup, migrate
+from simhash_store.cli import app
+from simhash_store.clusters import leaders
+from simhash_store.corpus import Source
+from simhash_store.dedup import ClusterDistanceError, DedupCounts, InputChangedError, dedup_rows
+from simhash_store.ingest import Fingerprinter, add
+from simhash_store.keep import KeepPolicy, leaders_keeping
+from simhash_store.scheme import DEFAULT
+from simhash_store.store import Store
+
+# ------------------------------------------------------------ the policy (no database)
+
+
+def test_policies_parse_and_refuse_in_one_message():
+    assert str(KeepPolicy.parse("field:published_at")) == "field:published_at:asc"
+    assert KeepPolicy.parse("field:rank:desc") == KeepPolicy("field", "rank", True)
+    assert KeepPolicy.parse(None) == KeepPolicy.parse("first") == KeepPolicy()
+    for wrong in ("latest", "field:", "field:x:up", "Longest"):
+        with pytest.raises(ValueError, match="keep must be one of first, longest, shortest, field:NAME"):
+            KeepPolicy.parse(wrong)
+
+
+def test_field_values_compare_numbers_by_value_strings_by_text_and_missing_last():
+    values = ["2024-05-01", 10, None, "2023-12-31T23:59:59Z", 9.5, True, {"a": 1}, "2024-05-01T00:00:00Z", -3]
+    ascending = KeepPolicy.parse("field:v:asc")
+    order = sorted(range(len(values)), key=lambda i: ascending.rank(i, None, ascending.value_of({"v": values[i]})))
+    assert [values[i] for i in order] == [
+        -3, 9.5, 10, "2023-12-31T23:59:59Z", "2024-05-01", "2024-05-01T00:00:00Z", None, True, {"a": 1}
+    ]
+    descending = KeepPolicy.parse("field:v:desc")
+    order = sorted(range(len(values)), key=lambda i: descending.rank(i, None, descending.value_of({"v": values[i]})))
+    # Missing, null, booleans and objects stay last (in input order: the tie-break), in both directions.
+    assert [values[i] for i in order] == [
+        10, 9.5, -3, "2024-05-01T00:00:00Z", "2024-05-01", "2023-12-31T23:59:59Z", None, True, {"a": 1}
+    ]
+    longest = KeepPolicy.parse("longest")
+    assert sorted([(0, 5), (1, 9), (2, None), (3, 9)], key=lambda d: longest.rank(d[0], d[1], None)) == [
+        (1, 9), (3, 9), (0, 5), (2, None)
+    ]
+
+
+def _sequential_oracle(values: list[int], ranks: list[tuple], k: int) -> tuple[list[int], dict[int, int]]:
+    """The rule written plainly: in order, join the nearest current representative (ties: the earliest),
+    replace it when ranked better; else found a cluster."""
+    heads: dict[int, int] = {}  # founder -> current representative
+    cluster = []
+    for position, value in enumerate(values):
+        near = [(bin(value ^ values[h]).count("1"), h, f) for f, h in heads.items() if bin(value ^ values[h]).count("1") <= k]
+        if not near:
+            heads[position] = position
+            cluster.append(position)
+            continue
+        _, head, founder = min(near)
+        cluster.append(founder)
+        if ranks[position] < ranks[head]:
+            heads[founder] = position
+    return cluster, heads
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2**16 - 1), st.integers(0, 5)), min_size=0, max_size=40),
+    st.integers(0, 6),
+)
+def test_leaders_keeping_is_the_sequential_rule(items, k):
+    values = [value for value, _ in items]
+    ranks = [(weight, position) for position, (_, weight) in enumerate(items)]
+    cluster, head = leaders_keeping(np.array(values, dtype=np.uint64), ranks, k)
+    expected_cluster, expected_heads = _sequential_oracle(values, ranks, k)
+    assert cluster.tolist() == expected_cluster
+    assert {f: int(head[f]) for f in np.flatnonzero(head >= 0).tolist()} == expected_heads
+    # With ranks in arrival order (keep first), nothing is replaced: plain leader clustering.
+    first, first_head = leaders_keeping(np.array(values, dtype=np.uint64), [(p,) for p in range(len(values))], k)
+    assert first.tolist() == leaders(np.array(values, dtype=np.uint64), k).tolist()
+    assert np.flatnonzero(first_head >= 0).tolist() == sorted(set(first.tolist()))
+
+
+# ------------------------------------------------------------ a crawl with known originals
+
+
+def _crawl(paragraphs: list[str], seed: int = 7) -> list[dict]:
+    """Originals with the earliest date, and reposts (header, footer, edit, truncation) dated later, shuffled."""
+    rng = random.Random(seed)
+    records = []
+    for number, text in enumerate(paragraphs[:24]):
+        day = 1 + number % 27
+        records.append({"key": f"o{number}", "text": text, "published_at": f"2024-03-{day:02d}", "original": True})
+        reposts = [
+            "【转载】" + text,
+            text + "\n（本文来源：网络，版权归原作者所有，如有侵权请联系删除。）",
+            text.replace("的", "之", 2),
+            text[: int(len(text) * 0.9)],
+        ]
+        for variant, repost in enumerate(rng.sample(reposts, 2)):
+            records.append({"key": f"o{number}-r{variant}", "text": repost,
+                            "published_at": f"2024-04-{day:02d}T0{variant}:00:00Z", "original": False})
+    rng.shuffle(records)
+    return records
+
+
+def _state(url) -> dict[str, tuple[int | None, str | None]]:
+    """Every stored key's cluster and representative."""
+    with Store(url) as store:
+        with store.engine.connect() as connection:
+            keys = [row[0] for row in connection.execute(sql_text("SELECT key FROM simhash.documents"))]
+        return {key: (m.cluster, m.representative) for key, m in store.memberships(keys).items()}
+
+
+def _groups(state: dict[str, tuple[int | None, str | None]]) -> dict[str, tuple[frozenset[str], str | None]]:
+    """Each key's cluster as the set of its members, and its representative: what does not depend on ids."""
+    members: dict[int | None, set[str]] = {}
+    for key, (cluster, _) in state.items():
+        members.setdefault(cluster, set()).add(key)
+    return {key: (frozenset(members[cluster]), representative) for key, (cluster, representative) in state.items()}
+
+
+POLICIES = ["first", "longest", "shortest", "field:published_at:asc"]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_recluster_and_batch_by_batch_dedup_give_what_one_fresh_dedup_gives(pg_server, sample_paragraphs, policy):
+    records = _crawl(sample_paragraphs)
+    states = []
+    for how in ("fresh", "batches", "recluster"):
+        name = pg_server.create_database()
+        try:
+            url = pg_server.url(name)
+            if how == "fresh":
+                verdicts = list(dedup(records, store=url, keep=policy))
+            else:  # two runs, small batches, then (for recluster) every cluster done again from scratch
+                list(dedup(records[:31], store=url, keep=policy, batch_size=7))
+                list(dedup(records[31:], store=url, keep=policy, batch_size=5))
+                if how == "recluster":
+                    with Store(url) as store:
+                        store.recluster()  # the store's distance and policy
+                        assert store.keep_policy() == KeepPolicy.parse(policy)
+            states.append(_state(url))
+        finally:
+            pg_server.drop_database(name)
+    # Ids are numbered per batch (in key order), so other batches give other ids: the same groups and
+    # representatives. Reclustering the store keeps its very ids.
+    assert _groups(states[1]) == _groups(states[0])
+    assert states[2] == states[1]
+    assert sum(1 for _, v in verdicts if v.kept) < len(records)  # the crawl has near-duplicates to choose among
+
+
+def test_add_then_recluster_follows_input_order_not_key_order(pg_server, sample_paragraphs):
+    # Keys sort the other way round from the input: "first" must still be the first in the input.
+    records = [{"key": f"z{9 - i}", "text": t} for i, t in enumerate(
+        [sample_paragraphs[0], "【转载】" + sample_paragraphs[0], sample_paragraphs[1], sample_paragraphs[1] + "（完）"]
+    )]
+    states = []
+    for how in ("fresh", "add"):
+        name = pg_server.create_database()
+        try:
+            url = pg_server.url(name)
+            if how == "fresh":
+                list(dedup(records, store=url))
+            else:
+                with Store(url) as store:
+                    add(store, [Source(r["key"], text=r["text"], size=len(r["text"])) for r in records], jobs=1)
+                    store.recluster()
+            states.append(_state(url))
+        finally:
+            pg_server.drop_database(name)
+    assert _groups(states[1]) == _groups(states[0])
+    assert states[0]["z8"][1] == "z9" and states[0]["z6"][1] == "z7"
+
+
+def test_field_policy_keeps_the_earliest_and_a_better_later_copy_takes_over(database_url, sample_paragraphs):
+    records = _crawl(sample_paragraphs)
+    verdicts = {v.key: v for _, v in dedup(records, store=database_url, keep="field:published_at:asc")}
+    originals = [r["key"] for r in records if r["original"]]
+    assert all(verdicts[key].kept for key in originals)
+    # A later batch holds an even earlier copy of o0: it becomes the representative, the cluster keeps its id.
+    cluster = verdicts["o0"].cluster
+    earlier = {"key": "o0-earliest", "text": "【首发】" + records[[r["key"] for r in records].index("o0")]["text"],
+               "published_at": "2024-01-01"}
+    [(_, verdict)] = list(dedup([earlier], store=database_url))  # the store's policy, unnamed
+    assert (verdict.kept, verdict.cluster, verdict.replaced) == (True, cluster, "o0")
+    with Store(database_url) as store:
+        assert store.memberships(["o0"])["o0"].representative == "o0-earliest"
+        with pytest.raises(ClusterDistanceError, match="recluster --keep longest"):
+            list(dedup([{"key": "x", "text": sample_paragraphs[30]}], store=store, keep="longest"))
+
+
+def test_clustered_add_replaces_by_the_store_policy_and_reports_it(database_url, sample_paragraphs):
+    text = sample_paragraphs[3]
+    with Store(database_url) as store:
+        store.init()
+        store.recluster(keep="longest")
+        first = add(store, [Source("short", text=text[:-20], size=1)], jobs=1)
+        assert first.replaced == []
+        second = add(store, [Source("long", text=text + "（完）", size=1)], jobs=1)
+        assert second.replaced == [("short", "long")]
+        assert store.memberships(["short"])["short"].representative == "long"
+
+
+def test_cli_keep_field_reports_replacements_and_recluster_keeps_it(database_url, tmp_path, sample_paragraphs):
+    text = sample_paragraphs[5]
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps({"key": "repost", "text": "【转载】" + text, "published_at": "2024-05-02"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "b.jsonl").write_text(
+        json.dumps({"key": "original", "text": text, "published_at": "2024-05-01"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    runner = CliRunner()
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    args = ["dedup", "--keep", "field:published_at:asc", "--annotate", "-o"]
+    first = runner.invoke(app, [*args, str(tmp_path / "1.jsonl"), str(tmp_path / "a.jsonl")], env=env)
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, [*args, str(tmp_path / "2.jsonl"), str(tmp_path / "b.jsonl")], env=env)
+    assert second.exit_code == 0, second.output
+    assert "representatives replaced by a better copy: 1\n  replaced: repost by original" in second.stderr
+    [row] = [json.loads(line) for line in (tmp_path / "2.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert row["duplicate_of"] is None
+    other = runner.invoke(app, ["dedup", "--keep", "longest", str(tmp_path / "b.jsonl")], env=env)
+    assert other.exit_code == 1 and "recluster --keep longest" in other.output
+    wrong = runner.invoke(app, ["dedup", "--keep", "latest", str(tmp_path / "b.jsonl")], env=env)
+    assert wrong.exit_code == 2 and "keep must be one of" in wrong.output
+    reclustered = runner.invoke(app, ["recluster", "--keep", "longest"], env=env)
+    assert reclustered.exit_code == 0 and "keeping longest" in reclustered.output
+    with Store(database_url) as store:
+        assert store.memberships(["original"])["original"].representative == "repost"  # the longer one now
+
+
+def test_cli_add_jsonl_stores_the_keep_field_of_each_record(database_url, tmp_path, sample_paragraphs):
+    text = sample_paragraphs[6]
+    lines = [{"key": "late", "text": "【转载】" + text, "published_at": "2024-06-02"},
+             {"key": "early", "text": text, "published_at": "2024-06-01"}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+    with Store(database_url) as store:
+        store.init()
+        store.recluster(keep="field:published_at")
+    result = CliRunner().invoke(app, ["add", "--jsonl", str(tmp_path / "in.jsonl")], env={"SIMHASH_STORE_URL": str(database_url)})
+    assert result.exit_code == 0, result.output
+    assert "replaced: late by early" in result.output
+    with Store(database_url) as store:
+        assert store.memberships(["late"])["late"].representative == "early"
+
+
+# ------------------------------------------------------------ cheap reruns
+
+
+def test_a_rerun_of_dedup_fingerprints_nothing_and_gives_the_same_verdicts(database_url, sample_paragraphs):
+    records = _crawl(sample_paragraphs)
+    first_counts, again_counts = DedupCounts(), DedupCounts()
+    first = [v for _, v in dedup(records, store=database_url, counts=first_counts)]
+    with Fingerprinter(DEFAULT, 1) as fingerprinter:
+        again = [v for _, _, v in dedup_rows(lambda: [(f"r{i}", r) for i, r in enumerate(records)], store=database_url,
+                                             counts=again_counts, fingerprinter=fingerprinter)]
+        assert fingerprinter.submitted == 0
+    assert (first_counts.fingerprinted, first_counts.unchanged) == (len(records), 0)
+    assert (again_counts.fingerprinted, again_counts.unchanged) == (0, len(records))
+    assert again == first
+    # One record edited: only it is fingerprinted (and, its key stored with another text, refused).
+    changed = [dict(r) for r in records]
+    changed[0]["text"] += "（更新）"
+    counts = DedupCounts()
+    verdicts = [v for _, v in dedup(changed, store=database_url, counts=counts)]
+    assert (counts.fingerprinted, counts.unchanged) == (1, len(records) - 1)
+    assert "already stored with another text" in verdicts[0].problem
+
+
+def test_cli_dedup_rerun_says_how_many_records_it_did_not_fingerprint_again(database_url, tmp_path, sample_paragraphs):
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(sample_paragraphs[:12])), encoding="utf-8")
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    first = CliRunner().invoke(app, ["dedup", str(path), "-o", str(tmp_path / "1.jsonl")], env=env)
+    assert first.exit_code == 0 and "not fingerprinted again" not in first.stderr
+    again = CliRunner().invoke(app, ["dedup", str(path), "-o", str(tmp_path / "2.jsonl")], env=env)
+    assert again.exit_code == 0
+    assert "stored before with the same text, not fingerprinted again: 12" in again.stderr
+    assert (tmp_path / "2.jsonl").read_bytes() == (tmp_path / "1.jsonl").read_bytes()
+
+
+def test_a_rerun_of_add_jsonl_sends_nothing_to_the_workers(database_url, tmp_path, sample_paragraphs):
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(sample_paragraphs)), encoding="utf-8")
+    from simhash_store.records import read_jsonl
+
+    with Store(database_url) as store:
+        for expected_submitted, expected_added in ((len(sample_paragraphs), len(sample_paragraphs)), (0, 0)):
+            with path.open("rb") as stream, Fingerprinter(DEFAULT, 1) as fingerprinter:
+                summary = add(store, read_jsonl(stream, str(path)), fingerprinter=fingerprinter)
+                assert (fingerprinter.submitted, summary.added) == (expected_submitted, expected_added)
+        assert summary.unchanged == len(sample_paragraphs)
+    result = CliRunner().invoke(app, ["add", "--jsonl", str(path)], env={"SIMHASH_STORE_URL": str(database_url)})
+    assert result.exit_code == 0 and f"unchanged {len(sample_paragraphs)}" in result.output
+
+
+# ------------------------------------------------------------ data safety
+
+
+def test_an_input_changed_between_the_two_readings_fails_instead_of_mixing_verdicts(database_url, sample_paragraphs):
+    readings = [
+        [("in:1", {"key": "a", "text": sample_paragraphs[0]}), ("in:2", {"key": "b", "text": sample_paragraphs[1]})],
+        [("in:1", {"key": "b", "text": sample_paragraphs[1]}), ("in:2", {"key": "a", "text": sample_paragraphs[0]})],
+    ]
+    calls = iter(readings)
+    with pytest.raises(InputChangedError, match="in:1: the input changed while it was read twice"):
+        list(dedup_rows(lambda: next(calls), store=database_url, keep="longest"))
+
+
+def test_cli_second_reading_that_differs_fails_in_one_line_and_writes_nothing(database_url, tmp_path, sample_paragraphs, monkeypatch):
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(sample_paragraphs[:4])), encoding="utf-8")
+    from simhash_store import formats
+
+    real, calls = formats.read_records, []
+
+    def read_then_change(*args, **kwargs):  # the file is rewritten after the first reading, as a crawler might
+        calls.append(1)
+        if len(calls) == 2:
+            path.write_text(path.read_text(encoding="utf-8").replace("k0", "k9"), encoding="utf-8")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(formats, "read_records", read_then_change)
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(app, ["dedup", str(path), "--keep", "longest", "-o", str(out)],
+                                env={"SIMHASH_STORE_URL": str(database_url)})
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "the input changed while it was read twice" in result.output
+    assert not out.exists()
+
+
+def test_annotate_refuses_to_write_over_the_key_field_and_over_input_fields(database_url, tmp_path, sample_paragraphs):
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        json.dumps({"cluster": "c1", "text": sample_paragraphs[0]}, ensure_ascii=False) + "\n"
+        + json.dumps({"cluster": "c2", "text": sample_paragraphs[1], "distance": "far"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    result = CliRunner().invoke(app, ["dedup", str(path), "--key-field", "cluster", "--annotate"], env=env)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: --annotate writes a field 'cluster', which is the input's key or text field here: "
+        "rename that field, or leave out --annotate"
+    ]
+    with Store(database_url) as store:
+        assert store.count() == 0  # refused before any work
+    (tmp_path / "two.jsonl").write_text(
+        json.dumps({"key": "a", "text": sample_paragraphs[0]}, ensure_ascii=False) + "\n"
+        + json.dumps({"key": "b", "text": sample_paragraphs[1], "distance": "far"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(app, ["dedup", str(tmp_path / "two.jsonl"), "--annotate", "-o", str(out)], env=env)
+    assert result.exit_code == 1
+    assert "failed: " in result.stderr and "has a field 'distance', which --annotate writes" in result.stderr
+    assert [json.loads(line)["key"] for line in out.read_text(encoding="utf-8").splitlines()] == ["a"]
+    with Store(database_url) as store:
+        assert store.get("b") is None
+
+
+def test_a_record_the_output_cannot_hold_is_not_stored_and_counted_once(database_url, tmp_path, sample_paragraphs):
+    text = sample_paragraphs[2]
+    path = tmp_path / "in.jsonl"
+    # The first copy holds a lone surrogate: it must not become the representative of the second.
+    path.write_text(
+        '{"key": "bad", "text": ' + json.dumps(text, ensure_ascii=False) + ', "note": "\\ud800"}\n'
+        + json.dumps({"key": "good", "text": text + "（完）"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(app, ["dedup", str(path), "-o", str(out)], env={"SIMHASH_STORE_URL": str(database_url)})
+    assert result.exit_code == 1
+    assert "kept 1, duplicates 0, bad records 1" in result.stderr
+    assert result.stderr.count("failed: ") == 1
+    assert [json.loads(line)["key"] for line in out.read_text(encoding="utf-8").splitlines()] == ["good"]
+    with Store(database_url) as store:
+        assert store.get("bad") is None
+        assert store.memberships(["good"])["good"].is_representative
+
+
+# ------------------------------------------------------------ the revision
+
+
+def test_clusters_of_an_earlier_revision_upgrade_in_place_and_downgrade(empty_database_url):
+    from sqlalchemy import create_engine
+
+    engine = create_engine(empty_database_url)
+    try:
+        migrate.upgrade(engine, "0009")
+        url = empty_database_url.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(
+                "INSERT INTO simhash.store_info (singleton, scheme_name, scheme, cluster_max_distance) "
+                "VALUES (true, %s, %s::jsonb, 3)",
+                (DEFAULT.name, DEFAULT.to_json()),
+            )
+            # Ids in key order, input order the other way: what a store of 0009 holds.
+            connection.execute(
+                "INSERT INTO simhash.documents (id, key, fingerprint, cluster) VALUES "
+                "(1, 'a', 0, 1), (2, 'b', 1, 1), (3, 'c', 4095, 3)"
+            )
+            connection.execute("INSERT INTO simhash.cluster_heads VALUES (1, 1), (3, 3)")
+        migrate.upgrade(engine)
+        with psycopg.connect(url, autocommit=True) as connection:
+            assert connection.execute("SELECT id, arrival, cluster FROM simhash.documents ORDER BY id").fetchall() == [
+                (1, 1, 1), (2, 2, 1), (3, 3, 3)
+            ]
+            assert connection.execute("SELECT keep_policy FROM simhash.store_info").fetchone() == (None,)
+        with Store(empty_database_url) as store:
+            assert store.keep_policy() == KeepPolicy()
+            before = store.memberships(["a", "b", "c"])
+            store.recluster()
+            assert store.memberships(["a", "b", "c"]) == before
+        migrate.downgrade(engine, "0009")
+        with psycopg.connect(url, autocommit=True) as connection:
+            columns = {row[0] for row in connection.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'simhash'")}
+            assert not {"arrival", "keep_value", "keep_policy"} & columns
+            assert connection.execute("SELECT count(*) FROM simhash.cluster_heads").fetchone() == (2,)
+    finally:
+        engine.dispose()
