@@ -21,6 +21,7 @@ from .corpus import Skip, Source
 from .dedup import DEFAULT_BATCH_SIZE, Verdict, dedup_rows
 from .errors import InputError
 from .ingest import Prepared, Progress, prepare
+from .keep import KeepPolicy
 from .scheme import Scheme, get_scheme
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def dedup_dataset(
     url: str | None = None,
     max_distance: int | None = None,
     *,
-    keep: str = "first",
+    keep: str | KeepPolicy | None = None,
     text_field: str = "text",
     key_field: str = "key",
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -227,7 +228,8 @@ def dedup_dataset(
 ) -> Dataset:
     """Every record of ``ds`` with the ``dedup --annotate`` fields added (``simhash``, ``cluster``,
     ``duplicate_of``, ``distance``, ``not_compared``), deduplicated against the store at ``url``
-    (None: the default store) as the ``dedup`` command does: same keep rules, clusters and
+    (None: the default store) as the ``dedup`` command does: same keep rules (``keep``: ``first``,
+    ``longest``, ``shortest``, ``field:NAME[:asc|desc]``; None: the store's policy), clusters and
     verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
     made on the workers; the leader-based clustering (input order) is decided on the driver.
     """
@@ -238,7 +240,8 @@ def dedup_dataset(
         scheme = store.init()
         fingerprinted = fingerprint_dataset(ds, scheme=scheme, text_field=text_field, key_field=key_field,
                                             concurrency=concurrency)
-        if keep == "longest":
+        policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
+        if policy.needs_every_record:
             fingerprinted = fingerprinted.materialize()  # read twice
 
         def computed() -> Iterator[Mapping[str, Any]]:
@@ -250,7 +253,7 @@ def dedup_dataset(
 
         out = []
         for _, record, verdict in dedup_records(rows, computed, store=store, scheme=scheme, key=key_field,
-                                                text=text_field, max_distance=max_distance, keep=keep,
+                                                text=text_field, max_distance=max_distance, keep=policy,
                                                 batch_size=batch_size):
             if verdict.problem is not None:
                 raise InputError(verdict.problem)
@@ -315,6 +318,8 @@ class RayFingerprinter:
         return self._actors
 
     def submit(self, tasks: Sequence[tuple[Source, bytes | None]]) -> Callable[[Progress | None], list[Prepared]]:
+        if not tasks:  # every record of the batch stored with the same text: no actor needed
+            return lambda progress: []
         actors = self._pool()
         chunk = max(1, -(-len(tasks) // len(actors)))
         pending = [

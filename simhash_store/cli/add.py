@@ -22,6 +22,7 @@ from .common import (
     opened_store,
     out,
     parse_size,
+    stored_keep_policy,
     warn,
 )
 from .inputs import (
@@ -38,7 +39,7 @@ from .inputs import (
     resolved,
     text_role,
 )
-from .render import print_add_lines, print_add_summary, progress_bar
+from .render import print_add_lines, print_add_summary, print_replaced, progress_bar
 from .render import progress as show_progress
 
 
@@ -106,10 +107,17 @@ def add(
     given = input_format(format)
     check_patterns(include, exclude)
     max_bytes = parse_size(max_file_size, "--max-file-size")
+    named = [*((str(p), given) for p in paths or []), *([(jsonl, "jsonl")] if jsonl is not None else [])]
+    streams = [resolved(path, kind, "text").documents is None for path, kind in named]
+    keep_field = None
+    if any(streams):  # a store that keeps clusters by a field: each record's value goes with it
+        with opened_store(scheme) as store:
+            keep_field = stored_keep_policy(store).field
     options = formats.ReadOptions(
         key_field=key_field, text_field=text_field, metadata_fields=tuple(metadata_field or ()),
         required={key_field: "the key", **text_role(text_field, html_field)}, html_field=html_field, prefix=prefix,
         include=tuple(include or ()), exclude=tuple(exclude or ()), hidden=hidden, max_bytes=max_bytes,
+        keep_field=keep_field,
     )
     hint = " (choose them with --key-field and --text-field)"
     # Files and directories are listed now (their number and size make the progress bar); records
@@ -118,8 +126,8 @@ def add(
     counted_all = True
     streamed: list[str] = []
     read_so_far = progress.Relay()  # the bytes of a file of records read, for the bar
-    for path, kind in [*((str(p), given) for p in paths or []), *([(jsonl, "jsonl")] if jsonl is not None else [])]:
-        if resolved(path, kind, "text").documents is not None:
+    for (path, kind), streamed_here in zip(named, streams):
+        if not streamed_here:
             parts.append(list(documents(path, kind, options, hint=hint)))
         else:
             parts.append(documents(path, kind, options, hint=hint, on_read=read_so_far))
@@ -128,7 +136,9 @@ def add(
     listed = [item for part in parts if isinstance(part, list) for item in part]
     total_documents = sum(isinstance(i, corpus.Source) for i in listed) if counted_all else None
     total_bytes = sum(i.size for i in listed if isinstance(i, corpus.Source))
-    fingerprinter = ingest.early_fingerprinter(scheme, jobs, total_documents)
+    # Records may all be stored already (a rerun): workers start with the first batch that needs
+    # them, rather than load their dictionaries for nothing.
+    fingerprinter = ingest.early_fingerprinter(scheme, jobs, total_documents if counted_all else 0)
     fingerprinter.max_file_bytes = max_bytes
     # One file of records and nothing else: the bar counts its bytes, with a percentage and an ETA.
     input_size = os.path.getsize(streamed[0]) if len(streamed) == 1 and not listed and os.path.isfile(streamed[0]) else None
@@ -165,6 +175,7 @@ def add(
         print_add_lines(summary, elapsed)
     elif not quiet:
         print_add_summary(summary, elapsed)
+        print_replaced(summary.replaced, out)
     if summary.failures:
         raise typer.Exit(1)
 

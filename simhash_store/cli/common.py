@@ -22,6 +22,7 @@ from ..terminal import visible
 from .help import plain_help, plain_number_errors
 
 if TYPE_CHECKING:
+    from ..keep import KeepPolicy
     from ..lookup import Lookup
     from ..store import Store
 
@@ -124,6 +125,39 @@ MinScore = Annotated[
     typer.Option("--min-score", min=0.0, max=1.0,
                  help="With --containment: the least share of the inner document's segments found in the outer one."),
 ]
+KeepOption = Annotated[
+    str | None,
+    typer.Option(
+        "--keep",
+        metavar="first|longest|shortest|field:NAME[:asc|desc]",
+        help="Which copy represents its cluster: the first to arrive, the longest, the shortest, or the lowest "
+        "(asc) or highest (desc) value of a field (numbers by value, strings such as ISO dates by text, "
+        "missing last); ties go to the first to arrive. Default: the store's (first for a new store); "
+        "another needs an empty store or `recluster --keep`.",
+    ),
+]
+
+
+def keep_policy(keep: str | None) -> KeepPolicy | None:
+    """The parsed --keep, or None when left out (the store's policy)."""
+    from ..keep import KeepPolicy
+
+    if keep is None:
+        return None
+    try:
+        return KeepPolicy.parse(keep)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--keep") from None
+
+
+def stored_keep_policy(store: Store) -> KeepPolicy:
+    """The store's keep policy; first for a store not created yet."""
+    from ..keep import KeepPolicy
+
+    try:
+        return store.keep_policy()
+    except SimhashStoreError:
+        return KeepPolicy()
 
 
 @app.callback()

@@ -17,6 +17,7 @@ from .common import (
     ContainmentFlag,
     Jobs,
     JsonFlag,
+    KeepOption,
     MaxDistance,
     MinScore,
     QuietFlag,
@@ -24,8 +25,10 @@ from .common import (
     err,
     fail,
     interrupt_on_sigterm,
+    keep_policy,
     opened_store,
     out,
+    stored_keep_policy,
     warn,
 )
 from .inputs import (
@@ -41,7 +44,7 @@ from .inputs import (
     resolved,
 )
 from .inputs import output_format as output_format_of
-from .render import print_clusters, progress, spinner
+from .render import print_clusters, print_replaced, progress, spinner
 
 
 def dups(
@@ -137,6 +140,7 @@ def recluster(
         ),
     ] = None,
     quiet: QuietFlag = False,
+    keep: KeepOption = None,
 ) -> None:
     """Cluster every stored document afresh, and keep clusters from then on (or re-cluster at another distance).
 
@@ -145,10 +149,13 @@ def recluster(
 
     Example: simhash-store recluster -k 8
     """
+    policy = keep_policy(keep)
     with opened_store() as store, spinner("reclustering", quiet):
-        documents, count = store.recluster(max_distance)
+        documents, count = store.recluster(max_distance, keep=policy)
         distance, _ = store.cluster_state()
-    out.print(f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}", markup=False)
+        chosen = store.keep_policy()
+    keeping = "" if chosen.kind == "first" else f", keeping {chosen}"
+    out.print(f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}{keeping}", markup=False)
 
 
 def dedup_command(
@@ -183,14 +190,7 @@ def dedup_command(
             f"the k recorded by `calibrate --apply`, else {DEFAULT_MAX_DISTANCE}).",
         ),
     ] = None,
-    keep: Annotated[
-        str,
-        typer.Option(
-            "--keep",
-            help="first: the first of near-duplicates is kept; longest: the longest, even when a later copy "
-            "replaces a representative stored before (reads the input twice: no stdin).",
-        ),
-    ] = "first",
+    keep: KeepOption = None,
     jobs: Jobs = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
     ray_address: Annotated[
@@ -210,13 +210,20 @@ def dedup_command(
 
     Example: simhash-store dedup crawl.jsonl -o clean.jsonl
     """
-    from ..dedup import dedup_files, dedup_output
+    from ..dedup import dedup_files, dedup_output, refuse_annotation_clash
     from ..store_info import dedup_distance_note
 
-    if keep not in ("first", "longest"):
-        raise typer.BadParameter("must be first or longest", param_hint="--keep")
-    if keep == "longest" and "-" in inputs:
-        raise typer.BadParameter("--keep longest reads its input twice: give files, not stdin", param_hint="INPUTS")
+    policy = keep_policy(keep)
+    if "-" in inputs and (policy is None or policy.needs_every_record):
+        with opened_store() as store:  # --keep left out: the store's policy decides
+            chosen = policy or stored_keep_policy(store)
+        if chosen.needs_every_record:
+            raise typer.BadParameter(f"--keep {chosen} reads its input twice: give files, not stdin", param_hint="INPUTS")
+    if annotate:
+        try:
+            refuse_annotation_clash(key_field, html_field or text_field)
+        except SimhashStoreError as exc:
+            fail(str(exc))
     given = input_format(format)
     # --format names the output's format too, where it is one (as it always has), unless --output-format does.
     written = output_format_of(output, output_format if output_format is not None or given not in formats.OUTPUTS else given)
@@ -241,12 +248,14 @@ def dedup_command(
             fail(str(exc))
     try:
         if ray_address is None:
-            fingerprinter = ingest.early_fingerprinter(None, jobs, None if many or size >= 1_000_000 else 0)
+            # Workers start with the first batch that needs them (a rerun finds every record stored, and
+            # needs none): loading their dictionaries for nothing cost a rerun more than anything else.
+            fingerprinter = ingest.early_fingerprinter(None, jobs, 0)
         with fingerprinter, opened_store() as store:
             with progress("deduplicating", quiet, None if many else size) as on_progress:
                 counts = dedup_files(
                     inputs, input_formats, writer, store=store, key=key_field, text=html_field or text_field,
-                    max_distance=max_distance, keep=keep, annotate=annotate, fingerprinter=fingerprinter,
+                    max_distance=max_distance, keep=policy, annotate=annotate, fingerprinter=fingerprinter,
                     batch_size=batch_size, html=html_field is not None,
                     on_failure=lambda message: warn(f"failed: {message}"), on_progress=on_progress,
                 )
@@ -257,6 +266,9 @@ def dedup_command(
                 )
                 err.print(f"kept {counts.kept}, duplicates {counts.duplicates}, {passed}bad records {counts.bad}; {note}",
                           markup=False)
+                if counts.unchanged:
+                    err.print(f"stored before with the same text, not fingerprinted again: {counts.unchanged}", markup=False)
+                print_replaced(counts.replaced, err)
     except KeyboardInterrupt as exc:
         writer.abandon()
         warn("Interrupted: every finished batch is stored; run the same command again for the same output.")

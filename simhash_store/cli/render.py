@@ -262,3 +262,11 @@ def progress_bar(quiet: bool, total_documents: int | None, total_bytes: int, tot
 
     with display:
         yield advance, (on_read if by_bytes else None)
+
+
+def print_replaced(replaced: list[tuple[str, str]], console) -> None:
+    """Each representative that a better copy replaced (by the store's keep policy), one line each."""
+    if replaced:
+        console.print(f"representatives replaced by a better copy: {len(replaced)}", markup=False)
+    for old, new in replaced:
+        console.print(f"  replaced: {visible(old)} by {visible(new)}", markup=False)
