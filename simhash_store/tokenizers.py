@@ -34,8 +34,10 @@ Tokenizer names are part of the stored data format (a scheme names its tokenizer
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -119,9 +121,16 @@ def _rjieba() -> Any:  # the rjieba module (it ships no type information)
 
 def check_available(scheme: Scheme) -> None:
     """Raise :class:`SchemeError` now, once, if the scheme's segmenter cannot be imported
-    (rather than for every document a batch then fingerprints)."""
+    (rather than for every document a batch then fingerprints). It is found, not imported:
+    importing rjieba loads its dictionary, which a run that fingerprints nothing (a rerun)
+    need not pay for."""
     if tokenizer_of(scheme).name in ("rjieba", "multi-rjieba"):
-        _rjieba()
+        if "rjieba" in sys.modules:
+            if sys.modules["rjieba"] is None:  # marked as not importable
+                _rjieba()
+            return
+        if importlib.util.find_spec("rjieba") is None:
+            _rjieba()
 
 
 def _rjieba_cut(text: str, scheme: Scheme) -> list[str]:
