@@ -361,6 +361,17 @@ def dedup_files(
             counts.bad += 1
             on_failure(str(verdict.problem))
             continue
+        # Checked before it was stored (writable); what the check cannot see (fields of records checked
+        # in the same batch, together past the Parquet column bound) costs that record here.
+        try:
+            if annotate:
+                writer.write({**record, **verdict.annotation()})
+            elif verdict.kept:
+                writer.write(dict(record))
+        except formats.FormatError as exc:
+            counts.bad += 1
+            on_failure(f"{verdict.key}: {exc}")
+            continue
         if verdict.replaced is not None:
             counts.replaced.append((verdict.replaced, str(verdict.key)))
         if verdict.not_compared is not None:
@@ -369,11 +380,6 @@ def dedup_files(
             counts.kept += 1
         else:
             counts.duplicates += 1
-        # Checked before it was stored (writable): a record the output cannot hold never gets here.
-        if annotate:
-            writer.write({**record, **verdict.annotation()})
-        elif verdict.kept:
-            writer.write(dict(record))
     writer.close()
     counts.unchanged = rerun.unchanged
     return counts
