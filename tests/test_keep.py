@@ -257,6 +257,96 @@ def test_cli_add_jsonl_stores_the_keep_field_of_each_record(database_url, tmp_pa
         assert store.memberships(["late"])["late"].representative == "early"
 
 
+def _write_records(path, records: list[dict], kind: str) -> None:
+    """The records in one input format (every field a string in CSV and TSV, as a crawl exports them)."""
+    if kind == "jsonl":
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    elif kind in ("csv", "tsv"):
+        import csv
+
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(records[0]), delimiter="," if kind == "csv" else "\t")
+            writer.writeheader()
+            writer.writerows(records)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(records), path)
+
+
+RECORD_FORMATS = ["jsonl", "csv", "tsv", "parquet"]
+
+
+@pytest.mark.parametrize("kind", RECORD_FORMATS)
+def test_cli_dedup_keeps_by_a_field_of_every_record_format(database_url, tmp_path, sample_paragraphs, kind):
+    text = sample_paragraphs[8]
+    records = [  # the repost comes first in the file; the original, dated earlier, replaces it
+        {"key": "repost", "text": "【转载】" + text + "（完）", "published_at": "2024-05-02T08:00:00Z"},
+        {"key": "other", "text": sample_paragraphs[9], "published_at": "2024-05-03"},
+        {"key": "original", "text": text, "published_at": "2024-05-01"},
+    ]
+    source = tmp_path / f"in.{kind}"
+    _write_records(source, records, kind)
+    out = tmp_path / "out.jsonl"
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    result = CliRunner().invoke(
+        app, ["dedup", str(source), "--keep", "field:published_at:asc", "--annotate", "-o", str(out)], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert "replaced: repost by original" in result.stderr
+    rows = {row["key"]: row for row in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert (rows["original"]["duplicate_of"], rows["repost"]["duplicate_of"], rows["other"]["duplicate_of"]) == (
+        None, "original", None,
+    )
+    # The other policies through the same command: shortest keeps the original, longest the repost.
+    for policy, kept in (("shortest", "original"), ("longest", "repost")):
+        reclustered = CliRunner().invoke(app, ["recluster", "--keep", policy], env=env)
+        assert reclustered.exit_code == 0 and f"keeping {policy}" in reclustered.output
+        again = CliRunner().invoke(app, ["dedup", str(source), "--keep", policy, "-o", str(out)], env=env)
+        assert again.exit_code == 0, again.output
+        written = [row["key"] for row in map(json.loads, out.read_text(encoding="utf-8").splitlines())]
+        assert sorted(written) == sorted([kept, "other"])
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_cli_add_of_records_carries_the_keep_field_whatever_the_format(database_url, tmp_path, sample_paragraphs, kind):
+    text = sample_paragraphs[10]
+    records = [{"key": "late", "text": "【转载】" + text, "published_at": "2024-06-02"},
+               {"key": "early", "text": text, "published_at": "2024-06-01"}]
+    source = tmp_path / f"in.{kind}"
+    _write_records(source, records, kind)
+    with Store(database_url) as store:
+        store.init()
+        store.recluster(keep="field:published_at")
+    result = CliRunner().invoke(app, ["add", str(source)], env={"SIMHASH_STORE_URL": str(database_url)})
+    assert result.exit_code == 0, result.output
+    assert "replaced: late by early" in result.output
+    with Store(database_url) as store:
+        assert store.memberships(["late"])["late"].representative == "early"
+
+
+def test_library_read_documents_carries_the_keep_field_and_add_keeps_by_it(database_url, tmp_path, sample_paragraphs):
+    from simhash_store import formats
+
+    text = sample_paragraphs[11]
+    source = tmp_path / "in.csv"
+    _write_records(source, [{"key": "b", "text": text + "（完）", "rank": "2"}, {"key": "a", "text": text, "rank": "1"}], "csv")
+    options = formats.ReadOptions(keep_field="rank")
+    documents = list(formats.read_documents([str(source)], options=options))
+    assert [(d.key, d.keep_value) for d in documents] == [("b", "2"), ("a", "1")]
+    assert [d.keep_value for d in formats.read_documents([str(source)])] == [None, None]  # not asked for
+    with Store(database_url) as store:
+        store.init()
+        store.recluster(keep="field:rank:asc")
+        summary = add(store, documents, jobs=1)
+    assert summary.replaced == [("b", "a")]
+    # dedup() of mappings takes a policy by name or as a KeepPolicy, and the store's when left out.
+    more = [{"key": "c", "text": text + "（全文完）", "rank": 0}]
+    [(_, verdict)] = list(dedup(more, store=database_url, keep=KeepPolicy.parse("field:rank")))
+    assert (verdict.kept, verdict.replaced) == (True, "a")
+
+
 # ------------------------------------------------------------ cheap reruns
 
 
@@ -297,7 +387,7 @@ def test_a_rerun_of_add_jsonl_sends_nothing_to_the_workers(database_url, tmp_pat
     path = tmp_path / "in.jsonl"
     path.write_text("".join(json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
                             for i, t in enumerate(sample_paragraphs)), encoding="utf-8")
-    from simhash_store.records import read_jsonl
+    from simhash_store.formats import read_jsonl
 
     with Store(database_url) as store:
         for expected_submitted, expected_added in ((len(sample_paragraphs), len(sample_paragraphs)), (0, 0)):
