@@ -471,6 +471,26 @@ def early_fingerprinter(
     return fingerprinter
 
 
+StoredDigests = Callable[[list[str]], "dict[str, tuple[bytes | None, int, int | None]]"]
+
+
+def _known(sources: list[Source], stored: StoredDigests) -> dict[int, Prepared]:
+    """The records of a batch (by position) stored under their key with the same text, as their
+    stored fingerprints."""
+    keys = sorted({source.key for source in sources if source.text is not None})
+    try:
+        found = stored(keys) if keys else {}
+    except InvalidKeyError:  # a record named by something no store could hold as a key
+        found = {}
+    known = {}
+    for number, source in enumerate(sources):
+        content, value, length = found.get(source.key, (None, 0, None))
+        if source.text is not None and content is not None and content == digest(source.text.encode("utf-8", "surrogatepass")):
+            known[number] = Prepared(source.key, source.size, fingerprint=value, digest=content, length=length,
+                                     metadata=source.metadata)
+    return known
+
+
 def fingerprint_arguments(
     names: list[str],
     scheme: Scheme,
@@ -480,15 +500,17 @@ def fingerprint_arguments(
     formats: Sequence[str | None] | None = None,
     options: ReadOptions | None = None,
     segments: bool = False,
+    stored: StoredDigests | None = None,
 ) -> Iterator[tuple[Prepared, bool]]:
     """``(prepared, failed)`` for each document the arguments ``names`` (files, directories,
     ``-``, records of any format: see :func:`sources.argument_sources`) hold, in order. ``failed``
     is False for a fingerprint, and for an input skipped on purpose that was not named itself (a
     binary file a directory held, a record without words: not an error), True for any other skip.
-    ``segments``: with its segments' fingerprints too."""
+    ``segments``: with its segments' fingerprints too. ``stored``: see :func:`fingerprint_sources`."""
     named = set(names)
     found = fingerprint_sources(
-        argument_sources(names, formats, options), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments
+        argument_sources(names, formats, options), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments,
+        stored=stored,
     )
     for item in found:
         yield item, item.skip is not None and not (item.skip.deliberate and item.skip.where not in named)
@@ -502,9 +524,14 @@ def fingerprint_sources(
     batch_size: int = 1000,
     fingerprinter: Fingerprinter | None = None,
     segments: bool = False,
+    stored: StoredDigests | None = None,
 ) -> Iterator[Prepared]:
     """Fingerprints of inputs in order (Skips pass through as skipped Prepared values); with
     ``segments``, each with its segments' fingerprints too.
+
+    ``stored``: ``Store.stored_digests`` or ``Lookup.stored_digests`` of the store the
+    fingerprints are for (its scheme): a record whose key is stored with the same text takes the
+    stored fingerprint instead of being fingerprinted again (not with ``segments``).
 
     A ``fingerprinter`` given (perhaps started early) works for ``scheme`` and is closed at the
     end: its workers exit while the caller goes on, and the caller's ``with`` waits for them.
@@ -516,7 +543,14 @@ def fingerprint_sources(
     with contextlib.nullcontext() if given else fingerprinter:
         for batch in batches(inputs, batch_size):
             sources = [item for item in batch if isinstance(item, Source)]
-            results = iter(fingerprinter.submit([(s, None) for s in sources])(None))
+            known = _known(sources, stored) if stored is not None and not segments else {}
+            tasks = [(source, None) for number, source in enumerate(sources) if number not in known]
+            results = iter(fingerprinter.submit(tasks)(None))
+            number = 0
             for item in batch:
-                yield next(results) if isinstance(item, Source) else Prepared(item.where, 0, skip=item)
+                if not isinstance(item, Source):
+                    yield Prepared(item.where, 0, skip=item)
+                    continue
+                yield known[number] if number in known else next(results)
+                number += 1
         fingerprinter.close()

@@ -27,7 +27,7 @@ from . import migrate
 from .config import UrlParts, network_timeout, redact, resolve_parts, secrets_of, session_arguments
 from .errors import ConfigError
 from .scheme import DEFAULT, Scheme
-from .search import Match, check_query_options, query_many, stored_fingerprints
+from .search import Match, check_query_options, query_many, stored_digests, stored_fingerprints
 from .session import WatchedConnection, library_error, silent_server_in
 from .store_info import check_same_scheme, recommended_distance, requested_scheme, stored_scheme
 from .validation import validate_keys
@@ -147,6 +147,13 @@ class Lookup:
         self.scheme  # noqa: B018 - checks the store, as Store's reads do
         with self._cursor() as cursor:
             return stored_fingerprints(cursor, keys)
+
+    def stored_digests(self, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
+        """(content digest, fingerprint, length) of each of the keys that is stored, as ``Store.stored_digests``."""
+        keys = validate_keys(keys)
+        self.scheme  # noqa: B018 - checks the store, as Store's reads do
+        with self._cursor() as cursor:
+            return stored_digests(cursor, keys)
 
     def close(self) -> None:
         if self._connection is not None:

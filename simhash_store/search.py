@@ -76,6 +76,18 @@ def stored_fingerprints(cursor: psycopg.Cursor, keys: Sequence[str]) -> dict[str
     return {key: from_signed(value) for key, value in rows}
 
 
+def stored_digests(cursor: psycopg.Cursor, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
+    """(content digest, fingerprint, length) of each of the (validated) keys that is stored: how a
+    record stored with the same text is recognised without fingerprinting it again."""
+    if not keys:
+        return {}
+    rows = cursor.execute(
+        "SELECT key, digest, fingerprint, length FROM simhash.documents WHERE key = ANY(%(keys)s::pg_catalog.text[])",
+        {"keys": list(keys)},
+    ).fetchall()
+    return {key: (bytes(digest) if digest is not None else None, from_signed(value), length) for key, digest, value, length in rows}
+
+
 def query_many(
     cursor: psycopg.Cursor, fingerprints: Sequence[int], max_distance: int, limit: int | None, method: str = "auto"
 ) -> list[list[Match]]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text as sql_text
 from typer.testing import CliRunner
 
-from simhash_store import dedup, migrate
+from simhash_store import dedup, fingerprint, migrate
 from simhash_store.cli import app
 from simhash_store.clusters import leaders
 from simhash_store.corpus import Source
@@ -397,6 +397,39 @@ def test_a_rerun_of_add_jsonl_sends_nothing_to_the_workers(database_url, tmp_pat
         assert summary.unchanged == len(sample_paragraphs)
     result = CliRunner().invoke(app, ["add", "--jsonl", str(path)], env={"SIMHASH_STORE_URL": str(database_url)})
     assert result.exit_code == 0 and f"unchanged {len(sample_paragraphs)}" in result.output
+
+
+def test_query_of_records_stored_with_the_same_text_fingerprints_only_the_others(database_url, tmp_path, sample_paragraphs,
+                                                                                 monkeypatch):
+    from simhash_store import ingest
+
+    records = [{"key": f"k{i}", "text": t} for i, t in enumerate(sample_paragraphs[:20])]
+    path = tmp_path / "in.jsonl"
+    _write_records(path, records, "jsonl")
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    assert CliRunner().invoke(app, ["add", "--jsonl", str(path), "-q"], env=env).exit_code == 0
+    # The library: stored records take their stored fingerprint; an edited one and a new one are fingerprinted.
+    changed = [Source("k0", text=records[0]["text"] + "（更新）", size=1), Source("k1", text=records[1]["text"], size=1),
+               Source("new", text=sample_paragraphs[30], size=1)]
+    with Store(database_url) as store, Fingerprinter(DEFAULT, 1) as fingerprinter:
+        found = list(ingest.fingerprint_sources(changed, store.scheme, fingerprinter=fingerprinter,
+                                                stored=store.stored_digests))
+        assert fingerprinter.submitted == 2
+        assert [p.fingerprint for p in found] == [fingerprint(s.text) for s in changed]
+    # The command: query --jsonl of the stored file sends nothing to the workers, and finds each record itself.
+    sent: list[int] = []
+    real = ingest.Fingerprinter.submit
+
+    def counted_submit(self, tasks):
+        sent.append(len(tasks))
+        return real(self, tasks)
+
+    monkeypatch.setattr(ingest.Fingerprinter, "submit", counted_submit)
+    result = CliRunner().invoke(app, ["query", "--jsonl", str(path), "--json", "-k", "0"], env=env)
+    assert result.exit_code == 0, result.output
+    assert sum(sent) == 0
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [[m["key"] for m in a["matches"]] for a in answers] == [[r["key"]] for r in records]
 
 
 # ------------------------------------------------------------ data safety

@@ -123,7 +123,9 @@ def query(
                 else:
                     failures.append(corpus.Skip(name, "not stored"))
                     warn(f"failed: {name}: not stored")
-            found = _fingerprints(names, store.scheme, jobs, fingerprinter, failures, kinds, options)
+            # A record stored under its key with the same text takes its stored fingerprint.
+            found = _fingerprints(names, store.scheme, jobs, fingerprinter, failures, kinds, options,
+                                  stored=store.stored_digests)
             max_distance, note = query_distance(store, max_distance)
             if note is not None:
                 err.print(note, markup=False)
@@ -289,6 +291,7 @@ def _fingerprints(
     kinds: list[str | None] | None = None,
     options: formats.ReadOptions | None = None,
     segments: bool = False,
+    stored: ingest.StoredDigests | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """(name, fingerprint) for each readable document the arguments name (in the input formats
     ``kinds``; default: text; ``segments``: (name, its segments' fingerprints)); skips and failures
@@ -296,7 +299,8 @@ def _fingerprints(
     first record lacks the text, is one line."""
     failures = [] if failures is None else failures
     found = ingest.fingerprint_arguments(
-        files, scheme, jobs=jobs, fingerprinter=fingerprinter, formats=kinds, options=options, segments=segments
+        files, scheme, jobs=jobs, fingerprinter=fingerprinter, formats=kinds, options=options, segments=segments,
+        stored=stored,
     )
     try:
         for item, failed in found:
