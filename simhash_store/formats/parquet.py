@@ -39,11 +39,18 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict | Skip
     except (OSError, pyarrow.ArrowException) as exc:
         raise FormatError(f"cannot read {path} as Parquet: {exc}") from None
     _refuse_repeated_columns(table.schema_arrow, path)
+    # Nanosecond timestamps and durations become pandas objects when pandas is installed
+    # (Ray brings it): such columns are converted column by column instead (_python_values).
+    plain = all(_microsecond_type(field.type, pyarrow) is None for field in table.schema_arrow)
     number = 0
     for batch in table.iter_batches(batch_size=_parquet_batch_rows(table.metadata)):
-        try:
-            records: list[dict | str] = batch.to_pylist()
-        except (ValueError, OverflowError, pyarrow.ArrowException):
+        records: list[dict | str] | None = None
+        if plain:
+            try:
+                records = batch.to_pylist()
+            except (ValueError, OverflowError, pyarrow.ArrowException):
+                pass
+        if records is None:
             records = _rows_beyond_python(batch, pyarrow)
         for record in records:
             number += 1
@@ -81,7 +88,7 @@ def _rows_beyond_python(batch, pyarrow) -> list[dict | str]:
     failed: dict[int, str] = {}
     for name, column in zip(batch.schema.names, batch.columns):
         try:
-            columns[name] = column.to_pylist()
+            columns[name] = _python_values(column, pyarrow)
             continue
         except (ValueError, OverflowError, pyarrow.ArrowException):
             pass
@@ -93,7 +100,7 @@ def _rows_beyond_python(batch, pyarrow) -> list[dict | str]:
         values = []
         for row in range(len(column)):
             try:
-                values.append(column[row].as_py())
+                values.append(_python_values(column.take([row]), pyarrow)[0])  # not slice(): a cast reads its whole buffers
             except (ValueError, OverflowError, pyarrow.ArrowException):
                 failed.setdefault(row, f"the column {name!r} holds a value Python cannot hold ({column.type})")
                 values.append(None)
@@ -105,6 +112,52 @@ def _rows_beyond_python(batch, pyarrow) -> list[dict | str]:
     ] if names else [{} for _ in range(batch.num_rows)]
 
 
+
+def _python_values(column, pyarrow) -> list:
+    """``column.to_pylist()``, alike whether pandas is installed or not.
+
+    pyarrow gives a nanosecond timestamp or duration as a pandas object when it can import
+    pandas, else as a datetime or timedelta, raising where nanoseconds would be lost. The
+    column is cast to microseconds first (a cast that refuses to lose nanoseconds, raising
+    as pyarrow does without pandas), so pandas is never asked.
+    """
+    microseconds = _microsecond_type(column.type, pyarrow)
+    if microseconds is not None:
+        column = column.cast(microseconds, safe=True)
+    return column.to_pylist()
+
+
+def _microsecond_type(kind, pyarrow):
+    """``kind`` with each nanosecond timestamp and duration in it (in lists, structs and maps
+    too) in microseconds instead; None when it holds none. A dictionary column becomes its values."""
+    types = pyarrow.types
+    if types.is_timestamp(kind) or types.is_duration(kind):
+        if kind.unit != "ns":
+            return None
+        return pyarrow.timestamp("us", tz=kind.tz) if types.is_timestamp(kind) else pyarrow.duration("us")
+    if types.is_list(kind) or types.is_large_list(kind) or types.is_fixed_size_list(kind):
+        inner = _microsecond_type(kind.value_type, pyarrow)
+        if inner is None:
+            return None
+        field = kind.value_field.with_type(inner)
+        if types.is_fixed_size_list(kind):
+            return pyarrow.list_(field, kind.list_size)
+        return pyarrow.large_list(field) if types.is_large_list(kind) else pyarrow.list_(field)
+    if types.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        inner = [_microsecond_type(field.type, pyarrow) for field in fields]
+        if all(member is None for member in inner):
+            return None
+        return pyarrow.struct([field if member is None else field.with_type(member) for field, member in zip(fields, inner)])
+    if types.is_map(kind):
+        key, item = _microsecond_type(kind.key_type, pyarrow), _microsecond_type(kind.item_type, pyarrow)
+        if key is None and item is None:
+            return None
+        return pyarrow.map_(kind.key_field.with_type(key or kind.key_type),
+                            kind.item_field.with_type(item or kind.item_type), keys_sorted=kind.keys_sorted)
+    if types.is_dictionary(kind):
+        return _microsecond_type(kind.value_type, pyarrow)
+    return None
 
 
 def _refuse_repeated_columns(schema, path: str) -> None:
