@@ -44,6 +44,28 @@ def _ray() -> Any:
     return ray
 
 
+def _fresh_ray_data(ray: Any) -> None:
+    """Let Ray Data run in a driver that disconnected from its cluster and connected again.
+
+    Ray Data (before the fix of https://github.com/ray-project/ray/issues/54841, August 2025)
+    keeps the handle of its stats actor for the whole process, checked only against the
+    cluster's id: after ``ray.shutdown()`` and ``ray.init()`` to the same cluster every Dataset
+    failed with "Can't find actor ... It might be dead or it's from a different cluster". Its
+    handle from an earlier connection is dropped here, so Ray Data looks the actor up again
+    by name. Nothing is done where Ray's internals differ (a newer Ray has no such handle).
+    """
+    if not ray.is_initialized():
+        return
+    try:
+        from ray.data._internal.stats import StatsManager
+    except ImportError:
+        return
+    connection = ray.get_runtime_context().get_job_id()  # a new one at each ray.init
+    if getattr(StatsManager, "_simhash_connection", None) != connection and hasattr(StatsManager, "_stats_actor_handle"):
+        StatsManager._stats_actor_handle = None
+        StatsManager._simhash_connection = connection
+
+
 def _key_of(value: Any) -> str | None:
     """The key as dedup reads it (a string, or an integer written out), else None."""
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
@@ -93,6 +115,7 @@ def fingerprint_dataset(
     without features or a record without key or text) and what storing needs (``_digest``,
     ``_length``, ``_not_fingerprinted``, ``_size``), in the input order."""
     name = get_scheme(scheme).name
+    _fresh_ray_data(_ray())
     out = ds.map_batches(
         FingerprintBatch, fn_constructor_args=(name, text_field, key_field), batch_size=RECORDS_PER_TASK,
         batch_format="numpy",
@@ -140,6 +163,7 @@ def write_dataset(
     and unchanged. Idempotent: a record whose key is stored with the same text is left alone."""
     from .store import Store
 
+    _fresh_ray_data(_ray())
     with Store(url, scheme=scheme) as store:
         stored = store.init()  # created (or checked) once, before the workers write
     if scheme is not None and get_scheme(scheme) != stored:
@@ -236,6 +260,7 @@ def dedup_dataset(
     from .store import Store
 
     ray = _ray()
+    _fresh_ray_data(ray)
     with Store(url) as store:
         scheme = store.init()
         fingerprinted = fingerprint_dataset(ds, scheme=scheme, text_field=text_field, key_field=key_field,

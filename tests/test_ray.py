@@ -138,6 +138,17 @@ def test_fingerprints_on_the_workers_are_the_library_ones(connected):
     assert expected[-1] is None and rows[-1]["_not_fingerprinted"].startswith("no words")
 
 
+def test_datasets_run_again_after_the_driver_reconnects(connected):
+    """ray.shutdown() then ray.init() to the same cluster in one process (a notebook, a script
+    that ran `dedup --ray`'s code first): Ray Data's handle from the first connection is stale."""
+    records = _records()[:20]
+    assert len(fingerprint_dataset(ray.data.from_items(records)).take_all()) == len(records)
+    ray.shutdown()
+    ray.init(address=connected, log_to_driver=False, logging_level="ERROR")
+    rows = fingerprint_dataset(ray.data.from_items(records)).take_all()
+    assert [r["key"] for r in rows] == [r["key"] for r in records]
+
+
 @pytest.mark.parametrize("keep", ["first", "longest"])
 def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_server, keep):
     records = _records()
