@@ -112,7 +112,6 @@ def _rows_beyond_python(batch, pyarrow) -> list[dict | str]:
     ] if names else [{} for _ in range(batch.num_rows)]
 
 
-
 def _python_values(column, pyarrow) -> list:
     """``column.to_pylist()``, alike whether pandas is installed or not.
 
@@ -124,7 +123,8 @@ def _python_values(column, pyarrow) -> list:
     microseconds = _microsecond_type(column.type, pyarrow)
     if microseconds is not None:
         column = column.cast(microseconds, safe=True)
-    return column.to_pylist()
+    values: list = column.to_pylist()
+    return values
 
 
 def _microsecond_type(kind, pyarrow):
