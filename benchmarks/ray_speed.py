@@ -48,16 +48,26 @@ from shared_corpus import load_laws, load_wiki
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
+def _free_ports(count: int) -> list[int]:
+    """Different free ports, all held while chosen (one at a time, the same one came back twice)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return _free_ports(1)[0]
 
 
 def _ports() -> list[str]:
     names = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
              "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
-    return [f"{name}={_free_port()}" for name in names]
+    return [f"{name}={port}" for name, port in zip(names, _free_ports(len(names)))]
 
 
 class Timed(FingerprintBatch):
@@ -75,9 +85,9 @@ def start_cluster(workers: int, temp: str) -> str:
     address = f"127.0.0.1:{_free_port()}"
     common = ["--num-cpus=1", "--object-store-memory=500000000", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
     subprocess.run([RAY, "start", "--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}",
-                    "--include-dashboard=false", *common, *_ports()], check=True, capture_output=True)
+                    "--include-dashboard=false", *common, *_ports()], check=True, capture_output=True, timeout=180)
     for _ in range(workers):
-        subprocess.run([RAY, "start", f"--address={address}", *common, *_ports()], check=True, capture_output=True)
+        subprocess.run([RAY, "start", f"--address={address}", *common, *_ports()], check=True, capture_output=True, timeout=180)
     return address
 
 

@@ -37,17 +37,39 @@ RAY = str(Path(sys.executable).with_name("ray"))
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
+def _free_ports(count: int) -> list[int]:
+    """``count`` different free ports, all held while they are chosen (probed one at a time and
+    closed, the same port came back twice: a node given it for two services did not start)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return _free_ports(1)[0]
 
 
-def _node_ports() -> list[str]:
-    """Every port a node listens on that would collide with another node's on the same machine."""
-    names = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
-             "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
-    return [f"{name}={_free_port()}" for name in names]
+# Every port a node listens on that would collide with another node's on the same machine.
+_PORT_OPTIONS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
+                 "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+RAY_START_SECONDS = 180  # a node's start took 30 s on the loaded 2-core test machine
+
+
+def _start_node(arguments: list[str], env: dict[str, str]) -> None:
+    """``ray start`` with a port of its own for each service; a start that fails or hangs is one message."""
+    ports = [f"{name}={port}" for name, port in zip(_PORT_OPTIONS, _free_ports(len(_PORT_OPTIONS)))]
+    try:
+        subprocess.run([RAY, "start", "--node-ip-address=127.0.0.1", *arguments, *ports], check=True, env=env,
+                       capture_output=True, text=True, timeout=RAY_START_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ray start {arguments[0]} did not finish in {RAY_START_SECONDS} s", pytrace=False)
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"ray start {arguments[0]} failed (exit {exc.returncode}): {exc.stderr.strip()[-2000:]}", pytrace=False)
 
 
 def _ours(temp: str) -> list[int]:
@@ -72,19 +94,16 @@ def ray_address():
     common = ["--num-cpus=1", "--object-store-memory=200000000", "--disable-usage-stats"]
     env = {**os.environ, "RAY_TMPDIR": temp}
     try:
-        subprocess.run(
-            [RAY, "start", "--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}", "--include-dashboard=false",
-             "--node-ip-address=127.0.0.1", *common, *_node_ports()],
-            check=True, env=env, capture_output=True, text=True,
-        )
+        _start_node(["--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}", "--include-dashboard=false",
+                     *common], env)
         for _ in range(2):
-            subprocess.run([RAY, "start", f"--address={address}", "--node-ip-address=127.0.0.1", *common, *_node_ports()],
-                           check=True, env=env, capture_output=True)
+            _start_node([f"--address={address}", *common], env)
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         deadline = time.monotonic() + 60
         while len([n for n in ray.nodes() if n["Alive"]]) < 3 and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert len([n for n in ray.nodes() if n["Alive"]]) == 3
+        alive = len([n for n in ray.nodes() if n["Alive"]])
+        assert alive == 3, f"{alive} of the cluster's 3 nodes alive 60 s after they started"
         yield address
     finally:
         ray.shutdown()
