@@ -34,7 +34,6 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
-from . import distributed
 from .bits import from_signed
 from .keep import KeepPolicy, Representative, leaders_keeping
 from .pairs import near_pairs
@@ -103,17 +102,24 @@ _HIGHEST_ID = """
 
 # Clusters whose representative (among the given keys) left them, re-written with a new
 # fingerprint: the oldest remaining member becomes the representative, and a cluster left empty goes.
+# Each step is a statement of its own (MATERIALIZED): on Citus, documents is distributed by key,
+# and a join of documents to itself by id or cluster, or a subquery correlated by cluster, cannot
+# run shard by shard; a step's answer (a few rows) goes to the next as an intermediate result.
 _HAND_OVER = """
-    WITH vacated AS (
-        SELECT h.cluster, (SELECT pg_catalog.min(m.id) FROM simhash.documents m WHERE m.cluster = h.cluster) AS successor
+    WITH vacated AS MATERIALIZED (
+        SELECT h.cluster
         FROM simhash.documents d
         JOIN simhash.cluster_heads h ON h.representative_id = d.id
         WHERE d.key = ANY(%(keys)s::pg_catalog.text[]) AND d.cluster IS DISTINCT FROM h.cluster
+    ), successors AS MATERIALIZED (
+        SELECT m.cluster, pg_catalog.min(m.id) AS successor
+        FROM simhash.documents m WHERE m.cluster IN (SELECT cluster FROM vacated) GROUP BY m.cluster
     ), handed AS (
-        UPDATE simhash.cluster_heads h SET representative_id = v.successor
-        FROM vacated v WHERE h.cluster = v.cluster AND v.successor IS NOT NULL
+        UPDATE simhash.cluster_heads h SET representative_id = s.successor
+        FROM successors s WHERE h.cluster = s.cluster
     )
-    DELETE FROM simhash.cluster_heads h USING vacated v WHERE h.cluster = v.cluster AND v.successor IS NULL
+    DELETE FROM simhash.cluster_heads h
+    WHERE h.cluster IN (SELECT cluster FROM vacated) AND h.cluster NOT IN (SELECT cluster FROM successors)
 """
 
 
@@ -394,12 +400,6 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
     ``dedup`` of the same input in one go gives, and keeps the ids of a store clustered as it grew.
     """
     with connection.cursor() as cursor:
-        if distributed.is_distributed(cursor):
-            # Citus cannot run the membership reads (documents joined to itself by id and cluster).
-            raise distributed.NotDistributableError(
-                "this store is distributed over a Citus cluster, which does not keep persistent clusters yet; "
-                "`dups --clusters` computes them instead"
-            )
         lock(cursor)
         chosen = keep_policy(cursor) if policy is None else KeepPolicy.parse(policy)
         rows = cursor.execute(
@@ -431,22 +431,35 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
     return len(ids), len(founders)
 
 
+# The cluster, representative and distance to it of the documents ``{chosen}`` selects; a cluster
+# whose representative was removed shows its oldest member. In steps (MATERIALIZED), as _HAND_OVER
+# and for the same reason: the same statement on one server and on Citus.
 _MEMBERSHIP = """
-    SELECT d.key, d.fingerprint, d.cluster, coalesce(r.key, f.key),
-           simhash.distance(d.fingerprint, coalesce(r.fingerprint, f.fingerprint))
-    FROM simhash.documents d
-    LEFT JOIN simhash.cluster_heads h ON h.cluster = d.cluster
-    LEFT JOIN simhash.documents r ON r.id = h.representative_id AND r.cluster = d.cluster
-    LEFT JOIN LATERAL (
-        SELECT o.key, o.fingerprint FROM simhash.documents o
-        WHERE r.id IS NULL AND o.cluster = d.cluster ORDER BY o.id LIMIT 1
-    ) f ON true
+    WITH chosen AS MATERIALIZED (
+        SELECT d.id, d.key, d.fingerprint, d.cluster FROM simhash.documents d WHERE {chosen}
+    ), represented AS MATERIALIZED (
+        SELECT r.cluster, r.key, r.fingerprint
+        FROM simhash.cluster_heads h JOIN simhash.documents r ON r.id = h.representative_id AND r.cluster = h.cluster
+        WHERE h.cluster IN (SELECT cluster FROM chosen)
+    ), oldest AS MATERIALIZED (
+        SELECT o.cluster, pg_catalog.min(o.id) AS id
+        FROM simhash.documents o
+        WHERE o.cluster IN (SELECT cluster FROM chosen) AND o.cluster NOT IN (SELECT cluster FROM represented)
+        GROUP BY o.cluster
+    ), firsts AS MATERIALIZED (
+        SELECT f.cluster, f.key, f.fingerprint FROM simhash.documents f WHERE f.id IN (SELECT id FROM oldest)
+    )
+    SELECT c.key, c.fingerprint, c.cluster, coalesce(r.key, f.key),
+           simhash.distance(c.fingerprint, coalesce(r.fingerprint, f.fingerprint))
+    FROM chosen c
+    LEFT JOIN represented r ON r.cluster = c.cluster
+    LEFT JOIN firsts f ON f.cluster = c.cluster
 """
 
 
 def memberships(cursor: psycopg.Cursor, keys: Sequence[str]) -> dict[str, Membership]:
     """The cluster, representative and distance to it of each stored key among ``keys``."""
-    rows = cursor.execute(_MEMBERSHIP + " WHERE d.key = ANY(%s::pg_catalog.text[])", (list(keys),)).fetchall()
+    rows = cursor.execute(_MEMBERSHIP.format(chosen="d.key = ANY(%s::pg_catalog.text[])"), (list(keys),)).fetchall()
     return {row[0]: _membership(row) for row in rows}
 
 
@@ -469,8 +482,11 @@ class Cluster:
 def stored_clusters(cursor: psycopg.Cursor, min_size: int = 2) -> list[Cluster]:
     """Every stored cluster of at least ``min_size`` documents, largest first, members nearest first."""
     rows = cursor.execute(
-        _MEMBERSHIP + " WHERE d.cluster IN (SELECT c.cluster FROM simhash.documents c "
-        "WHERE c.cluster IS NOT NULL GROUP BY c.cluster HAVING count(*) >= %s) ORDER BY d.cluster, d.id",
+        _MEMBERSHIP.format(
+            chosen="d.cluster IN (SELECT s.cluster FROM simhash.documents s "
+            "WHERE s.cluster IS NOT NULL GROUP BY s.cluster HAVING pg_catalog.count(*) >= %s)"
+        )
+        + " ORDER BY c.cluster, c.id",
         (min_size,),
     ).fetchall()
     groups: dict[int, list[Membership]] = {}

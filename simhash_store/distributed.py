@@ -338,11 +338,6 @@ def distribute(cursor: Cursor) -> None:
     """
     cursor.execute("SET LOCAL search_path = pg_catalog, pg_temp")
     cursor.execute("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('simhash-store migrations'))")
-    if _keeps_clusters(cursor):
-        raise NotDistributableError(
-            "this store keeps persistent clusters (store_info.cluster_max_distance is set), which "
-            "init --distributed cannot spread over a cluster yet; distribute a store without them"
-        )
     if _keeps_segments(cursor):
         raise NotDistributableError(
             "this store keeps segments for containment search (init --segments), which a distributed "
@@ -367,19 +362,6 @@ def _reference_tables(cursor: Cursor) -> None:
         if exists and _partition_method(cursor, table) is None:
             cursor.execute("SELECT pg_catalog.create_reference_table(%s)", (f"simhash.{table}",))
             _drop_local_copy(cursor, table)
-
-
-def _keeps_clusters(cursor: Cursor) -> bool:
-    """Whether the store assigns persistent clusters on write (revision 0005, once recluster has run)."""
-    has_column = cursor.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass('simhash.store_info') "
-        "AND attname = 'cluster_max_distance' AND NOT attisdropped)"
-    ).fetchone()[0]
-    if not has_column:
-        return False
-    return cursor.execute(
-        "SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE cluster_max_distance IS NOT NULL)"
-    ).fetchone()[0]
 
 
 def _keeps_segments(cursor: Cursor) -> bool:
