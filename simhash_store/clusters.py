@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
+from . import distributed
 from .bits import from_signed
 from .keep import KeepPolicy, Representative, leaders_keeping
 from .pairs import near_pairs
@@ -49,13 +50,21 @@ CLUSTER_LOCK = 2
 IN_MEMORY_REPRESENTATIVES = 100_000
 
 # Every representative within k of each fingerprint (the caller keeps the nearest that is still one).
+# The radius searches first, on their own (MATERIALIZED): on Citus, near reads the shards itself and
+# cannot run inside a statement over them. ``method``: near's own choice on one server; on Citus,
+# index probes, since near's choice there measures the shards, which Citus refuses in a transaction
+# that has written to several shards, as a write has by now. The answers are the same either way.
 _NEAR_REPRESENTATIVES = """
-    SELECT q.ordinality, h.cluster, m.distance, d.id, coalesce(d.arrival, d.id), d.fingerprint, d.length, d.keep_value,
+    WITH found AS MATERIALIZED (
+        SELECT q.ordinality, m.id, m.distance
+        FROM pg_catalog.unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
+        CROSS JOIN LATERAL simhash.near(q.fingerprint, %(k)s::integer, %(method)s::pg_catalog.text) m
+    )
+    SELECT f.ordinality, h.cluster, f.distance, d.id, coalesce(d.arrival, d.id), d.fingerprint, d.length, d.keep_value,
            d.key
-    FROM pg_catalog.unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
-    CROSS JOIN LATERAL simhash.near(q.fingerprint, %(k)s::integer) m
-    JOIN simhash.cluster_heads h ON h.representative_id = m.id
-    JOIN simhash.documents d ON d.id = m.id
+    FROM found f
+    JOIN simhash.cluster_heads h ON h.representative_id = f.id
+    JOIN simhash.documents d ON d.id = f.id
 """
 
 _NEW_HEADS = """
@@ -284,7 +293,9 @@ def _stored_candidates(
     ).fetchall()
     if len(rows) > IN_MEMORY_REPRESENTATIVES:
         for ordinality, cluster, distance, id_, arrival, _, length, value, key in cursor.execute(
-            _NEAR_REPRESENTATIVES, {"fingerprints": signed, "k": k}, prepare=True
+            _NEAR_REPRESENTATIVES,
+            {"fingerprints": signed, "k": k, "method": "probe" if distributed.is_distributed(cursor) else "auto"},
+            prepare=True,
         ):
             found[ordinality - 1].append(_StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, value)))
         return found
