@@ -116,23 +116,8 @@ def test_an_existing_store_is_distributed_in_place(citus_url):
     assert shell == (0, 0)  # the original rows are not left behind on the coordinator
 
 
-def test_a_store_that_keeps_clusters_is_refused_in_one_line(citus_url):
-    with Store(citus_url) as store:
-        store.init()
-        store.add(random_documents(20, 14))
-        store.recluster(3)
-    result = cli(citus_url, "init", "--distributed")
-    assert result.exit_code == 1
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and "persistent clusters" in lines[0], result.output
-    with psycopg.connect(citus_url) as connection:
-        assert connection.execute("SELECT count(*) FROM pg_dist_partition").fetchone()[0] == 0  # nothing changed
-    with Store(citus_url) as store:
-        assert store.count() == 20 and store.cluster_state() == (3, False)
-
-
 def test_clusters_on_a_distributed_store(distributed_store, citus_url):
-    """Revision 0005's SQL works on the coordinator; keeping clusters is refused in one line; dups --clusters computes them."""
+    """Revision 0005's SQL works on the coordinator; recluster keeps clusters; dups --clusters computes the same."""
     documents = random_documents(40, 15)
     documents.append(NewDocument("twin", documents[0].fingerprint ^ 1))
     distributed_store.add(documents)
@@ -141,10 +126,13 @@ def test_clusters_on_a_distributed_store(distributed_store, citus_url):
         assert connection.execute("SELECT count(*) FROM simhash.clusters").fetchone()[0] == 0
     assert distributed_store.cluster_state() == (None, True)
     result = cli(citus_url, "recluster", "-k", "3")
-    assert result.exit_code == 1
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and "does not keep persistent clusters" in lines[0], result.output
-    assert distributed_store.cluster_state() == (None, True)  # nothing recorded
+    assert result.exit_code == 0, result.output
+    assert distributed_store.cluster_state() == (3, False)
+    twin = distributed_store.memberships(["twin"])["twin"]
+    assert (twin.representative, twin.distance) == ("doc/0", 1)
+    with psycopg.connect(citus_url) as connection:
+        assert connection.execute("SELECT simhash.cluster_of('twin') = simhash.cluster_of('doc/0')").fetchone()[0]
+        assert connection.execute("SELECT size FROM simhash.clusters WHERE representative_key = 'doc/0'").fetchone()[0] == 2
     result = cli(citus_url, "dups", "-k", "1", "--clusters", "--json")
     assert result.exit_code == 0, result.output
     assert sorted(json.loads(result.stdout.splitlines()[0])["keys"]) == ["doc/0", "twin"]
