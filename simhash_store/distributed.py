@@ -12,8 +12,9 @@ single-node one, and this step changes only how it is laid out.
   column of an index for lookups by id.
 - ``block_masks``, ``store_info`` and ``cluster_heads`` (revision 0005) become reference
   tables (a copy on every node), also when a later revision creates one on a distributed store.
-- A store that keeps persistent clusters (revision 0005) is refused: Citus cannot run their
-  membership reads (``documents`` joined to itself by ``id`` and ``cluster``).
+- A store that keeps persistent clusters (revision 0005) is distributed as it is: the library
+  reads membership in steps that Citus can run (see :mod:`simhash_store.clusters`), and the
+  cluster lock, like the one of ``--skip-near-duplicates`` below, is the coordinator's.
 - Every function of the ``simhash`` schema is adapted, whatever revision made it: the coordinator
   plans each of its statements afresh (Citus cannot build a multi-shard plan for a generic plan
   with parameters, so ``force_generic_plan`` fails there); the scan/probe switch reads the size
