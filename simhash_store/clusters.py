@@ -448,14 +448,17 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
 _MEMBERSHIP = """
     WITH chosen AS MATERIALIZED (
         SELECT d.id, d.key, d.fingerprint, d.cluster FROM simhash.documents d WHERE {chosen}
+    ), wanted AS MATERIALIZED (
+        SELECT DISTINCT cluster FROM chosen WHERE cluster IS NOT NULL
     ), represented AS MATERIALIZED (
         SELECT r.cluster, r.key, r.fingerprint
-        FROM simhash.cluster_heads h JOIN simhash.documents r ON r.id = h.representative_id AND r.cluster = h.cluster
-        WHERE h.cluster IN (SELECT cluster FROM chosen)
+        FROM wanted w
+        JOIN simhash.cluster_heads h ON h.cluster = w.cluster
+        JOIN simhash.documents r ON r.id = h.representative_id AND r.cluster = h.cluster
     ), oldest AS MATERIALIZED (
         SELECT o.cluster, pg_catalog.min(o.id) AS id
         FROM simhash.documents o
-        WHERE o.cluster IN (SELECT cluster FROM chosen) AND o.cluster NOT IN (SELECT cluster FROM represented)
+        WHERE o.cluster IN (SELECT cluster FROM wanted) AND o.cluster NOT IN (SELECT cluster FROM represented)
         GROUP BY o.cluster
     ), firsts AS MATERIALIZED (
         SELECT f.cluster, f.key, f.fingerprint FROM simhash.documents f WHERE f.id IN (SELECT id FROM oldest)
