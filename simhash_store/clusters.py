@@ -49,22 +49,21 @@ CLUSTER_LOCK = 2
 # search per document in SQL.
 IN_MEMORY_REPRESENTATIVES = 100_000
 
-# Every representative within k of each fingerprint (the caller keeps the nearest that is still one).
-# The radius searches first, on their own (MATERIALIZED): on Citus, near reads the shards itself and
-# cannot run inside a statement over them. ``method``: near's own choice on one server; on Citus,
-# index probes, since near's choice there measures the shards, which Citus refuses in a transaction
-# that has written to several shards, as a write has by now. The answers are the same either way.
-_NEAR_REPRESENTATIVES = """
-    WITH found AS MATERIALIZED (
-        SELECT q.ordinality, m.id, m.distance
-        FROM pg_catalog.unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
-        CROSS JOIN LATERAL simhash.near(q.fingerprint, %(k)s::integer, %(method)s::pg_catalog.text) m
-    )
-    SELECT f.ordinality, h.cluster, f.distance, d.id, coalesce(d.arrival, d.id), d.fingerprint, d.length, d.keep_value,
-           d.key
-    FROM found f
-    JOIN simhash.cluster_heads h ON h.representative_id = f.id
-    JOIN simhash.documents d ON d.id = f.id
+# Every stored document within k of each fingerprint, then those among them that represent a cluster
+# (the caller keeps the nearest that is still one): two statements, since on Citus near reads the
+# shards itself and cannot run inside a statement over them. ``method``: near's own choice on one
+# server; on Citus, index probes, since near's choice there measures the shards, which Citus refuses
+# in a transaction that has written to several shards, as a write has by now. The answers are the
+# same either way: only the cost differs.
+_NEAR_DOCUMENTS = """
+    SELECT q.ordinality, m.id, m.distance
+    FROM pg_catalog.unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
+    CROSS JOIN LATERAL simhash.near(q.fingerprint, %(k)s::integer, %(method)s::pg_catalog.text) m
+"""
+_REPRESENTATIVES_AMONG = """
+    SELECT d.id, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value, d.key
+    FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id
+    WHERE h.representative_id = ANY(%(ids)s::bigint[])
 """
 
 _NEW_HEADS = """
@@ -292,12 +291,13 @@ def _stored_candidates(
         (IN_MEMORY_REPRESENTATIVES + 1,),
     ).fetchall()
     if len(rows) > IN_MEMORY_REPRESENTATIVES:
-        for ordinality, cluster, distance, id_, arrival, _, length, value, key in cursor.execute(
-            _NEAR_REPRESENTATIVES,
-            {"fingerprints": signed, "k": k, "method": "probe" if distributed.is_distributed(cursor) else "auto"},
-            prepare=True,
-        ):
-            found[ordinality - 1].append(_StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, value)))
+        method = "probe" if distributed.is_distributed(cursor) else "auto"
+        near = cursor.execute(_NEAR_DOCUMENTS, {"fingerprints": signed, "k": k, "method": method}, prepare=True).fetchall()
+        heads = {row[0]: row[1:] for row in cursor.execute(_REPRESENTATIVES_AMONG, {"ids": sorted({row[1] for row in near})})}
+        for ordinality, id_, distance in near:
+            if id_ in heads:
+                cluster, arrival, length, value, key = heads[id_]
+                found[ordinality - 1].append(_StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, value)))
         return found
     if not rows or not len(values):
         return found

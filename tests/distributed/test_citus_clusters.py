@@ -91,13 +91,13 @@ def test_a_clustered_store_on_citus_answers_as_on_one_server(citus_url, single_n
     for url in (single_node_url, citus_url):
         cli(url, *(["init", "--distributed"] if url == citus_url else ["init"]))
         cli(url, "add", "--jsonl", files["first"], "-j", "1", "-q")
-        cli(url, "recluster", "-k", str(K), "-q")
+        cli(url, "recluster", "-k", str(K), "--keep", "longest", "-q")  # the longest copy represents its cluster
         cli(url, "add", "--jsonl", files["second"], "-j", "1", "-q")
         with monkeypatch.context() as patch:  # beyond this many clusters, a write searches them in SQL
             patch.setattr(clusters, "IN_MEMORY_REPRESENTATIVES", 0)
             cli(url, "add", "--jsonl", files["third"], "-j", "1", "-q")
         output = tmp_path / f"dedup-{'citus' if url == citus_url else 'single'}.jsonl"
-        cli(url, "dedup", files["dedup"], "-o", str(output), "--annotate", "--keep", "longest", "-j", "1")
+        cli(url, "dedup", files["dedup"], "-o", str(output), "--annotate", "-j", "1")
         cli(url, "add", "--jsonl", files["rewrite"], "-j", "1", "-q")
         cli(url, "remove", "law/05")
         seen[url] = snapshot(url, output)
