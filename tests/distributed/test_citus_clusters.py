@@ -8,9 +8,10 @@ import random
 from pathlib import Path
 
 import psycopg
+from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
-from simhash_store import clusters
+from simhash_store import clusters, distributed, migrate
 from simhash_store.cli import app
 from simhash_store.store import Store
 
@@ -134,3 +135,21 @@ def test_a_clustered_store_is_distributed_in_place(citus_url, tmp_path):
         layout = dict(connection.execute("SELECT logicalrelid::text, partmethod FROM pg_dist_partition").fetchall())
     assert layout["simhash.documents"] == "h" and layout["simhash.cluster_heads"] == "n"
 
+
+
+def test_a_store_distributed_at_an_earlier_revision_keeps_clusters_once_upgraded(citus_url, tmp_path):
+    """A store distributed by an earlier release (revision 0005, when clusters were refused there):
+    the next write upgrades it in place, and from then on it keeps clusters."""
+    engine = create_engine(citus_url.replace("postgresql:", "postgresql+psycopg:"))
+    migrate.upgrade(engine, "0005")
+    distributed.distribute_store(engine)
+    records = [(f"wiki/{r['id']}", r["text"]) for r in paragraph_records()[:10]]
+    cli(citus_url, "add", "--jsonl", write_jsonl(tmp_path / "first.jsonl", records), "-j", "1", "-q")
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    cli(citus_url, "recluster", "-k", str(K), "-q")
+    copy = ("copy/wiki/DEV_2", near_copy(records[2][1], random.Random(3)))
+    cli(citus_url, "add", "--jsonl", write_jsonl(tmp_path / "more.jsonl", [copy]), "-j", "1", "-q")
+    with Store(citus_url) as store:
+        assert store.memberships(["copy/wiki/DEV_2"])["copy/wiki/DEV_2"].representative == "wiki/DEV_2"
+        assert store.cluster_state() == (K, False)
+    engine.dispose()
