@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from pathlib import Path
 
 import psycopg
@@ -13,7 +14,7 @@ from typer.testing import CliRunner
 
 from simhash_store import clusters, distributed, migrate
 from simhash_store.cli import app
-from simhash_store.store import Store
+from simhash_store.store import NewDocument, Store
 
 from sample_text import laws, paragraph_records, revision_pairs  # tests/sample_text.py: the text shipped in tests/data
 
@@ -153,3 +154,36 @@ def test_a_store_distributed_at_an_earlier_revision_keeps_clusters_once_upgraded
         assert store.memberships(["copy/wiki/DEV_2"])["copy/wiki/DEV_2"].representative == "wiki/DEV_2"
         assert store.cluster_state() == (K, False)
     engine.dispose()
+
+
+def test_concurrent_writers_through_the_coordinator_put_near_duplicates_in_one_cluster(citus_url):
+    """The cluster lock is the coordinator's advisory lock: two writers storing near-duplicates at
+    the same moment take turns, and each pair ends in one cluster."""
+    rounds = 8
+    rng = random.Random(4)
+    bases = [rng.getrandbits(64) for _ in range(rounds)]
+    with Store(citus_url) as store:
+        store.init(distributed=True)
+        store.recluster(K)
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def writer(side: int) -> None:
+        try:
+            with Store(citus_url) as store:
+                for n, base in enumerate(bases):
+                    barrier.wait()
+                    store.add([NewDocument(f"{n}/{side}", base ^ (0b11 << (10 * side)))])
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=writer, args=(side,)) for side in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    with psycopg.connect(citus_url) as connection:
+        found = dict(connection.execute("SELECT key, cluster FROM simhash.documents").fetchall())
+    assert all(found[f"{n}/0"] == found[f"{n}/1"] is not None for n in range(rounds)), found
