@@ -4,7 +4,9 @@ Backends: the server at ``SIMHASH_STORE_TEST_URL`` when it is set (CI: the machi
 PostgreSQL 15), and always a private embedded server (PostgreSQL 18) in a temporary
 directory. Tests that take the ``database_url`` or ``store`` fixture run once per
 backend, each in a fresh database of its own that is dropped afterwards, so runs
-never collide.
+never collide. The quick lane (``-m 'not slow'``) runs them on the embedded server only,
+except those marked ``every_backend`` or migrating an empty database; the slow lane runs
+the rest on the external server (see ``_second_backend_only``).
 
 Real Chinese text: a small sample ships in ``tests/data/`` (see its README for sources and
 licences) and every test that needs real text reads it through the ``sample_*`` fixtures.
@@ -61,8 +63,15 @@ ALLOWED_SKIP_REASONS = {
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "corpus: needs the whole benchmark corpus at ../shared/corpus (skips without it)")
+    config.addinivalue_line(
+        "markers",
+        "every_backend: runs on both backends in the quick lane too (tests whose result may depend on the "
+        "server's version: migrations, SQL functions); other database tests run on the external backend "
+        "in the slow lane only",
+    )
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects: the marks added here count
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
@@ -71,6 +80,21 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.db)
         if "corpus" in fixtures:
             item.add_marker(pytest.mark.corpus)
+        if _second_backend_only(item):
+            item.add_marker(pytest.mark.slow)
+
+
+def _second_backend_only(item) -> bool:
+    """A database test on the external backend that the quick lane already runs on the embedded one.
+
+    Both backends run every database test in the slow lane (``pytest -m slow``), and the tests that
+    may differ by server version in the quick lane as well: those marked ``every_backend`` and those
+    that migrate an empty database (``empty_database_url``), which is the DDL of every revision.
+    """
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.params.get("pg_server") != "external":
+        return False
+    return item.get_closest_marker("every_backend") is None and "empty_database_url" not in item.fixturenames
 
 
 def _skip_reason(report) -> str:

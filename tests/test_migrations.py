@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import psycopg
+import pytest
 from sqlalchemy import create_engine, text
 
 from simhash_store import migrate, to_signed
@@ -13,6 +14,8 @@ from simhash_store.scheme import DEFAULT
 from simhash_store.store import Store
 
 import sql_snapshot  # tests/sql_snapshot.py
+
+pytestmark = pytest.mark.every_backend  # the DDL and SQL functions of every revision, on each server version
 
 VERSIONS = Path(__file__).resolve().parent.parent / "migrations" / "versions"
 # Revision 0001 shipped: its file (and so the DDL it runs) must never change.

@@ -17,6 +17,7 @@ EDGES = (0, 1, 2**63 - 1, 2**63, 2**64 - 1)
 # Hypothesis runs many examples against one database: the fixture's database is the same for all.
 ONE_DATABASE = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 VALID = re.compile(r"(0[xX])?[0-9a-fA-F]{1,16}")
+pytestmark = pytest.mark.every_backend  # SQL functions: each server version
 
 
 def _plain(url) -> str:
