@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -20,6 +21,10 @@ import pytest
 
 from simhash_store import DEFAULT, SchemeError, cache, fingerprint, tokens
 from simhash_store.tokenizers import TOKENIZERS, Tokenizer, register_tokenizer
+
+# One test process for the module (--dist loadgroup): the reference and the filled cache, each a
+# process building jieba's tables, are then made once rather than once per process.
+pytestmark = pytest.mark.xdist_group("dictionary-cache")
 
 CRIMINAL_LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
 RAILWAY = "大莱龙铁路位于山东省北部环渤海地区，西起位于益羊铁路的潍坊大家洼车站，向东经海化、寿光、寒亭、昌邑、平度、莱州、招远、终到龙口。"
@@ -69,6 +74,21 @@ def reference(tmp_path_factory) -> list[int]:
     return values["fingerprints"]
 
 
+@pytest.fixture(scope="module")
+def _filled(tmp_path_factory, reference) -> Path:
+    """A cache directory as a first run leaves it (that run is checked in the test below); copied per test."""
+    tmp_path = tmp_path_factory.mktemp("filled")
+    first = run(tmp_path / "cache", tmp_path)
+    assert first == {"fingerprints": reference, "written": ["jieba-idf", "jieba-prefix-dictionary", "vocabulary"]}
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def filled_cache(tmp_path, _filled) -> Path:
+    """A private copy of a cache directory filled by a first run: its files, modes and all."""
+    return Path(shutil.copytree(_filled, tmp_path / "cache"))
+
+
 def test_first_run_fills_the_cache_and_the_next_reads_it_with_the_same_fingerprints(tmp_path, reference):
     first = run(tmp_path / "cache", tmp_path)
     assert first["fingerprints"] == reference
@@ -80,9 +100,8 @@ def test_first_run_fills_the_cache_and_the_next_reads_it_with_the_same_fingerpri
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-def test_damaged_cache_files_are_rebuilt_not_believed(tmp_path, reference):
-    directory = tmp_path / "cache"
-    run(directory, tmp_path)
+def test_damaged_cache_files_are_rebuilt_not_believed(tmp_path, reference, filled_cache):
+    directory = filled_cache
     entries = sorted(directory.iterdir())
     assert len(entries) == 3
     idf, prefix, vocabulary = entries
@@ -136,10 +155,9 @@ def _last_array_reinterpreted(arrays: dict) -> dict:
     "damage",
     [_a_word_short, _second_array_missing, _last_array_one_value_short, _second_array_narrowed, _last_array_reinterpreted],
 )
-def test_well_formed_entries_holding_the_wrong_table_are_rebuilt(tmp_path, monkeypatch, reference, damage):
+def test_well_formed_entries_holding_the_wrong_table_are_rebuilt(tmp_path, monkeypatch, reference, damage, filled_cache):
     """Entries that pass every file check (header, key, checksum) but hold another table's shape."""
-    directory = tmp_path / "cache"
-    run(directory, tmp_path)
+    directory = filled_cache
     entries = _entries(directory)
     assert sorted(entries) == ["jieba-idf", "jieba-prefix-dictionary", "vocabulary"]
     assert list(entries["vocabulary"][1]) == ["words", "idf", "hashes"]
