@@ -61,6 +61,10 @@ ALLOWED_SKIP_REASONS = {
 }
 
 
+# Modules whose tests start servers and processes (minutes in all): run first, see below.
+LONG_MODULES = {"test_serve.py", "test_security.py", "test_dictionary_cache.py", "test_citus_store.py", "test_overlap.py"}
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "corpus: needs the whole benchmark corpus at ../shared/corpus (skips without it)")
     config.addinivalue_line(
@@ -69,6 +73,22 @@ def pytest_configure(config):
         "server's version: migrations, SQL functions); other database tests run on the external backend "
         "in the slow lane only",
     )
+    config.pluginmanager.register(_LongModulesFirst(), "simhash-store-long-modules-first")
+
+
+class _LongModulesFirst:
+    """Start the longest modules first, so that pytest-xdist's processes do not end the run waiting on
+    one of them started last. After pytest has grouped the tests by backend (its reorder_items), and
+    the external backend's stay first: a process that went back to it would stop its embedded server."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        def key(item) -> tuple[bool, bool]:
+            callspec = getattr(item, "callspec", None)
+            external = callspec is not None and callspec.params.get("pg_server") == "external"
+            return not external, Path(str(item.fspath)).name not in LONG_MODULES
+
+        items.sort(key=key)  # stable: each module keeps its order
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects: the marks added here count
