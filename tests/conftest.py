@@ -205,6 +205,18 @@ def _embedded_server(directory: Path):
     return server_for(directory / "pgdata", cleanup_mode="delete")
 
 
+def _durability_off(admin_url: URL) -> None:
+    """No fsync on the tests' own server, as on the Citus test cluster: what it saves is each database's
+    files at CREATE DATABASE and every commit. Only a crash of the machine could lose data (the test run's);
+    a server stopped with ``-m immediate`` still finds its WAL."""
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT", pool_size=1)
+    with engine.connect() as connection:
+        for name in ("fsync", "full_page_writes"):
+            connection.execute(text(f"ALTER SYSTEM SET {name} = off"))
+        connection.execute(text("SELECT pg_reload_conf()"))
+    engine.dispose()
+
+
 @pytest.fixture(scope="session", params=_backends())
 def pg_server(request, tmp_path_factory):
     """A server to create databases on: external (when configured) or embedded."""
@@ -217,6 +229,7 @@ def pg_server(request, tmp_path_factory):
         from simhash_store.embedded import socket_address
 
         admin = socket_address(server, "postgres").sqlalchemy()
+        _durability_off(admin)
     server = Server(admin)
     yield server
     server.close()
