@@ -107,9 +107,10 @@ def pytest_collection_modifyitems(config, items):
 def _second_backend_only(item) -> bool:
     """A database test on the external backend that the quick lane already runs on the embedded one.
 
-    Both backends run every database test in the slow lane (``pytest -m slow``), and the tests that
-    may differ by server version in the quick lane as well: those marked ``every_backend`` and those
-    that migrate an empty database (``empty_database_url``), which is the DDL of every revision.
+    Marked ``slow``: the slow lane (``pytest -m slow``) runs it, so that the two lanes together still
+    run every database test on both backends. Tests whose result may differ by server version run on
+    both in the quick lane: those marked ``every_backend`` and those that migrate an empty database
+    (``empty_database_url``), which is the DDL of every revision.
     """
     callspec = getattr(item, "callspec", None)
     if callspec is None or callspec.params.get("pg_server") != "external":
