@@ -228,25 +228,24 @@ def dedup_command(
     # --format names the output's format too, where it is one (as it always has), unless --output-format does.
     written = output_format_of(output, output_format if output_format is not None or given not in formats.OUTPUTS else given)
     input_formats = [resolved(path, given, None).name for path in inputs]
-    interrupt_on_sigterm()  # so that SIGTERM, like Ctrl-C, removes the run's temporary and lock files
-    try:
-        writer = dedup_output(inputs, input_formats, output, written, annotate=annotate)
-    except SimhashStoreError as exc:
-        fail(str(exc))
-    # Workers load their dictionaries while the store opens, as for add, unless the input is small.
     size = sum(Path(path).stat().st_size for path in inputs if path != "-" and Path(path).is_file())
     many = "-" in inputs or any(Path(path).is_dir() for path in inputs)
-    fingerprinter: Any  # an ingest.Fingerprinter, or its stand-in on a Ray cluster
-    if ray_address is not None:
-        from ..ray_data import RayFingerprinter
-        from ..scheme import DEFAULT
-
+    interrupt_on_sigterm()  # so that SIGTERM, like Ctrl-C, removes the run's temporary and lock files
+    writer = None
+    try:  # from the moment the output is claimed: a signal at any point removes its files
         try:
-            fingerprinter = RayFingerprinter(DEFAULT, ray_address)
+            writer = dedup_output(inputs, input_formats, output, written, annotate=annotate)
         except SimhashStoreError as exc:
-            writer.abandon()
             fail(str(exc))
-    try:
+        fingerprinter: Any  # an ingest.Fingerprinter, or its stand-in on a Ray cluster
+        if ray_address is not None:
+            from ..ray_data import RayFingerprinter
+            from ..scheme import DEFAULT
+
+            try:
+                fingerprinter = RayFingerprinter(DEFAULT, ray_address)
+            except SimhashStoreError as exc:
+                fail(str(exc))
         if ray_address is None:
             # Workers start with the first batch that needs them (a rerun finds every record stored, and
             # needs none): loading their dictionaries for nothing cost a rerun more than anything else.
@@ -270,14 +269,17 @@ def dedup_command(
                     err.print(f"stored before with the same text, not fingerprinted again: {counts.unchanged}", markup=False)
                 print_replaced(counts.replaced, err)
     except KeyboardInterrupt as exc:
-        writer.abandon()
+        if writer is not None:
+            writer.abandon()
         warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
         raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
     except OSError as exc:  # an input that cannot be read, an output that cannot be written
-        writer.abandon()
+        if writer is not None:
+            writer.abandon()
         fail(f"{exc.filename or output}: {exc.strerror or exc}")
     except BaseException:
-        writer.abandon()
+        if writer is not None:
+            writer.abandon()
         raise
     if counts.bad:
         raise typer.Exit(1)
