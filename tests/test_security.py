@@ -315,11 +315,6 @@ def test_password_never_appears_in_output_or_errors(database_url, form):
     assert "Traceback" not in result.output
 
 
-@pytest.mark.xfail(
-    reason="add --jsonl - no longer starts its workers while standard input is still open (since the input "
-    "layer moved to formats/), so the workers' command lines cannot be looked at here; open, see docs/limitations.md",
-    strict=False,
-)
 def test_password_is_not_in_the_process_list(database_url, tmp_path):
     secret = "hunter2secret"
     with_password = _PASSWORD_FORMS["unescaped @ and :"](database_url, secret)
