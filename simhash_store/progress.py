@@ -22,10 +22,15 @@ OnProgress = Callable[[int, "int | None"], None]
 
 
 class _CountingRaw(io.RawIOBase):
-    """The bytes of ``stream``, telling ``on_progress`` the running count after every read."""
+    """The bytes of ``stream``, telling ``on_progress`` the running count after every read.
+
+    A read returns what the stream has (``read1``), as a raw read of a pipe does: waiting for a
+    whole buffer would hold records from a pipe back until the writer sends 64 KiB or closes it.
+    """
 
     def __init__(self, stream: IO[bytes], on_progress: OnProgress, total: int | None, start: int) -> None:
         self._stream = stream
+        self._read = getattr(stream, "read1", stream.read)
         self._on_progress = on_progress
         self._total = total
         self.done = start
@@ -34,7 +39,7 @@ class _CountingRaw(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        data = self._stream.read(len(buffer))
+        data = self._read(len(buffer))
         size = len(data)
         buffer[:size] = data
         if size:

@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL
 
@@ -36,6 +37,12 @@ from simhash_store.store import Store
 
 import sample_text  # tests/sample_text.py: the text shipped in tests/data
 from roles import temporary_role
+
+# No timed assertions in the tests (speed is for benchmarks/): Hypothesis's default deadline of
+# 200 ms an example fails a test whose first example waited on a loaded machine ("Unreliable test
+# timings"), whatever the code does. Tests that set their own settings keep them otherwise.
+settings.register_profile("simhash-store", deadline=None)
+settings.load_profile("simhash-store")
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"

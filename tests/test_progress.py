@@ -14,6 +14,7 @@ import pty
 import select
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,24 @@ def test_the_counting_reader_reports_every_byte_read_up_to_the_size(tmp_path):
     assert size == source.stat().st_size
     _assert_grows_to_the_end(calls)
     assert progress.size_of(io.BytesIO(b"x")) is None  # no file behind it: the total is unknown
+
+
+def test_the_counting_reader_hands_on_a_record_from_a_pipe_that_is_still_open():
+    # A crawler writing records into `add --jsonl -` keeps the pipe open: its first record must be
+    # read as soon as it arrives (add checks it, then starts its workers), not once 64 KiB came.
+    read_end, write_end = os.pipe()
+    got: list[tuple[int, bytes | None]] = []
+    with open(read_end, "rb") as pipe, open(write_end, "wb", buffering=0) as writer:
+        stream = progress.counting_reader(pipe, lambda done, total: None)
+        reader = threading.Thread(target=lambda: got.append(next(formats.lines(stream))), daemon=True)
+        reader.start()
+        writer.write(b'{"key": "a"}\n')
+        reader.join(60)  # a deadlock guard, not a measurement: the record is there long before
+        finished = not reader.is_alive()
+        writer.close()  # lets a reader still waiting for more bytes end
+        reader.join()
+    assert finished, "the first record waited for more bytes from the pipe"
+    assert got == [(1, b'{"key": "a"}')]
 
 
 def test_the_input_layer_reports_the_bytes_of_a_file_read(tmp_path):

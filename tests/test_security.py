@@ -315,23 +315,20 @@ def test_password_never_appears_in_output_or_errors(database_url, form):
     assert "Traceback" not in result.output
 
 
-@pytest.mark.xfail(
-    reason="add --jsonl - no longer starts its workers while standard input is still open (since the input "
-    "layer moved to formats/), so the workers' command lines cannot be looked at here; open, see docs/limitations.md",
-    strict=False,
-)
 def test_password_is_not_in_the_process_list(database_url, tmp_path):
     secret = "hunter2secret"
     with_password = _PASSWORD_FORMS["unescaped @ and :"](database_url, secret)
     with_query = _PASSWORD_FORMS["?password="](database_url, secret + "q")
     process = subprocess.Popen(
         [sys.executable, "-c", "from simhash_store.cli import main; main()", "--db", with_password, "add", "--jsonl", "-",
-         "-q", "-j", "2", "--prefix", with_query],
+         "-q", "-j", "2", "--batch-size", "16", "--prefix", with_query],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
-        # The add reads the first record (to check its fields) before it starts the workers.
-        process.stdin.write('{"key": "a", "text": "北京的新闻"}\n'.encode())
+        # Records are read as they come, and the workers start with the first batch that needs
+        # them: one full batch of new records, and one more, with standard input still open.
+        for number in range(17):
+            process.stdin.write(json.dumps({"key": f"a{number}", "text": f"北京的新闻，第{number}条"}, ensure_ascii=False).encode() + b"\n")
         process.stdin.flush()
         parent = psutil.Process(process.pid)
         for _ in range(600):  # the workers are forked once the command runs (at most 60 s)

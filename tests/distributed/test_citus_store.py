@@ -491,7 +491,7 @@ def test_distributed_equals_single_node_and_brute_force_for_every_k(both_stores,
     cluster, single = both_stores
     for store in (cluster, single):
         with store.engine.begin() as connection:
-            connection.exec_driver_sql("TRUNCATE simhash.documents")
+            connection.exec_driver_sql("TRUNCATE simhash.documents CASCADE")  # and the segments that reference it
         store.add(documents)
     for k in DISTANCES:
         expected = [brute_force(documents, q, k) for q in queries]
