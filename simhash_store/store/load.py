@@ -59,9 +59,12 @@ def _drop_indexes_and_constraints(cursor: psycopg.Cursor) -> list[tuple[str | No
     """Empty the table (TRUNCATE, so COPY may FREEZE) and drop its key, id and block indexes; returns how
     to build each again: (constraint name or None, definition)."""
     cursor.execute("TRUNCATE simhash.documents")
+    # pg_get_constraintdef leaves out the index's storage parameters (pk_documents's fillfactor).
     cursor.execute(
-        "SELECT conname, pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint "
-        "WHERE conrelid = 'simhash.documents'::regclass AND contype IN ('p', 'u') ORDER BY conname"
+        "SELECT k.conname, pg_catalog.pg_get_constraintdef(k.oid) || coalesce(' WITH (' || "
+        "pg_catalog.array_to_string(i.reloptions, ', ') || ')', '') "
+        "FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class i ON i.oid = k.conindid "
+        "WHERE k.conrelid = 'simhash.documents'::regclass AND k.contype IN ('p', 'u') ORDER BY k.conname"
     )
     constraints = cursor.fetchall()
     cursor.execute(
