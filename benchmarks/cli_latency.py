@@ -122,8 +122,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", type=Path, default=REPO / "examples" / "query" / "library-repost.txt")
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--admin-url", default="postgresql://root@127.0.0.1:5432/postgres",
-                        help="a running PostgreSQL to create the test database on ('' to skip)")
+    parser.add_argument(
+        "--admin-url",
+        default="postgresql://root@127.0.0.1:5432/postgres",
+        help="a running PostgreSQL to create the test database on ('' to skip)",
+    )
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded-server rows")
     options = parser.parse_args()
 
@@ -132,12 +135,17 @@ def main() -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("SIMHASH_STORE_")}
     scratch = Path(tempfile.mkdtemp(prefix="simhash-cli-latency-"))
     print(f"file: {options.file} ({options.file.stat().st_size:,} bytes); {options.runs} runs each, taking turns")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average "
-          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the start; Python {platform.python_version()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, load average "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the start; Python {platform.python_version()}"
+    )
     print()
 
-    baseline = Command("baseline: python -c 'import jieba; jieba.lcut(open(f).read())'",
-                       [sys.executable, "-c", BASELINE_CODE, document], env)
+    baseline = Command(
+        "baseline: python -c 'import jieba; jieba.lcut(open(f).read())'",
+        [sys.executable, "-c", BASELINE_CODE, document],
+        env,
+    )
     fingerprint = Command("simhash-store fingerprint f", [*tool, "fingerprint", document], env)
     commands = [baseline, fingerprint]
     targets = {fingerprint.label: "1.15"}
@@ -159,15 +167,24 @@ def main() -> None:
             data = scratch / "embedded"
             embedded_env = {**env, "SIMHASH_STORE_DATA_DIR": str(data)}
             Command("add", [*tool, "add", str(REPO / "examples" / "corpus")], embedded_env).run(record=False)
-            stopped = Command("simhash-store query f (embedded, not running: starts and stops it)",
-                              [*tool, "query", document], embedded_env)
+            stopped = Command(
+                "simhash-store query f (embedded, not running: starts and stops it)",
+                [*tool, "query", document],
+                embedded_env,
+            )
             take_turns([stopped], options.runs)
             # Another process keeps the embedded server up: the queries join it.
             holder = subprocess.Popen(
-                [sys.executable, "-c",
-                 "import sys; from simhash_store.config import embedded_url; embedded_url(); "
-                 "print('up', flush=True); sys.stdin.read()"],
-                env=embedded_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from simhash_store.config import embedded_url; embedded_url(); "
+                    "print('up', flush=True); sys.stdin.read()",
+                ],
+                env=embedded_env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
             )
             if holder.stdout.readline().strip() != "up":
                 raise SystemExit("the embedded server did not start")
@@ -176,11 +193,17 @@ def main() -> None:
             embedded_rows = [running, stopped]
         # The first run after installing builds the dictionary cache.
         cold_env = {**env, "SIMHASH_STORE_CACHE_DIR": str(scratch / "cache")}
-        first = Command("simhash-store fingerprint f, first run (empty dictionary cache)",
-                        [*tool, "fingerprint", document], cold_env)
+        first = Command(
+            "simhash-store fingerprint f, first run (empty dictionary cache)",
+            [*tool, "fingerprint", document],
+            cold_env,
+        )
         first.run()
-        no_cache = Command("simhash-store fingerprint f, cache turned off (SIMHASH_STORE_CACHE_DIR='')",
-                           [*tool, "fingerprint", document], {**env, "SIMHASH_STORE_CACHE_DIR": ""})
+        no_cache = Command(
+            "simhash-store fingerprint f, cache turned off (SIMHASH_STORE_CACHE_DIR='')",
+            [*tool, "fingerprint", document],
+            {**env, "SIMHASH_STORE_CACHE_DIR": ""},
+        )
         no_cache.run()
     finally:
         if holder is not None:
@@ -202,8 +225,10 @@ def main() -> None:
         running, stopped = embedded_rows
         added = stopped.wall - running.wall
         print()
-        print(f"starting (and at exit stopping) the embedded server adds {added:.2f} s to a query "
-              f"(target < 1.5 s: {'met' if added < 1.5 else 'NOT met'})")
+        print(
+            f"starting (and at exit stopping) the embedded server adds {added:.2f} s to a query "
+            f"(target < 1.5 s: {'met' if added < 1.5 else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

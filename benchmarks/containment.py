@@ -57,7 +57,9 @@ def build_cases(count: int, seed: int) -> tuple[dict[str, str], set[tuple[str, s
     """Documents by key, and the (article, page) pairs built with the article inside."""
     rng = random.Random(seed)
     laws = [p.read_text(encoding="utf-8") for p in sorted((CORPUS / "zh-laws").glob("*.txt"))]
-    wiki = [json.loads(line)["text"] for line in (CORPUS / "zh-wiki" / "cmrc2018-contexts.jsonl").open(encoding="utf-8")]
+    wiki = [
+        json.loads(line)["text"] for line in (CORPUS / "zh-wiki" / "cmrc2018-contexts.jsonl").open(encoding="utf-8")
+    ]
     order = list(range(len(laws)))
     rng.shuffle(order)
     # Separate laws for the articles inside pages, the lone articles and the text around: a lone
@@ -181,7 +183,9 @@ def sizes(url: str) -> tuple[int, int, int]:
         ).fetchone()
 
 
-def precision_recall(found: set[tuple[str, str]], truth: set[tuple[str, str]], judge: Truth) -> tuple[float, float, int]:
+def precision_recall(
+    found: set[tuple[str, str]], truth: set[tuple[str, str]], judge: Truth
+) -> tuple[float, float, int]:
     """Precision (a pair found is right if one text is at least 0.8 inside the other), recall of the built pairs."""
     right = sum(judge.contained(a, b) for a, b in found)
     unordered = {(min(a, b), max(a, b)) for a, b in found}
@@ -190,7 +194,9 @@ def precision_recall(found: set[tuple[str, str]], truth: set[tuple[str, str]], j
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--admin-url", default=os.environ.get("SIMHASH_STORE_BENCH_URL", DEFAULT_ADMIN_URL))
     parser.add_argument("--cases", type=int, default=300, help="articles inside pages (and as many negatives)")
     parser.add_argument("--runs", type=int, default=3, help="timed adds with and without segments (median)")
@@ -203,8 +209,10 @@ def main() -> None:
     truth = {pair for pair in truth if judge.contained(*pair, jaccard_below=True)}  # all of them, checked
     characters = sum(map(len, documents.values()))
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"{len(documents)} documents, {characters / len(documents):,.0f} characters on average; "
-          f"{len(truth)} articles inside pages (20-50% of the page), {args.cases} lone articles, {args.cases} other pages\n")
+    print(
+        f"{len(documents)} documents, {characters / len(documents):,.0f} characters on average; "
+        f"{len(truth)} articles inside pages (20-50% of the page), {args.cases} lone articles, {args.cases} other pages\n"
+    )
 
     names = {False: "simhash_containment_off", True: "simhash_containment_on"}
     urls = {on: recreate(args.admin_url, name) for on, name in names.items()}
@@ -218,15 +226,21 @@ def main() -> None:
         off_cpu, on_cpu = (statistics.median(c for _, c in times[x]) for x in (False, True))
         documents_bytes, _, _ = sizes(urls[False])
         documents_bytes_on, segment_bytes, segment_rows = sizes(urls[True])
-        print(f"| add (ingest.add, jobs={args.jobs}, median of {args.runs}) | wall s | ratio | CPU s of the process | ratio |")
+        print(
+            f"| add (ingest.add, jobs={args.jobs}, median of {args.runs}) | wall s | ratio | CPU s of the process | ratio |"
+        )
         print("|---|---:|---:|---:|---:|")
         print(f"| segments off (baseline) | {off:.2f} | 1.00 | {off_cpu:.2f} | 1.00 |")
         print(f"| segments on | {on:.2f} | {on / off:.2f} | {on_cpu:.2f} | {on_cpu / off_cpu:.2f} |\n")
         print("| space (pg_total_relation_size) | bytes | per document | ratio |")
         print("|---|---:|---:|---:|")
-        print(f"| simhash.documents (baseline) | {documents_bytes_on:,} | {documents_bytes_on / len(documents):,.0f} | 1.00 |")
-        print(f"| simhash.segments ({segment_rows:,} segments, {segment_rows / len(documents):.1f} a document) | "
-              f"{segment_bytes:,} | {segment_bytes / len(documents):,.0f} | {segment_bytes / documents_bytes_on:.2f} |\n")
+        print(
+            f"| simhash.documents (baseline) | {documents_bytes_on:,} | {documents_bytes_on / len(documents):,.0f} | 1.00 |"
+        )
+        print(
+            f"| simhash.segments ({segment_rows:,} segments, {segment_rows / len(documents):.1f} a document) | "
+            f"{segment_bytes:,} | {segment_bytes / len(documents):,.0f} | {segment_bytes / documents_bytes_on:.2f} |\n"
+        )
 
         print("| method | pairs reported | precision | recall of the articles inside pages |")
         print("|---|---:|---:|---:|")
@@ -241,8 +255,10 @@ def main() -> None:
                 precision, recall, count = precision_recall(found, truth, judge)
                 print(f"| containment_pairs, min_score {min_score} | {count} | {precision:.3f} | {recall:.3f} |")
             direction = sum(1 for p in store.containment_pairs() if (p.inner, p.outer) in truth)
-            print(f"\ncontainment_pairs (min_score 0.5) names the article as the inner document in {direction} "
-                  f"of {len(truth)} built pairs")
+            print(
+                f"\ncontainment_pairs (min_score 0.5) names the article as the inner document in {direction} "
+                f"of {len(truth)} built pairs"
+            )
             started = time.perf_counter()
             hits = found_inside = 0
             articles = sorted(a for a, _ in truth)
@@ -252,8 +268,10 @@ def main() -> None:
                 hits += any(m.key == page for m in matches)
                 found_inside += any(m.key == page and m.inner == "query" for m in matches)
             elapsed = time.perf_counter() - started
-            print(f"query_containment with each article: its page found for {hits} of {len(articles)}, "
-                  f"with the article as the inner text for {found_inside}; {1000 * elapsed / len(articles):.1f} ms a query")
+            print(
+                f"query_containment with each article: its page found for {hits} of {len(articles)}, "
+                f"with the article as the inner text for {found_inside}; {1000 * elapsed / len(articles):.1f} ms a query"
+            )
     finally:
         for name in names.values():
             drop(args.admin_url, name)

@@ -173,8 +173,11 @@ def natural(values: np.ndarray, docs: list[Doc], truth: Truth, natural_pairs: se
     for k in ks:
         inside = found <= k
         got = {(int(i), int(j)) for i, j in zip(first[inside], second[inside])}
-        recall.append(len(got & natural_pairs) / max(len(natural_pairs), 1) if weight == 1.0 else
-                      float(np.mean([distances(values[i : i + 1], values[j : j + 1])[0] <= k for i, j in natural_pairs])))
+        recall.append(
+            len(got & natural_pairs) / max(len(natural_pairs), 1)
+            if weight == 1.0
+            else float(np.mean([distances(values[i : i + 1], values[j : j + 1])[0] <= k for i, j in natural_pairs]))
+        )
         returned.append(round(np.count_nonzero(inside) * weight))
         precision.append(float(np.mean(jac[inside] >= RELEVANT_AT_LEAST)) if inside.any() else 1.0)
         unrelated = inside & (jac < UNRELATED_BELOW)
@@ -235,7 +238,9 @@ def main() -> None:
 
     sets = {"zh": load_zh(), "en": load_en(args.english)}
     methods = [Method("zh-jieba-v1", SCHEMES["zh-jieba-v1"])]
-    for name in args.schemes or [s for s in SCHEMES if s.startswith("multi-") and (args.explore or not s.startswith("multi-x"))]:
+    for name in args.schemes or [
+        s for s in SCHEMES if s.startswith("multi-") and (args.explore or not s.startswith("multi-x"))
+    ]:
         methods.append(Method(name, SCHEMES[name]))
     if not args.no_pypi:
         methods.append(Method("simhash 2.1.2 (PyPI)", baseline="pypi-simhash"))
@@ -254,7 +259,10 @@ def main() -> None:
         add(name, [d.text for d in docs])
         sample = list(range(0, len(docs), args.every))
         for kind in kinds:
-            add(f"{name}:{kind}", [make_variant(kind, docs[i].key, docs[i].text, docs[(i + 7) % len(docs)].text) for i in sample])
+            add(
+                f"{name}:{kind}",
+                [make_variant(kind, docs[i].key, docs[i].text, docs[(i + 7) % len(docs)].text) for i in sample],
+            )
     add("mixed:a", mixed_a)
     add("mixed:b", mixed_b)
     _progress(f"{len(texts)} texts, {sum(map(len, texts)) / 1e6:.1f} M characters, {len(methods)} methods")
@@ -266,8 +274,10 @@ def main() -> None:
         start, end = spans[label]
         return values[method.label][start:end]
 
-    print(f"Near-duplicates in real crawls: {', '.join(f'{k} {len(v):,} documents' for k, v in sets.items())}; "
-          f"variants of every {args.every}th; numpy {np.__version__}, jieba {version('jieba')}, rjieba {version('rjieba')}\n")
+    print(
+        f"Near-duplicates in real crawls: {', '.join(f'{k} {len(v):,} documents' for k, v in sets.items())}; "
+        f"variants of every {args.every}th; numpy {np.__version__}, jieba {version('jieba')}, rjieba {version('rjieba')}\n"
+    )
     for name, docs in sets.items():
         truth = Truth(docs)
         started = time.perf_counter()
@@ -281,7 +291,9 @@ def main() -> None:
                 all_returned[m.label] = set(zip(first.tolist(), second.tolist()))
         pool = candidates | lsh_08 | set().union(set(), *all_returned.values())
         natural_pairs = {p for p in pool if truth(*p) >= NATURAL_AT_LEAST}
-        _progress(f"{name}: {len(natural_pairs)} natural pairs with Jaccard >= {NATURAL_AT_LEAST} ({minhash_seconds:.0f} s of MinHash)")
+        _progress(
+            f"{name}: {len(natural_pairs)} natural pairs with Jaccard >= {NATURAL_AT_LEAST} ({minhash_seconds:.0f} s of MinHash)"
+        )
         n = len(docs)
         print(f"### {name}: {n:,} documents, {len(natural_pairs)} natural pairs with Jaccard >= {NATURAL_AT_LEAST}\n")
         rows = []
@@ -298,24 +310,64 @@ def main() -> None:
             got = lsh_08
             jac = np.array([truth(*p) for p in got]) if got else np.zeros(0)
             laws = sum(1 for d in docs if d.genre == "laws")
-            false_laws = sum(1 for (i, j) in got if truth(i, j) < UNRELATED_BELOW and docs[i].genre == docs[j].genre == "laws")
-            rows.append(["MinHashLSH t=0.8 (datasketch)", "-", f"{len(got & natural_pairs) / max(len(natural_pairs), 1):.3f}",
-                         f"{np.mean(jac >= RELEVANT_AT_LEAST) if len(jac) else 1:.3f}", len(got),
-                         f"{np.count_nonzero(jac < UNRELATED_BELOW) / (n * (n - 1) / 2):.1e}",
-                         f"{false_laws / max(laws * (laws - 1) / 2, 1):.1e}" if laws else "-", "-", "-", "-"])
+            false_laws = sum(
+                1 for (i, j) in got if truth(i, j) < UNRELATED_BELOW and docs[i].genre == docs[j].genre == "laws"
+            )
+            rows.append(
+                [
+                    "MinHashLSH t=0.8 (datasketch)",
+                    "-",
+                    f"{len(got & natural_pairs) / max(len(natural_pairs), 1):.3f}",
+                    f"{np.mean(jac >= RELEVANT_AT_LEAST) if len(jac) else 1:.3f}",
+                    len(got),
+                    f"{np.count_nonzero(jac < UNRELATED_BELOW) / (n * (n - 1) / 2):.1e}",
+                    f"{false_laws / max(laws * (laws - 1) / 2, 1):.1e}" if laws else "-",
+                    "-",
+                    "-",
+                    "-",
+                ]
+            )
         for label, r in results.items():
             for k in KS:
                 i = KS.index(k)
                 light = np.mean([r.variants[kind][i] for kind in LIGHT])
                 heavy = np.mean([r.variants[kind][i] for kind in HEAVY])
-                rows.append([label, k, f"{r.recall[i]:.3f}", f"{r.precision[i]:.3f}", r.returned[i], f"{r.false_rate[i]:.1e}",
-                             f"{r.laws_false_rate[i]:.1e}" if name == "zh" else "-", f"{light:.3f}", f"{heavy:.3f}",
-                             f"{r.variants['retitle'][i]:.3f}"])
-        print(_markdown(["method", "k", "natural recall (J>=0.8)", "precision (J>=0.5)", "pairs returned",
-                         "false / unrelated pair", "false / pair of laws", "light", "heavy", "retitled"], rows))
+                rows.append(
+                    [
+                        label,
+                        k,
+                        f"{r.recall[i]:.3f}",
+                        f"{r.precision[i]:.3f}",
+                        r.returned[i],
+                        f"{r.false_rate[i]:.1e}",
+                        f"{r.laws_false_rate[i]:.1e}" if name == "zh" else "-",
+                        f"{light:.3f}",
+                        f"{heavy:.3f}",
+                        f"{r.variants['retitle'][i]:.3f}",
+                    ]
+                )
+        print(
+            _markdown(
+                [
+                    "method",
+                    "k",
+                    "natural recall (J>=0.8)",
+                    "precision (J>=0.5)",
+                    "pairs returned",
+                    "false / unrelated pair",
+                    "false / pair of laws",
+                    "light",
+                    "heavy",
+                    "retitled",
+                ],
+                rows,
+            )
+        )
         print(f"\nPer variant kind ({name}), recall at k = 7 / 9 / 11:\n")
-        by_kind = [[label] + ["/".join(f"{r.variants[kind][KS.index(k)]:.2f}" for k in (7, 9, 11)) for kind in kinds]
-                   for label, r in results.items()]
+        by_kind = [
+            [label] + ["/".join(f"{r.variants[kind][KS.index(k)]:.2f}" for k in (7, 9, 11)) for kind in kinds]
+            for label, r in results.items()
+        ]
         print(_markdown(["method"] + kinds, by_kind))
         print()
     print("### Mixed articles: share of pairs more than k bits apart (English paragraphs replaced)\n")

@@ -64,8 +64,13 @@ def cpu_seconds(work, texts: list[str], repeat: int) -> float:
 
 
 def pypi_seconds(texts: list[str], repeat: int) -> float:
-    result = subprocess.run([str(pypi_python()), "-c", _PYPI_TIMER, str(repeat)], input=json.dumps(texts),
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [str(pypi_python()), "-c", _PYPI_TIMER, str(repeat)],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(result.stdout)
 
 
@@ -105,8 +110,10 @@ def main() -> None:
     if args.english.is_dir():
         collections["English news"] = [d.text for d in load_en(args.english)]
     split = segmenters()
-    print(f"Fingerprinting speed on one core: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}; best of {args.repeat}; load average at start {os.getloadavg()[0]:.1f}\n")
+    print(
+        f"Fingerprinting speed on one core: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; best of {args.repeat}; load average at start {os.getloadavg()[0]:.1f}\n"
+    )
     rows, agreement = [], []
     for name, texts in collections.items():
         megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6

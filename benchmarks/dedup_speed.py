@@ -75,7 +75,9 @@ def run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--admin-url", default="postgresql://root@127.0.0.1:5432/postgres")
-    parser.add_argument("--seed", default="holdout-1", help="variants seed (not the empty one the scheme was chosen on)")
+    parser.add_argument(
+        "--seed", default="holdout-1", help="variants seed (not the empty one the scheme was chosen on)"
+    )
     parser.add_argument("--runs", type=int, default=5)
     options = parser.parse_args()
 
@@ -129,18 +131,24 @@ def main() -> None:
     heavy = [x for kind in HEAVY for x in removed_by_kind[kind]]
 
     load = os.getloadavg()
-    print(f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"PostgreSQL at {options.admin_url.split('@')[-1]}; {len(records):,} records; variants seed {options.seed!r}")
+    print(
+        f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"PostgreSQL at {options.admin_url.split('@')[-1]}; {len(records):,} records; variants seed {options.seed!r}"
+    )
     print(f"1-minute load average after each run: {' '.join(f'{load:.1f}' for load in loads)}")
     print("| measured | seconds (median) | baseline (same run) | seconds (median) | ratio | target |")
     print("|---|---:|---|---:|---:|---|")
     for what, column in (("wall", 0), ("CPU", 1)):
         add_median = statistics.median(t[column] for t in add_times)
         dedup_median = statistics.median(t[column] for t in dedup_times)
-        print(f"| dedup --annotate, {what} | {dedup_median:.2f} | add --jsonl, {what} | {add_median:.2f} | "
-              f"{dedup_median / add_median:.2f} | {f'<= {TARGET_RATIO}' if column == 0 else '-'} |")
+        print(
+            f"| dedup --annotate, {what} | {dedup_median:.2f} | add --jsonl, {what} | {add_median:.2f} | "
+            f"{dedup_median / add_median:.2f} | {f'<= {TARGET_RATIO}' if column == 0 else '-'} |"
+        )
     ratios = sorted(d[0] / a[0] for a, d in zip(add_times, dedup_times))
-    print(f"| dedup / add, wall, each run | {' '.join(f'{r:.2f}' for r in ratios)} | | | median {statistics.median(ratios):.2f} | |")
+    print(
+        f"| dedup / add, wall, each run | {' '.join(f'{r:.2f}' for r in ratios)} | | | median {statistics.median(ratios):.2f} | |"
+    )
     print()
     print("| outcome | value | target |")
     print("|---|---:|---|")
@@ -148,9 +156,13 @@ def main() -> None:
     for row in annotated:  # an original removed is a near-duplicate inside the corpus itself
         if records[row["key"]][1] is None and row["duplicate_of"] is not None:
             overlap = jaccard(shingles(records[row["key"]][0]), shingles(records[row["duplicate_of"]][0]))
-            print(f"|   removed: {row['key']} ~ {row['duplicate_of']} ({row['distance']} bits, "
-                  f"{overlap:.0%} of shingles shared) | | |")
-    print(f"| light variants removed | {sum(light) / len(light):.3f} ({sum(light)} of {len(light)}) | >= {TARGET_LIGHT_REMOVED} |")
+            print(
+                f"|   removed: {row['key']} ~ {row['duplicate_of']} ({row['distance']} bits, "
+                f"{overlap:.0%} of shingles shared) | | |"
+            )
+    print(
+        f"| light variants removed | {sum(light) / len(light):.3f} ({sum(light)} of {len(light)}) | >= {TARGET_LIGHT_REMOVED} |"
+    )
     print(f"| heavy variants removed | {sum(heavy) / len(heavy):.3f} ({sum(heavy)} of {len(heavy)}) | - |")
     for kind in KINDS:
         flags = removed_by_kind[kind]

@@ -126,7 +126,7 @@ def bench(url: str, distributed: bool, stored: np.ndarray, points: np.ndarray, a
                 checked += 1
         figures["checked"] = checked
 
-        many = points[: 1000] if len(points) >= 1000 else np.resize(points, 1000)
+        many = points[:1000] if len(points) >= 1000 else np.resize(points, 1000)
         started = time.perf_counter()
         rounds = 0
         while rounds < 2 or time.perf_counter() - started < 3:
@@ -159,7 +159,9 @@ def main() -> None:
     parser.add_argument("--add", type=int, default=20_000, help="documents added through Store.add after the load")
     parser.add_argument("--shards", type=int, default=8, help="shards of simhash.documents (citus.shard_count)")
     parser.add_argument(
-        "--cached-connections", type=int, default=None,
+        "--cached-connections",
+        type=int,
+        default=None,
         help="citus.max_cached_conns_per_worker on the coordinator (default: shards per worker; Citus's own default is 1)",
     )
     parser.add_argument("--seed", type=int, default=20261122)
@@ -171,7 +173,11 @@ def main() -> None:
     print(f"machine: {machine()}; load before: {load_now()}")
     cached = args.cached_connections or max(1, args.shards // 2)
     print(f"citus.shard_count = {args.shards}, citus.max_cached_conns_per_worker = {cached}")
-    settings = {"citus.shard_count": str(args.shards), "shared_buffers": "'1GB'", "citus.max_cached_conns_per_worker": str(cached)}
+    settings = {
+        "citus.shard_count": str(args.shards),
+        "shared_buffers": "'1GB'",
+        "citus.max_cached_conns_per_worker": str(cached),
+    }
     with Cluster.start(settings=settings) as cluster:
         cluster.execute('CREATE DATABASE "single"')
         single = bench(cluster.url("single"), False, stored, points, args)
@@ -191,21 +197,29 @@ def main() -> None:
         ("fan-out only: k=3 p50 on 1 row", "empty k=3 p50", ms),
         ("fan-out only: k=11 p50 on 1 row", "empty k=11 p50", ms),
     ]
-    print(f"\n{args.size:,} fingerprints, {args.queries} queries each; coordinator + {distributed['workers']} workers, "
-          f"{distributed['shards']} shards ({distributed['rows_min']:,}-{distributed['rows_max']:,} rows each)\n")
+    print(
+        f"\n{args.size:,} fingerprints, {args.queries} queries each; coordinator + {distributed['workers']} workers, "
+        f"{distributed['shards']} shards ({distributed['rows_min']:,}-{distributed['rows_max']:,} rows each)\n"
+    )
     print("| measure | one node | Citus (coordinator + 2 workers) | cluster / one node |")
     print("|---|--:|--:|--:|")
     for label, name, fmt in rows:
         ratio = distributed[name] / single[name] if single[name] else float("nan")
         print(f"| {label} | {fmt(single[name])} | {fmt(distributed[name])} | {ratio:.2f} |")
-    print(f"\npairs within 3: one node {single['pairs']:,}, cluster {distributed['pairs']:,}; "
-          f"answers checked against brute force: {single['checked']} + {distributed['checked']}")
+    print(
+        f"\npairs within 3: one node {single['pairs']:,}, cluster {distributed['pairs']:,}; "
+        f"answers checked against brute force: {single['checked']} + {distributed['checked']}"
+    )
     per_row = single["block_index_bytes"] / args.size
-    print(f"one node: heap {single['heap_bytes'] / 2**20:.0f} MiB, indexes {single['index_bytes'] / 2**20:.0f} MiB "
-          f"(block indexes {per_row:.1f} bytes a row)")
-    print(f"cluster: heap {distributed['heap_bytes'] / 2**20:.0f} MiB, indexes {distributed['index_bytes'] / 2**20:.0f} MiB "
-          f"over {distributed['shards']} shards ({distributed['index_bytes'] / distributed['shards'] / 2**20:.1f} MiB of "
-          f"indexes a shard)")
+    print(
+        f"one node: heap {single['heap_bytes'] / 2**20:.0f} MiB, indexes {single['index_bytes'] / 2**20:.0f} MiB "
+        f"(block indexes {per_row:.1f} bytes a row)"
+    )
+    print(
+        f"cluster: heap {distributed['heap_bytes'] / 2**20:.0f} MiB, indexes {distributed['index_bytes'] / 2**20:.0f} MiB "
+        f"over {distributed['shards']} shards ({distributed['index_bytes'] / distributed['shards'] / 2**20:.1f} MiB of "
+        f"indexes a shard)"
+    )
     print(f"load after: {load_now()}")
 
 

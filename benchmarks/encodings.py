@@ -67,10 +67,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     options = parser.parse_args()
     baseline = charset_normalizer_reader()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parent).stdout.strip()
-    print(f"simhash_store.corpus.decode at commit {commit or '?'}; seed {options.seed}; "
-          f"baseline: {'charset-normalizer' if baseline else 'charset-normalizer not installed'}")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).resolve().parent
+    ).stdout.strip()
+    print(
+        f"simhash_store.corpus.decode at commit {commit or '?'}; seed {options.seed}; "
+        f"baseline: {'charset-normalizer' if baseline else 'charset-normalizer not installed'}"
+    )
     print()
     print("| source | characters | encoding | samples | simhash-store right | charset-normalizer right |")
     print("|---|--:|---|--:|--:|--:|")

@@ -58,7 +58,10 @@ def trafilatura_default(html: str) -> str:
 def trafilatura_recall(html: str) -> str:
     import trafilatura
 
-    return trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False, favor_recall=True) or ""
+    return (
+        trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False, favor_recall=True)
+        or ""
+    )
 
 
 def resiliparse_main(html: str) -> str:
@@ -151,7 +154,7 @@ def measure(label: str, pages: list[tuple[str, bytes, str]], extractors: dict[st
     header = "| extractor | char F1 mean | char F1 median | pages >= 0.90 | empty |"
     header += " word F1 mean |" if english else ""
     print(header + " ms / page |")
-    print("|---" * (header.count("|") ) + "|")
+    print("|---" * (header.count("|")) + "|")
     for name, function in extractors.items():
         if name.startswith("jusText") and not english:
             continue

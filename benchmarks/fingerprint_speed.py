@@ -111,13 +111,18 @@ def wall_seconds(texts: list[str], scheme: Scheme, processes: int, raw: bool) ->
 
 
 def _table(header: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|",
+    ]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--schemes", nargs="*", default=None, help="scheme names (default: the default and its rjieba twin)")
+    parser.add_argument(
+        "--schemes", nargs="*", default=None, help="scheme names (default: the default and its rjieba twin)"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="passes per measurement; the fastest counts")
     parser.add_argument("--processes", type=int, default=os.cpu_count(), help="workers for the all-cores rows")
     args = parser.parse_args()
@@ -126,9 +131,11 @@ def main() -> None:
     schemes = [SCHEMES[name] for name in names]
     collections = {"laws": [d.text for d in load_laws()], "wiki": [d.text for d in load_wiki()]}
 
-    print(f"Fingerprint speed: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}; best of {args.repeat}; load average at start "
-          f"{os.getloadavg()[0]:.1f}\n")
+    print(
+        f"Fingerprint speed: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; best of {args.repeat}; load average at start "
+        f"{os.getloadavg()[0]:.1f}\n"
+    )
     throughput, stages = [], []
     for scheme in schemes:
         for collection, texts in collections.items():
@@ -136,22 +143,46 @@ def main() -> None:
             for processes in (1, args.processes):
                 for raw in (True, False):
                     seconds = min(wall_seconds(texts, scheme, processes, raw) for _ in range(args.repeat))
-                    label = ("raw jieba.lcut" if scheme.tokenizer == "jieba" else "raw rjieba.cut") if raw else f"fingerprint {scheme.name}"
-                    throughput.append([label, collection, processes, f"{megabytes / seconds:.2f}", f"{len(texts) / seconds:,.0f}"])
+                    label = (
+                        ("raw jieba.lcut" if scheme.tokenizer == "jieba" else "raw rjieba.cut")
+                        if raw
+                        else f"fingerprint {scheme.name}"
+                    )
+                    throughput.append(
+                        [label, collection, processes, f"{megabytes / seconds:.2f}", f"{len(texts) / seconds:,.0f}"]
+                    )
             times = min((stage_times(texts, scheme) for _ in range(args.repeat)), key=lambda t: sum(t.values()))
             rest = times["normalise"] + times["features, hashes, sums"]
-            stages.append([
-                scheme.name, collection,
-                f"{times['raw segmenter']:.2f}", f"{times['segment']:.2f}", f"{times['normalise']:.2f}",
-                f"{times['features, hashes, sums']:.2f}", f"{rest / times['segment']:.1%}",
-            ])
+            stages.append(
+                [
+                    scheme.name,
+                    collection,
+                    f"{times['raw segmenter']:.2f}",
+                    f"{times['segment']:.2f}",
+                    f"{times['normalise']:.2f}",
+                    f"{times['features, hashes, sums']:.2f}",
+                    f"{rest / times['segment']:.1%}",
+                ]
+            )
             print(f"  done: {scheme.name} on {collection}", file=sys.stderr, flush=True)
 
     print("### Throughput (wall clock)\n")
     print(_table(["what", "texts", "processes", "MB/s", "documents/s"], throughput))
     print("\n### One core, CPU seconds by stage\n")
-    print(_table(["scheme", "texts", "raw segmenter", "segment", "normalise", "features, hashes, sums",
-                  "not segmenting / segmenting"], stages))
+    print(
+        _table(
+            [
+                "scheme",
+                "texts",
+                "raw segmenter",
+                "segment",
+                "normalise",
+                "features, hashes, sums",
+                "not segmenting / segmenting",
+            ],
+            stages,
+        )
+    )
 
 
 if __name__ == "__main__":

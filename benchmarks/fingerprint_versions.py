@@ -40,8 +40,9 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 
 def import_old(revision: str, folder: Path):
     """``simhash_store`` as of ``revision``, imported under the name ``simhash_store_old``."""
-    archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", revision, "simhash_store"],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "archive", revision, "simhash_store"], check=True, capture_output=True
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         try:
             tar.extractall(folder, filter="data")
@@ -91,7 +92,10 @@ def whole_corpus() -> dict[str, list[str]]:
 
 
 def _table(header: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|",
+    ]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
@@ -101,10 +105,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="passes of the stage timing; the fastest counts")
     args = parser.parse_args()
 
-    head = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--short", "HEAD"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPOSITORY), "status", "--porcelain", "simhash_store"],
-                           check=True, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "status", "--porcelain", "simhash_store"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as folder:
         old = import_old(args.old, Path(folder))
         old_core = importlib.import_module("simhash_store_old.fingerprint")
@@ -113,19 +122,32 @@ def main() -> None:
             f"new {head}{'+' if dirty else ''}": (new, segment, fingerprint_segmented),
         }
         for module, _, _ in versions.values():
-            module.fingerprint("中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。")  # dictionaries outside the clock
+            module.fingerprint(
+                "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。"
+            )  # dictionaries outside the clock
 
-        print(f"Fingerprint, {' vs '.join(versions)}: {platform.processor() or platform.machine()}, "
-              f"{os.cpu_count()} CPUs, Python {platform.python_version()}; load average at start "
-              f"{os.getloadavg()[0]:.1f}; scheme {new.DEFAULT.name}\n")
+        print(
+            f"Fingerprint, {' vs '.join(versions)}: {platform.processor() or platform.machine()}, "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()}; load average at start "
+            f"{os.getloadavg()[0]:.1f}; scheme {new.DEFAULT.name}\n"
+        )
         corpus = whole_corpus()
         rows = []
         for collection in ("laws", "wiki"):
             texts = corpus[collection]
             for name, times in stage_times(texts, versions, args.repeat).items():
                 rest = times["normalise"] + times["rest"]
-                rows.append([name, collection, f"{times['segment']:.2f}", f"{times['normalise']:.3f}",
-                             f"{times['rest']:.3f}", f"{rest / len(texts) * 1e6:,.0f}", f"{rest / times['segment']:.1%}"])
+                rows.append(
+                    [
+                        name,
+                        collection,
+                        f"{times['segment']:.2f}",
+                        f"{times['normalise']:.3f}",
+                        f"{times['rest']:.3f}",
+                        f"{rest / len(texts) * 1e6:,.0f}",
+                        f"{rest / times['segment']:.1%}",
+                    ]
+                )
             print(f"  done: stages on {collection}", file=sys.stderr, flush=True)
 
         wall = {name: dict.fromkeys(corpus, 0.0) for name in versions}
@@ -146,15 +168,31 @@ def main() -> None:
             megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
             for name in versions:
                 seconds = wall[name][collection]
-                throughput.append([name, collection, len(texts), f"{megabytes / seconds:.2f}", f"{len(texts) / seconds:,.0f}"])
+                throughput.append(
+                    [name, collection, len(texts), f"{megabytes / seconds:.2f}", f"{len(texts) / seconds:,.0f}"]
+                )
 
     print("### One core, CPU seconds by stage (document by document, versions alternating)\n")
-    print(_table(["version", "texts", "segment", "normalise", "features, hashes, sums",
-                  "not segmenting, µs per document", "not segmenting / segmenting"], rows))
+    print(
+        _table(
+            [
+                "version",
+                "texts",
+                "segment",
+                "normalise",
+                "features, hashes, sums",
+                "not segmenting, µs per document",
+                "not segmenting / segmenting",
+            ],
+            rows,
+        )
+    )
     print("\n### fingerprint() throughput, wall clock (versions alternating per document)\n")
     print(_table(["version", "texts", "documents", "MB/s", "documents/s"], throughput))
-    print(f"\nFingerprints compared: {len(first)} texts of the whole shared corpus; differing: {len(differing)}"
-          + (f" (first: {differing[:5]})" if differing else ""))
+    print(
+        f"\nFingerprints compared: {len(first)} texts of the whole shared corpus; differing: {len(differing)}"
+        + (f" (first: {differing[:5]})" if differing else "")
+    )
     if differing:
         sys.exit(1)
 

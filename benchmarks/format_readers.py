@@ -30,7 +30,9 @@ NEW = {
     "csv": "from simhash_store import formats; items = formats.read_records(path)",
     "parquet": "from simhash_store import formats; items = formats.read_records(path)",
 }
-_OLD_RECORDS = "from simhash_store import formats; items = formats.read_records(path, {!r}, key_field='key', text_field='text')"
+_OLD_RECORDS = (
+    "from simhash_store import formats; items = formats.read_records(path, {!r}, key_field='key', text_field='text')"
+)
 OLD = {
     "jsonl": "from simhash_store.records import read_jsonl; items = read_jsonl(open(path, 'rb'), path)",
     "csv": _OLD_RECORDS.format("csv"),
@@ -68,8 +70,12 @@ def build(directory: Path, copies: int) -> dict[str, Path]:
 def timed(tree: Path, setup: str, path: Path, repeat: int) -> tuple[int, float]:
     best, count = float("inf"), 0
     for _ in range(repeat):
-        result = subprocess.run([sys.executable, "-c", CHILD.format(setup=setup), str(path), str(tree)],
-                                capture_output=True, text=True, check=True)
+        result = subprocess.run(
+            [sys.executable, "-c", CHILD.format(setup=setup), str(path), str(tree)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         count_text, seconds = result.stdout.split()
         count, best = int(count_text), min(best, float(seconds))
     return count, best

@@ -96,7 +96,12 @@ def methods(only: list[str] | None) -> list[Method]:
 
 
 def recall_on_seed(
-    chosen: list[Method], laws: list[Document], wiki: list[Document], originals: dict[str, np.ndarray], seed: str, jobs: int
+    chosen: list[Method],
+    laws: list[Document],
+    wiki: list[Document],
+    originals: dict[str, np.ndarray],
+    seed: str,
+    jobs: int,
 ) -> dict[str, Result]:
     """Every method's recall on the variants of ``seed`` of these documents (originals already fingerprinted)."""
     started = time.perf_counter()
@@ -139,7 +144,9 @@ def _law_of(document: Document) -> str:
     return document.key.split("/")[1]
 
 
-def revision_close_pairs(values: np.ndarray, everything: list[Document], first_revision: int, overlap: Overlap) -> np.ndarray:
+def revision_close_pairs(
+    values: np.ndarray, everything: list[Document], first_revision: int, overlap: Overlap
+) -> np.ndarray:
     """Distances of the unrelated pairs within MAX_K that include a revision text.
 
     ``values`` and ``everything`` hold the originals, then the revision texts from
@@ -210,18 +217,37 @@ def report(
     for k in ks:
         s, h = selection[default], [x[default] for x in held_out]
         light, heavy = [x.light("all")[k] for x in h], [x.heavy("all")[k] for x in h]
-        rows.append([
-            f"**{k}**" if k == k0 else k,
-            f"{s.light('all')[k]:.3f}", _spread(light), _delta(light, s.light("all")[k]),
-            f"{s.heavy('all')[k]:.3f}", _spread(heavy), _delta(heavy, s.heavy("all")[k]),
-            f"{sum(v >= TARGET_LIGHT for v in light)} / {len(light)}",
-            f"{originals_false[default].counts[k]} ({_rate(originals_false[default].rate(k))})",
-            f"{revision_false[default].counts[k]} ({_rate(revision_false[default].rate(k))})",
-        ])
-    out.append(_markdown(
-        ["k", "light, selection", "light, held-out", "change", "heavy, selection", "heavy, held-out", "change",
-         f"held-out seeds with light >= {TARGET_LIGHT}", "false matches, originals", "false matches, revision texts"],
-        rows))
+        rows.append(
+            [
+                f"**{k}**" if k == k0 else k,
+                f"{s.light('all')[k]:.3f}",
+                _spread(light),
+                _delta(light, s.light("all")[k]),
+                f"{s.heavy('all')[k]:.3f}",
+                _spread(heavy),
+                _delta(heavy, s.heavy("all")[k]),
+                f"{sum(v >= TARGET_LIGHT for v in light)} / {len(light)}",
+                f"{originals_false[default].counts[k]} ({_rate(originals_false[default].rate(k))})",
+                f"{revision_false[default].counts[k]} ({_rate(revision_false[default].rate(k))})",
+            ]
+        )
+    out.append(
+        _markdown(
+            [
+                "k",
+                "light, selection",
+                "light, held-out",
+                "change",
+                "heavy, selection",
+                "heavy, held-out",
+                "change",
+                f"held-out seeds with light >= {TARGET_LIGHT}",
+                "false matches, originals",
+                "false matches, revision texts",
+            ],
+            rows,
+        )
+    )
 
     out.append(f"\n### {default} per collection: selection seed / held-out mean [min-max]\n")
     rows = []
@@ -240,14 +266,31 @@ def report(
         for method in chosen:
             light = [x[method.label].light("all")[k0] for x in held_out]
             heavy = [x[method.label].heavy("all")[k0] for x in held_out]
-            rows.append([
-                f"**{method.label}**" if method.label == default else method.label,
-                f"{selection[method.label].light('all')[k0]:.3f}", _spread(light),
-                f"{selection[method.label].heavy('all')[k0]:.3f}", _spread(heavy),
-                _rate(originals_false[method.label].rate(k0)), revision_false[method.label].counts[k0],
-            ])
-        out.append(_markdown(["method", "light, selection", "light, held-out", "heavy, selection", "heavy, held-out",
-                              "false/pair, originals", "false matches, revision texts"], rows))
+            rows.append(
+                [
+                    f"**{method.label}**" if method.label == default else method.label,
+                    f"{selection[method.label].light('all')[k0]:.3f}",
+                    _spread(light),
+                    f"{selection[method.label].heavy('all')[k0]:.3f}",
+                    _spread(heavy),
+                    _rate(originals_false[method.label].rate(k0)),
+                    revision_false[method.label].counts[k0],
+                ]
+            )
+        out.append(
+            _markdown(
+                [
+                    "method",
+                    "light, selection",
+                    "light, held-out",
+                    "heavy, selection",
+                    "heavy, held-out",
+                    "false/pair, originals",
+                    "false matches, revision texts",
+                ],
+                rows,
+            )
+        )
 
     out.append(f"\n### Law revision pairs: share within k by shingle Jaccard of the two versions ({default})\n")
     d = revision_distances[default]
@@ -257,9 +300,13 @@ def report(
     ]
     rows = []
     for k in ks:
-        rows.append([f"**{k}**" if k == k0 else k] + [
-            f"{np.mean(d[(revision_jaccards >= low) & (revision_jaccards < high)] <= k):.2f}" for low, high in REVISION_BUCKETS
-        ])
+        rows.append(
+            [f"**{k}**" if k == k0 else k]
+            + [
+                f"{np.mean(d[(revision_jaccards >= low) & (revision_jaccards < high)] <= k):.2f}"
+                for low, high in REVISION_BUCKETS
+            ]
+        )
     out.append(_markdown(header, rows))
     laws, wiki = sizes
     out.append(
@@ -296,8 +343,10 @@ def main() -> None:
     documents = laws + wiki
     pairs = load_revision_pairs()
     revision_paths = sorted({path for pair in pairs for path in (pair.older_path, pair.newer_path)})
-    revisions = [Document(f"revisions/{path.parent.name}/{path.stem}", "revisions", path.read_text(encoding="utf-8"))
-                 for path in revision_paths]
+    revisions = [
+        Document(f"revisions/{path.parent.name}/{path.stem}", "revisions", path.read_text(encoding="utf-8"))
+        for path in revision_paths
+    ]
     revision_jaccards = np.array([p.jaccard for p in pairs])
     _progress(f"{len(documents)} originals, {len(revisions)} revision texts, {len(chosen)} methods, load {_load()}")
     values = fingerprint_all(chosen, [d.text for d in documents] + [d.text for d in revisions], args.jobs)
@@ -306,8 +355,10 @@ def main() -> None:
     originals_false, revision_false = false_matches(chosen, documents, revisions, values)
     position = {path: n + i for i, path in enumerate(revision_paths)}
     revision_distances = {
-        m.label: distances(values[m.label][[position[p.older_path] for p in pairs]],
-                           values[m.label][[position[p.newer_path] for p in pairs]])
+        m.label: distances(
+            values[m.label][[position[p.older_path] for p in pairs]],
+            values[m.label][[position[p.newer_path] for p in pairs]],
+        )
         for m in chosen
     }
 
@@ -320,20 +371,42 @@ def main() -> None:
     held_out = [recall_on_seed(chosen, sub_laws, sub_wiki, originals, seed, args.jobs) for seed in seeds]
 
     ks = list(range(DEFAULT_MAX_DISTANCE - 3, min(DEFAULT_MAX_DISTANCE + 1, MAX_K) + 1))
-    print(f"Held-out quality, {os.cpu_count()} CPUs, load average {load_at_start} at the start and {_load()} at the end, "
-          f"{time.perf_counter() - started:.0f} s; numpy {np.__version__}, jieba {version('jieba')}; corpus {CORPUS}\n")
-    print(report(chosen, selection, held_out, originals_false, revision_false, revision_distances, revision_jaccards,
-                 ks, (len(sub_laws), len(sub_wiki)), seeds))
+    print(
+        f"Held-out quality, {os.cpu_count()} CPUs, load average {load_at_start} at the start and {_load()} at the end, "
+        f"{time.perf_counter() - started:.0f} s; numpy {np.__version__}, jieba {version('jieba')}; corpus {CORPUS}\n"
+    )
+    print(
+        report(
+            chosen,
+            selection,
+            held_out,
+            originals_false,
+            revision_false,
+            revision_distances,
+            revision_jaccards,
+            ks,
+            (len(sub_laws), len(sub_wiki)),
+            seeds,
+        )
+    )
     if args.json:
-        args.json.write_text(json.dumps({
-            "every": args.every, "selection_seed": SELECTION_SEED, "held_out_seeds": list(seeds),
-            "selection": {label: r.__dict__ for label, r in selection.items()},
-            "held_out": [{label: r.__dict__ for label, r in x.items()} for x in held_out],
-            "false_matches_originals": {label: f.__dict__ for label, f in originals_false.items()},
-            "false_matches_revision_texts": {label: f.__dict__ for label, f in revision_false.items()},
-            "revision_distances": {label: d.tolist() for label, d in revision_distances.items()},
-            "revision_jaccards": revision_jaccards.tolist(),
-        }, ensure_ascii=False, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "every": args.every,
+                    "selection_seed": SELECTION_SEED,
+                    "held_out_seeds": list(seeds),
+                    "selection": {label: r.__dict__ for label, r in selection.items()},
+                    "held_out": [{label: r.__dict__ for label, r in x.items()} for x in held_out],
+                    "false_matches_originals": {label: f.__dict__ for label, f in originals_false.items()},
+                    "false_matches_revision_texts": {label: f.__dict__ for label, f in revision_false.items()},
+                    "revision_distances": {label: d.tolist() for label, d in revision_distances.items()},
+                    "revision_jaccards": revision_jaccards.tolist(),
+                },
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -74,7 +74,9 @@ def _sentences(articles: list[tuple[str, list[str]]]) -> list[str]:
     found = []
     for _title, paragraphs in articles:
         for paragraph in paragraphs:
-            found.extend(s.strip() + "。" for s in paragraph.replace("！", "。").split("。") if 10 <= len(s.strip()) <= 80)
+            found.extend(
+                s.strip() + "。" for s in paragraph.replace("！", "。").split("。") if 10 <= len(s.strip()) <= 80
+            )
     return found
 
 
@@ -82,17 +84,29 @@ _ZH = {
     "menu": "首页 新闻 国内 国际 财经 科技 体育 娱乐 汽车 房产 教育 健康 旅游 军事 文化 视频 图片 专题 评论 数据".split(),
     "footer": "关于我们 | 联系我们 | 广告服务 | 招聘信息 | 法律声明 | 隐私政策 | 网站地图 | 违法和不良信息举报电话：12377 | "
     "互联网新闻信息服务许可证 | 京ICP证000000号 | 京公网安备 11000002000001号 | 版权所有 © 2003-2024 未经授权禁止转载",
-    "related": "相关阅读", "hot": "热门排行", "comments": "网友评论", "share": "分享到：微信 微博 QQ空间",
-    "login": "用户名 密码 登录 注册 忘记密码", "ad": "广告 限时优惠 点击了解更多 立即下载客户端",
-    "tags": "标签", "recent": "最新文章", "crumbs": "您的位置：首页 > 新闻中心 > 正文",
+    "related": "相关阅读",
+    "hot": "热门排行",
+    "comments": "网友评论",
+    "share": "分享到：微信 微博 QQ空间",
+    "login": "用户名 密码 登录 注册 忘记密码",
+    "ad": "广告 限时优惠 点击了解更多 立即下载客户端",
+    "tags": "标签",
+    "recent": "最新文章",
+    "crumbs": "您的位置：首页 > 新闻中心 > 正文",
 }
 _EN = {
     "menu": "Home News World Business Technology Science Health Sports Culture Travel Opinion Video Podcasts Newsletters".split(),
     "footer": "About us | Contact | Advertise | Careers | Terms of use | Privacy policy | Cookie settings | Sitemap | "
     "© 2024 Example Media Group. All rights reserved. Reproduction without permission is prohibited.",
-    "related": "Related stories", "hot": "Most read", "comments": "Comments", "share": "Share on Facebook Twitter Email",
-    "login": "Sign in Register Forgot your password", "ad": "Advertisement Subscribe now for unlimited access",
-    "tags": "Tags", "recent": "Recent posts", "crumbs": "You are here: Home > News > Article",
+    "related": "Related stories",
+    "hot": "Most read",
+    "comments": "Comments",
+    "share": "Share on Facebook Twitter Email",
+    "login": "Sign in Register Forgot your password",
+    "ad": "Advertisement Subscribe now for unlimited access",
+    "tags": "Tags",
+    "recent": "Recent posts",
+    "crumbs": "You are here: Home > News > Article",
 }
 _SCRIPT = (
     "<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}"
@@ -189,8 +203,10 @@ def measure(label: str, articles: list[tuple[str, list[str]]], words: dict, rng:
             i, j = rng.sample(range(len(articles)), 2)
             different.append(((i, name), (j, name)))
     print(f"\n{label}: {len(articles)} articles x {len(names)} templates, k = {k}")
-    print("| fingerprinted | same article, two templates: within k | different articles, one template: beyond k |"
-          " median distance same / different | no main content | ms / page |")
+    print(
+        "| fingerprinted | same article, two templates: within k | different articles, one template: beyond k |"
+        " median distance same / different | no main content | ms / page |"
+    )
     print("|---|---|---|---|---|---|")
     for name, prints in (("raw HTML (today)", raw), ("extracted main content", extracted)):
         within = [p for p in same if prints[p[0]] is not None and prints[p[1]] is not None]
@@ -200,9 +216,11 @@ def measure(label: str, articles: list[tuple[str, list[str]]], words: dict, rng:
         hit = sum(d <= k for d in d_same) / max(1, len(same))  # a page without a fingerprint counts as a miss
         kept = sum(d > k for d in d_diff) / max(1, len(different))
         cost = f"{1000 * elapsed / len(built):.1f}" if name.startswith("extracted") else "-"
-        print(f"| {name} | {hit:.3f} ({len(same)} pairs) | {kept:.3f} ({len(different)} pairs) |"
-              f" {d_same[len(d_same) // 2] if d_same else '-'} / {d_diff[len(d_diff) // 2] if d_diff else '-'} |"
-              f" {empty if name.startswith('extracted') else '-'} | {cost} |")
+        print(
+            f"| {name} | {hit:.3f} ({len(same)} pairs) | {kept:.3f} ({len(different)} pairs) |"
+            f" {d_same[len(d_same) // 2] if d_same else '-'} / {d_diff[len(d_diff) // 2] if d_diff else '-'} |"
+            f" {empty if name.startswith('extracted') else '-'} | {cost} |"
+        )
 
 
 def main() -> None:

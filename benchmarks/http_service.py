@@ -96,15 +96,29 @@ def main() -> None:
         with owner.connect() as connection:
             connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
             connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{role}"'))
-            connection.execute(text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{role}"'))
+            connection.execute(
+                text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{role}"')
+            )
         owner.dispose()
         service_url = url.set(username=role, password=None).render_as_string(hide_password=False)
         home = tempfile.mkdtemp(prefix="simhash-bench-http-")
-        command = [*simhash_store_command(), "--db", service_url, "serve", "--http", f"127.0.0.1:{arguments.port}",
-                   "--print-tokens"]
+        command = [
+            *simhash_store_command(),
+            "--db",
+            service_url,
+            "serve",
+            "--http",
+            f"127.0.0.1:{arguments.port}",
+            "--print-tokens",
+        ]
         started = time.perf_counter()
-        process = subprocess.Popen(command, env={**os.environ, "SIMHASH_STORE_DATA_DIR": home},
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            command,
+            env={**os.environ, "SIMHASH_STORE_DATA_DIR": home},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = process.stdout.readline()  # type: ignore[union-attr]
         if not line:
             raise SystemExit(f"serve --http did not start: {process.stderr.read()}")  # type: ignore[union-attr]
@@ -180,25 +194,39 @@ def main() -> None:
     cli_rate = texts / cli_seconds
     p50, p95 = percentile(walls, 0.5) * 1000, percentile(walls, 0.95) * 1000
     library_p50 = percentile(library_one, 0.5) * 1000
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"load average {os.getloadavg()[0]:.1f}; serve --http ready in {ready:.1f} s (process start, store check, "
-          "dictionaries loaded)")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"load average {os.getloadavg()[0]:.1f}; serve --http ready in {ready:.1f} s (process start, store check, "
+        "dictionaries loaded)"
+    )
     print()
     print("| measure | service | baseline (same run) | ratio | target |")
     print("|---|---:|---:|---:|---|")
-    print(f"| POST /fingerprint, one 2 KB text, p50 ({arguments.requests} requests) | {p50:.2f} ms | "
-          f"library {library_p50:.2f} ms | {p50 / library_p50:.2f}x | p50 < 5 ms: {'met' if p50 < 5 else 'MISSED'} |")
-    print(f"| the same, the server's CPU time per request | {server_cpu * 1000:.2f} ms | library "
-          f"{library_p50:.2f} ms (p50 wall) | {server_cpu * 1000 / library_p50:.2f}x | |")
-    print(f"| the same, p95 | {percentile(walls, 0.95) * 1000:.2f} ms | library "
-          f"{percentile(library_one, 0.95) * 1000:.2f} ms | {p95 / (percentile(library_one, 0.95) * 1000):.2f}x | |")
-    print(f"| GET /health (no body, no thread), p50; server CPU per request | {percentile(health, 0.5) * 1000:.2f} ms; "
-          f"{health_cpu * 1000:.2f} ms | | | |")
-    print(f"| 100 texts of 2 KB per request ({texts:,} texts, twice) | {served_rate:,.0f} texts/s | library "
-          f"{library_rate:,.0f} texts/s | {served_rate / library_rate:.2f}x | >= 0.8x: "
-          f"{'met' if served_rate >= 0.8 * library_rate else 'MISSED'} |")
-    print(f"| the same texts, `simhash-store fingerprint DIR` (default jobs, start included) | | "
-          f"{cli_rate:,.0f} texts/s | {served_rate / cli_rate:.2f}x | |")
+    print(
+        f"| POST /fingerprint, one 2 KB text, p50 ({arguments.requests} requests) | {p50:.2f} ms | "
+        f"library {library_p50:.2f} ms | {p50 / library_p50:.2f}x | p50 < 5 ms: {'met' if p50 < 5 else 'MISSED'} |"
+    )
+    print(
+        f"| the same, the server's CPU time per request | {server_cpu * 1000:.2f} ms | library "
+        f"{library_p50:.2f} ms (p50 wall) | {server_cpu * 1000 / library_p50:.2f}x | |"
+    )
+    print(
+        f"| the same, p95 | {percentile(walls, 0.95) * 1000:.2f} ms | library "
+        f"{percentile(library_one, 0.95) * 1000:.2f} ms | {p95 / (percentile(library_one, 0.95) * 1000):.2f}x | |"
+    )
+    print(
+        f"| GET /health (no body, no thread), p50; server CPU per request | {percentile(health, 0.5) * 1000:.2f} ms; "
+        f"{health_cpu * 1000:.2f} ms | | | |"
+    )
+    print(
+        f"| 100 texts of 2 KB per request ({texts:,} texts, twice) | {served_rate:,.0f} texts/s | library "
+        f"{library_rate:,.0f} texts/s | {served_rate / library_rate:.2f}x | >= 0.8x: "
+        f"{'met' if served_rate >= 0.8 * library_rate else 'MISSED'} |"
+    )
+    print(
+        f"| the same texts, `simhash-store fingerprint DIR` (default jobs, start included) | | "
+        f"{cli_rate:,.0f} texts/s | {served_rate / cli_rate:.2f}x | |"
+    )
 
 
 if __name__ == "__main__":

@@ -104,8 +104,9 @@ def main() -> None:
         megabytes = sum(p.stat().st_size for p in laws) / 1e6
         baseline = raw_jieba_seconds(laws)
         add_laws = run(["add", str(CORPUS / "zh-laws"), "--prefix", "laws/"], env)
-        rows.append(("add zh-laws (600 files, %.1f MB)" % megabytes, add_laws, "jieba.lcut, 1 process", baseline,
-                     "<= 0.70"))
+        rows.append(
+            ("add zh-laws (600 files, %.1f MB)" % megabytes, add_laws, "jieba.lcut, 1 process", baseline, "<= 0.70")
+        )
         add_laws_rjieba = run(["add", str(CORPUS / "zh-laws"), "--scheme", "zh-rjieba-v1"], fresh_store())
         rows.append(("  the same with --scheme zh-rjieba-v1", add_laws_rjieba, "jieba.lcut, 1 process", baseline, ""))
 
@@ -113,14 +114,28 @@ def main() -> None:
         small_bytes = make_small_files(small, options.small_files)
         first = run(["add", str(small), "--prefix", "small/", "--quiet"], env)
         again = run(["add", str(small), "--prefix", "small/", "--quiet"], env)
-        rows.append((f"re-add {options.small_files:,} unchanged small files", again,
-                     f"first add ({small_bytes / 1e6:.0f} MB)", first, "<= 0.10"))
+        rows.append(
+            (
+                f"re-add {options.small_files:,} unchanged small files",
+                again,
+                f"first add ({small_bytes / 1e6:.0f} MB)",
+                first,
+                "<= 0.10",
+            )
+        )
 
         queries = sorted(small.rglob("*.txt"))[: options.query_files]
         fingerprint_time = run(["fingerprint", *map(str, queries)], env)
         query_time = run(["query", "--json", *map(str, queries)], env)
-        rows.append((f"query {len(queries):,} files in one call", query_time,
-                     "fingerprint the same files", fingerprint_time, "< 2.0"))
+        rows.append(
+            (
+                f"query {len(queries):,} files in one call",
+                query_time,
+                "fingerprint the same files",
+                fingerprint_time,
+                "< 2.0",
+            )
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         for name in filter(None, databases):
@@ -128,13 +143,19 @@ def main() -> None:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     load = os.getloadavg()
-    print(f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
-          f"database: {'embedded' if options.db == 'embedded' else 'PostgreSQL at ' + options.admin_url.split('@')[-1]}")
-    print(f"| {'measured':<44} | {'seconds':>8} | {'baseline (same run)':<28} | {'seconds':>8} | {'ratio':>6} | target |")
+    print(
+        f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+        f"database: {'embedded' if options.db == 'embedded' else 'PostgreSQL at ' + options.admin_url.split('@')[-1]}"
+    )
+    print(
+        f"| {'measured':<44} | {'seconds':>8} | {'baseline (same run)':<28} | {'seconds':>8} | {'ratio':>6} | target |"
+    )
     print(f"|{'-' * 46}|{'-' * 10}|{'-' * 30}|{'-' * 10}|{'-' * 8}|--------|")
     for name, seconds, baseline_name, baseline_seconds, target in rows:
         ratio = seconds / baseline_seconds
-        print(f"| {name:<44} | {seconds:8.2f} | {baseline_name:<28} | {baseline_seconds:8.2f} | {ratio:6.2f} | {target} |")
+        print(
+            f"| {name:<44} | {seconds:8.2f} | {baseline_name:<28} | {baseline_seconds:8.2f} | {ratio:6.2f} | {target} |"
+        )
 
 
 if __name__ == "__main__":

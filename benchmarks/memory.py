@@ -88,14 +88,27 @@ def run_add(case: str, url: str, arguments: list[str], input_size: int, workdir:
     seconds = time.perf_counter() - started
     time_max = int(time_file.read_text().split()[-1]) * 1024 if time_file.exists() else 0
     peak = sampler.peak
-    return Run(case, input_size, code, seconds, peak.rss_sum, peak.pss_sum, peak.rss_largest, time_max,
-               peak.processes, out_file.read_text(errors="replace"), err_file.read_text(errors="replace"))
+    return Run(
+        case,
+        input_size,
+        code,
+        seconds,
+        peak.rss_sum,
+        peak.pss_sum,
+        peak.rss_largest,
+        time_max,
+        peak.processes,
+        out_file.read_text(errors="replace"),
+        err_file.read_text(errors="replace"),
+    )
 
 
 def stored(url: str) -> dict[str, tuple[int, int | None]]:
     with psycopg.connect(url) as connection:
-        return {key: (fp, length) for key, fp, length in connection.execute(
-            "SELECT key, fingerprint, length FROM simhash.documents")}
+        return {
+            key: (fp, length)
+            for key, fp, length in connection.execute("SELECT key, fingerprint, length FROM simhash.documents")
+        }
 
 
 # ------------------------------------------------------------------ inputs
@@ -232,13 +245,22 @@ def check_broken(run: Run, url: str, name: str, good: dict[str, str], broken: di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes-mb", type=float, nargs="*", default=[20, 50],
-                        help="sizes of the single large text file (200 once fingerprinting works chunk by chunk)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes-mb",
+        type=float,
+        nargs="*",
+        default=[20, 50],
+        help="sizes of the single large text file (200 once fingerprinting works chunk by chunk)",
+    )
     parser.add_argument("--records", type=int, default=50_000, help="lines of the broken JSONL stream")
     parser.add_argument("--break-every", type=int, default=97, help="every n-th line is broken")
     parser.add_argument("--sample", type=int, default=100, help="stored records whose fingerprint is recomputed")
-    parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL, help="a server where the script may create and drop databases")
+    parser.add_argument(
+        "--admin-url", default=DEFAULT_ADMIN_URL, help="a server where the script may create and drop databases"
+    )
     parser.add_argument("--database", default="simhash_memory")
     parser.add_argument("--seed", type=int, default=20261121)
     args = parser.parse_args()
@@ -246,8 +268,12 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"server: PostgreSQL {server_version(args.admin_url)} at {args.admin_url}")
     print(f"load at start: {load_now()}", flush=True)
-    head = subprocess.run(["git", "log", "-1", "--format=%h %s", "--", "simhash_store/fingerprint.py"],
-                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout.strip()
+    head = subprocess.run(
+        ["git", "log", "-1", "--format=%h %s", "--", "simhash_store/fingerprint.py"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout.strip()
     print(f"fingerprint.py at: {head}", flush=True)
     texts = corpus_texts()
     runs: list[tuple[Run, str]] = []
@@ -261,20 +287,33 @@ def main() -> None:
             runs.append((run, load_now()))
             print(f"{name}: peak PSS {mib(run.pss_sum)}, {run.seconds:.1f} s, {run.checks}", flush=True)
 
-        small = min((p for p in (CORPUS / "zh-laws").glob("*.txt") if p.stat().st_size >= 4000), key=lambda p: p.stat().st_size)
-        case("baseline: one small law file", [str(small)], small.stat().st_size,
-             lambda run, url: check_clean(run, url, {str(small): small.read_text(encoding="utf-8")}, 1))
+        small = min(
+            (p for p in (CORPUS / "zh-laws").glob("*.txt") if p.stat().st_size >= 4000), key=lambda p: p.stat().st_size
+        )
+        case(
+            "baseline: one small law file",
+            [str(small)],
+            small.stat().st_size,
+            lambda run, url: check_clean(run, url, {str(small): small.read_text(encoding="utf-8")}, 1),
+        )
 
         clean_path = workdir / "clean.jsonl"
         clean, _ = write_broken_jsonl(clean_path, 1000, 0, texts, args.seed)
-        case("baseline: clean JSONL, 1,000 records", ["--jsonl", str(clean_path)], clean_path.stat().st_size,
-             lambda run, url: check_clean(run, url, clean, args.sample))
+        case(
+            "baseline: clean JSONL, 1,000 records",
+            ["--jsonl", str(clean_path)],
+            clean_path.stat().st_size,
+            lambda run, url: check_clean(run, url, clean, args.sample),
+        )
 
         broken_path = workdir / "broken.jsonl"
         good, broken = write_broken_jsonl(broken_path, args.records, args.break_every, texts, args.seed)
-        case(f"JSONL, {args.records:,} lines, {len(broken):,} broken", ["--jsonl", str(broken_path)],
-             broken_path.stat().st_size,
-             lambda run, url: check_broken(run, url, str(broken_path), good, broken, args.sample))
+        case(
+            f"JSONL, {args.records:,} lines, {len(broken):,} broken",
+            ["--jsonl", str(broken_path)],
+            broken_path.stat().st_size,
+            lambda run, url: check_broken(run, url, str(broken_path), good, broken, args.sample),
+        )
         broken_path.unlink()
 
         for megabytes in args.sizes_mb:
@@ -285,17 +324,37 @@ def main() -> None:
             def check_large(run: Run, url: str, path=path, characters=characters) -> str:
                 rows = stored(url)
                 if run.code != 0 or list(rows) != [str(path)] or rows[str(path)][1] != characters:
-                    return f"exit {run.code}, stored {[(k, v[1]) for k, v in rows.items()]}, stderr {run.stderr[-300:]!r}"
+                    return (
+                        f"exit {run.code}, stored {[(k, v[1]) for k, v in rows.items()]}, stderr {run.stderr[-300:]!r}"
+                    )
                 return f"exit 0, stored (1 row, {characters:,} characters)"
 
             case(f"one text file of {size / 1e6:.0f} MB", [str(path)], size, check_large)
             path.unlink()
 
-    header = ["case", "input", "peak PSS, tree", "peak RSS sum, tree", "largest process (sampled / time -v)",
-              "processes", "time", "result", "load after"]
+    header = [
+        "case",
+        "input",
+        "peak PSS, tree",
+        "peak RSS sum, tree",
+        "largest process (sampled / time -v)",
+        "processes",
+        "time",
+        "result",
+        "load after",
+    ]
     rows = [
-        [run.case, f"{run.input_size / 1e6:,.2f} MB", mib(run.pss_sum), mib(run.rss_sum),
-         f"{mib(run.rss_largest)} / {mib(run.time_max_rss)}", str(run.processes), f"{run.seconds:.1f} s", run.checks, load]
+        [
+            run.case,
+            f"{run.input_size / 1e6:,.2f} MB",
+            mib(run.pss_sum),
+            mib(run.rss_sum),
+            f"{mib(run.rss_largest)} / {mib(run.time_max_rss)}",
+            str(run.processes),
+            f"{run.seconds:.1f} s",
+            run.checks,
+            load,
+        ]
         for run, load in runs
     ]
     print()

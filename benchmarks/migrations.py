@@ -103,7 +103,9 @@ def snapshot(url: str, points: np.ndarray, tamper: bool = False) -> dict[str, ob
     with psycopg.connect(url) as connection:
         if tamper:  # lose a planted neighbour of the first point, flip a bit of another row
             connection.execute(
-                "DELETE FROM simhash.documents WHERE id = (SELECT id FROM simhash.near(%s, 3) LIMIT 1)", (signed_points[0],))
+                "DELETE FROM simhash.documents WHERE id = (SELECT id FROM simhash.near(%s, 3) LIMIT 1)",
+                (signed_points[0],),
+            )
             connection.execute("UPDATE simhash.documents SET fingerprint = fingerprint # 1 WHERE id = 1")
             connection.execute("UPDATE simhash.store_info SET created_at = created_at + interval '1 second'")
         values = {name: connection.execute(sql).fetchone()[0] for name, sql in CHECKSUMS.items()}
@@ -122,17 +124,26 @@ def timed(action) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--documents", type=int, default=1_000_000, help="(key, fingerprint) rows loaded in bulk")
     parser.add_argument("--full-rows", type=int, default=10_000, help="rows with every column set")
     parser.add_argument("--points", type=int, default=50, help="near() queries compared before and after")
-    parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL,
-                        help="a server where the script may create and drop databases, or 'embedded'")
+    parser.add_argument(
+        "--admin-url",
+        default=DEFAULT_ADMIN_URL,
+        help="a server where the script may create and drop databases, or 'embedded'",
+    )
     parser.add_argument("--database", default="simhash_migrations")
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--keep", action="store_true", help="keep the database")
-    parser.add_argument("--fresh-stores", action=argparse.BooleanOptionalAction, default=True,
-                        help="also fill a store of its own at each earlier revision and `init` it to head")
+    parser.add_argument(
+        "--fresh-stores",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also fill a store of its own at each earlier revision and `init` it to head",
+    )
     args = parser.parse_args()
 
     with admin_url_for(args.admin_url) as admin_url:
@@ -151,8 +162,10 @@ def main() -> None:
             print(f"filled at {migrate.current_revision(engine)} in {time.perf_counter() - started:.1f} s", flush=True)
             before = snapshot(url, points)
             planted = sum(map(len, before["near() answers"]))
-            print(f"before: {before['documents']:,} documents, {planted} near() matches for {args.points} points",
-                  flush=True)
+            print(
+                f"before: {before['documents']:,} documents, {planted} near() matches for {args.points} points",
+                flush=True,
+            )
 
             # Baselines on the same table in the same run: what an upgrade costs next to a scan and a vacuum.
             with psycopg.connect(url, autocommit=True) as connection:
@@ -168,16 +181,30 @@ def main() -> None:
                 same = [name for name in before if after[name] == before[name]]
                 differ = [name for name in before if after[name] != before[name]]
                 time_taken = "" if seconds is None else f"{seconds:.2f} s"
-                rows.append([what, f"{current}", time_taken, f"{after['documents']:,}",
-                             "all five" if not differ else ", ".join(same) or "-", ", ".join(differ) or "none"])
+                rows.append(
+                    [
+                        what,
+                        f"{current}",
+                        time_taken,
+                        f"{after['documents']:,}",
+                        "all five" if not differ else ", ".join(same) or "-",
+                        ", ".join(differ) or "none",
+                    ]
+                )
                 print(f"{what} -> {current}: {seconds}, differ: {differ or 'none'}", flush=True)
 
             check("control: one row deleted, one bit flipped, rolled back", None, tamper=True)
             for previous, revision in zip(chain, chain[1:]):  # each single step up ...
-                check(f"step up {previous} -> {revision}", timed(lambda revision=revision: migrate.upgrade(engine, revision)))
+                check(
+                    f"step up {previous} -> {revision}",
+                    timed(lambda revision=revision: migrate.upgrade(engine, revision)),
+                )
             check("upgrade head (again: a no-op)", timed(lambda: migrate.upgrade(engine, "head")))
             for previous, revision in zip(reversed(chain), list(reversed(chain))[1:]):  # ... and down
-                check(f"step down {previous} -> {revision}", timed(lambda revision=revision: migrate.downgrade(engine, revision)))
+                check(
+                    f"step down {previous} -> {revision}",
+                    timed(lambda revision=revision: migrate.downgrade(engine, revision)),
+                )
 
             # From each earlier revision to head, the two ways a user upgrades: the library and the command.
             from simhash_store.store import Store
@@ -188,13 +215,18 @@ def main() -> None:
                 with Store(url) as store:
                     check(f"Store.upgrade() {start} -> head", timed(store.upgrade))
                 migrate.downgrade(engine, start)
-                check(f"`simhash-store init` {start} -> head (a process)",
-                      timed(lambda: subprocess.run(command, check=True, capture_output=True)))
-            check("baseline: `simhash-store init` at head (a process, a no-op)",
-                  timed(lambda: subprocess.run(command, check=True, capture_output=True)))
+                check(
+                    f"`simhash-store init` {start} -> head (a process)",
+                    timed(lambda: subprocess.run(command, check=True, capture_output=True)),
+                )
+            check(
+                "baseline: `simhash-store init` at head (a process, a no-op)",
+                timed(lambda: subprocess.run(command, check=True, capture_output=True)),
+            )
             with Store(url) as store:  # the library's own first use at head
-                rows.append(["Store(url).count() at head", migrate.current_revision(engine), "",
-                             f"{store.count():,}", "", ""])
+                rows.append(
+                    ["Store(url).count() at head", migrate.current_revision(engine), "", f"{store.count():,}", "", ""]
+                )
             engine.dispose()
 
         # A store created and filled at each earlier revision (not reached by stepping down), then `init`.
@@ -208,17 +240,25 @@ def main() -> None:
                 seconds = timed(lambda command=command: subprocess.run(command, check=True, capture_output=True))
                 after = snapshot(url, points)
                 differ = [name for name in at_start if after[name] != at_start[name]]
-                rows.append([f"store filled at {start}, `simhash-store init` (a process)",
-                             migrate.current_revision(engine),
-                             f"{seconds:.2f} s", f"{after['documents']:,}", "all five" if not differ else "-",
-                             ", ".join(differ) or "none"])
+                rows.append(
+                    [
+                        f"store filled at {start}, `simhash-store init` (a process)",
+                        migrate.current_revision(engine),
+                        f"{seconds:.2f} s",
+                        f"{after['documents']:,}",
+                        "all five" if not differ else "-",
+                        ", ".join(differ) or "none",
+                    ]
+                )
                 print(f"filled at {start}, init: {seconds:.2f} s, differ: {differ or 'none'}", flush=True)
                 engine.dispose()
 
     print()
     print(markdown_table(["step", "revision after", "time", "documents", "equal to the start", "differ"], rows))
-    print(f"\n- {args.documents:,} bulk rows + {args.full_rows:,} rows with every column; "
-          f"{planted} near() matches over {args.points} planted points compared; load at end: {load_now()}")
+    print(
+        f"\n- {args.documents:,} bulk rows + {args.full_rows:,} rows with every column; "
+        f"{planted} near() matches over {args.points} planted points compared; load at end: {load_now()}"
+    )
 
 
 if __name__ == "__main__":

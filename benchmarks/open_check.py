@@ -41,8 +41,12 @@ def timed(connection: psycopg.Connection, statement: str, parameters) -> float:
 
 def compare(connection: psycopg.Connection, runs: int) -> tuple[float, float]:
     old_parameters = ("simhash.alembic_version",)
-    new_parameters = {"schema": "simhash", "trusted": trusted_owners(), "version_table": "simhash.alembic_version",
-                      "functions": list(LIBRARY_FUNCTIONS)}
+    new_parameters = {
+        "schema": "simhash",
+        "trusted": trusted_owners(),
+        "version_table": "simhash.alembic_version",
+        "functions": list(LIBRARY_FUNCTIONS),
+    }
     for _ in range(20):
         timed(connection, OLD, old_parameters)
         timed(connection, _CHECK, new_parameters)
@@ -70,12 +74,16 @@ def main() -> None:
         engine = create_engine(f"{base.replace('postgresql:', 'postgresql+psycopg:', 1)}/{name}")
         migrate.upgrade(engine)
         engine.dispose()
-        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average "
-              f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; {options.runs} runs each, taking turns, one connection")
+        print(
+            f"machine: {platform.machine()}, {os.cpu_count()} cores, load average "
+            f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; {options.runs} runs each, taking turns, one connection"
+        )
         print()
         print("| database | to_regclass (before), µs | trust check (after), µs | added per open, µs |")
         print("|---|--:|--:|--:|")
-        with psycopg.connect(f"{base}/{name}", autocommit=True, options="-c search_path=pg_catalog,pg_temp") as connection:
+        with psycopg.connect(
+            f"{base}/{name}", autocommit=True, options="-c search_path=pg_catalog,pg_temp"
+        ) as connection:
             functions = connection.execute("SELECT count(*) FROM pg_catalog.pg_proc").fetchone()[0]
             old, new = compare(connection, options.runs)
             print(f"| a fresh store ({functions:,} functions in pg_proc) | {old:.0f} | {new:.0f} | {new - old:+.0f} |")
@@ -83,8 +91,10 @@ def main() -> None:
                 connection.execute("CREATE SCHEMA other_application")
                 with connection.transaction():
                     for i in range(options.extra_functions):
-                        connection.execute(f"CREATE FUNCTION other_application.f{i}(integer) RETURNS integer "
-                                           "LANGUAGE sql IMMUTABLE RETURN $1 + 1")
+                        connection.execute(
+                            f"CREATE FUNCTION other_application.f{i}(integer) RETURNS integer "
+                            "LANGUAGE sql IMMUTABLE RETURN $1 + 1"
+                        )
                         if i % 10 == 0:
                             connection.execute(f"CREATE TABLE other_application.t{i} (a integer)")
                 connection.execute("ANALYZE pg_catalog.pg_proc")
@@ -92,8 +102,10 @@ def main() -> None:
                 connection.execute("ANALYZE pg_catalog.pg_type")
                 functions = connection.execute("SELECT count(*) FROM pg_catalog.pg_proc").fetchone()[0]
                 old, new = compare(connection, options.runs)
-                print(f"| the same, {options.extra_functions:,} functions and {options.extra_functions // 10:,} tables "
-                      f"more elsewhere ({functions:,} in pg_proc) | {old:.0f} | {new:.0f} | {new - old:+.0f} |")
+                print(
+                    f"| the same, {options.extra_functions:,} functions and {options.extra_functions // 10:,} tables "
+                    f"more elsewhere ({functions:,} in pg_proc) | {old:.0f} | {new:.0f} | {new - old:+.0f} |"
+                )
     finally:
         with psycopg.connect(options.admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

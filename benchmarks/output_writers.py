@@ -52,8 +52,14 @@ def make_input(path: Path, count: int, mixed: bool) -> None:
     paragraphs = [document.text for document in load_wiki()]
     with open(path, "w", encoding="utf-8") as handle:
         for n in range(count):
-            record = {"key": f"doc/{n}", "text": paragraphs[n % len(paragraphs)], "rank": n, "score": n / 7,
-                      "source": "wiki", "tags": ["zh", f"t{n % 10}"]}
+            record = {
+                "key": f"doc/{n}",
+                "text": paragraphs[n % len(paragraphs)],
+                "rank": n,
+                "score": n / 7,
+                "source": "wiki",
+                "tags": ["zh", f"t{n % 10}"],
+            }
             if mixed:
                 if n >= count // 2:
                     record["kind"] = "news" if n % 2 else "blog"  # missing from the first half
@@ -77,7 +83,11 @@ def measure(code: Path, source: Path, output: Path, form: str) -> tuple[float, f
     env = {**os.environ, "PYTHONPATH": str(code)}
     result = subprocess.run(
         [sys.executable, "-c", WRAPPER, sys.executable, "-c", CHILD, str(source), str(output), form],
-        env=env, cwd=code, capture_output=True, text=True, check=True,
+        env=env,
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     elapsed, peak, returncode, out, err = json.loads(result.stdout)
     if returncode != 0:
@@ -96,8 +106,11 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="simhash-output-bench-"))
     baseline = scratch / "baseline"
     baseline.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", options.baseline_ref, "simhash_store"],
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "archive", options.baseline_ref, "simhash_store"],
+        capture_output=True,
+        check=True,
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
     versions = {f"baseline ({options.baseline_ref})": baseline, "this version": REPOSITORY}
     inputs = {}
@@ -113,9 +126,7 @@ def main() -> None:
                     order = list(versions.items())
                     for name, code in order if run % 2 == 0 else order[::-1]:
                         output = scratch / f"out.{form}"
-                        results.setdefault((mixed, form, name), []).append(
-                            measure(code, inputs[mixed], output, form)
-                        )
+                        results.setdefault((mixed, form, name), []).append(measure(code, inputs[mixed], output, form))
                         if output.exists():
                             output.unlink()
     finally:
@@ -124,8 +135,10 @@ def main() -> None:
         scratch.rmdir()
 
     load = os.getloadavg()
-    print(f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{options.records:,} records ({size:.0f} MB of JSONL); median of {options.runs} runs")
+    print(
+        f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"{options.records:,} records ({size:.0f} MB of JSONL); median of {options.runs} runs"
+    )
     names = list(versions)
     print(f"| input | output | {names[0]}: seconds | peak MB | outcome | {names[1]}: seconds | peak MB | outcome |")
     print("|---|---|---:|---:|---|---:|---:|---|")
@@ -134,8 +147,11 @@ def main() -> None:
             cells = []
             for name in names:
                 runs = results[(mixed, form, name)]
-                cells += [f"{statistics.median(r[0] for r in runs):.1f}", f"{statistics.median(r[1] for r in runs):.0f}",
-                          runs[-1][2]]
+                cells += [
+                    f"{statistics.median(r[0] for r in runs):.1f}",
+                    f"{statistics.median(r[1] for r in runs):.0f}",
+                    runs[-1][2],
+                ]
             what = "read only" if form == "none" else form
             print(f"| {'mixed' if mixed else 'uniform'} | {what} | {' | '.join(cells)} |")
 

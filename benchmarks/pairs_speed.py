@@ -61,7 +61,11 @@ def bench(size: int, args, rows: list[Row], notes: list[str]) -> None:
     database = f"pairs_bench_{size}"
     admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     admin_execute(args.admin_url, f'CREATE DATABASE "{database}"')
-    url = normalize_url(args.admin_url).set(database=database, drivername="postgresql").render_as_string(hide_password=False)
+    url = (
+        normalize_url(args.admin_url)
+        .set(database=database, drivername="postgresql")
+        .render_as_string(hide_password=False)
+    )
     try:
         fingerprints = make_fingerprints(size, args.seed)
         with Store(url) as store:
@@ -93,12 +97,24 @@ def bench(size: int, args, rows: list[Row], notes: list[str]) -> None:
                         raise AssertionError(f"pairs differ: new layout {distinct_pairs}, old {len(old[0])}")
                     if baseline is None:
                         baseline, what = old_time, f"four 16-bit blocks {old_time:.2f} s"
-                    rows.append(Row(size, f"k={k} pairs.near_groups, four 16-bit blocks (before)", f"{old_time:.2f} s",
-                                    what, f"{old_time / baseline:.2f}x", "", "", load_now()))
+                    rows.append(
+                        Row(
+                            size,
+                            f"k={k} pairs.near_groups, four 16-bit blocks (before)",
+                            f"{old_time:.2f} s",
+                            what,
+                            f"{old_time / baseline:.2f}x",
+                            "",
+                            "",
+                            load_now(),
+                        )
+                    )
                 identical = sum(1 for item in found if type(item).__name__ == "IdenticalGroup")
-                notes.append(f"{size:,} k={k}: {distinct_pairs:,} pairs of distinct values, {identical:,} identical "
-                             f"groups, {len(pairs):,} pairs of documents; layout {layout or 'four 16-bit blocks'}"
-                             + (f" ({layout} blocks, exact-match tables)" if layout else ""))
+                notes.append(
+                    f"{size:,} k={k}: {distinct_pairs:,} pairs of distinct values, {identical:,} identical "
+                    f"groups, {len(pairs):,} pairs of documents; layout {layout or 'four 16-bit blocks'}"
+                    + (f" ({layout} blocks, exact-match tables)" if layout else "")
+                )
                 for label, seconds, target in (
                     ("Store.near_duplicates (dups)", dups_time, "<= 1.0x"),
                     ("Store.pairs", pairs_time, ""),
@@ -106,8 +122,18 @@ def bench(size: int, args, rows: list[Row], notes: list[str]) -> None:
                 ):
                     ratio = f"{seconds / baseline:.2f}x" if baseline else ""
                     met = ("yes" if seconds <= baseline else "no") if baseline and target else ""
-                    rows.append(Row(size, f"k={k} {label}", f"{seconds:.2f} s", what, ratio,
-                                    target if baseline else "", met, load_now()))
+                    rows.append(
+                        Row(
+                            size,
+                            f"k={k} {label}",
+                            f"{seconds:.2f} s",
+                            what,
+                            ratio,
+                            target if baseline else "",
+                            met,
+                            load_now(),
+                        )
+                    )
     finally:
         if not args.keep:
             admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

@@ -28,7 +28,9 @@ from simhash_store.store import NewDocument, Store
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--admin-url", default=os.environ.get("SIMHASH_STORE_BENCH_URL", "postgresql://root@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("SIMHASH_STORE_BENCH_URL", "postgresql://root@127.0.0.1:5432/postgres")
+    )
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=3000)
     arguments = parser.parse_args()
@@ -46,7 +48,10 @@ def main() -> None:
             store.load(NewDocument(f"k{i}", int(v)) for i, v in enumerate(values))
             store.optimize()
         caller_engine = create_engine(url)
-        stores = {"library's engine (pinned at connect)": Store(url), "caller's engine (SET LOCAL, pipelined)": Store(caller_engine)}
+        stores = {
+            "library's engine (pinned at connect)": Store(url),
+            "caller's engine (SET LOCAL, pipelined)": Store(caller_engine),
+        }
         timings: dict[str, list[float]] = {label: [] for label in stores}
         for k in (3, 7):
             for label in timings:
@@ -55,12 +60,14 @@ def main() -> None:
                 store.query(int(values[0]), k)  # warm up: connect, prepare
             for i in range(arguments.queries):
                 probe = int(values[i % len(values)])
-                for label, store in (stores.items() if i % 2 else reversed(stores.items())):
+                for label, store in stores.items() if i % 2 else reversed(stores.items()):
                     started = time.perf_counter()
                     store.query(probe, k)
                     timings[label].append(time.perf_counter() - started)
             baseline = statistics.median(timings["library's engine (pinned at connect)"])
-            print(f"\nk={k}, {arguments.documents:,} fingerprints, {arguments.queries:,} queries each, load {os.getloadavg()[0]:.1f}")
+            print(
+                f"\nk={k}, {arguments.documents:,} fingerprints, {arguments.queries:,} queries each, load {os.getloadavg()[0]:.1f}"
+            )
             print(f"{'engine':<42} {'p50 ms':>8} {'p90 ms':>8} {'vs library':>11}")
             for label, values_ in timings.items():
                 p50 = statistics.median(values_)

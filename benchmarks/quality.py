@@ -124,8 +124,13 @@ def _progress(message: str) -> None:
 
 
 def _segmenter_key(scheme: Scheme) -> tuple:
-    return (scheme.normalizer, scheme.tokenizer, scheme.hmm, scheme.user_dict_sha256,
-            scheme.ngram if scheme.tokenizer == "char-windows" else 0)
+    return (
+        scheme.normalizer,
+        scheme.tokenizer,
+        scheme.hmm,
+        scheme.user_dict_sha256,
+        scheme.ngram if scheme.tokenizer == "char-windows" else 0,
+    )
 
 
 def _segment_worker(args: tuple[Scheme, str]) -> tuple[str, np.ndarray]:
@@ -141,7 +146,9 @@ def _segmentations(scheme: Scheme, texts: list[str], jobs: int):
     A segmentation is stored as the joined text and the piece lengths: jieba's pieces
     concatenate to its input, so that is lossless and much smaller than a list of strings.
     """
-    package = {"jieba": "jieba", "rjieba": "rjieba", "multi-jieba": "jieba", "multi-rjieba": "rjieba"}.get(scheme.tokenizer)
+    package = {"jieba": "jieba", "rjieba": "rjieba", "multi-jieba": "jieba", "multi-rjieba": "rjieba"}.get(
+        scheme.tokenizer
+    )
     key = "-".join(map(str, _segmenter_key(scheme))) + (f"-{package}{version(package)}" if package else "")
     if scheme.tokenizer.startswith("multi-"):
         # Their pieces come from this package's own code too: a change there is a new cache.
@@ -370,7 +377,9 @@ def collection_members(documents: list[Document]) -> dict[str, np.ndarray]:
 def recall_by_kind(originals: np.ndarray, variants: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, list[float]]:
     """Per kind, the share of the masked originals whose variant lies within k, by k = 0..MAX_K."""
     ks = np.arange(MAX_K + 1)
-    return {kind: (distances(originals[mask], variants[kind][mask])[:, None] <= ks).mean(axis=0).tolist() for kind in KINDS}
+    return {
+        kind: (distances(originals[mask], variants[kind][mask])[:, None] <= ks).mean(axis=0).tolist() for kind in KINDS
+    }
 
 
 def unrelated_close_pairs(values: np.ndarray, overlap: Overlap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -443,7 +452,9 @@ def baselines() -> list[Method]:
 def project_schemes() -> list[Method]:
     """Our registered text schemes (the default first)."""
     names = [DEFAULT.name] + sorted(
-        name for name, s in SCHEMES.items() if name != DEFAULT.name and s.tokenizer in ("jieba", "rjieba", "multi-rjieba")
+        name
+        for name, s in SCHEMES.items()
+        if name != DEFAULT.name and s.tokenizer in ("jieba", "rjieba", "multi-rjieba")
     )
     return [Method(name, scheme=SCHEMES[name]) for name in names]
 
@@ -492,10 +503,15 @@ def exploration_schemes() -> list[Method]:
         "log-tfidf known min2 +pairs 0.5": dict(known_words_only=True, min_token_length=2, bigram_weight=0.5),
         "log-tfidf known min2 +pairs 0.7": dict(known_words_only=True, min_token_length=2, bigram_weight=0.7),
         "log-tfidf known min2 +pairs 1": dict(known_words_only=True, min_token_length=2, bigram_weight=1.0),
-        "tfidf known min2 +pairs 1": dict(weighting="tfidf", known_words_only=True, min_token_length=2, bigram_weight=1.0),
+        "tfidf known min2 +pairs 1": dict(
+            weighting="tfidf", known_words_only=True, min_token_length=2, bigram_weight=1.0
+        ),
     }
     base = Scheme(name="explore")
-    return [Method(label, scheme=replace(base, name=f"explore:{label}", **change), compared=False) for label, change in grid.items()]
+    return [
+        Method(label, scheme=replace(base, name=f"explore:{label}", **change), compared=False)
+        for label, change in grid.items()
+    ]
 
 
 # ---------------------------------------------------------------- report
@@ -506,34 +522,58 @@ def _rate(value: float) -> str:
 
 
 def _markdown(header: list[str], rows: Iterable[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|",
+    ]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def report(results: list[Result], pairs: dict[str, int], revision_jaccards: np.ndarray, default_k: int, headline_ks: list[int]) -> str:
+def report(
+    results: list[Result], pairs: dict[str, int], revision_jaccards: np.ndarray, default_k: int, headline_ks: list[int]
+) -> str:
     out = []
-    out.append("### Lowest k meeting the targets "
-               f"(light >= {TARGET_LIGHT}, heavy >= {TARGET_HEAVY}, false matches <= {TARGET_FALSE_MATCHES:.0e})\n")
+    out.append(
+        "### Lowest k meeting the targets "
+        f"(light >= {TARGET_LIGHT}, heavy >= {TARGET_HEAVY}, false matches <= {TARGET_FALSE_MATCHES:.0e})\n"
+    )
     rows = []
     for r in results:
         k = r.lowest_k()
         if k is None:
             rows.append([r.label, "not met", "", "", ""])
         else:
-            rows.append([r.label, k, f"{r.light()[k]:.3f}", f"{r.heavy()[k]:.3f}", _rate(r.false_match_rate['all'][k])])
+            rows.append([r.label, k, f"{r.light()[k]:.3f}", f"{r.heavy()[k]:.3f}", _rate(r.false_match_rate["all"][k])])
     out.append(_markdown(["method", "lowest k", "light", "heavy", "false matches / pair"], rows))
 
     compared = [r for r in results if r.compared]
     variations = [r for r in results if not r.compared]
 
     def at(r: Result, k: int) -> list:
-        return [f"{r.light()[k]:.3f}", f"{r.heavy()[k]:.3f}", _rate(r.false_match_rate['all'][k]),
-                f"{r.light('laws')[k]:.3f}", f"{r.heavy('laws')[k]:.3f}", _rate(r.false_match_rate['laws'][k]),
-                f"{r.light('wiki')[k]:.3f}", f"{r.heavy('wiki')[k]:.3f}", _rate(r.false_match_rate['wiki'][k])]
+        return [
+            f"{r.light()[k]:.3f}",
+            f"{r.heavy()[k]:.3f}",
+            _rate(r.false_match_rate["all"][k]),
+            f"{r.light('laws')[k]:.3f}",
+            f"{r.heavy('laws')[k]:.3f}",
+            _rate(r.false_match_rate["laws"][k]),
+            f"{r.light('wiki')[k]:.3f}",
+            f"{r.heavy('wiki')[k]:.3f}",
+            _rate(r.false_match_rate["wiki"][k]),
+        ]
 
-    columns = ["light", "heavy", "false/pair", "laws light", "laws heavy", "laws false/pair",
-               "wiki light", "wiki heavy", "wiki false/pair"]
+    columns = [
+        "light",
+        "heavy",
+        "false/pair",
+        "laws light",
+        "laws heavy",
+        "laws false/pair",
+        "wiki light",
+        "wiki heavy",
+        "wiki false/pair",
+    ]
     for k in headline_ks:
         out.append(f"\n### At k = {k}\n")
         out.append(_markdown(["method"] + columns, [[r.label] + at(r, k) for r in compared]))
@@ -542,20 +582,29 @@ def report(results: list[Result], pairs: dict[str, int], revision_jaccards: np.n
         out.append(_markdown(["variation"] + columns, [[r.label] + at(r, default_k) for r in variations]))
 
     out.append(f"\n### Recall per variant kind at k = {default_k} (laws / wiki)\n")
-    rows = [[r.label] + [f"{r.recall['laws'][kind][default_k]:.2f} / {r.recall['wiki'][kind][default_k]:.2f}" for kind in KINDS]
-            for r in compared]
+    rows = [
+        [r.label]
+        + [f"{r.recall['laws'][kind][default_k]:.2f} / {r.recall['wiki'][kind][default_k]:.2f}" for kind in KINDS]
+        for r in compared
+    ]
     out.append(_markdown(["method"] + list(KINDS), rows))
 
     out.append("\n### By max distance k (all documents): light recall / heavy recall / false matches (count)\n")
-    rows = [[k] + [f"{r.light()[k]:.3f} / {r.heavy()[k]:.3f} / {r.false_matches['all'][k]}" for r in compared]
-            for k in range(MAX_K + 1)]
+    rows = [
+        [k] + [f"{r.light()[k]:.3f} / {r.heavy()[k]:.3f} / {r.false_matches['all'][k]}" for r in compared]
+        for k in range(MAX_K + 1)
+    ]
     out.append(_markdown(["k"] + [r.label for r in compared], rows))
 
-    out.append("\n### Law revision pairs: median distance (and share within k = "
-               f"{default_k}) by shingle Jaccard of the two versions\n")
+    out.append(
+        "\n### Law revision pairs: median distance (and share within k = "
+        f"{default_k}) by shingle Jaccard of the two versions\n"
+    )
     buckets = [(0.9, 1.01), (0.7, 0.9), (0.4, 0.7), (0.0, 0.4)]
-    header = ["method"] + [f"J {low:.1f}-{min(high, 1):.1f} ({np.count_nonzero((revision_jaccards >= low) & (revision_jaccards < high))})"
-                           for low, high in buckets]
+    header = ["method"] + [
+        f"J {low:.1f}-{min(high, 1):.1f} ({np.count_nonzero((revision_jaccards >= low) & (revision_jaccards < high))})"
+        for low, high in buckets
+    ]
     rows = []
     for r in compared:
         d = np.array(r.revision_distances)
@@ -565,7 +614,9 @@ def report(results: list[Result], pairs: dict[str, int], revision_jaccards: np.n
             cells.append(f"{np.median(inside):.0f} ({np.mean(inside <= default_k):.2f})" if inside.size else "-")
         rows.append([r.label] + cells)
     out.append(_markdown(header, rows))
-    out.append(f"\nUnrelated pairs: {pairs['all']:,} ({pairs['laws']:,} among laws, {pairs['wiki']:,} among Wikipedia paragraphs).")
+    out.append(
+        f"\nUnrelated pairs: {pairs['all']:,} ({pairs['laws']:,} among laws, {pairs['wiki']:,} among Wikipedia paragraphs)."
+    )
     return "\n".join(out)
 
 
@@ -584,10 +635,14 @@ def plot(results: list[Result], path: Path) -> None:
     for index, r in enumerate(compared):
         colour = f"C{index % 10}"
         # A curve equal to one already drawn (the rjieba twin) goes dotted on top, so both show.
-        twin = any(np.allclose(r.light(), o.light(), atol=2e-3) and np.allclose(r.heavy(), o.heavy(), atol=2e-3) for o in drawn)
+        twin = any(
+            np.allclose(r.light(), o.light(), atol=2e-3) and np.allclose(r.heavy(), o.heavy(), atol=2e-3) for o in drawn
+        )
         width = 2.4 if r.label == DEFAULT.name else 1.3
         light_style, heavy_style = (":", ":") if twin else ("-", "--")
-        recall_axes.plot(ks, r.light(), light_style, marker="o", color=colour, markersize=3, linewidth=width, label=r.label)
+        recall_axes.plot(
+            ks, r.light(), light_style, marker="o", color=colour, markersize=3, linewidth=width, label=r.label
+        )
         recall_axes.plot(ks, r.heavy(), heavy_style, marker="s", color=colour, markersize=3, linewidth=width)
         rates = np.maximum(np.array(r.false_match_rate["all"]), floor)
         false_axes.plot(ks, rates, light_style, marker="o", color=colour, markersize=3, linewidth=width, label=r.label)
@@ -597,8 +652,16 @@ def plot(results: list[Result], path: Path) -> None:
         for start, probes_per_block in ((0, 1), (4, 17), (8, 137), (12, 697)):
             if start % 8 == 4:
                 axes.axvspan(start - 0.5, min(start + 3.5, MAX_K + 0.5), color="grey", alpha=0.07, linewidth=0)
-            axes.text(min(start + 1.5, MAX_K), 1.0, f"{probes_per_block} probe{'s' if probes_per_block > 1 else ''}/block",
-                      transform=axes.get_xaxis_transform(), ha="center", va="bottom", fontsize=7, color="dimgrey")
+            axes.text(
+                min(start + 1.5, MAX_K),
+                1.0,
+                f"{probes_per_block} probe{'s' if probes_per_block > 1 else ''}/block",
+                transform=axes.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="dimgrey",
+            )
         axes.set_xticks(ks)
         axes.set_xlim(-0.5, MAX_K + 0.5)
         axes.grid(alpha=0.3)
@@ -635,7 +698,11 @@ def make_variants(laws: list[Document], wiki: list[Document], seed: str) -> dict
 
 
 def run(
-    methods: list[Method], every: int = 1, jobs: int = 1, default_k: int = DEFAULT_MAX_DISTANCE, seed: str = SELECTION_SEED
+    methods: list[Method],
+    every: int = 1,
+    jobs: int = 1,
+    default_k: int = DEFAULT_MAX_DISTANCE,
+    seed: str = SELECTION_SEED,
 ) -> list[Result]:
     """Fingerprint the originals, their variants and the revision pairs with every method; print the report."""
     laws, wiki = load_laws()[::every], load_wiki()[::every]
@@ -647,8 +714,10 @@ def run(
     texts = [d.text for d in documents]
     all_texts = texts + [t for kind in KINDS for t in variant_texts[kind]]
     all_texts += [p.older for p in revisions] + [p.newer for p in revisions]
-    _progress(f"{len(documents)} originals ({len(laws)} laws, {len(wiki)} wiki), {len(all_texts)} texts, "
-              f"{sum(map(len, all_texts)) / 1e6:.1f} M characters, {len(methods)} methods")
+    _progress(
+        f"{len(documents)} originals ({len(laws)} laws, {len(wiki)} wiki), {len(all_texts)} texts, "
+        f"{sum(map(len, all_texts)) / 1e6:.1f} M characters, {len(methods)} methods"
+    )
     started = time.perf_counter()
     values = fingerprint_all(methods, all_texts, jobs)
     _progress(f"fingerprinted in {time.perf_counter() - started:.0f} s")
@@ -660,12 +729,16 @@ def run(
         v = values[method.label]
         variants = {kind: v[n * (1 + i) : n * (2 + i)] for i, kind in enumerate(KINDS)}
         tail = v[n * (1 + len(KINDS)) :]
-        results.append(evaluate(method.label, method.compared, documents, v[:n], variants, overlap, (tail[:r], tail[r:])))
+        results.append(
+            evaluate(method.label, method.compared, documents, v[:n], variants, overlap, (tail[:r], tail[r:]))
+        )
     pairs = finish_rates(results, documents, overlap)
 
     headline_ks = sorted({3, 7, default_k} | {k for x in results if x.compared and (k := x.lowest_k()) is not None})
-    print(f"Near-duplicate quality: {len(laws)} laws + {len(wiki)} Wikipedia paragraphs, one variant of each of "
-          f"{len(KINDS)} kinds per document; {os.cpu_count()} CPUs; numpy {np.__version__}, jieba {version('jieba')}\n")
+    print(
+        f"Near-duplicate quality: {len(laws)} laws + {len(wiki)} Wikipedia paragraphs, one variant of each of "
+        f"{len(KINDS)} kinds per document; {os.cpu_count()} CPUs; numpy {np.__version__}, jieba {version('jieba')}\n"
+    )
     print(report(results, pairs, revision_jaccards, default_k, headline_ks))
     return results
 
@@ -673,12 +746,17 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--every", type=int, default=1, help="use every n-th document (exploration)")
-    parser.add_argument("--explore", action="store_true", help="sweep the design space instead of the ablations of the default")
+    parser.add_argument(
+        "--explore", action="store_true", help="sweep the design space instead of the ablations of the default"
+    )
     parser.add_argument("--only", nargs="*", help="labels of methods to run (substring match)")
     parser.add_argument("--jobs", type=int, default=1, help="processes for segmentation (the machine is shared)")
     parser.add_argument("--default-k", type=int, default=DEFAULT_MAX_DISTANCE)
-    parser.add_argument("--seed", default=SELECTION_SEED,
-                        help="draw another set of variants (the default, empty seed is the one the default scheme was chosen on)")
+    parser.add_argument(
+        "--seed",
+        default=SELECTION_SEED,
+        help="draw another set of variants (the default, empty seed is the one the default scheme was chosen on)",
+    )
     parser.add_argument("--plot", type=Path, help="write recall and false-match curves to this PNG")
     parser.add_argument("--json", type=Path, help="write every number to this JSON file")
     args = parser.parse_args()
@@ -692,9 +770,13 @@ def main() -> None:
         plot(results, args.plot)
         _progress(f"wrote {args.plot}")
     if args.json:
-        args.json.write_text(json.dumps(
-            {"results": [r.__dict__ for r in results], "light_kinds": list(LIGHT), "heavy_kinds": list(HEAVY)},
-            ensure_ascii=False, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {"results": [r.__dict__ for r in results], "light_kinds": list(LIGHT), "heavy_kinds": list(HEAVY)},
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

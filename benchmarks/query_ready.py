@@ -109,8 +109,10 @@ def main() -> None:
 
     with psycopg.connect(_plain(admin_url)) as connection:
         version = connection.execute("SHOW server_version").fetchone()[0]
-    print(f"{args.rows:,} random fingerprints, PostgreSQL {version}: p50 of {QUERIES - 1} Store.query calls in a new "
-          "connection, median of 5 interleaved rounds")
+    print(
+        f"{args.rows:,} random fingerprints, PostgreSQL {version}: p50 of {QUERIES - 1} Store.query calls in a new "
+        "connection, median of 5 interleaved rounds"
+    )
     print()
     print("| right after | write s | k=3 ms | baseline | ratio | k=11 ms | baseline | ratio |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|")
@@ -120,7 +122,9 @@ def main() -> None:
             f"| {after[11]:.2f} | {base[11]:.2f} | {after[11] / base[11]:.2f}x |"
         )
     print()
-    print("baseline: the same database after an explicit VACUUM ANALYZE; targets 1.3x after Store.load, 3x at k=3 after COPY")
+    print(
+        "baseline: the same database after an explicit VACUUM ANALYZE; targets 1.3x after Store.load, 3x at k=3 after COPY"
+    )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,14 @@ def _free_port() -> int:
 
 
 def _ports() -> list[str]:
-    names = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
-             "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+    names = (
+        "--node-manager-port",
+        "--object-manager-port",
+        "--dashboard-agent-listen-port",
+        "--dashboard-agent-grpc-port",
+        "--metrics-export-port",
+        "--runtime-env-agent-port",
+    )
     return [f"{name}={port}" for name, port in zip(names, _free_ports(len(names)))]
 
 
@@ -84,10 +90,25 @@ class Timed(FingerprintBatch):
 def start_cluster(workers: int, temp: str) -> str:
     address = f"127.0.0.1:{_free_port()}"
     common = ["--num-cpus=1", "--object-store-memory=500000000", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
-    subprocess.run([RAY, "start", "--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}",
-                    "--include-dashboard=false", *common, *_ports()], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            RAY,
+            "start",
+            "--head",
+            f"--port={address.split(':')[1]}",
+            f"--temp-dir={temp}",
+            "--include-dashboard=false",
+            *common,
+            *_ports(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     for _ in range(workers):
-        subprocess.run([RAY, "start", f"--address={address}", *common, *_ports()], check=True, capture_output=True, timeout=180)
+        subprocess.run(
+            [RAY, "start", f"--address={address}", *common, *_ports()], check=True, capture_output=True, timeout=180
+        )
     return address
 
 
@@ -144,7 +165,9 @@ def lines(rows) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True, help="admin URL of a PostgreSQL server (databases are created and dropped)")
+    parser.add_argument(
+        "--db", required=True, help="admin URL of a PostgreSQL server (databases are created and dropped)"
+    )
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--chars", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2, help="worker nodes beside the head, one CPU each")
@@ -171,8 +194,13 @@ def main() -> None:
         ds = ray.data.from_items(data).repartition(cpus * 4)
 
         def timed(part: ray.data.Dataset) -> ray.data.Dataset:
-            return part.map_batches(Timed, fn_constructor_args=(DEFAULT.name, "text", "key"), batch_size=500,
-                                    batch_format="numpy", concurrency=(1, cpus))
+            return part.map_batches(
+                Timed,
+                fn_constructor_args=(DEFAULT.name, "text", "key"),
+                batch_size=500,
+                batch_format="numpy",
+                concurrency=(1, cpus),
+            )
 
         timed(ds.limit(cpus * 50)).take_all()  # actors started, dictionaries loaded
         started = time.perf_counter()
@@ -183,10 +211,14 @@ def main() -> None:
         print(f"load average {os.getloadavg()[0]:.1f}")
         print("| fingerprinting | wall s | CPU s | MB/s wall | MB per CPU-second | ratio per core |")
         print("|---|--:|--:|--:|--:|--:|")
-        print(f"| library, this process (prepare) | {local_seconds:.1f} | {local_cpu:.1f} | {megabytes / local_seconds:.2f} "
-              f"| {megabytes / local_cpu:.2f} | 1.00 |")
-        print(f"| fingerprint_dataset, {cpus} Ray CPUs | {ray_seconds:.1f} | {ray_cpu:.1f} | {megabytes / ray_seconds:.2f} "
-              f"| {megabytes / ray_cpu:.2f} | {(megabytes / ray_cpu) / (megabytes / local_cpu):.2f} |")
+        print(
+            f"| library, this process (prepare) | {local_seconds:.1f} | {local_cpu:.1f} | {megabytes / local_seconds:.2f} "
+            f"| {megabytes / local_cpu:.2f} | 1.00 |"
+        )
+        print(
+            f"| fingerprint_dataset, {cpus} Ray CPUs | {ray_seconds:.1f} | {ray_cpu:.1f} | {megabytes / ray_seconds:.2f} "
+            f"| {megabytes / ray_cpu:.2f} | {(megabytes / ray_cpu) / (megabytes / local_cpu):.2f} |"
+        )
         print(f"fingerprints identical (by key): {same}")
 
         # 2. Dedup: the cluster against the single-machine code, each into a fresh database.
@@ -201,7 +233,9 @@ def main() -> None:
                     rows = dedup_dataset(ray.data.from_items(data), url, options.k).take_all()
                 else:
                     with Store(url) as store:
-                        rows = [{**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)]
+                        rows = [
+                            {**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)
+                        ]
                 results[label] = (time.perf_counter() - started, rows)
         finally:
             for name in names:

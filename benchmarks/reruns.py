@@ -93,7 +93,9 @@ def make_crawl(path: Path, seed: int = 22) -> dict[str, tuple[str, str]]:
             repost = text.replace("的", "之", 3).replace("是", "乃", 2)
         else:
             repost = text[: int(len(text) * rng.uniform(0.7, 0.9))]
-        later = (dates[family] + datetime.timedelta(days=rng.randint(1, 30))).isoformat() + f"T{rng.randint(0, 23):02d}:00:00+08:00"
+        later = (
+            dates[family] + datetime.timedelta(days=rng.randint(1, 30))
+        ).isoformat() + f"T{rng.randint(0, 23):02d}:00:00+08:00"
         # ISO dates compare as text: the repost's date and time sorts after its original's date.
         records.append({"key": f"{family}~{kind}", "text": repost, "published_at": later, "site": "mirror"})
         truth[f"{family}~{kind}"] = (family, kind)
@@ -180,8 +182,12 @@ def main() -> None:
         if not options.skip_keep:
             as_csv = scratch / "crawl.csv"
             write_csv(source, as_csv)
-            for policy, given in (("first", source), ("longest", source), ("field:published_at:asc", source),
-                                  ("field:published_at:asc", as_csv)):
+            for policy, given in (
+                ("first", source),
+                ("longest", source),
+                ("field:published_at:asc", source),
+                ("field:published_at:asc", as_csv),
+            ):
                 output = scratch / "annotated.jsonl"
                 run(["dedup", str(given), "--keep", policy, "--annotate", "-o", str(output), "--quiet"], fresh_store())
                 annotated = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
@@ -195,8 +201,10 @@ def main() -> None:
         scratch.rmdir()
 
     load = os.getloadavg()
-    print(f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{len(truth):,} records ({ORIGINALS:,} originals, {REPOSTS} reposts), medians of {options.runs}")
+    print(
+        f"\nmachine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"{len(truth):,} records ({ORIGINALS:,} originals, {REPOSTS} reposts), medians of {options.runs}"
+    )
     print(f"1-minute load average after each round: {' '.join(f'{value:.1f}' for value in loads)}")
     print("| command | first run, s | rerun of the unchanged file, s | ratio | target |")
     print("|---|---:|---:|---:|---|")
@@ -211,7 +219,9 @@ def main() -> None:
         print("\n| --keep | originals kept, of families whose repost joined the original's cluster | target |")
         print("|---|---:|---|")
         for policy, (kept, shared) in keeps.items():
-            target = ("every family: " + ("met" if kept == shared else "MISSED")) if policy.startswith("field:") else "-"
+            target = (
+                ("every family: " + ("met" if kept == shared else "MISSED")) if policy.startswith("field:") else "-"
+            )
             print(f"| {policy} | {kept} of {shared} ({kept / shared:.0%}) | {target} |")
 
 

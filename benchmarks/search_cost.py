@@ -112,7 +112,11 @@ def main() -> None:
     database = f"{args.database}_{args.size}"
     admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     admin_execute(args.admin_url, f'CREATE DATABASE "{database}"')
-    url = normalize_url(args.admin_url).set(database=database, drivername="postgresql").render_as_string(hide_password=False)
+    url = (
+        normalize_url(args.admin_url)
+        .set(database=database, drivername="postgresql")
+        .render_as_string(hide_password=False)
+    )
     try:
         Store(url).init()
         rng = np.random.default_rng(args.seed)
@@ -120,8 +124,10 @@ def main() -> None:
         seconds = bulk_load(url, stored)
         print(f"{args.size:,} random fingerprints loaded in {seconds:.0f} s (load {load_now()})\n")
         per_bucket = args.size / 65536
-        print("| k | thresholds | probes | entries read per query (expected) | statement p50 | "
-              "without the filter | ns per entry | simhash.near p50 | load |")
+        print(
+            "| k | thresholds | probes | entries read per query (expected) | statement p50 | "
+            "without the filter | ns per entry | simhash.near p50 | load |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
         with psycopg.connect(url, autocommit=True) as connection:
             # Index-only scans of the block indexes in this process, as inside simhash.near (not a
@@ -138,13 +144,17 @@ def main() -> None:
                 entries = counted(connection, [branches(p, k, False) for p in counting])
                 bare = p50(connection, [branches(p, k, False) for p in bare_points])
                 full = p50(connection, [branches(p, k, True) for p in full_points])
-                near = [("SELECT * FROM simhash.near(%s, %s)", [p - (1 << 64) if p >= 1 << 63 else p, k])
-                        for p in near_points]
+                near = [
+                    ("SELECT * FROM simhash.near(%s, %s)", [p - (1 << 64) if p >= 1 << 63 else p, k])
+                    for p in near_points
+                ]
                 near_p50 = round_trip_p50(connection, near)
                 count = sum(len(probes(0, r)) for r in THRESHOLDS[k])
-                print(f"| {k} | {THRESHOLDS[k]} | {count} | {statistics.mean(entries):,.0f} ({count * per_bucket:,.0f}) | "
-                      f"{full * 1e3:.2f} ms | {bare * 1e3:.2f} ms | {full / statistics.mean(entries) * 1e9:.0f} | "
-                      f"{near_p50 * 1e3:.2f} ms | {load_now()} |")
+                print(
+                    f"| {k} | {THRESHOLDS[k]} | {count} | {statistics.mean(entries):,.0f} ({count * per_bucket:,.0f}) | "
+                    f"{full * 1e3:.2f} ms | {bare * 1e3:.2f} ms | {full / statistics.mean(entries) * 1e9:.0f} | "
+                    f"{near_p50 * 1e3:.2f} ms | {load_now()} |"
+                )
     finally:
         if not args.keep:
             admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

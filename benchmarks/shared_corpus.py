@@ -30,8 +30,7 @@ def load_laws() -> list[Document]:
     if not folder.is_dir():
         raise SystemExit(f"corpus not found at {folder}; set SIMHASH_STORE_CORPUS")
     return [
-        Document(f"laws/{path.stem}", "laws", path.read_text(encoding="utf-8"))
-        for path in sorted(folder.glob("*.txt"))
+        Document(f"laws/{path.stem}", "laws", path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.txt"))
     ]
 
 

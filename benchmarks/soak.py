@@ -91,7 +91,9 @@ def build_workload(stored: np.ndarray, points: np.ndarray, per_kind: int, max_di
     for value in fingerprints:
         distances = np.bitwise_count(stored ^ np.uint64(value))
         hits = np.flatnonzero(distances <= max_distance)
-        expected.append([(key_of(int(i)), int(distances[i])) for i in sorted(hits.tolist(), key=lambda i: (distances[i], i))])
+        expected.append(
+            [(key_of(int(i)), int(distances[i])) for i in sorted(hits.tolist(), key=lambda i: (distances[i], i))]
+        )
     return Workload(max_distance, fingerprints, kinds, expected)
 
 
@@ -143,7 +145,10 @@ class Feeder:
         self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "simhash_store.cli", "add", "--jsonl", "-", "--batch-size", str(batch_size)],
-            stdin=subprocess.PIPE, stdout=self.out, stderr=self.err, env=environment,
+            stdin=subprocess.PIPE,
+            stdout=self.out,
+            stderr=self.err,
+            env=environment,
         )
         self.documents = documents
         self.fed: dict[str, str] = {}
@@ -267,7 +272,9 @@ def check_feeder(url: str, feeder: Feeder, sample: int) -> list[str]:
     if code != 0 or "Traceback" in err or "failed" in err:
         notes.append(f"ADD FAILED: {err.strip()[-2000:]}")
     with psycopg.connect(url) as connection:
-        stored = dict(connection.execute("SELECT key, fingerprint FROM simhash.documents WHERE key LIKE 'text/%'").fetchall())
+        stored = dict(
+            connection.execute("SELECT key, fingerprint FROM simhash.documents WHERE key LIKE 'text/%'").fetchall()
+        )
     missing = [key for key in feeder.fed if key not in stored]
     notes.append(
         f"records fed to the add: {len(feeder.fed):,} ({feeder.fed_bytes / 1e6:.1f} MB); stored: {len(stored):,}; "
@@ -285,14 +292,23 @@ def summarise(window: Window, query_baseline: Window | None, add_baseline: Windo
         rate = window.queries / window.seconds
         p50, p99, worst = (percentile(window.latencies.tolist(), f) for f in (0.5, 0.99, 1.0))
         ratio = f" ({rate / (query_baseline.queries / query_baseline.seconds):.2f}x baseline)" if query_baseline else ""
-        queries = [f"{window.queries:,}", f"{rate:,.0f}{ratio}", f"{p50 * 1000:.2f} ms", f"{p99 * 1000:.2f} ms",
-                   f"{worst * 1000:.0f} ms", str(sum(window.errors.values())), str(window.wrong)]
+        queries = [
+            f"{window.queries:,}",
+            f"{rate:,.0f}{ratio}",
+            f"{p50 * 1000:.2f} ms",
+            f"{p99 * 1000:.2f} ms",
+            f"{worst * 1000:.0f} ms",
+            str(sum(window.errors.values())),
+            str(window.wrong),
+        ]
     else:
         queries = ["-"] * 7
     if window.add_rate is not None:
         ratio = f" ({window.add_rate / add_baseline.add_rate:.2f}x add alone)" if add_baseline else ""
-        add = (f"{window.add_rate:,.1f} docs/s{ratio}, {window.add_characters_rate / 1000:,.0f}k chars/s "
-               f"({window.added:,} docs)")
+        add = (
+            f"{window.add_rate:,.1f} docs/s{ratio}, {window.add_characters_rate / 1000:,.0f}k chars/s "
+            f"({window.added:,} docs)"
+        )
     else:
         add = "-"
     return [
@@ -305,16 +321,31 @@ def summarise(window: Window, query_baseline: Window | None, add_baseline: Windo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--documents", type=int, default=1_000_000, help="fingerprints in the store before the windows")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each window")
     parser.add_argument("--clients", type=int, default=8, help="query processes")
     parser.add_argument("--max-distance", "-k", type=int, default=3, help="the queries' max distance")
-    parser.add_argument("--queries-per-kind", type=int, default=1000, help="distinct queries of each kind (planted, near stored, random)")
-    parser.add_argument("--add-batch-size", type=int, default=100,
-                        help="the add's --batch-size (small, so that its committed rows measure its rate within the window)")
-    parser.add_argument("--check-sample", type=int, default=50, help="stored records of the add whose fingerprint is recomputed")
-    parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL, help="a server where the script may create and drop databases")
+    parser.add_argument(
+        "--queries-per-kind",
+        type=int,
+        default=1000,
+        help="distinct queries of each kind (planted, near stored, random)",
+    )
+    parser.add_argument(
+        "--add-batch-size",
+        type=int,
+        default=100,
+        help="the add's --batch-size (small, so that its committed rows measure its rate within the window)",
+    )
+    parser.add_argument(
+        "--check-sample", type=int, default=50, help="stored records of the add whose fingerprint is recomputed"
+    )
+    parser.add_argument(
+        "--admin-url", default=DEFAULT_ADMIN_URL, help="a server where the script may create and drop databases"
+    )
     parser.add_argument("--database", default="simhash_soak")
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--keep", action="store_true", help="keep the database")
@@ -332,37 +363,63 @@ def main() -> None:
         loaded = bulk_load(url, stored)
         print(f"loaded {args.documents:,} fingerprints in {loaded:.1f} s", flush=True)
         workload = build_workload(stored, points, args.queries_per_kind, args.max_distance, args.seed + 2)
-        print(f"{len(workload.fingerprints):,} distinct queries, "
-              f"{sum(map(len, workload.expected)):,} expected matches among the bulk rows", flush=True)
+        print(
+            f"{len(workload.fingerprints):,} distinct queries, "
+            f"{sum(map(len, workload.expected)):,} expected matches among the bulk rows",
+            flush=True,
+        )
 
         documents = corpus_documents()
         random.Random(args.seed).shuffle(documents)  # laws and paragraphs mixed: a steady rate
         feeder = Feeder(url, documents, args.add_batch_size)
         wait_for_first_batch(url, args.documents, feeder)
         print(f"add running (load {load_now()}); window with add, {args.seconds:g} s", flush=True)
-        with_add = run_window(f"{args.clients} clients + add", url, workload, args, args.documents, feeder, args.clients)
+        with_add = run_window(
+            f"{args.clients} clients + add", url, workload, args, args.documents, feeder, args.clients
+        )
         print(f"the add alone, {args.seconds:g} s (load {load_now()})", flush=True)
         add_alone = run_window("add alone (baseline for the add)", url, workload, args, args.documents, feeder, 0)
         notes = check_feeder(url, feeder, args.check_sample)
         time.sleep(5)  # let the add's processes go before the baseline
         print(f"baseline window, {args.seconds:g} s (load {load_now()})", flush=True)
-        baseline = run_window(f"{args.clients} clients, no add (baseline)", url, workload, args, args.documents, None,
-                              args.clients)
+        baseline = run_window(
+            f"{args.clients} clients, no add (baseline)", url, workload, args, args.documents, None, args.clients
+        )
 
-        header = ["window", "queries", "queries/s", "p50", "p99", "max", "errors", "wrong answers",
-                  "add rate (committed rows)", "load before (1/5/15)", "1-min load during (mean)"]
+        header = [
+            "window",
+            "queries",
+            "queries/s",
+            "p50",
+            "p99",
+            "max",
+            "errors",
+            "wrong answers",
+            "add rate (committed rows)",
+            "load before (1/5/15)",
+            "1-min load during (mean)",
+        ]
         print()
-        print(markdown_table(header, [
-            summarise(baseline, None, None), summarise(add_alone, None, None), summarise(with_add, baseline, add_alone),
-        ]))
+        print(
+            markdown_table(
+                header,
+                [
+                    summarise(baseline, None, None),
+                    summarise(add_alone, None, None),
+                    summarise(with_add, baseline, add_alone),
+                ],
+            )
+        )
         print()
         for window in (with_add, baseline):
             for error, count in window.errors.most_common():
                 print(f"- {window.name}: {count} x {error}")
         for note in notes:
             print(f"- {note}")
-        print(f"- {args.documents:,} bulk fingerprints; k={args.max_distance}; {args.clients} client processes; "
-              f"add batch size {args.add_batch_size}; corpus {len(documents):,} texts per repetition")
+        print(
+            f"- {args.documents:,} bulk fingerprints; k={args.max_distance}; {args.clients} client processes; "
+            f"add batch size {args.add_batch_size}; corpus {len(documents):,} texts per repetition"
+        )
         print(f"- load at end: {load_now()}")
 
 

@@ -24,17 +24,26 @@ from sqlalchemy import create_engine
 from simhash_store import migrate
 
 STATEMENTS = (
-    ("to_hex", "inline lpad(to_hex(f), 16, '0')", "SELECT count(pg_catalog.lpad(pg_catalog.to_hex(f), 16, '0')) FROM hex_bench"),
+    (
+        "to_hex",
+        "inline lpad(to_hex(f), 16, '0')",
+        "SELECT count(pg_catalog.lpad(pg_catalog.to_hex(f), 16, '0')) FROM hex_bench",
+    ),
     ("to_hex", "simhash.to_hex(f)", "SELECT count(simhash.to_hex(f)) FROM hex_bench"),
-    ("from_hex", "inline ('x' || lpad(h, 16, '0'))::bit(64)::bigint",
-     "SELECT count(('x' || lpad(h, 16, '0'))::bit(64)::bigint) FROM hex_bench"),
+    (
+        "from_hex",
+        "inline ('x' || lpad(h, 16, '0'))::bit(64)::bigint",
+        "SELECT count(('x' || lpad(h, 16, '0'))::bit(64)::bigint) FROM hex_bench",
+    ),
     ("from_hex", "simhash.from_hex(h)", "SELECT count(simhash.from_hex(h)) FROM hex_bench"),
 )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--admin-url", default=os.environ.get("SIMHASH_STORE_BENCH_URL", "postgresql://root@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("SIMHASH_STORE_BENCH_URL", "postgresql://root@127.0.0.1:5432/postgres")
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     arguments = parser.parse_args()
@@ -54,7 +63,9 @@ def main() -> None:
                 (arguments.rows,),
             )
             connection.execute("ANALYZE hex_bench")
-            print(f"PostgreSQL {version}, {arguments.rows:,} rows, median of {arguments.repeat}, load average {os.getloadavg()[0]:.1f}")
+            print(
+                f"PostgreSQL {version}, {arguments.rows:,} rows, median of {arguments.repeat}, load average {os.getloadavg()[0]:.1f}"
+            )
             print("| function | statement | total (ms) | per row (us) |\n|---|---|---|---|")
             for function, label, statement in STATEMENTS:
                 times = []

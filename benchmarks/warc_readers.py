@@ -33,7 +33,9 @@ def archive(records: int) -> bytes:
     writer = WARCWriter(buffer, gzip=True)
     for number in range(records):
         http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
-        record = writer.create_warc_record(f"http://example.com/{number}", "response", payload=io.BytesIO(PAGE), http_headers=http)
+        record = writer.create_warc_record(
+            f"http://example.com/{number}", "response", payload=io.BytesIO(PAGE), http_headers=http
+        )
         writer.write_record(record)
     return buffer.getvalue()
 

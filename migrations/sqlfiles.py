@@ -77,12 +77,18 @@ def is_distributed(connection) -> bool:
     """
     from sqlalchemy import text
 
-    if not connection.execute(text("SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")).scalar():
+    if not connection.execute(
+        text("SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")
+    ).scalar():
         return False
-    return bool(connection.execute(text(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition "
-        "WHERE logicalrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('simhash.documents'))"
-    )).scalar())
+    return bool(
+        connection.execute(
+            text(
+                "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition "
+                "WHERE logicalrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('simhash.documents'))"
+            )
+        ).scalar()
+    )
 
 
 def create(*versions: str) -> None:

@@ -58,9 +58,7 @@ def from_hex(text: str, bits: int = 64) -> int:
     if digits[:2].lower() == "0x":
         digits = digits[2:]
     if len(digits) != bits // 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-        raise InvalidFingerprintError(
-            f"expected {bits // 4} hex digits for a {bits}-bit fingerprint, got {text!r}"
-        )
+        raise InvalidFingerprintError(f"expected {bits // 4} hex digits for a {bits}-bit fingerprint, got {text!r}")
     return int(digits, 16)
 
 

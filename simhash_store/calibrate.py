@@ -153,25 +153,37 @@ def calibrate(
     false_counts = np.cumsum(np.bincount(false_distances, minlength=max_k + 1)[: max_k + 1])
     pairs = len(chosen) * (len(chosen) - 1) // 2
     rows = [
-        Row(int(k), float(np.mean([v[k] for v in light.values()])), float(np.mean([v[k] for v in heavy.values()])),
-            int(false_counts[k]), float(false_counts[k] / pairs))
+        Row(
+            int(k),
+            float(np.mean([v[k] for v in light.values()])),
+            float(np.mean([v[k] for v in heavy.values()])),
+            int(false_counts[k]),
+            float(false_counts[k] / pairs),
+        )
         for k in ks
     ]
     within = [row for row in rows if row.false_match_rate <= false_match_budget]
     good = [row for row in within if row.light_recall >= light_target and row.heavy_recall >= heavy_target]
     if good:
-        recommended, reason = good[0].k, (
-            f"the smallest k with light recall >= {light_target:.0%}, heavy >= {heavy_target:.0%} "
-            f"and false matches <= {false_match_budget:g} of pairs"
+        recommended, reason = (
+            good[0].k,
+            (
+                f"the smallest k with light recall >= {light_target:.0%}, heavy >= {heavy_target:.0%} "
+                f"and false matches <= {false_match_budget:g} of pairs"
+            ),
         )
     elif within:
-        recommended, reason = within[-1].k, (
-            f"no k reaches the recall targets within the false-match budget ({false_match_budget:g} of pairs): "
-            "the largest k within it"
+        recommended, reason = (
+            within[-1].k,
+            (
+                f"no k reaches the recall targets within the false-match budget ({false_match_budget:g} of pairs): "
+                "the largest k within it"
+            ),
         )
     else:
-        recommended, reason = 0, (
-            "even k = 0 exceeds the false-match budget: different texts in the sample have the same fingerprint"
+        recommended, reason = (
+            0,
+            ("even k = 0 exceeds the false-match budget: different texts in the sample have the same fingerprint"),
         )
     return Calibration(
         len(chosen), pairs, rows, recommended, reason, light, heavy, false_matches, duplicates, without_features
@@ -244,21 +256,38 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
         recall_axes.plot(ks, values, color="tab:blue", alpha=0.25, linewidth=1)
     for values in calibration.heavy_by_kind.values():
         recall_axes.plot(ks, values, color="tab:orange", alpha=0.25, linewidth=1, linestyle="--")
-    recall_axes.plot(ks, [r.light_recall for r in calibration.rows], color="tab:blue", linewidth=2.5, label="light variants")
-    recall_axes.plot(ks, [r.heavy_recall for r in calibration.rows], color="tab:orange", linewidth=2.5,
-                     linestyle="--", label="heavy variants")
+    recall_axes.plot(
+        ks, [r.light_recall for r in calibration.rows], color="tab:blue", linewidth=2.5, label="light variants"
+    )
+    recall_axes.plot(
+        ks,
+        [r.heavy_recall for r in calibration.rows],
+        color="tab:orange",
+        linewidth=2.5,
+        linestyle="--",
+        label="heavy variants",
+    )
     recall_axes.set(xlabel="max distance k (bits)", ylabel="recall", ylim=(0, 1.02), xlim=(0, ks[-1]))
     false_axes = recall_axes.twinx()
-    false_axes.plot(ks, [max(r.false_match_rate, 1e-7) for r in calibration.rows], color="tab:red", linewidth=2,
-                    label="false matches (share of pairs)")
+    false_axes.plot(
+        ks,
+        [max(r.false_match_rate, 1e-7) for r in calibration.rows],
+        color="tab:red",
+        linewidth=2,
+        label="false matches (share of pairs)",
+    )
     false_axes.set_yscale("log")
     false_axes.set_ylim(1e-7, 1)
     false_axes.set_ylabel("false matches (share of pairs, log)")
-    recall_axes.axvline(calibration.recommended, color="black", linestyle=":", label=f"recommended k = {calibration.recommended}")
+    recall_axes.axvline(
+        calibration.recommended, color="black", linestyle=":", label=f"recommended k = {calibration.recommended}"
+    )
     lines = recall_axes.get_legend_handles_labels()
     more = false_axes.get_legend_handles_labels()
     recall_axes.legend(lines[0] + more[0], lines[1] + more[1], loc="center right", fontsize=8)
-    recall_axes.set_title(title or f"{counted(calibration.documents, 'document')}, {counted(calibration.pairs, 'pair', grouped=True)}")
+    recall_axes.set_title(
+        title or f"{counted(calibration.documents, 'document')}, {counted(calibration.pairs, 'pair', grouped=True)}"
+    )
     figure.tight_layout()
     # Written as every output file is (:mod:`output`): a new name of its own beside it, renamed into
     # place when whole; a name planted in advance is not followed; one run at a time per file.

@@ -30,7 +30,11 @@ class Texts:
 
 
 def texts_of_inputs(
-    names: list[str], formats: list[str | None] | None = None, text_field: str = "text", *, html_field: str | None = None
+    names: list[str],
+    formats: list[str | None] | None = None,
+    text_field: str = "text",
+    *,
+    html_field: str | None = None,
 ) -> Texts:
     """The texts of inputs of any format (see :func:`simhash_store.formats.read_documents`; ``formats``:
     each one's, None to tell it by its name, a file whose name says nothing being text).
@@ -74,8 +78,10 @@ def texts_of_keys(keys: Iterable[str]) -> Texts:
     for key in keys:
         _read_into(found, key, Path(key))
     if len(found.texts) < 2:
-        raise InputError("the store keeps fingerprints, not texts, and fewer than two stored keys name readable files "
-                         "here: give the documents (PATHS or --jsonl)")
+        raise InputError(
+            "the store keeps fingerprints, not texts, and fewer than two stored keys name readable files "
+            "here: give the documents (PATHS or --jsonl)"
+        )
     return found
 
 

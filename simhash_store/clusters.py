@@ -185,7 +185,9 @@ def keep_policy(cursor: psycopg.Cursor) -> KeepPolicy:
     return KeepPolicy.parse(row[0] if row else None)
 
 
-def assign(cursor: psycopg.Cursor, keys: Sequence[str], *, distance: int | None = None, moved: bool = True) -> Placement | None:
+def assign(
+    cursor: psycopg.Cursor, keys: Sequence[str], *, distance: int | None = None, moved: bool = True
+) -> Placement | None:
     """Give every document among ``keys`` that has no cluster yet one, in the order of ``keys``
     (the input order: documents arrive in it). Call it inside the write's transaction.
 
@@ -229,9 +231,14 @@ class Placement:
 
     def parameters(self) -> dict[str, list]:
         return {
-            "keys": self.keys, "ids": self.ids, "clusters": self.clusters, "arrivals": self.arrivals,
-            "founded": [cluster for cluster, _ in self.heads], "founders": [id_ for _, id_ in self.heads],
-            "moved": [cluster for cluster, _ in self.moved], "movers": [id_ for _, id_ in self.moved],
+            "keys": self.keys,
+            "ids": self.ids,
+            "clusters": self.clusters,
+            "arrivals": self.arrivals,
+            "founded": [cluster for cluster, _ in self.heads],
+            "founders": [id_ for _, id_ in self.heads],
+            "moved": [cluster for cluster, _ in self.moved],
+            "movers": [id_ for _, id_ in self.moved],
         }
 
 
@@ -292,12 +299,18 @@ def _stored_candidates(
     ).fetchall()
     if len(rows) > IN_MEMORY_REPRESENTATIVES:
         method = "probe" if distributed.is_distributed(cursor) else "auto"
-        near = cursor.execute(_NEAR_DOCUMENTS, {"fingerprints": signed, "k": k, "method": method}, prepare=True).fetchall()
-        heads = {row[0]: row[1:] for row in cursor.execute(_REPRESENTATIVES_AMONG, {"ids": sorted({row[1] for row in near})})}
+        near = cursor.execute(
+            _NEAR_DOCUMENTS, {"fingerprints": signed, "k": k, "method": method}, prepare=True
+        ).fetchall()
+        heads = {
+            row[0]: row[1:] for row in cursor.execute(_REPRESENTATIVES_AMONG, {"ids": sorted({row[1] for row in near})})
+        }
         for ordinality, id_, distance in near:
             if id_ in heads:
                 cluster, arrival, length, value, key = heads[id_]
-                found[ordinality - 1].append(_StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, value)))
+                found[ordinality - 1].append(
+                    _StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, value))
+                )
         return found
     if not rows or not len(values):
         return found
@@ -308,7 +321,9 @@ def _stored_candidates(
         for offset, column in zip(*np.nonzero(distances <= k)):
             id_, _, cluster, arrival, length, value, key = rows[int(column)]
             found[start + int(offset)].append(
-                _StoredHead(int(distances[offset, column]), arrival, cluster, id_, key, policy.rank(arrival, length, value))
+                _StoredHead(
+                    int(distances[offset, column]), arrival, cluster, id_, key, policy.rank(arrival, length, value)
+                )
             )
     return found
 
@@ -319,7 +334,11 @@ def _cluster_ids_among(cursor: psycopg.Cursor, ids: list[int]) -> set[int]:
 
 
 def _assign_in_order(
-    batch: list[Representative], keys: list[str], ids: list[int], stored: list[list[_StoredHead]], k: int,
+    batch: list[Representative],
+    keys: list[str],
+    ids: list[int],
+    stored: list[list[_StoredHead]],
+    k: int,
     new_cluster=lambda id_: id_,
 ) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]], list[tuple[str, str]]]:
     """Each new document's cluster, in arrival order: the nearest representative within ``k`` as it
@@ -546,6 +565,16 @@ def sample_keys(cursor: psycopg.Cursor, count: int, seed: str) -> list[str]:
 
 
 __all__ = [
-    "Cluster", "Membership", "Placement", "allocate_ids", "assign", "leaders", "lock_for_write", "memberships",
-    "keep_policy", "place", "recluster", "stored_clusters",
+    "Cluster",
+    "Membership",
+    "Placement",
+    "allocate_ids",
+    "assign",
+    "leaders",
+    "lock_for_write",
+    "memberships",
+    "keep_policy",
+    "place",
+    "recluster",
+    "stored_clusters",
 ]

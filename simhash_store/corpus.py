@@ -259,7 +259,9 @@ def _walk_directory(
                     if isinstance(exc, FileNotFoundError):
                         yield Skip(entry.path, BROKEN_SYMLINK)
                     else:
-                        yield Skip(entry.path, SYMLINK_LOOP if exc.errno == errno.ELOOP else UNREADABLE, exc.strerror or "")
+                        yield Skip(
+                            entry.path, SYMLINK_LOOP if exc.errno == errno.ELOOP else UNREADABLE, exc.strerror or ""
+                        )
                 continue
             if stat.S_ISDIR(info.st_mode):
                 if any(p.matches(relative, directory=True) for p in excludes):
@@ -280,7 +282,9 @@ def _walk_directory(
         stack.extend(reversed(subdirectories))
 
 
-def _wanted(relative: str, directory: bool, included_above: bool, includes: list[Pattern], excludes: list[Pattern]) -> bool:
+def _wanted(
+    relative: str, directory: bool, included_above: bool, includes: list[Pattern], excludes: list[Pattern]
+) -> bool:
     if not included_above and not any(p.matches(relative, directory=directory) for p in includes):
         return False
     return not any(p.matches(relative, directory=directory) for p in excludes)

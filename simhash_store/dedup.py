@@ -126,8 +126,16 @@ def dedup(
         return ((f"record {number}", record) for number, record in enumerate(records, start=1))
 
     for _, record, verdict in dedup_rows(
-        rows, store=store, key=key, text=text, max_distance=max_distance, keep=policy, batch_size=batch_size, jobs=jobs,
-        html=html, counts=counts,
+        rows,
+        store=store,
+        key=key,
+        text=text,
+        max_distance=max_distance,
+        keep=policy,
+        batch_size=batch_size,
+        jobs=jobs,
+        html=html,
+        counts=counts,
     ):
         yield record, verdict
 
@@ -263,16 +271,24 @@ def dedup_output(
     if output_format == "parquet":
         schema = formats.parquet_schemas([path for path, kind in zip(inputs, input_formats) if kind == "parquet"])
         pyarrow = formats.pyarrow_module()
-        annotation_types = {"simhash": pyarrow.string(), "cluster": pyarrow.int64(),
-                            "duplicate_of": pyarrow.string(), "distance": pyarrow.int32(),
-                            "not_compared": pyarrow.string()}
+        annotation_types = {
+            "simhash": pyarrow.string(),
+            "cluster": pyarrow.int64(),
+            "duplicate_of": pyarrow.string(),
+            "distance": pyarrow.int32(),
+            "not_compared": pyarrow.string(),
+        }
     if output != "-":
         for path in inputs:
             with contextlib.suppress(OSError):
                 if path != "-" and os.path.samefile(path, output):
-                    raise OutputError(f"the output {visible(output)} is the input {visible(path)}: write to another file")
+                    raise OutputError(
+                        f"the output {visible(output)} is the input {visible(path)}: write to another file"
+                    )
     try:
-        return formats.open_writer(output, output_format, schema=schema, extra_fields=annotation_types if annotate else None)
+        return formats.open_writer(
+            output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
+        )
     except OSError as exc:
         raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
 
@@ -308,7 +324,9 @@ def dedup_files(
 
     if annotate:
         refuse_annotation_clash(key, text)
-    options = formats.ReadOptions(key_field=key, text_field=text, required={key: "the key", text: "the page" if html else "the text"})
+    options = formats.ReadOptions(
+        key_field=key, text_field=text, required={key: "the key", text: "the page" if html else "the text"}
+    )
     sizes = [_file_size(path) for path in inputs]
     total = None if None in sizes else sum(size or 0 for size in sizes)
     read = [0] * len(inputs)  # bytes of each input read so far
@@ -354,8 +372,17 @@ def dedup_files(
     counts = FileCounts()
     rerun = DedupCounts()
     for _, record, verdict in dedup_rows(
-        rows, store=store, key=key, text=text, max_distance=max_distance, keep=keep,
-        fingerprinter=fingerprinter, batch_size=batch_size, html=html, writable=writable, counts=rerun,
+        rows,
+        store=store,
+        key=key,
+        text=text,
+        max_distance=max_distance,
+        keep=keep,
+        fingerprinter=fingerprinter,
+        batch_size=batch_size,
+        html=html,
+        writable=writable,
+        counts=rerun,
     ):
         if verdict.problem is not None or isinstance(record, Skip):  # a Skip always has its problem
             counts.bad += 1
@@ -480,7 +507,9 @@ class _Batching:
                 continue
             key, text = record.get(key_field), record.get(text_field)
             if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
-                outcomes[position] = Verdict(None, False, problem=f"{where}: no {key_field!r} field with a string or integer")
+                outcomes[position] = Verdict(
+                    None, False, problem=f"{where}: no {key_field!r} field with a string or integer"
+                )
                 continue
             key = str(key)
             if not isinstance(text, str):
@@ -505,7 +534,9 @@ class _Batching:
                 if isinstance(text, Skip):  # no main content: passed through as kept, not compared, as empty text is
                     deliberate = text.reason in DELIBERATE
                     outcomes[position] = Verdict(
-                        key, deliberate, problem=None if deliberate else str(text),
+                        key,
+                        deliberate,
+                        problem=None if deliberate else str(text),
                         not_compared=text.reason if deliberate else None,
                     )
                     continue
@@ -579,7 +610,9 @@ def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted):
             deliberate = item.skip.reason in DELIBERATE
             detail = f" ({item.skip.detail})" if item.skip.detail else ""
             outcomes[position] = Verdict(
-                source.key, deliberate, problem=None if deliberate else f"{where}: {item.skip.reason}{detail}",
+                source.key,
+                deliberate,
+                problem=None if deliberate else f"{where}: {item.skip.reason}{detail}",
                 not_compared=item.skip.reason if deliberate else None,
             )
             continue
@@ -592,7 +625,9 @@ def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted):
     if replaced:
         replacing = {new: old for old, new in replaced}
         outcomes = [
-            _Stored(o.key, o.fingerprint, o.where, replacing[o.key]) if isinstance(o, _Stored) and o.key in replacing else o
+            _Stored(o.key, o.fingerprint, o.where, replacing[o.key])
+            if isinstance(o, _Stored) and o.key in replacing
+            else o
             for o in outcomes
         ]
     return outcomes, memberships
@@ -615,20 +650,40 @@ def _resolve(outcomes: list[Verdict | _Stored], memberships: Mapping[str, Any]) 
             verdicts.append(Verdict(k, False, value, problem=f"{where}: removed from the store meanwhile"))
         elif membership.fingerprint != value:
             verdicts.append(
-                Verdict(k, False, value, problem=f"{where}: key {k!r} is already stored with another text "
-                        "(remove it, or use another key)")
+                Verdict(
+                    k,
+                    False,
+                    value,
+                    problem=f"{where}: key {k!r} is already stored with another text (remove it, or use another key)",
+                )
             )
         elif membership.cluster is None or membership.is_representative:
             verdicts.append(Verdict(k, True, value, membership.cluster, None, 0, replaced=outcome.replaced))
         else:
             verdicts.append(
-                Verdict(k, False, value, membership.cluster, membership.representative, membership.distance,
-                        replaced=outcome.replaced)
+                Verdict(
+                    k,
+                    False,
+                    value,
+                    membership.cluster,
+                    membership.representative,
+                    membership.distance,
+                    replaced=outcome.replaced,
+                )
             )
     return verdicts
 
 
 __all__ = [
-    "ANNOTATION_FIELDS", "ClusterDistanceError", "DedupCounts", "FileCounts", "InputChangedError", "Verdict", "dedup",
-    "dedup_files", "dedup_output", "dedup_rows", "refuse_annotation_clash",
+    "ANNOTATION_FIELDS",
+    "ClusterDistanceError",
+    "DedupCounts",
+    "FileCounts",
+    "InputChangedError",
+    "Verdict",
+    "dedup",
+    "dedup_files",
+    "dedup_output",
+    "dedup_rows",
+    "refuse_annotation_clash",
 ]

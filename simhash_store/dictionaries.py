@@ -212,7 +212,9 @@ def known_vocabulary(
         "drop_punctuation": drop_punctuation,
         "hash": hash_name if with_hashes else None,
     }
-    stored = cache.load_word_table("vocabulary", key, {"idf": _REAL} | ({"hashes": _hash_dtype(nbytes)} if with_hashes else {}))
+    stored = cache.load_word_table(
+        "vocabulary", key, {"idf": _REAL} | ({"hashes": _hash_dtype(nbytes)} if with_hashes else {})
+    )
     if stored is not None:
         words, arrays = stored
         return Vocabulary(words, arrays["idf"], {(hash_name, nbytes): arrays["hashes"]} if with_hashes else {})
@@ -224,7 +226,9 @@ def known_vocabulary(
     kept = {
         word: idf
         for word, idf in known.items()
-        if len(word) >= min_length and word not in stop and (is_content(word) if drop_punctuation else not word.isspace())
+        if len(word) >= min_length
+        and word not in stop
+        and (is_content(word) if drop_punctuation else not word.isspace())
     }
     words = list(kept)
     idf = np.fromiter(kept.values(), dtype=_REAL, count=len(words))

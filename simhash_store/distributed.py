@@ -38,7 +38,7 @@ transaction on the workers before the coordinator's transaction releases its loc
 next writer's check sees every row the previous one stored.
 
 >>> from simhash_store.store import Store
->>> Store("postgresql://coordinator/news").init(distributed=True)   # doctest: +SKIP
+>>> Store("postgresql://coordinator/news").init(distributed=True)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -163,7 +163,13 @@ def _near_many_shapes(match: re.Match) -> str:
         )
     index = re.sub(_ONE_SERVER_BLOCK_JOIN, _INDEX_PROBES, statement)
     hashable = re.sub(_ONE_SERVER_BLOCK_JOIN, _HASHABLE, statement)
-    return _CHOOSE_SHAPE % {"few": FEW_PROBES, "break_even": BREAK_EVEN, "space": match["space"], "hashable": hashable, "index": index}
+    return _CHOOSE_SHAPE % {
+        "few": FEW_PROBES,
+        "break_even": BREAK_EVEN,
+        "space": match["space"],
+        "hashable": hashable,
+        "index": index,
+    }
 
 
 REWRITES = (
@@ -350,9 +356,7 @@ def distribute(cursor: Cursor) -> None:
     _reference_tables(cursor)
     if _partition_method(cursor, "documents") is None:
         _key_in_every_unique_constraint(cursor)
-        cursor.execute(
-            "SELECT pg_catalog.create_distributed_table('simhash.documents', %s)", (DISTRIBUTION_COLUMN,)
-        )
+        cursor.execute("SELECT pg_catalog.create_distributed_table('simhash.documents', %s)", (DISTRIBUTION_COLUMN,))
         _drop_local_copy(cursor, "documents")
 
 
@@ -371,7 +375,9 @@ def _keeps_segments(cursor: Cursor) -> bool:
         "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass('simhash.store_info') "
         "AND attname = 'segments' AND NOT attisdropped)"
     ).fetchone()[0]
-    return bool(has_column and cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE segments)").fetchone()[0])
+    return bool(
+        has_column and cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE segments)").fetchone()[0]
+    )
 
 
 def _drop_local_copy(cursor: Cursor, table: str) -> None:
@@ -381,7 +387,8 @@ def _drop_local_copy(cursor: Cursor, table: str) -> None:
 
 def _partition_method(cursor: Cursor, table: str) -> str | None:
     row = cursor.execute(
-        "SELECT partmethod FROM pg_catalog.pg_dist_partition WHERE logicalrelid = %s::pg_catalog.regclass", (f"simhash.{table}",)
+        "SELECT partmethod FROM pg_catalog.pg_dist_partition WHERE logicalrelid = %s::pg_catalog.regclass",
+        (f"simhash.{table}",),
     ).fetchone()
     return row[0] if row else None
 
@@ -401,7 +408,9 @@ def _key_in_every_unique_constraint(cursor: Cursor) -> None:
     for name, kind, columns in rows:
         if DISTRIBUTION_COLUMN in columns:
             continue
-        statement = sql.SQL("ALTER TABLE simhash.documents DROP CONSTRAINT {name}, ADD CONSTRAINT {name} {kind} ({columns})")
+        statement = sql.SQL(
+            "ALTER TABLE simhash.documents DROP CONSTRAINT {name}, ADD CONSTRAINT {name} {kind} ({columns})"
+        )
         cursor.execute(
             statement.format(
                 name=sql.Identifier(name),
@@ -466,7 +475,9 @@ def adapt_functions(cursor: Cursor) -> list[str]:
             changed.append(signature)
         if plpgsql and "simhash.documents" in definition:
             cursor.execute(
-                sql.SQL("ALTER FUNCTION {} SET plan_cache_mode = {}").format(sql.SQL(signature), sql.SQL(PLAN_CACHE_MODE))
+                sql.SQL("ALTER FUNCTION {} SET plan_cache_mode = {}").format(
+                    sql.SQL(signature), sql.SQL(PLAN_CACHE_MODE)
+                )
             )
     return changed
 

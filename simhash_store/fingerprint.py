@@ -341,8 +341,12 @@ class _ScriptWords:
             for i in (numbers[other] - self.other_start).tolist()
         ]
         words = ~cjk
-        words[other] = np.array([not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()], dtype=bool)
-        in_paragraphs = np.isin(numbers, np.concatenate(self.in_paragraphs)) if self.in_paragraphs else np.zeros(len(numbers), bool)
+        words[other] = np.array(
+            [not others[i][0].isdigit() for i in (numbers[other] - self.other_start).tolist()], dtype=bool
+        )
+        in_paragraphs = (
+            np.isin(numbers, np.concatenate(self.in_paragraphs)) if self.in_paragraphs else np.zeros(len(numbers), bool)
+        )
         idf[words & in_paragraphs] *= PARAGRAPH_WORD_SCALE
         idf[words & ~in_paragraphs] *= OTHER_WORD_SCALE
         return idf
@@ -622,7 +626,9 @@ def fingerprint_features(weighted: Iterable[Feature] | Iterable[str], scheme: Sc
     with the scheme's hash; bit i of the result is set where the weights of features
     with bit i set outweigh the others.
 
-    >>> fingerprint_features([("中国", 2.0), ("知乎", 1.0), ("读者", 2.0)]) == fingerprint("中国^2 知乎^1 读者^2", "weighted-v1")
+    >>> fingerprint_features([("中国", 2.0), ("知乎", 1.0), ("读者", 2.0)]) == fingerprint(
+    ...     "中国^2 知乎^1 读者^2", "weighted-v1"
+    ... )
     True
     """
     scheme = get_scheme(scheme)

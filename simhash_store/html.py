@@ -42,13 +42,25 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codec
 # pages are decoded as GB18030 (a superset), Latin-1 and ASCII as windows-1252, Big5 with the
 # HKSCS additions.
 _AS_BROWSERS_DO = {
-    "gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "gb_2312-80": "gb18030", "cp936": "gb18030",
-    "iso-8859-1": "cp1252", "latin-1": "cp1252", "latin1": "cp1252", "us-ascii": "cp1252", "ascii": "cp1252",
-    "big5": "big5hkscs", "big5-hkscs": "big5hkscs",
-    "utf8": "utf-8", "unicode": "utf-8", "x-user-defined": "cp1252",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "x-gbk": "gb18030",
+    "gb_2312-80": "gb18030",
+    "cp936": "gb18030",
+    "iso-8859-1": "cp1252",
+    "latin-1": "cp1252",
+    "latin1": "cp1252",
+    "us-ascii": "cp1252",
+    "ascii": "cp1252",
+    "big5": "big5hkscs",
+    "big5-hkscs": "big5hkscs",
+    "utf8": "utf-8",
+    "unicode": "utf-8",
+    "x-user-defined": "cp1252",
 }
-_PLAINLY_HTML = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>]|head[\s>])",
-                           re.IGNORECASE | re.DOTALL)
+_PLAINLY_HTML = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>]|head[\s>])", re.IGNORECASE | re.DOTALL
+)
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
 
 
@@ -176,7 +188,9 @@ def extract_text(html: str, *, encoding: str = "utf-8", source: str = DETECTED) 
         text = ""  # a menu or a list of headlines, not an article
     visible, page_links = _block_text(lxml_html, html, visible_only=True)
     if len(text) < _FALLBACK_SHARE * len(visible):
-        other = (trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False) or "").strip()
+        other = (
+            trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False) or ""
+        ).strip()
         if len(text) < _FALLBACK_SHARE * len(other) and not _mostly_links(other, page_links):
             text = other
     if not text:

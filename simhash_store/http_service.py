@@ -195,8 +195,9 @@ class FingerprintService:
         wanted = [value for value in fingerprints if value is not None]
         found = iter(self.store.query_many(wanted, max_distance, limit=limit) if wanted else [])
         return [
-            [] if value is None else
-            [{"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in next(found)]
+            []
+            if value is None
+            else [{"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in next(found)]
             for value in fingerprints
         ]
 
@@ -212,7 +213,11 @@ class FingerprintService:
                 ready.append(self._document(document, seen))
             except SimhashStoreError as exc:
                 failed.append({"index": index, "key": key if isinstance(key, str) else None, "error": str(exc)})
-        result = self.store.add(ready, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance) if ready else None
+        result = (
+            self.store.add(ready, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance)
+            if ready
+            else None
+        )
         return {
             "added": result.added if result else 0,
             "updated": result.updated if result else 0,
@@ -291,7 +296,11 @@ def open_service(
     try:
         reach = store.superuser_reach()
         if reach:
-            through = "is a superuser" if reach[0] == resolved.username else f"has a superuser's reach through {', '.join(reach)}"
+            through = (
+                "is a superuser"
+                if reach[0] == resolved.username
+                else f"has a superuser's reach through {', '.join(reach)}"
+            )
             raise PermissionDeniedError(
                 f"the service's database role {resolved.username or '(default)'} {through}: a service that runs "
                 "requests from other programs must not hold a superuser's rights; give it a role that owns "
@@ -310,7 +319,9 @@ def open_service(
     fingerprinter = Fingerprinter(scheme, jobs)
     if fingerprinter.jobs > 1:
         fingerprinter.start()  # forked now, before any server thread exists; each loads the dictionaries once
-    return FingerprintService(store, scheme, kept, limits, max_distance, server, fingerprinter if fingerprinter.jobs > 1 else None)
+    return FingerprintService(
+        store, scheme, kept, limits, max_distance, server, fingerprinter if fingerprinter.jobs > 1 else None
+    )
 
 
 # ------------------------------------------------------------ HTTP
@@ -433,7 +444,9 @@ async def _query(service: FingerprintService, body: dict[str, Any]) -> dict[str,
                 computed.append({"fingerprint": to_hex(from_hex(value, service.scheme.bits), service.scheme.bits)})
             except SimhashStoreError as exc:
                 raise _Refused(400, f"fingerprint {value[:40]!r}: {exc}") from None
-    values = [None if item["fingerprint"] is None else from_hex(item["fingerprint"], service.scheme.bits) for item in computed]
+    values = [
+        None if item["fingerprint"] is None else from_hex(item["fingerprint"], service.scheme.bits) for item in computed
+    ]
     matches = await anyio.to_thread.run_sync(service.query, values, k, limit, limiter=service.database_calls)
     results = []
     for index, (item, found) in enumerate(zip(computed, matches)):
@@ -463,7 +476,9 @@ async def _openapi(service: FingerprintService, body: dict[str, Any]) -> dict[st
 
 async def _not_found(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
-    message = {404: "no such endpoint (GET /openapi.json lists them)", 405: "method not allowed here"}.get(status, "refused")
+    message = {404: "no such endpoint (GET /openapi.json lists them)", 405: "method not allowed here"}.get(
+        status, "refused"
+    )
     return JSONResponse({"error": message}, status_code=status)
 
 
@@ -488,8 +503,16 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
     import uvicorn
 
     config = uvicorn.Config(
-        application(service), host=host, port=port, log_level="warning", access_log=False, server_header=False,
-        timeout_keep_alive=5, limit_concurrency=100, timeout_graceful_shutdown=10, lifespan="off",
+        application(service),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        timeout_keep_alive=5,
+        limit_concurrency=100,
+        timeout_graceful_shutdown=10,
+        lifespan="off",
     )
     return uvicorn.Server(config)
 
@@ -522,7 +545,9 @@ def run(service: FingerprintService, listening: socket.socket) -> None:
     """
     host, port = listening.getsockname()[:2]
     main = threading.current_thread() is threading.main_thread()
-    previous = {number: signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    previous = (
+        {number: signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    )
     try:
         server(service, host, port).run(sockets=[listening])
     finally:
@@ -533,22 +558,35 @@ def run(service: FingerprintService, listening: socket.socket) -> None:
 
 # ------------------------------------------------------------ the OpenAPI description
 
+
 def openapi(limits: Limits) -> dict[str, Any]:
     """The service's OpenAPI 3.1 description (``GET /openapi.json``)."""
     error = {"$ref": "#/components/schemas/Error"}
     hex_value = {"type": ["string", "null"], "pattern": "^[0-9a-f]{16}$", "description": "16 hex digits, unsigned"}
     texts = {"type": "array", "items": {"type": "string"}, "maxItems": limits.max_texts}
-    k = {"type": "integer", "minimum": 0, "maximum": 64,
-         "description": f"Hamming distance; default: calibrate --apply's, else {DEFAULT_MAX_DISTANCE}"}
+    k = {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 64,
+        "description": f"Hamming distance; default: calibrate --apply's, else {DEFAULT_MAX_DISTANCE}",
+    }
     match = {
-        "type": "object", "required": ["key", "distance", "similarity"],
+        "type": "object",
+        "required": ["key", "distance", "similarity"],
         "properties": {"key": {"type": "string"}, "distance": {"type": "integer"}, "similarity": {"type": "number"}},
     }
 
     def answers(ok: dict[str, Any], *codes: int) -> dict[str, Any]:
-        reasons = {400: "bad request (malformed JSON, wrong fields)", 401: "no token, or an unknown one",
-                   403: "the read-only token on /add", 408: "the body took too long", 413: "body or list too large",
-                   500: "internal error", 503: "database unavailable", 504: "a statement over its time limit"}
+        reasons = {
+            400: "bad request (malformed JSON, wrong fields)",
+            401: "no token, or an unknown one",
+            403: "the read-only token on /add",
+            408: "the body took too long",
+            413: "body or list too large",
+            500: "internal error",
+            503: "database unavailable",
+            504: "a statement over its time limit",
+        }
         found = {"200": {"description": "done", "content": {"application/json": {"schema": ok}}}}
         for code in codes:
             found[str(code)] = {"description": reasons[code], "content": {"application/json": {"schema": error}}}
@@ -557,62 +595,155 @@ def openapi(limits: Limits) -> dict[str, Any]:
     common = (400, 401, 408, 413, 500, 503, 504)
 
     def post(summary: str, request: dict[str, Any], ok: dict[str, Any], *codes: int) -> dict[str, Any]:
-        return {"post": {"summary": summary, "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
-                         "responses": answers(ok, *codes)}}
+        return {
+            "post": {
+                "summary": summary,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
+                "responses": answers(ok, *codes),
+            }
+        }
 
     fingerprint_result = {
-        "type": "object", "required": ["fingerprint", "signed"],
-        "properties": {"fingerprint": hex_value,
-                       "signed": {"type": ["string", "null"], "pattern": "^-?[0-9]{1,19}$",
-                                  "description": "the same as PostgreSQL's signed bigint, in decimal (a string: "
-                                                 "JSON numbers past 2^53 lose digits in JavaScript)"},
-                       "error": {"type": "string", "description": "why there is none (e.g. no features)"}},
+        "type": "object",
+        "required": ["fingerprint", "signed"],
+        "properties": {
+            "fingerprint": hex_value,
+            "signed": {
+                "type": ["string", "null"],
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "the same as PostgreSQL's signed bigint, in decimal (a string: "
+                "JSON numbers past 2^53 lose digits in JavaScript)",
+            },
+            "error": {"type": "string", "description": "why there is none (e.g. no features)"},
+        },
     }
     return {
         "openapi": "3.1.0",
         "info": {"title": "simhash-store fingerprint service", "version": "1"},
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {"Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
+            },
         },
         "security": [{"bearer": []}],
         "paths": {
             "/fingerprint": post(
                 "Fingerprints of texts under the store's scheme",
                 {"type": "object", "required": ["texts"], "properties": {"texts": texts}},
-                {"type": "object", "properties": {"scheme": {"type": "string"}, "results": {"type": "array", "items": fingerprint_result}}},
+                {
+                    "type": "object",
+                    "properties": {
+                        "scheme": {"type": "string"},
+                        "results": {"type": "array", "items": fingerprint_result},
+                    },
+                },
                 *common,
             ),
             "/query": post(
                 "Stored documents near each text or fingerprint, nearest first",
-                {"type": "object", "properties": {
-                    "texts": texts, "fingerprints": {"type": "array", "items": {"type": "string"}, "maxItems": limits.max_texts},
-                    "k": k, "max_results": {"type": ["integer", "null"], "minimum": 1}}},
-                {"type": "object", "properties": {"k": {"type": "integer"}, "results": {"type": "array", "items": {
-                    "type": "object", "required": ["index", "fingerprint", "matches"],
-                    "properties": {"index": {"type": "integer"}, "fingerprint": hex_value, "error": {"type": "string"},
-                                   "matches": {"type": "array", "items": match}}}}}},
+                {
+                    "type": "object",
+                    "properties": {
+                        "texts": texts,
+                        "fingerprints": {"type": "array", "items": {"type": "string"}, "maxItems": limits.max_texts},
+                        "k": k,
+                        "max_results": {"type": ["integer", "null"], "minimum": 1},
+                    },
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "k": {"type": "integer"},
+                        "results": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["index", "fingerprint", "matches"],
+                                "properties": {
+                                    "index": {"type": "integer"},
+                                    "fingerprint": hex_value,
+                                    "error": {"type": "string"},
+                                    "matches": {"type": "array", "items": match},
+                                },
+                            },
+                        },
+                    },
+                },
                 *common,
             ),
             "/add": post(
                 "Fingerprint and store documents (read-write token only)",
-                {"type": "object", "required": ["documents"], "properties": {
-                    "documents": {"type": "array", "maxItems": limits.max_texts, "items": {
-                        "type": "object", "required": ["key", "text"],
-                        "properties": {"key": {"type": "string"}, "text": {"type": "string"}, "metadata": {"type": "object"}}}},
-                    "skip_near_duplicates": {"type": "boolean"}, "k": k}},
-                {"type": "object", "properties": {
-                    "added": {"type": "integer"}, "updated": {"type": "integer"}, "unchanged": {"type": "integer"},
-                    "near_duplicates": {"type": "array", "items": {"type": "object", "properties": {
-                        "key": {"type": "string"}, "match": {"type": "string"}, "distance": {"type": "integer"}}}},
-                    "failed": {"type": "array", "items": {"type": "object", "properties": {
-                        "index": {"type": "integer"}, "key": {"type": ["string", "null"]}, "error": {"type": "string"}}}}}},
-                403, *common,
+                {
+                    "type": "object",
+                    "required": ["documents"],
+                    "properties": {
+                        "documents": {
+                            "type": "array",
+                            "maxItems": limits.max_texts,
+                            "items": {
+                                "type": "object",
+                                "required": ["key", "text"],
+                                "properties": {
+                                    "key": {"type": "string"},
+                                    "text": {"type": "string"},
+                                    "metadata": {"type": "object"},
+                                },
+                            },
+                        },
+                        "skip_near_duplicates": {"type": "boolean"},
+                        "k": k,
+                    },
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "added": {"type": "integer"},
+                        "updated": {"type": "integer"},
+                        "unchanged": {"type": "integer"},
+                        "near_duplicates": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "key": {"type": "string"},
+                                    "match": {"type": "string"},
+                                    "distance": {"type": "integer"},
+                                },
+                            },
+                        },
+                        "failed": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "index": {"type": "integer"},
+                                    "key": {"type": ["string", "null"]},
+                                    "error": {"type": "string"},
+                                },
+                            },
+                        },
+                    },
+                },
+                403,
+                *common,
             ),
-            "/health": {"get": {"summary": "The service answers; its scheme and default k", "responses": answers(
-                {"type": "object", "properties": {"status": {"const": "ok"}, "scheme": {"type": "string"}, "k": {"type": "integer"}}},
-                401)}},
+            "/health": {
+                "get": {
+                    "summary": "The service answers; its scheme and default k",
+                    "responses": answers(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "status": {"const": "ok"},
+                                "scheme": {"type": "string"},
+                                "k": {"type": "integer"},
+                            },
+                        },
+                        401,
+                    ),
+                }
+            },
             "/openapi.json": {"get": {"summary": "This description", "responses": answers({"type": "object"}, 401)}},
         },
     }
-

@@ -111,6 +111,7 @@ class IngestSummary:
 
 # ------------------------------------------------------------ the per-document work (runs in workers)
 
+
 def _init_worker(scheme: Scheme, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
     _exit_with(parent)
@@ -171,7 +172,9 @@ def prepare(
             return Prepared(source.key, len(raw), skip=Skip(where, UNREADABLE, str(exc)))
         text = decoded.text
         if decoded.replaced:
-            warning = f"{where}: {counted(decoded.replaced, 'invalid byte')} replaced by U+FFFD (read as {decoded.encoding})"
+            warning = (
+                f"{where}: {counted(decoded.replaced, 'invalid byte')} replaced by U+FFFD (read as {decoded.encoding})"
+            )
     del raw
     try:
         value = fingerprint_if_any(text, scheme)
@@ -183,8 +186,15 @@ def prepare(
         # Named with the scheme: an English text under a scheme that reads only Chinese words has none.
         return Prepared(source.key, source.size, skip=Skip(where, NO_WORDS, f"no features under scheme {scheme.name}"))
     return Prepared(
-        source.key, source.size, fingerprint=value, digest=content_digest, length=len(text), stamp=source.stamp,
-        warning=warning, metadata=source.metadata, segments=segment_fingerprints(text) if segments else None,
+        source.key,
+        source.size,
+        fingerprint=value,
+        digest=content_digest,
+        length=len(text),
+        stamp=source.stamp,
+        warning=warning,
+        metadata=source.metadata,
+        segments=segment_fingerprints(text) if segments else None,
     )
 
 
@@ -255,11 +265,17 @@ class Fingerprinter:
         order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0].size)
         chunksize = max(1, min(16, len(tasks) // (self.jobs * 16)))
         first, order = order[: -self.jobs - 1 : -1], order[: -self.jobs]
-        chunks = [[index] for index in first] + [order[start : start + chunksize] for start in range(0, len(order), chunksize)]
+        chunks = [[index] for index in first] + [
+            order[start : start + chunksize] for start in range(0, len(order), chunksize)
+        ]
         pool = self._get_pool()
         pending = [
             pool.submit(
-                _prepare_indexed_in_worker, self.scheme, self.max_file_bytes, self.segments, [(i, tasks[i]) for i in chunk]
+                _prepare_indexed_in_worker,
+                self.scheme,
+                self.max_file_bytes,
+                self.segments,
+                [(i, tasks[i]) for i in chunk],
             )
             for chunk in chunks
         ]
@@ -438,7 +454,12 @@ def _write(
         else:
             documents.append(
                 NewDocument(
-                    item.key, item.fingerprint, item.digest, item.length, stamp=item.stamp, segments=item.segments,
+                    item.key,
+                    item.fingerprint,
+                    item.digest,
+                    item.length,
+                    stamp=item.stamp,
+                    segments=item.segments,
                     keep_value=value if comparable(value) else None,
                 )
             )
@@ -485,9 +506,14 @@ def _known(sources: list[Source], stored: StoredDigests) -> dict[int, Prepared]:
     known = {}
     for number, source in enumerate(sources):
         content, value, length = found.get(source.key, (None, 0, None))
-        if source.text is not None and content is not None and content == digest(source.text.encode("utf-8", "surrogatepass")):
-            known[number] = Prepared(source.key, source.size, fingerprint=value, digest=content, length=length,
-                                     metadata=source.metadata)
+        if (
+            source.text is not None
+            and content is not None
+            and content == digest(source.text.encode("utf-8", "surrogatepass"))
+        ):
+            known[number] = Prepared(
+                source.key, source.size, fingerprint=value, digest=content, length=length, metadata=source.metadata
+            )
     return known
 
 
@@ -509,7 +535,11 @@ def fingerprint_arguments(
     ``segments``: with its segments' fingerprints too. ``stored``: see :func:`fingerprint_sources`."""
     named = set(names)
     found = fingerprint_sources(
-        argument_sources(names, formats, options), scheme, jobs=jobs, fingerprinter=fingerprinter, segments=segments,
+        argument_sources(names, formats, options),
+        scheme,
+        jobs=jobs,
+        fingerprinter=fingerprinter,
+        segments=segments,
         stored=stored,
     )
     for item in found:

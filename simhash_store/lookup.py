@@ -47,8 +47,11 @@ def _database_errors(method: Callable[..., T]) -> Callable[..., T]:
             return method(self, *args, **kwargs)
         except psycopg.Error as exc:
             error = library_error(
-                silent_server_in(exc) or exc, self.display_url, self._secrets,
-                lost=False, unavailable=isinstance(exc, psycopg.OperationalError),
+                silent_server_in(exc) or exc,
+                self.display_url,
+                self._secrets,
+                lost=False,
+                unavailable=isinstance(exc, psycopg.OperationalError),
             )
             if error is None:
                 raise
@@ -180,8 +183,13 @@ def _connect(url: UrlParts) -> psycopg.Connection:
     """An autocommit connection made as the store's engine makes its own (store/connection.py):
     SQLAlchemy's psycopg dialect's arguments, the session arguments, the silent-server watch."""
     arguments: dict[str, Any] = {}
-    for name, value in (("host", url.host), ("dbname", url.database), ("user", url.username),
-                        ("password", url.password), ("port", url.port)):
+    for name, value in (
+        ("host", url.host),
+        ("dbname", url.database),
+        ("user", url.username),
+        ("password", url.password),
+        ("port", url.port),
+    ):
         if value:  # as URL.translate_connect_args: unset or empty parts are left out
             arguments[name] = str(value) if name == "password" else value
     arguments.update(url.query)

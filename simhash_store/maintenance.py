@@ -102,7 +102,9 @@ def rebuild_blockers(cursor: psycopg.Cursor) -> list[str]:
     application's foreign key (it depends on the key's unique index), view rule or trigger.
     """
     # On its own: Citus cannot run a statement that reads a distributed table beside pg_index.
-    empty = cursor.execute("SELECT NOT EXISTS (SELECT 1 FROM simhash.documents)").fetchone()[0]  # Citus 13.2 cannot plan the empty form
+    empty = cursor.execute("SELECT NOT EXISTS (SELECT 1 FROM simhash.documents)").fetchone()[
+        0
+    ]  # Citus 13.2 cannot plan the empty form
     cursor.execute(
         """
         WITH own_foreign_key AS (  -- simhash.segments' own, which the load drops and adds again

@@ -121,7 +121,9 @@ def _flip_pairs(values: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.n
     return _joined(found_left, found_right, found_distance)
 
 
-def _joined(lefts: list[np.ndarray], rights: list[np.ndarray], distances: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _joined(
+    lefts: list[np.ndarray], rights: list[np.ndarray], distances: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not lefts:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty

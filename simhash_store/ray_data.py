@@ -8,7 +8,9 @@ ids and annotations are those of the ``dedup`` command over the same records in 
 
 >>> import ray  # doctest: +SKIP
 >>> ds = ray.data.read_json("crawl/")  # doctest: +SKIP
->>> kept = dedup_dataset(ds, "postgresql://coordinator/corpus").filter(lambda r: r["duplicate_of"] is None)  # doctest: +SKIP
+>>> kept = dedup_dataset(ds, "postgresql://coordinator/corpus").filter(
+...     lambda r: r["duplicate_of"] is None
+... )  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ def _fresh_ray_data(ray: Any) -> None:
     except ImportError:
         return
     connection = ray.get_runtime_context().get_job_id()  # a new one at each ray.init
-    if getattr(StatsManager, "_simhash_connection", None) != connection and hasattr(StatsManager, "_stats_actor_handle"):
+    if getattr(StatsManager, "_simhash_connection", None) != connection and hasattr(
+        StatsManager, "_stats_actor_handle"
+    ):
         StatsManager._stats_actor_handle = None
         StatsManager._simhash_connection = connection
 
@@ -88,7 +92,9 @@ class FingerprintBatch:
             if key is None or not isinstance(text, str):
                 out.append(None)  # dedup calls it a bad record; write_dataset refuses it
                 continue
-            out.append(prepare(Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass"))), None, self.scheme))
+            out.append(
+                prepare(Source(key, text=text, size=len(text.encode("utf-8", "surrogatepass"))), None, self.scheme)
+            )
         return out
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -108,7 +114,11 @@ class FingerprintBatch:
 
 
 def fingerprint_dataset(
-    ds: Dataset, *, scheme: Scheme | str = "multi-v2", text_field: str = "text", key_field: str = "key",
+    ds: Dataset,
+    *,
+    scheme: Scheme | str = "multi-v2",
+    text_field: str = "text",
+    key_field: str = "key",
     concurrency: int | None = None,
 ) -> Dataset:
     """``ds`` with each record's fingerprint added (``simhash``: 16 hex digits, None for a text
@@ -117,7 +127,9 @@ def fingerprint_dataset(
     name = get_scheme(scheme).name
     _fresh_ray_data(_ray())
     out = ds.map_batches(
-        FingerprintBatch, fn_constructor_args=(name, text_field, key_field), batch_size=RECORDS_PER_TASK,
+        FingerprintBatch,
+        fn_constructor_args=(name, text_field, key_field),
+        batch_size=RECORDS_PER_TASK,
         batch_format="numpy",
         concurrency=(1, concurrency or _cpus()),
     )
@@ -144,7 +156,9 @@ class _WriteBatch:
         from .store import NewDocument
 
         documents = [
-            NewDocument(str(_key_of(key.item() if hasattr(key, "item") else key)), int(simhash, 16), digest, int(length))
+            NewDocument(
+                str(_key_of(key.item() if hasattr(key, "item") else key)), int(simhash, 16), digest, int(length)
+            )
             for key, simhash, digest, length in zip(batch[self.key_field], batch[SIMHASH], batch[DIGEST], batch[LENGTH])
             if simhash is not None
         ]
@@ -155,7 +169,12 @@ class _WriteBatch:
 
 
 def write_dataset(
-    ds: Dataset, url: str, *, scheme: Scheme | str | None = None, text_field: str = "text", key_field: str = "key",
+    ds: Dataset,
+    url: str,
+    *,
+    scheme: Scheme | str | None = None,
+    text_field: str = "text",
+    key_field: str = "key",
     concurrency: int | None = None,
 ) -> dict[str, int]:
     """Store every record's fingerprint (fingerprinting ``ds`` first unless it went through
@@ -171,7 +190,9 @@ def write_dataset(
     if SIMHASH not in ds.schema().names:
         ds = fingerprint_dataset(ds, scheme=stored, text_field=text_field, key_field=key_field, concurrency=concurrency)
     counts = ds.select_columns([key_field, SIMHASH, DIGEST, LENGTH]).map_batches(
-        _WriteBatch, fn_constructor_args=(url, key_field), batch_size=5000,
+        _WriteBatch,
+        fn_constructor_args=(url, key_field),
+        batch_size=5000,
         concurrency=(1, concurrency or _cpus()),
     )
     totals = {"added": 0, "updated": 0, "unchanged": 0}
@@ -212,8 +233,13 @@ def _prepared_of(record: Mapping[str, Any], key: str) -> Prepared:
     if record[NOT_FINGERPRINTED] is not None:
         reason, detail = str(record[NOT_FINGERPRINTED]).split("\t", 1)
         return Prepared(key, int(record[SIZE]), skip=Skip(key, reason, detail))
-    return Prepared(key, int(record[SIZE]), fingerprint=int(record[SIMHASH], 16), digest=bytes(record[DIGEST]),
-                    length=int(record[LENGTH]))
+    return Prepared(
+        key,
+        int(record[SIZE]),
+        fingerprint=int(record[SIMHASH], 16),
+        digest=bytes(record[DIGEST]),
+        length=int(record[LENGTH]),
+    )
 
 
 def dedup_records(
@@ -263,8 +289,9 @@ def dedup_dataset(
     _fresh_ray_data(ray)
     with Store(url) as store:
         scheme = store.init()
-        fingerprinted = fingerprint_dataset(ds, scheme=scheme, text_field=text_field, key_field=key_field,
-                                            concurrency=concurrency)
+        fingerprinted = fingerprint_dataset(
+            ds, scheme=scheme, text_field=text_field, key_field=key_field, concurrency=concurrency
+        )
         policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
         if policy.needs_every_record:
             fingerprinted = fingerprinted.materialize()  # read twice
@@ -277,9 +304,17 @@ def dedup_dataset(
                 yield f"record {number}", {name: value for name, value in row.items() if name not in _ADDED}
 
         out = []
-        for _, record, verdict in dedup_records(rows, computed, store=store, scheme=scheme, key=key_field,
-                                                text=text_field, max_distance=max_distance, keep=policy,
-                                                batch_size=batch_size):
+        for _, record, verdict in dedup_records(
+            rows,
+            computed,
+            store=store,
+            scheme=scheme,
+            key=key_field,
+            text=text_field,
+            max_distance=max_distance,
+            keep=policy,
+            batch_size=batch_size,
+        ):
             if verdict.problem is not None:
                 raise InputError(verdict.problem)
             assert not isinstance(record, Skip)

@@ -98,7 +98,9 @@ class Scheme:
             )
         length = self.min_token_length
         if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-            raise SchemeError(f"scheme {self.name!r}: min_token_length must be an integer of at least 1, not {length!r}")
+            raise SchemeError(
+                f"scheme {self.name!r}: min_token_length must be an integer of at least 1, not {length!r}"
+            )
         if self.ngram < 1:
             raise SchemeError(f"scheme {self.name!r}: ngram must be at least 1, not {self.ngram}")
         tokenizer = TOKENIZERS[self.tokenizer]
@@ -219,9 +221,7 @@ def get_scheme(scheme: Scheme | str) -> Scheme:
     try:
         return SCHEMES[scheme]
     except (KeyError, TypeError):
-        raise SchemeError(
-            f"unknown scheme {scheme!r}; known schemes: {', '.join(sorted(SCHEMES))}"
-        ) from None
+        raise SchemeError(f"unknown scheme {scheme!r}; known schemes: {', '.join(sorted(SCHEMES))}") from None
 
 
 # The project's schemes. Their definitions are frozen: a change is a new name.
@@ -242,9 +242,7 @@ ZH_JIEBA_V1 = register_scheme(
 ZH_RJIEBA_V1 = register_scheme(replace(ZH_JIEBA_V1, name="zh-rjieba-v1", tokenizer="rjieba"))
 # The write-ups' recipe in this pipeline: jieba's extract_tags keeps the 50 words of
 # two or more characters with the highest tf * idf and sums those weights.
-TFIDF_TOP50 = register_scheme(
-    Scheme(name="classic-tfidf-top50", weighting="tfidf", top_k=50, min_token_length=2)
-)
+TFIDF_TOP50 = register_scheme(Scheme(name="classic-tfidf-top50", weighting="tfidf", top_k=50, min_token_length=2))
 
 # Every script counts: CJK words as in zh-jieba-v1 (segmented by rjieba, twenty times
 # faster than jieba), the words of alphabetic scripts weighed by the English table shipped

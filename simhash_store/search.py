@@ -61,7 +61,12 @@ def check_query_options(max_distance: int, limit: int | None, method: str) -> No
 
 def query(cursor: psycopg.Cursor, fingerprint: int, max_distance: int, limit: int | None, method: str) -> list[Match]:
     """Stored documents within ``max_distance`` bits of a (validated) fingerprint, nearest first."""
-    parameters = {"fingerprint": to_signed(fingerprint), "k": max_distance, "method": method, "limit": _max_results(limit)}
+    parameters = {
+        "fingerprint": to_signed(fingerprint),
+        "k": max_distance,
+        "method": method,
+        "limit": _max_results(limit),
+    }
     rows = cursor.execute(_NEAR, parameters, prepare=True).fetchall()
     return [Match(key, from_signed(value), distance, id_) for id_, key, value, distance in rows]
 
@@ -71,7 +76,8 @@ def stored_fingerprints(cursor: psycopg.Cursor, keys: Sequence[str]) -> dict[str
     if not keys:
         return {}
     rows = cursor.execute(
-        "SELECT key, fingerprint FROM simhash.documents WHERE key = ANY(%(keys)s::pg_catalog.text[])", {"keys": list(keys)}
+        "SELECT key, fingerprint FROM simhash.documents WHERE key = ANY(%(keys)s::pg_catalog.text[])",
+        {"keys": list(keys)},
     ).fetchall()
     return {key: from_signed(value) for key, value in rows}
 
@@ -85,7 +91,10 @@ def stored_digests(cursor: psycopg.Cursor, keys: Sequence[str]) -> dict[str, tup
         "SELECT key, digest, fingerprint, length FROM simhash.documents WHERE key = ANY(%(keys)s::pg_catalog.text[])",
         {"keys": list(keys)},
     ).fetchall()
-    return {key: (bytes(digest) if digest is not None else None, from_signed(value), length) for key, digest, value, length in rows}
+    return {
+        key: (bytes(digest) if digest is not None else None, from_signed(value), length)
+        for key, digest, value, length in rows
+    }
 
 
 def query_many(

@@ -57,9 +57,7 @@ def c_atof(text: str) -> float:
     except OverflowError:
         value = math.inf
     if math.isinf(value):
-        raise SchemeError(
-            f"weight {number!r} is too large for a double: the seed program's atof is undefined there"
-        )
+        raise SchemeError(f"weight {number!r} is too large for a double: the seed program's atof is undefined there")
     return value
 
 

@@ -177,9 +177,7 @@ def segments(
     # Shingles of the whole text once; a segment's are those that start and end inside it.
     values = _shingle_values(hashes)
     fingerprints = _simhashes(values, [(begin, end - SHINGLE_UNITS + 1) for begin, end in kept])
-    return [
-        Segment(number, end - begin, value) for number, ((begin, end), value) in enumerate(zip(kept, fingerprints))
-    ]
+    return [Segment(number, end - begin, value) for number, ((begin, end), value) in enumerate(zip(kept, fingerprints))]
 
 
 def segment_fingerprints(text: str) -> tuple[int, ...]:

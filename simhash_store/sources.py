@@ -41,10 +41,12 @@ def argument_sources(
         elif name == "-":
             parts.append([_stdin_source()])
         elif Path(name).is_dir():
-            parts.append([
-                dataclasses.replace(item, key=item.path or item.key) if isinstance(item, corpus.Source) else item
-                for item in corpus.walk([name])
-            ])
+            parts.append(
+                [
+                    dataclasses.replace(item, key=item.path or item.key) if isinstance(item, corpus.Source) else item
+                    for item in corpus.walk([name])
+                ]
+            )
         else:
             parts.append([corpus.file_source(name)])
     return chain.from_iterable(parts)

@@ -8,7 +8,7 @@ bigint here) or SQL expressions such as a column of another table.
 >>> from simhash_store.sqlalchemy_search import near
 >>> found = near(0x1A9FFED40A667204, max_distance=3)
 >>> statement = select(found.c.key, found.c.distance).where(found.c.key.like("news/%"))
->>> print(statement)                                               # doctest: +NORMALIZE_WHITESPACE
+>>> print(statement)  # doctest: +NORMALIZE_WHITESPACE
 SELECT anon_1.key, anon_1.distance
 FROM simhash.near(:param_1, :param_2, :param_3) AS anon_1
 WHERE anon_1.key LIKE :key_1
@@ -54,7 +54,9 @@ def near(
     max_results: int | None = None,
 ) -> TableValuedAlias:
     """``simhash.near(...)`` with columns id, key, fingerprint, distance (nearest first when selected as is)."""
-    return func.simhash.near(_fingerprint(fingerprint), *_options(max_distance, method, max_results)).table_valued(*_MATCH)
+    return func.simhash.near(_fingerprint(fingerprint), *_options(max_distance, method, max_results)).table_valued(
+        *_MATCH
+    )
 
 
 def near_many(

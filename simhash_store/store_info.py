@@ -49,8 +49,7 @@ def requested_scheme(scheme: Scheme | str | None) -> Scheme | None:
     requested = get_scheme(scheme) if scheme is not None else None
     if requested is not None and requested.bits != 64:
         raise SchemeError(
-            f"the PostgreSQL store keeps 64-bit fingerprints; scheme {requested.name!r} "
-            f"makes {requested.bits}-bit ones"
+            f"the PostgreSQL store keeps 64-bit fingerprints; scheme {requested.name!r} makes {requested.bits}-bit ones"
         )
     return requested
 
@@ -100,5 +99,7 @@ def dedup_distance_note(store: KeepsClusters, given: int | None) -> str:
         return f"k = {distance}, recommended by calibrate --apply"
     if recommended is None:
         return f"k = {distance}, the store's cluster distance"
-    return (f"k = {distance}, the store's cluster distance (calibrate --apply recommends {recommended}: "
-            f"`simhash-store recluster -k {recommended}` re-clusters the store at it)")
+    return (
+        f"k = {distance}, the store's cluster distance (calibrate --apply recommends {recommended}: "
+        f"`simhash-store recluster -k {recommended}` re-clusters the store at it)"
+    )

@@ -261,7 +261,11 @@ register_tokenizer(Tokenizer("jieba", segment=_jieba_cut, words=True, pieces=Tru
 register_tokenizer(Tokenizer("rjieba", segment=_rjieba_cut, words=True, pieces=True))
 # Every script: CJK through jieba's dictionary, the other scripts' words and numbers as they are.
 register_tokenizer(Tokenizer("multi-rjieba", segment=_scripts_cut(_rjieba_cut), words=True, pieces=True, scripts=True))
-register_tokenizer(Tokenizer("multi-jieba", segment=_scripts_cut(_jieba_cut), words=True, pieces=True, scripts=True, user_dictionary=True))
+register_tokenizer(
+    Tokenizer(
+        "multi-jieba", segment=_scripts_cut(_jieba_cut), words=True, pieces=True, scripts=True, user_dictionary=True
+    )
+)
 register_tokenizer(Tokenizer("weighted", read=parse_weighted))
 register_tokenizer(Tokenizer("char-windows", segment=_character_windows))
 # The seed C++ program's reading keeps order and repeats, and sums in doubles in that order.

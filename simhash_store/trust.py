@@ -36,7 +36,15 @@ from .errors import UntrustedSchemaError
 # documents_shard_bytes exists on a Citus store only (near and near_many call it there).
 CITUS_FUNCTIONS = ("documents_shard_bytes",)
 LIBRARY_FUNCTIONS = (
-    "near", "near_many", "distance", "cluster_of", "from_hex", "to_hex", "contained", "containment_pairs", *CITUS_FUNCTIONS
+    "near",
+    "near_many",
+    "distance",
+    "cluster_of",
+    "from_hex",
+    "to_hex",
+    "contained",
+    "containment_pairs",
+    *CITUS_FUNCTIONS,
 )
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
@@ -107,8 +115,13 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
     renders URLs with SQLAlchemy, which it does not import otherwise).
     """
     row = cursor.execute(
-        _CHECK, {"schema": schema, "trusted": trusted_owners(), "version_table": f"{schema}.alembic_version",
-                 "functions": list(LIBRARY_FUNCTIONS)},
+        _CHECK,
+        {
+            "schema": schema,
+            "trusted": trusted_owners(),
+            "version_table": f"{schema}.alembic_version",
+            "functions": list(LIBRARY_FUNCTIONS),
+        },
     ).fetchone()
     me, owner, owner_trusted, creators, foreign, versioned = row
     if owner is None:

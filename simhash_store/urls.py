@@ -27,7 +27,14 @@ CONNECT_TIMEOUT_SECONDS = 10
 _POSTGRES_DRIVERS = {"postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "postgresql+psycopg3"}
 # Connection options holding secrets: shown as *** like the password.
 _SECRET_OPTIONS = ("password", "sslpassword", "oauth_client_secret", "scram_client_key", "scram_server_key")
-_INTEGER_OPTIONS = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout")
+_INTEGER_OPTIONS = (
+    "connect_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+)
 
 
 def redact(url: URL | UrlParts | str) -> str:
@@ -91,7 +98,9 @@ class UrlParts:
     def sqlalchemy(self) -> URL:
         from sqlalchemy.engine import URL
 
-        return URL.create(self.drivername, self.username, self.password, self.host, self.port, self.database, self.query)
+        return URL.create(
+            self.drivername, self.username, self.password, self.host, self.port, self.database, self.query
+        )
 
 
 # SQLAlchemy's own URL pattern (sqlalchemy.engine.url._parse_url): split as make_url splits.
@@ -128,7 +137,9 @@ def _split(text: str) -> UrlParts:
     for key, value in parse_qsl(found["query"] or ""):
         earlier = query.get(key)
         query[key] = value if earlier is None else (*earlier, value) if isinstance(earlier, tuple) else (earlier, value)
-    username, password = (unquote(found[name]) if found[name] is not None else None for name in ("username", "password"))
+    username, password = (
+        unquote(found[name]) if found[name] is not None else None for name in ("username", "password")
+    )
     return UrlParts(
         found["name"],
         username,
@@ -213,4 +224,6 @@ def _check_options(url: UrlParts) -> None:
             for item in value if isinstance(value, tuple) else (value,):
                 if not item.strip().lstrip("-").isdigit():
                     # The value is not shown: a mistyped URL may have run a password into it.
-                    raise ConfigError(f"bad {name} in the database URL: a whole number (seconds, or ms for tcp_user_timeout)")
+                    raise ConfigError(
+                        f"bad {name} in the database URL: a whole number (seconds, or ms for tcp_user_timeout)"
+                    )

@@ -162,9 +162,7 @@ def validate_metadata(metadata: object) -> dict[str, Any] | None:
                 raise InvalidValueError(f"metadata string{at} {problem}")
         elif _is_integer(value):
             if _digits(int(value)) > MAX_METADATA_INTEGER_DIGITS:
-                raise InvalidValueError(
-                    f"metadata integer{at} has more than {MAX_METADATA_INTEGER_DIGITS} digits"
-                )
+                raise InvalidValueError(f"metadata integer{at} has more than {MAX_METADATA_INTEGER_DIGITS} digits")
         elif isinstance(value, float):
             if not math.isfinite(value):
                 name = "NaN" if math.isnan(value) else "infinite"

@@ -19,7 +19,16 @@ from collections.abc import Callable
 # News sites and reposting sites wrap the same article in their own header and footer.
 # The names below are invented; the shapes are the ones these pages really use.
 
-_SITES = ["华夏法治网", "东方资讯网", "江城晚报网", "南国都市在线", "百科知识网", "中原新闻网", "北方法制在线", "天府生活网"]
+_SITES = [
+    "华夏法治网",
+    "东方资讯网",
+    "江城晚报网",
+    "南国都市在线",
+    "百科知识网",
+    "中原新闻网",
+    "北方法制在线",
+    "天府生活网",
+]
 _SOURCES = _SITES + ["本站综合", "网络整理", "新华社", "法制日报", "人民日报客户端", "央视新闻客户端"]
 _PEOPLE = ["王晓明", "李静", "张海涛", "陈雪", "刘洋", "赵一鸣", "周婷", "孙建国", "吴敏", "郑凯"]
 _SECTIONS = ["法治", "要闻", "社会", "百科", "政策解读", "地方新闻", "资讯"]

@@ -69,11 +69,19 @@ ALLOWED_SKIP_REASONS = {
 
 
 # Modules whose tests start servers and processes (minutes in all): run first, see below.
-LONG_MODULES = {"test_serve.py", "test_security.py", "test_dictionary_cache.py", "test_citus_store.py", "test_overlap.py"}
+LONG_MODULES = {
+    "test_serve.py",
+    "test_security.py",
+    "test_dictionary_cache.py",
+    "test_citus_store.py",
+    "test_overlap.py",
+}
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "corpus: needs the whole benchmark corpus at ../shared/corpus (skips without it)")
+    config.addinivalue_line(
+        "markers", "corpus: needs the whole benchmark corpus at ../shared/corpus (skips without it)"
+    )
     config.addinivalue_line(
         "markers",
         "every_backend: runs on both backends in the quick lane too (tests whose result may depend on the "
@@ -136,7 +144,8 @@ def disallowed_skips(reports) -> list[str]:
     return [
         f"{report.nodeid}: {_skip_reason(report)}"
         for report in reports
-        if report.skipped and not hasattr(report, "wasxfail")
+        if report.skipped
+        and not hasattr(report, "wasxfail")
         and not _skip_reason(report).startswith(tuple(ALLOWED_SKIP_REASONS))
     ]
 
@@ -150,7 +159,9 @@ def pytest_sessionfinish(session, exitstatus):
     bad = disallowed_skips(reporter.stats.get("skipped", []))
     if bad:
         reporter.ensure_newline()
-        reporter.write_line(f"{len(bad)} tests skipped for a reason CI does not allow ({STRICT_SKIPS_VARIABLE}=1):", red=True)
+        reporter.write_line(
+            f"{len(bad)} tests skipped for a reason CI does not allow ({STRICT_SKIPS_VARIABLE}=1):", red=True
+        )
         for line in bad:
             reporter.write_line(f"  {line}", red=True)
         reporter.write_line("allowed reasons: " + "; ".join(ALLOWED_SKIP_REASONS), red=True)

@@ -17,7 +17,9 @@ from sqlalchemy.engine import URL, Engine
 
 
 @contextlib.contextmanager
-def temporary_role(url: URL, *grants: str, prefix: str = "simhash_role", login: bool = True) -> Iterator[tuple[str, Engine]]:
+def temporary_role(
+    url: URL, *grants: str, prefix: str = "simhash_role", login: bool = True
+) -> Iterator[tuple[str, Engine]]:
     """A new role ``<prefix>_<8 hex>``, given ``grants`` in ``url``'s database, and an admin engine on it.
 
     Each grant is SQL with ``{role}`` and ``{database}`` for the quoted names, e.g.

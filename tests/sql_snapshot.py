@@ -41,5 +41,7 @@ def check(name: str, rendered: str) -> None:
     current = path.read_text(encoding="utf-8") if path.exists() else None
     if current != rendered:
         path.write_text(rendered, encoding="utf-8")
-        pytest.fail(f"the installed functions differ from {path.relative_to(DOCS.parent)}: it is regenerated, "
-                    "review `git diff` and commit it")
+        pytest.fail(
+            f"the installed functions differ from {path.relative_to(DOCS.parent)}: it is regenerated, "
+            "review `git diff` and commit it"
+        )

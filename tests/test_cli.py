@@ -43,7 +43,12 @@ def run_process(url, *args: str, **kwargs) -> subprocess.CompletedProcess:
     if url is not None:
         env["SIMHASH_STORE_URL"] = url_text(url)
     return subprocess.run(
-        [sys.executable, "-m", "simhash_store.cli", *args], env=env, capture_output=True, text=True, timeout=300, **kwargs
+        [sys.executable, "-m", "simhash_store.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **kwargs,
     )
 
 
@@ -87,7 +92,13 @@ def test_fingerprint_is_the_same_in_every_encoding(tmp_path, sample_laws):
     result = invoke(None, "fingerprint", *files)
     assert result.exit_code == 0, result.output
     printed = dict(reversed(line.split("  ", 1)) for line in result.output.splitlines())
-    assert printed[files[0]] == printed[files[1]] == printed[files[2]] == printed[files[3]] == to_hex(fingerprint(simplified))
+    assert (
+        printed[files[0]]
+        == printed[files[1]]
+        == printed[files[2]]
+        == printed[files[3]]
+        == to_hex(fingerprint(simplified))
+    )
     assert len({printed[f] for f in files[4:]}) == 1
     assert printed[files[4]] == to_hex(fingerprint(TRADITIONAL))
 
@@ -213,8 +224,9 @@ def test_jsonl_from_stdin_with_broken_lines(database_url):
         json.dumps({"id": "n2"}),
         json.dumps({"id": "n3", "body": "第三条新闻：城际铁路东线本月底开通运营。"}, ensure_ascii=False),
     ]
-    result = invoke(database_url, "add", "--jsonl", "-", "--key-field", "id", "--text-field", "body",
-                    input="\n".join(lines) + "\n")
+    result = invoke(
+        database_url, "add", "--jsonl", "-", "--key-field", "id", "--text-field", "body", input="\n".join(lines) + "\n"
+    )
     assert result.exit_code == 1
     assert "failed: -:2: bad record (not valid JSON:" in result.output
     assert "failed: -:3: bad record (no 'body' field with a string)" in result.output
@@ -226,7 +238,10 @@ def test_skip_near_duplicates_keeps_the_first_of_each_group(database_url, tmp_pa
     write(tmp_path / "1-original.txt", original)
     write(tmp_path / "2-copy.txt", original.replace("本报讯", "本报讯（记者 王芳）"))
     write(tmp_path / "3-other.txt", (EXAMPLES / "corpus" / "rail-line-opening.txt").read_text(encoding="utf-8"))
-    assert hamming(fingerprint(original), fingerprint(original.replace("本报讯", "本报讯（记者 王芳）"))) <= DEFAULT_MAX_DISTANCE
+    assert (
+        hamming(fingerprint(original), fingerprint(original.replace("本报讯", "本报讯（记者 王芳）")))
+        <= DEFAULT_MAX_DISTANCE
+    )
     result = invoke(database_url, "add", str(tmp_path), "--skip-near-duplicates")
     assert result.exit_code == 0, result.output
     assert "2-copy.txt ~ 1-original.txt" in result.output
@@ -267,12 +282,19 @@ def test_dups_equals_brute_force(database_url, tmp_path, sample_laws):
         groups = {line["keys"][0]: line["keys"] for line in lines if "keys" in line}
         got = sorted(
             [(a, b, 0) for keys in groups.values() for i, a in enumerate(keys) for b in keys[i + 1 :]]
-            + [(min(a, b), max(a, b), p["distance"]) for p in lines if "a" in p
-               for a in groups.get(p["a"], [p["a"]]) for b in groups.get(p["b"], [p["b"]])]
+            + [
+                (min(a, b), max(a, b), p["distance"])
+                for p in lines
+                if "a" in p
+                for a in groups.get(p["a"], [p["a"]])
+                for b in groups.get(p["b"], [p["b"]])
+            ]
         )
         keys = sorted(values)
         expected = sorted(
-            (a, b, hamming(values[a], values[b])) for i, a in enumerate(keys) for b in keys[i + 1 :]
+            (a, b, hamming(values[a], values[b]))
+            for i, a in enumerate(keys)
+            for b in keys[i + 1 :]
             if hamming(values[a], values[b]) <= k
         )
         assert got == expected
@@ -289,8 +311,11 @@ def test_import_round_trip_then_query_finds_imported(database_url, tmp_path):
     originals = {p.name: fingerprint(p.read_text(encoding="utf-8")) for p in (EXAMPLES / "corpus").glob("*.txt")}
     names = sorted(originals)
     signed = lambda v: v - 2**64 if v >= 2**63 else v  # noqa: E731
-    csv_rows = ["key,fingerprint"] + [f"{names[0]},{to_hex(originals[names[0]])}",
-                                      f"{names[1]},{originals[names[1]]}", "broken,12345zz"]
+    csv_rows = ["key,fingerprint"] + [
+        f"{names[0]},{to_hex(originals[names[0]])}",
+        f"{names[1]},{originals[names[1]]}",
+        "broken,12345zz",
+    ]
     write(tmp_path / "legacy.csv", "\n".join(csv_rows) + "\n")
     jsonl_rows = [json.dumps({"key": n, "fingerprint": signed(originals[n])}) for n in names[2:]] + ["{oops"]
     write(tmp_path / "legacy.jsonl", "\n".join(jsonl_rows) + "\n")
@@ -320,12 +345,15 @@ def test_killed_add_then_rerun_gives_the_clean_store(database_url, pg_server, tm
     # 120 distinct documents from the shipped sample: each paragraph followed by three laws.
     laws = []
     for number in range(120):
-        text = sample_paragraphs[number % 40] + "".join(sample_laws[(number + i) % 20] for i in range(3 * (number // 40 + 1)))
+        text = sample_paragraphs[number % 40] + "".join(
+            sample_laws[(number + i) % 20] for i in range(3 * (number // 40 + 1))
+        )
         laws.append(write(tmp_path / "laws" / f"doc-{number:03}.txt", text))
     process = subprocess.Popen(
         [sys.executable, "-m", "simhash_store.cli", "add", str(tmp_path / "laws"), "--batch-size", "10", "-j", "1"],
         env=dict(os.environ, SIMHASH_STORE_URL=url_text(database_url)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -395,7 +423,9 @@ def test_usage_lines_name_arguments_plainly():
     for name in command.commands:
         usage = CliRunner().invoke(app, [name, "--help"], terminal_width=200).output.splitlines()[0]
         assert "{" not in usage and "}" not in usage, usage
-    usage = {name: CliRunner().invoke(app, [name, "--help"]).output.splitlines()[0] for name in ("query", "import", "remove")}
+    usage = {
+        name: CliRunner().invoke(app, [name, "--help"]).output.splitlines()[0] for name in ("query", "import", "remove")
+    }
     assert usage["query"] == "Usage: simhash-store query [OPTIONS] [FILES]..."  # optional
     assert usage["import"] == "Usage: simhash-store import [OPTIONS] FILE"  # required, as click writes it
     assert usage["remove"] == "Usage: simhash-store remove [OPTIONS] KEYS..."
@@ -442,7 +472,9 @@ def test_summaries_say_1_document_not_1_documents(database_url, tmp_path):
     write(tmp_path / "one" / "a.txt", text)
     added = invoke(database_url, "add", str(tmp_path / "one"))
     assert added.exit_code == 0 and "(of 1 input)" in added.output, added.output
-    assert "1 document" in invoke(database_url, "init").output and "1 documents" not in invoke(database_url, "init").output
+    assert (
+        "1 document" in invoke(database_url, "init").output and "1 documents" not in invoke(database_url, "init").output
+    )
     unrelated = EXAMPLES / "query" / "rail-line-unrelated.txt"
     nothing = invoke(database_url, "query", "-k", "1", str(unrelated))
     assert nothing.output.endswith("nothing stored within 1 bit\n"), nothing.output
@@ -515,7 +547,10 @@ def test_progress_moves_with_the_first_small_documents_not_after_a_chunk_of_the_
 
 def test_explain_of_texts_without_words_says_so_and_fails():
     # Both fingerprints are 0 (no features): "distance 0 bits: near-duplicates" said nothing true.
-    for texts, who in ((("   ...", "!!!"), "the two texts have"), (("保护人民，制定本法。", "，。！"), "the second text (B) has")):
+    for texts, who in (
+        (("   ...", "!!!"), "the two texts have"),
+        (("保护人民，制定本法。", "，。！"), "the second text (B) has"),
+    ):
         for extra in ([], ["--json"]):
             result = invoke(None, "explain", "--text", *texts, *extra)
             assert result.exit_code == 1 and result.stdout == ""
@@ -528,7 +563,9 @@ def _calibration_input(tmp_path, sample_paragraphs) -> Path:
     return write(tmp_path / "docs.jsonl", "\n".join(lines) + "\n")
 
 
-def test_calibrate_plot_that_cannot_be_drawn_is_refused_before_the_work(database_url, tmp_path, sample_paragraphs, monkeypatch):
+def test_calibrate_plot_that_cannot_be_drawn_is_refused_before_the_work(
+    database_url, tmp_path, sample_paragraphs, monkeypatch
+):
     # It failed after the calibration (and after --apply had recorded its k), with the results lost,
     # or (a missing directory) with a traceback.
     documents = str(_calibration_input(tmp_path, sample_paragraphs))
@@ -623,9 +660,9 @@ def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(databas
     dups = invoke(database_url, "dups", "-k", "0")
     again = f"{root}/again.txt"  # a file named on the command line: its key is the path given
     assert _inert(dups.stdout).splitlines() == [f" 0  {again}  {SHOWN['newline']}"]  # one line, not two
-    assert [json.loads(line)["keys"] for line in invoke(database_url, "dups", "-k", "0", "--json").stdout.splitlines()] == [
-        [again, HOSTILE["newline"]]
-    ]
+    assert [
+        json.loads(line)["keys"] for line in invoke(database_url, "dups", "-k", "0", "--json").stdout.splitlines()
+    ] == [[again, HOSTILE["newline"]]]
     invoke(database_url, "recluster", "-k", "0")
     clusters = invoke(database_url, "dups", "--clusters", "-k", "0")
     assert _inert(clusters.stdout).endswith(f": {SHOWN['newline']} <- {again} (0)\n")
@@ -635,7 +672,9 @@ def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(databas
     assert _inert(removed.stderr) == "not stored, so not removed: gone\\x1b[2J\\u202e\n"
 
     legacy = write(tmp_path / "legacy\x1b[2J.csv", f"key,fingerprint\n{HOSTILE['zero-width']}x,zz\n")
-    imported = invoke(database_url, "import", str(legacy), "--scheme", "multi-v2")  # the scheme the store was created with
+    imported = invoke(
+        database_url, "import", str(legacy), "--scheme", "multi-v2"
+    )  # the scheme the store was created with
     assert imported.exit_code == 1 and f"failed: {tmp_path}/legacy\\x1b[2J.csv:2: " in _inert(imported.stderr)
 
     lines = [{"key": HOSTILE["markup"], "body": sample_paragraphs[7]}, {"key": HOSTILE["title"] + "2"}]  # no body: bad
@@ -652,12 +691,19 @@ def test_paths_and_texts_in_messages_without_a_database_are_escaped(tmp_path):
         printed = invoke(None, "fingerprint", str(path))
         assert _inert(printed.stdout) == f"{to_hex(fingerprint('保护人民，制定本法。'))}  {tmp_path}/{shown}\n"
         missing = invoke(None, "explain", str(tmp_path / ("no-" + name)), str(path))
-        assert (missing.exit_code, _inert(missing.stderr)) == (1, f"Error: cannot open {tmp_path}/no-{shown}: No such file or directory\n")
+        assert (missing.exit_code, _inert(missing.stderr)) == (
+            1,
+            f"Error: cannot open {tmp_path}/no-{shown}: No such file or directory\n",
+        )
         calibrated = invoke(None, "calibrate", "--jsonl", str(tmp_path / ("no-" + name)), "--scheme", "zh-jieba-v1")
-        assert calibrated.exit_code == 1 and _inert(calibrated.stderr).startswith(f"Error: cannot open {tmp_path}/no-{shown}")
+        assert calibrated.exit_code == 1 and _inert(calibrated.stderr).startswith(
+            f"Error: cannot open {tmp_path}/no-{shown}"
+        )
     explained = invoke(None, "explain", "--text", "保护\u202e人民，制定本法。\x1b[2J", "保护人民，制定此法。")
     _inert(explained.stdout)
-    as_json = json.loads(invoke(None, "explain", "--json", "--text", "保护人民\u202e，制定本法。", "保护人民，制定此法。").stdout)
+    as_json = json.loads(
+        invoke(None, "explain", "--json", "--text", "保护人民\u202e，制定本法。", "保护人民，制定此法。").stdout
+    )
     assert as_json["distance"] >= 0
 
 
@@ -677,6 +723,10 @@ def test_explain_refuses_a_fifo_and_a_stream_without_end_in_one_line(tmp_path):
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
     other = write(tmp_path / "a.txt", "保护人民，制定本法。")
-    done = subprocess.run([sys.executable, "-m", "simhash_store.cli", "explain", str(fifo), str(other)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "explain", str(fifo), str(other)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "not a regular file (a named pipe)" in done.stderr and done.stderr.count("\n") == 1

@@ -61,8 +61,14 @@ def test_leader_clustering_equals_the_definition(values, k):
 def test_near_duplicates_join_the_first_and_chains_are_cut(store, database_url):
     # b is 6 bits from a; c is 6 bits from b but 12 from a: leader clustering does not chain.
     assert store.recluster() == (0, 0)  # from now on this store keeps clusters, at k = 11
-    store.add([NewDocument("a", 0), NewDocument("b", _bits(6)), NewDocument("c", _bits(12)),
-               NewDocument("far", _bits(40, 20))])
+    store.add(
+        [
+            NewDocument("a", 0),
+            NewDocument("b", _bits(6)),
+            NewDocument("c", _bits(12)),
+            NewDocument("far", _bits(40, 20)),
+        ]
+    )
     ids = {key: store.get(key).id for key in "abc"}
     clusters = _clusters(database_url)
     assert clusters["a"] == clusters["b"] == ids["a"]
@@ -134,7 +140,9 @@ def test_recluster_assigns_bulk_loaded_stores_and_changes_distance(store, databa
     assert store.recluster(4) == (3, 2)
     assert store.cluster_state() == (4, False)
     assert _clusters(database_url)["b"] != _clusters(database_url)["a"]
-    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "recluster", "-k", "11"])
+    result = CliRunner().invoke(
+        app, ["--db", database_url.render_as_string(hide_password=False), "recluster", "-k", "11"]
+    )
     assert result.exit_code == 0 and result.output.strip() == "3 documents in 1 cluster at distance 11"
 
 
@@ -182,16 +190,25 @@ def test_dups_clusters_shows_ids_representatives_and_distances(store, database_u
     store.recluster()
     store.add([NewDocument("x", 0), NewDocument("y", _bits(5)), NewDocument("z", _bits(2, 50))])
     x = store.get("x").id
-    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"])
+    result = CliRunner().invoke(
+        app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"]
+    )
     assert result.exit_code == 0
     expected = [
-        {"cluster": x, "representative": "x", "size": 3, "keys": ["x", "z", "y"],
-         "members": [{"key": "x", "distance": 0}, {"key": "z", "distance": 2}, {"key": "y", "distance": 5}]}
+        {
+            "cluster": x,
+            "representative": "x",
+            "size": 3,
+            "keys": ["x", "z", "y"],
+            "members": [{"key": "x", "distance": 0}, {"key": "z", "distance": 2}, {"key": "y", "distance": 5}],
+        }
     ]
     assert [json.loads(line) for line in result.stdout.splitlines()] == expected
     store.remove(["z"])
     store.load([NewDocument("z", _bits(2, 50))])  # bulk-loaded: no cluster, so computed again, the same
-    again = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"])
+    again = CliRunner().invoke(
+        app, ["--db", database_url.render_as_string(hide_password=False), "dups", "--clusters", "--json"]
+    )
     assert [json.loads(line) for line in again.stdout.splitlines()] == expected
 
 
@@ -233,8 +250,11 @@ def test_the_in_memory_and_sql_searches_cluster_alike(pg_server, monkeypatch):
     rng = np.random.default_rng(11)
     originals = [int(v) for v in rng.integers(0, 2**63, 40, dtype=np.int64)]
     first = [NewDocument(f"o{i}", v) for i, v in enumerate(originals)]
-    second = [NewDocument(f"c{i}-{j}", v ^ int(rng.integers(0, 2**63)) & _bits(64) if j == 2 else v ^ _bits(4 + 3 * j, i))
-              for i, v in enumerate(originals) for j in range(3)]
+    second = [
+        NewDocument(f"c{i}-{j}", v ^ int(rng.integers(0, 2**63)) & _bits(64) if j == 2 else v ^ _bits(4 + 3 * j, i))
+        for i, v in enumerate(originals)
+        for j in range(3)
+    ]
     results = []
     for limit in (clustering.IN_MEMORY_REPRESENTATIVES, 0):
         monkeypatch.setattr(clustering, "IN_MEMORY_REPRESENTATIVES", limit)
@@ -249,14 +269,23 @@ def test_the_in_memory_and_sql_searches_cluster_alike(pg_server, monkeypatch):
         finally:
             pg_server.drop_database(name)
     assert results[0] == results[1]
-    assert sum(1 for key, cluster in results[0].items() if key.startswith("c") and cluster == results[0]["o" + key[1:].split("-")[0]]) >= 60
+    assert (
+        sum(
+            1
+            for key, cluster in results[0].items()
+            if key.startswith("c") and cluster == results[0]["o" + key[1:].split("-")[0]]
+        )
+        >= 60
+    )
 
 
 def _heads(url) -> dict[int, str]:
     with psycopg.connect(_plain(url)) as connection:
-        return dict(connection.execute(
-            "SELECT h.cluster, d.key FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id"
-        ).fetchall())
+        return dict(
+            connection.execute(
+                "SELECT h.cluster, d.key FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id"
+            ).fetchall()
+        )
 
 
 def test_a_rewritten_document_is_clustered_again_by_its_new_text(store, database_url):
@@ -277,8 +306,14 @@ def test_a_rewritten_document_is_clustered_again_by_its_new_text(store, database
 
 def test_a_rewritten_representative_hands_its_cluster_to_the_oldest_member(store, database_url):
     store.recluster()
-    store.add([NewDocument("a", 0), NewDocument("b", _bits(3)), NewDocument("c", _bits(4, 10)),
-               NewDocument("solo", _bits(30, 30))])
+    store.add(
+        [
+            NewDocument("a", 0),
+            NewDocument("b", _bits(3)),
+            NewDocument("c", _bits(4, 10)),
+            NewDocument("solo", _bits(30, 30)),
+        ]
+    )
     ids = {key: store.get(key).id for key in ("a", "b", "c", "solo")}
     # a's text is re-written far away: the others keep cluster a (its id), now led by b, the oldest left.
     store.add([NewDocument("a", _bits(20, 1))])
@@ -373,10 +408,13 @@ def test_a_store_upgraded_after_removals_does_not_give_their_ids_again(empty_dat
     engine = create_engine(empty_database_url)
     migrate.upgrade(engine, "0006")
     with engine.begin() as connection:
-        connection.execute(text(
-            "INSERT INTO simhash.store_info (singleton, scheme_name, scheme, cluster_max_distance) "
-            "SELECT true, 'zh-jieba-v1', CAST(:scheme AS jsonb), 11"
-        ), {"scheme": DEFAULT.to_json()})
+        connection.execute(
+            text(
+                "INSERT INTO simhash.store_info (singleton, scheme_name, scheme, cluster_max_distance) "
+                "SELECT true, 'zh-jieba-v1', CAST(:scheme AS jsonb), 11"
+            ),
+            {"scheme": DEFAULT.to_json()},
+        )
         connection.execute(text("INSERT INTO simhash.documents (key, fingerprint) VALUES ('a', 0), ('b', 1), ('c', 3)"))
         connection.execute(text("DELETE FROM simhash.documents WHERE key IN ('b', 'c')"))
     with Store(engine) as store:

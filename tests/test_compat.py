@@ -42,7 +42,9 @@ from simhash_store.seed_format import c_atof
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 COMPAT = Path(__file__).with_name("compat")
-PUBLISHED_SEED_VECTORS = COMPAT / "seed-murmur-vectors.json"  # the seed C++ program's outputs, copied from ../shared/compat
+PUBLISHED_SEED_VECTORS = (
+    COMPAT / "seed-murmur-vectors.json"
+)  # the seed C++ program's outputs, copied from ../shared/compat
 CORPUS = SHARED / "corpus"
 
 
@@ -131,8 +133,31 @@ def _libc_atof():
 
 def test_c_atof_equals_the_c_library_on_odd_and_random_inputs():
     atof = _libc_atof()
-    odd = ["", "1e", "1e+", "0x", "0x.p1", "0x1p", "0x1.8p3", ".e1", "+.5", "-", " \t\n3", "INFINITY", "infinit",
-           "-nan(abc)", "4.9e-324", "1e-400", "0x1P-1074", "１２", "1_000", "00000.5", "-0", "1.5.5", "3,25"]
+    odd = [
+        "",
+        "1e",
+        "1e+",
+        "0x",
+        "0x.p1",
+        "0x1p",
+        "0x1.8p3",
+        ".e1",
+        "+.5",
+        "-",
+        " \t\n3",
+        "INFINITY",
+        "infinit",
+        "-nan(abc)",
+        "4.9e-324",
+        "1e-400",
+        "0x1P-1074",
+        "１２",
+        "1_000",
+        "00000.5",
+        "-0",
+        "1.5.5",
+        "3,25",
+    ]
     rng = random.Random(6)
     alphabet = "0123456789+-.eEpPxXaAbBfFiInN() \t_"
     samples = odd + ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9))) for _ in range(3000)]
@@ -143,7 +168,9 @@ def test_c_atof_equals_the_c_library_on_odd_and_random_inputs():
                 c_atof(sample)
             continue
         got = c_atof(sample)
-        assert (math.isnan(got) and math.isnan(expected)) or struct.pack("<d", got) == struct.pack("<d", expected), sample
+        assert (math.isnan(got) and math.isnan(expected)) or struct.pack("<d", got) == struct.pack("<d", expected), (
+            sample
+        )
 
 
 # ---------------------------------------------------------------- the PyPI simhash package
@@ -151,7 +178,9 @@ def test_c_atof_equals_the_c_library_on_odd_and_random_inputs():
 
 def _reference_maker():
     """The reference script, imported for its way of turning a case into its text."""
-    spec = importlib.util.spec_from_file_location("make_pypi_simhash_reference", COMPAT / "make_pypi_simhash_reference.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_pypi_simhash_reference", COMPAT / "make_pypi_simhash_reference.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -205,7 +234,9 @@ def test_pypi_simhash_windows_join_word_characters_across_gaps():
 
 # ---------------------------------------------------------------- schemes at 32 and 128 bits
 
-NEAR_A = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+NEAR_A = (
+    "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+)
 NEAR_B = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的经验及实际情况，制定本法。"
 OTHER = "今天天气很好，我们一起去公园散步，然后在湖边的咖啡馆喝了一杯拿铁，聊了聊最近读的小说。"
 

@@ -28,7 +28,12 @@ def texts(sample_laws, sample_paragraphs):
     """An article (a law's middle), a page with it between other texts (the article about 30% of it), others."""
     article = "\n".join(sample_laws[0].split("\n")[20:80])
     page = "\n".join([sample_laws[1][:2500], article, "\n".join(sample_paragraphs[:4])])
-    return {"article": article, "page": page, "other-law": sample_laws[2], "paragraphs": "\n".join(sample_paragraphs[5:9])}
+    return {
+        "article": article,
+        "page": page,
+        "other-law": sample_laws[2],
+        "paragraphs": "\n".join(sample_paragraphs[5:9]),
+    }
 
 
 @pytest.fixture
@@ -71,8 +76,11 @@ def test_segments_are_written_and_removed_with_their_documents(database_url, tex
         assert store.keeps_segments
         store.add([document(key, text) for key, text in texts.items()])
         rows = segment_rows(database_url)
-        expected = sorted((key, n, to_signed(value)) for key, text in texts.items()
-                          for n, value in enumerate(segment_fingerprints(text)))
+        expected = sorted(
+            (key, n, to_signed(value))
+            for key, text in texts.items()
+            for n, value in enumerate(segment_fingerprints(text))
+        )
         assert rows == expected
         # A new text replaces the segments; a document written without segments keeps none.
         store.add([document("page", texts["other-law"]), document("article", texts["article"], with_segments=False)])
@@ -116,7 +124,9 @@ def test_containment_pairs_names_the_inner_document(database_url, texts):
         assert 0.8 <= pairs[0].score <= 1 and pairs[0].matched <= pairs[0].segments
 
 
-def _brute_force(stored: dict[str, tuple[int, ...]], query: tuple[int, ...], k: int) -> dict[str, tuple[int, int, int, int]]:
+def _brute_force(
+    stored: dict[str, tuple[int, ...]], query: tuple[int, ...], k: int
+) -> dict[str, tuple[int, int, int, int]]:
     """(matched, segments, stored_matched, stored_segments) for every stored key sharing a near segment."""
     found = {}
     for key, values in stored.items():
@@ -169,13 +179,16 @@ def test_upgrade_from_0008_to_head_and_back_keeps_documents(empty_database_url, 
     migrate.upgrade(engine)
     with psycopg.connect(url, autocommit=True) as connection:
         assert connection.execute("SELECT count(*) FROM simhash.segments").fetchone() == (0,)
-        connection.execute("INSERT INTO simhash.segments (document_id, segment, fingerprint) "
-                           "SELECT id, 0, 7 FROM simhash.documents")
+        connection.execute(
+            "INSERT INTO simhash.segments (document_id, segment, fingerprint) SELECT id, 0, 7 FROM simhash.documents"
+        )
         assert connection.execute("SELECT block3 FROM simhash.segments").fetchone() == (7,)
     migrate.downgrade(engine, "0008")
     with psycopg.connect(url, autocommit=True) as connection:
         assert connection.execute("SELECT to_regclass('simhash.segments')").fetchone() == (None,)
-        assert connection.execute("SELECT to_regprocedure('simhash.contained(bigint[], integer)')").fetchone() == (None,)
+        assert connection.execute("SELECT to_regprocedure('simhash.contained(bigint[], integer)')").fetchone() == (
+            None,
+        )
         assert connection.execute("SELECT key, fingerprint FROM simhash.documents").fetchall() == [("old", 42)]
     migrate.upgrade(engine)
     assert migrate.current_revision(engine) == migrate.HEAD_REVISION
@@ -215,10 +228,24 @@ def test_cli_init_segments_add_query_and_dups_containment(database_url, texts, u
 
     result = _invoke(database_url, "init", "--segments")
     assert result.exit_code == 0 and "keeping segments" in result.output
-    assert _invoke(database_url, "add", "-j", "1", "-q", str(tmp_path / "page.txt"), str(tmp_path / "other-law.txt")).exit_code == 0
+    assert (
+        _invoke(
+            database_url, "add", "-j", "1", "-q", str(tmp_path / "page.txt"), str(tmp_path / "other-law.txt")
+        ).exit_code
+        == 0
+    )
     assert segment_rows(database_url)  # add wrote them
 
-    result = _invoke(database_url, "query", "--containment", "--json", "-j", "1", str(query / "story.txt"), str(query / "unrelated.txt"))
+    result = _invoke(
+        database_url,
+        "query",
+        "--containment",
+        "--json",
+        "-j",
+        "1",
+        str(query / "story.txt"),
+        str(query / "unrelated.txt"),
+    )
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["query"], r["key"].rsplit("/", 1)[-1], r["inner"]) for r in records] == [

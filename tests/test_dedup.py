@@ -33,7 +33,9 @@ def _records() -> list[dict]:
     for n, (name, text) in enumerate(texts.items()):
         records.append({"id": name, "text": text, "rank": n, "score": n + 0.5, "tags": [name[:3]], "extra": None})
     for name, text in list(texts.items())[:3]:
-        records.append({"id": f"{name}-copy", "text": _copy(text), "rank": 99, "score": 0.25, "tags": [], "extra": {"a": 1}})
+        records.append(
+            {"id": f"{name}-copy", "text": _copy(text), "rank": 99, "score": 0.25, "tags": [], "extra": {"a": 1}}
+        )
     return records
 
 
@@ -81,7 +83,17 @@ def test_annotations_name_the_representative_and_reruns_are_byte_identical(datab
         assert original["duplicate_of"] is None and original["distance"] == 0
         assert original["simhash"] == f"{fingerprint(original['text']):016x}"
     assert list(rows[0]) == [
-        "id", "text", "rank", "score", "tags", "extra", "simhash", "cluster", "duplicate_of", "distance", "not_compared"
+        "id",
+        "text",
+        "rank",
+        "score",
+        "tags",
+        "extra",
+        "simhash",
+        "cluster",
+        "duplicate_of",
+        "distance",
+        "not_compared",
     ]
     again = _run(database_url, *args, "-o", str(tmp_path / "again.jsonl"))
     assert again.exit_code == 0
@@ -99,7 +111,17 @@ def test_an_interrupted_run_finished_by_a_rerun_gives_the_uninterrupted_output(p
         try:
             url = pg_server.url(name)
             if interrupted:
-                _run(url, "dedup", str(half), "--key-field", "id", "--batch-size", "3", "-o", str(tmp_path / "lost.jsonl"))
+                _run(
+                    url,
+                    "dedup",
+                    str(half),
+                    "--key-field",
+                    "id",
+                    "--batch-size",
+                    "3",
+                    "-o",
+                    str(tmp_path / "lost.jsonl"),
+                )
             out = tmp_path / f"out-{interrupted}.jsonl"
             args = ["dedup", str(source), "--key-field", "id", "--annotate", "--batch-size", "3", "-o", str(out)]
             assert _run(url, *args).exit_code == 0
@@ -113,7 +135,7 @@ def test_a_second_batch_is_cleaned_against_the_first(database_url, tmp_path):
     texts = _texts()
     names = list(texts)
     _write_jsonl(tmp_path / "one.jsonl", [{"key": n, "text": texts[n]} for n in names[:3]])
-    _write_jsonl(tmp_path / "two.jsonl", [{"key": f"{n}-again", "text": _copy(texts[n])} for n in names] )
+    _write_jsonl(tmp_path / "two.jsonl", [{"key": f"{n}-again", "text": _copy(texts[n])} for n in names])
     assert _run(database_url, "dedup", str(tmp_path / "one.jsonl"), "-o", str(tmp_path / "o1.jsonl")).exit_code == 0
     second = _run(database_url, "dedup", str(tmp_path / "two.jsonl"), "-o", "-", "-q")
     assert second.exit_code == 0
@@ -136,7 +158,13 @@ def test_csv_and_stdin(database_url, tmp_path):
         out = list(csv.reader(handle))
     assert out[0] == ["key", "text", "note", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
     assert [row[0] for row in out[1:]] == ["k1", "k2"] and out[2][5] == "k1" and out[1][5] == ""
-    piped = _run(database_url, "dedup", "-", "-q", input=json.dumps({"key": "k3", "text": texts[name]}, ensure_ascii=False) + "\n")
+    piped = _run(
+        database_url,
+        "dedup",
+        "-",
+        "-q",
+        input=json.dumps({"key": "k3", "text": texts[name]}, ensure_ascii=False) + "\n",
+    )
     assert piped.exit_code == 0 and piped.stdout == ""  # k3 duplicates k1
 
 
@@ -167,15 +195,36 @@ def test_parquet_in_and_out_keeps_column_types(database_url, tmp_path):
     records = _records()
     table = pyarrow.Table.from_pylist([{k: r[k] for k in ("id", "text", "rank", "score", "tags")} for r in records])
     parquet.write_table(table, tmp_path / "in.parquet")
-    result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "--key-field", "id", "--annotate",
-                  "-o", str(tmp_path / "out.parquet"))
+    result = _run(
+        database_url,
+        "dedup",
+        str(tmp_path / "in.parquet"),
+        "--key-field",
+        "id",
+        "--annotate",
+        "-o",
+        str(tmp_path / "out.parquet"),
+    )
     assert result.exit_code == 0, result.output
     out = parquet.read_table(tmp_path / "out.parquet")
-    assert out.schema.names == ["id", "text", "rank", "score", "tags", "simhash", "cluster", "duplicate_of", "distance", "not_compared"]
+    assert out.schema.names == [
+        "id",
+        "text",
+        "rank",
+        "score",
+        "tags",
+        "simhash",
+        "cluster",
+        "duplicate_of",
+        "distance",
+        "not_compared",
+    ]
     assert out.schema.field("rank").type == table.schema.field("rank").type
     assert out.schema.field("tags").type == table.schema.field("tags").type
     assert out.column("duplicate_of").to_pylist()[5:] == list(_texts())[:3]
-    plain = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "--key-field", "id", "-o", str(tmp_path / "kept.parquet"))
+    plain = _run(
+        database_url, "dedup", str(tmp_path / "in.parquet"), "--key-field", "id", "-o", str(tmp_path / "kept.parquet")
+    )
     assert plain.exit_code == 0
     assert parquet.read_table(tmp_path / "kept.parquet").to_pylist() == table.to_pylist()[:5]
 
@@ -193,7 +242,9 @@ def test_python_api_yields_records_and_verdicts(database_url):
 def test_a_store_without_clusters_or_at_another_distance_needs_a_recluster(database_url):
     with Store(database_url) as store:
         store.add([NewDocument("a", 0)])
-        with pytest.raises(ClusterDistanceError, match="this store keeps no clusters yet: run `simhash-store recluster`"):
+        with pytest.raises(
+            ClusterDistanceError, match="this store keeps no clusters yet: run `simhash-store recluster`"
+        ):
             list(dedup([{"key": "b", "text": "你好世界"}], store=store))
         store.recluster()
         with pytest.raises(ClusterDistanceError, match="recluster -k 5"):
@@ -207,7 +258,10 @@ def test_unreadable_formats_are_one_line(database_url, tmp_path):
     result = _run(database_url, "dedup", str(tmp_path / "in.dat"))
     assert result.exit_code == 2 and "give --format (text, jsonl, csv, tsv, parquet, html, warc)" in result.output
     result = _run(database_url, "dedup", str(tmp_path / "missing.jsonl"))
-    assert result.exit_code == 1 and result.output.strip() == f"Error: cannot open {tmp_path / 'missing.jsonl'}: no such file"
+    assert (
+        result.exit_code == 1
+        and result.output.strip() == f"Error: cannot open {tmp_path / 'missing.jsonl'}: no such file"
+    )
 
 
 # ------------------------------------------------------------ explain (no database)
@@ -250,8 +304,10 @@ def test_keep_longest_keeps_the_longest_copy_even_one_that_comes_later(database_
     name = list(texts)[0]
     short, longer = texts[name], _copy(texts[name])
     other = list(texts.values())[1]
-    _write_jsonl(tmp_path / "one.jsonl", [{"key": "short", "text": short}, {"key": "other", "text": other},
-                                          {"key": "longer", "text": longer}])
+    _write_jsonl(
+        tmp_path / "one.jsonl",
+        [{"key": "short", "text": short}, {"key": "other", "text": other}, {"key": "longer", "text": longer}],
+    )
     args = ["dedup", str(tmp_path / "one.jsonl"), "--keep", "longest", "--annotate"]
     first = _run(database_url, *args, "-o", str(tmp_path / "first.jsonl"))
     assert first.exit_code == 0, first.output
@@ -262,7 +318,9 @@ def test_keep_longest_keeps_the_longest_copy_even_one_that_comes_later(database_
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "first.jsonl").read_bytes()
     # A later batch with a still longer copy: it replaces the stored representative, in the same cluster.
     _write_jsonl(tmp_path / "two.jsonl", [{"key": "longest", "text": longer + "\n本文转载自网络。"}])
-    second = _run(database_url, "dedup", str(tmp_path / "two.jsonl"), "--keep", "longest", "--annotate", "-o", "-", "-q")
+    second = _run(
+        database_url, "dedup", str(tmp_path / "two.jsonl"), "--keep", "longest", "--annotate", "-o", "-", "-q"
+    )
     [row] = [json.loads(line) for line in second.stdout.splitlines()]
     assert (row["duplicate_of"], row["cluster"]) == (None, rows[0]["cluster"])
     with Store(database_url) as store:
@@ -275,12 +333,23 @@ def test_keep_longest_on_a_store_kept_first_is_refused_until_reclustered(databas
     # a store clustered by another policy says how to change it instead of mixing two.
     texts = _texts()
     name = list(texts)[0]
-    _write_jsonl(tmp_path / "in.jsonl", [{"key": "short", "text": texts[name]}, {"key": "other", "text": list(texts.values())[1]},
-                                         {"key": "longer", "text": _copy(texts[name])}])
+    _write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"key": "short", "text": texts[name]},
+            {"key": "other", "text": list(texts.values())[1]},
+            {"key": "longer", "text": _copy(texts[name])},
+        ],
+    )
     assert _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "first.jsonl")).exit_code == 0
-    refused = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--keep", "longest", "-o", str(tmp_path / "x.jsonl"))
+    refused = _run(
+        database_url, "dedup", str(tmp_path / "in.jsonl"), "--keep", "longest", "-o", str(tmp_path / "x.jsonl")
+    )
     assert refused.exit_code == 1 and not (tmp_path / "x.jsonl").exists()
-    assert "the store's clusters keep first, not longest: run `simhash-store recluster --keep longest` first" in refused.output
+    assert (
+        "the store's clusters keep first, not longest: run `simhash-store recluster --keep longest` first"
+        in refused.output
+    )
     assert _run(database_url, "recluster", "--keep", "longest").exit_code == 0
     again = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--annotate", "-o", str(tmp_path / "again.jsonl"))
     assert again.exit_code == 0, again.output
@@ -294,7 +363,15 @@ def test_keep_longest_on_a_store_kept_first_is_refused_until_reclustered(databas
 def test_calibrate_reports_recall_and_false_matches_per_k_and_records_its_advice(database_url, tmp_path):
     texts = _texts()
     _write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts.values()])
-    args = ["calibrate", "--jsonl", str(tmp_path / "docs.jsonl"), "--json", "--apply", "--plot", str(tmp_path / "k.png")]
+    args = [
+        "calibrate",
+        "--jsonl",
+        str(tmp_path / "docs.jsonl"),
+        "--json",
+        "--apply",
+        "--plot",
+        str(tmp_path / "k.png"),
+    ]
     result = _run(database_url, *args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -323,7 +400,9 @@ def test_calibrate_plot_replaces_a_link_at_its_name_and_never_writes_through_it(
     victim.write_text("keep me", encoding="utf-8")
     (tmp_path / "k.png").symlink_to(victim)
     _write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in _texts().values()])
-    result = _run(database_url, "calibrate", "--jsonl", str(tmp_path / "docs.jsonl"), "--json", "--plot", str(tmp_path / "k.png"))
+    result = _run(
+        database_url, "calibrate", "--jsonl", str(tmp_path / "docs.jsonl"), "--json", "--plot", str(tmp_path / "k.png")
+    )
     assert result.exit_code == 0, result.output
     assert victim.read_text(encoding="utf-8") == "keep me"
     assert not (tmp_path / "k.png").is_symlink() and (tmp_path / "k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -340,7 +419,9 @@ def test_the_k_recorded_by_calibrate_is_the_default_of_query_and_dedup_and_stats
     assert (info["recommended_max_distance"], info["cluster_max_distance"]) == (3, None)
     assert re.search(r"recommended max distance +3 \(calibrate --apply\)", _run(database_url, "stats").stdout)
     # dedup into a store without clusters clusters at the recorded k, and says so.
-    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(tmp_path / "out.jsonl"))
+    result = _run(
+        database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(tmp_path / "out.jsonl")
+    )
     assert result.exit_code == 0, result.output
     assert "kept 7, duplicates 1, bad records 0; k = 3, recommended by calibrate --apply" in result.stderr
     assert json.loads(_run(database_url, "stats", "--json").stdout)["cluster_max_distance"] == 3
@@ -356,7 +437,9 @@ def test_the_k_recorded_by_calibrate_is_the_default_of_query_and_dedup_and_stats
     # A later recommendation does not re-cluster the store: dedup goes on at its distance, and says how to change it.
     with Store(database_url) as store:
         store.record_recommended_distance(8)
-    again = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(tmp_path / "again.jsonl"))
+    again = _run(
+        database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(tmp_path / "again.jsonl")
+    )
     assert "k = 3, the store's cluster distance (calibrate --apply recommends 8: " in again.stderr
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
     for command in ("query", "dedup"):
@@ -367,8 +450,11 @@ def test_csv_output_has_a_column_for_every_field_of_every_record(database_url, t
     import csv
 
     texts = list(_texts().values())
-    records = [{"key": "a", "text": texts[0]}, {"text": texts[1], "key": "b", "more": 1, "tags": ["x"]},
-               {"key": "c", "text": texts[2], "more": "three"}]
+    records = [
+        {"key": "a", "text": texts[0]},
+        {"text": texts[1], "key": "b", "more": 1, "tags": ["x"]},
+        {"key": "c", "text": texts[2], "more": "three"},
+    ]
     _write_jsonl(tmp_path / "in.jsonl", records)
     result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.csv"))
     assert result.exit_code == 0, result.output
@@ -386,9 +472,14 @@ def test_csv_output_has_a_column_for_every_field_of_every_record(database_url, t
     (tmp_path / "huge.jsonl").write_text(line + json.dumps({"key": "i", "text": texts[4]}) + "\n", encoding="utf-8")
     for name in ("huge-out.jsonl", "huge-out.csv"):
         huge = _run(database_url, "dedup", str(tmp_path / "huge.jsonl"), "-o", str(tmp_path / name))
-        assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output, (name, huge.output)
+        assert huge.exit_code == 1 and "huge.jsonl:1: holds an integer of 5,000 digits" in huge.output, (
+            name,
+            huge.output,
+        )
         assert "5,000" not in (tmp_path / name).read_text(encoding="utf-8")
-    assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == ["i"]
+    assert [json.loads(r)["key"] for r in (tmp_path / "huge-out.jsonl").read_text(encoding="utf-8").splitlines()] == [
+        "i"
+    ]
 
 
 def test_a_text_with_a_lone_surrogate_costs_its_record_in_every_output_format(database_url, tmp_path):
@@ -403,7 +494,9 @@ def test_a_text_with_a_lone_surrogate_costs_its_record_in_every_output_format(da
         assert result.exit_code == 1 and "Traceback" not in result.output
         assert f"failed: {tmp_path / 'in.jsonl'}:1: holds a lone surrogate" in result.stderr
         assert (tmp_path / f"out.{form}").stat().st_size > 0
-    assert [json.loads(line)["key"] for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()] == ["t"]
+    assert [json.loads(line)["key"] for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()] == [
+        "t"
+    ]
 
 
 def _heterogeneous(texts: list[str]) -> list[dict]:
@@ -449,18 +542,35 @@ def test_parquet_output_of_parquet_inputs_keeps_their_types_and_adds_the_fields_
     import pyarrow.parquet as parquet
 
     texts = list(_texts().values())
-    first = pyarrow.table({"key": ["a", "b"], "text": texts[:2], "rank": pyarrow.array([1, 2], pyarrow.int32()),
-                           "level": pyarrow.array([1, 2], pyarrow.int8()), "day": pyarrow.array([0, 1], pyarrow.date32())})
+    first = pyarrow.table(
+        {
+            "key": ["a", "b"],
+            "text": texts[:2],
+            "rank": pyarrow.array([1, 2], pyarrow.int32()),
+            "level": pyarrow.array([1, 2], pyarrow.int8()),
+            "day": pyarrow.array([0, 1], pyarrow.date32()),
+        }
+    )
     parquet.write_table(first, tmp_path / "one.parquet")
     _write_jsonl(tmp_path / "two.jsonl", [{"key": "c", "text": texts[2], "rank": 3.5, "level": 300, "source": "feed"}])
-    result = _run(database_url, "dedup", str(tmp_path / "one.parquet"), str(tmp_path / "two.jsonl"),
-                  "-o", str(tmp_path / "out.parquet"))
+    result = _run(
+        database_url,
+        "dedup",
+        str(tmp_path / "one.parquet"),
+        str(tmp_path / "two.jsonl"),
+        "-o",
+        str(tmp_path / "out.parquet"),
+    )
     assert result.exit_code == 0, result.output
     table = parquet.read_table(tmp_path / "out.parquet")
     assert table.schema.names == ["key", "text", "rank", "level", "day", "source"]
     # 3.5 does not fit the input's int32 (pyarrow would truncate it to 3): the column holds floats;
     # 300 does not fit its int8: int64. The date column, which every value fits, keeps its type.
-    assert [str(table.schema.field(name).type) for name in ("rank", "level", "day")] == ["double", "int64", "date32[day]"]
+    assert [str(table.schema.field(name).type) for name in ("rank", "level", "day")] == [
+        "double",
+        "int64",
+        "date32[day]",
+    ]
     assert table.column("rank").to_pylist() == [1.0, 2.0, 3.5]
     assert table.column("level").to_pylist() == [1, 2, 300]
     assert table.column("day").to_pylist() == first.column("day").to_pylist() + [None]
@@ -477,14 +587,18 @@ def test_a_symlink_planted_beside_the_output_is_never_followed(database_url, tmp
     _write_jsonl(tmp_path / "in.jsonl", records)
     # A neighbour plants links under the names an output's files had, or have.
     (shared / "out.jsonl.partial").symlink_to(victim)
-    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(shared / "out.jsonl"))
+    result = _run(
+        database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(shared / "out.jsonl")
+    )
     assert result.exit_code == 0, result.output
     assert victim.read_text(encoding="utf-8") == "keep me"
     assert [json.loads(line)["id"] for line in (shared / "out.jsonl").read_text(encoding="utf-8").splitlines()] == [
         r["id"] for r in records[:5]
     ]
     (shared / ".again.jsonl.lock").symlink_to(victim)
-    refused = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(shared / "again.jsonl"))
+    refused = _run(
+        database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(shared / "again.jsonl")
+    )
     assert refused.exit_code == 1 and "is a symbolic link" in refused.stderr and "Traceback" not in refused.output
     assert victim.read_text(encoding="utf-8") == "keep me" and not (shared / "again.jsonl").exists()
 
@@ -506,11 +620,14 @@ def test_a_second_run_writing_the_same_output_stops_in_one_line_and_never_interl
         deadline = time.monotonic() + 120
         while not any(p.name != "second.jsonl" for p in tmp_path.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.05)  # until the first run has claimed its output
-        code, _, err = finish(cli("dedup", str(tmp_path / "second.jsonl"), "-o", str(out), "--annotate",
-                                  url=url_text(database_url)))
+        code, _, err = finish(
+            cli("dedup", str(tmp_path / "second.jsonl"), "-o", str(out), "--annotate", url=url_text(database_url))
+        )
         assert code == 1, err
-        assert err.strip() == f"Error: another run is writing {out} (it holds {tmp_path / '.out.jsonl.lock'}): " \
-                              "wait for it to end, or write elsewhere"
+        assert (
+            err.strip() == f"Error: another run is writing {out} (it holds {tmp_path / '.out.jsonl.lock'}): "
+            "wait for it to end, or write elsewhere"
+        )
         _, err = running.communicate("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in first), timeout=300)
         code = running.returncode
     finally:
@@ -518,7 +635,9 @@ def test_a_second_run_writing_the_same_output_stops_in_one_line_and_never_interl
             running.kill()
             running.communicate()
     assert code == 0, err
-    assert [json.loads(line)["key"] for line in out.read_text(encoding="utf-8").splitlines()] == [r["key"] for r in first]
+    assert [json.loads(line)["key"] for line in out.read_text(encoding="utf-8").splitlines()] == [
+        r["key"] for r in first
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "second.jsonl"]
     # Once it is done, the same output can be written again.
     code, _, err = finish(cli("dedup", str(tmp_path / "second.jsonl"), "-o", str(out), url=url_text(database_url)))
@@ -539,17 +658,27 @@ def test_repeated_field_names_refuse_a_header_and_cost_a_json_record(database_ur
     from test_reliability import stored
 
     assert stored(database_url) == {}  # refused before any work
-    lines = [json.dumps({"key": "a", "text": texts[0]}, ensure_ascii=False),
-             '{"key": "b", "text": %s, "key": "c"}' % json.dumps(texts[1], ensure_ascii=False),
-             json.dumps({"key": "d", "text": texts[2], "meta": {"x": 1}}, ensure_ascii=False)[:-1] + ', "meta": {"y": 1, "y": 2}}',
-             json.dumps({"key": "e", "text": texts[3]}, ensure_ascii=False)]
+    lines = [
+        json.dumps({"key": "a", "text": texts[0]}, ensure_ascii=False),
+        '{"key": "b", "text": %s, "key": "c"}' % json.dumps(texts[1], ensure_ascii=False),
+        json.dumps({"key": "d", "text": texts[2], "meta": {"x": 1}}, ensure_ascii=False)[:-1]
+        + ', "meta": {"y": 1, "y": 2}}',
+        json.dumps({"key": "e", "text": texts[3]}, ensure_ascii=False),
+    ]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 1
-    assert f"failed: {tmp_path / 'in.jsonl'}:2: bad record (the member 'key' appears twice in one object)" in result.stderr
-    assert f"failed: {tmp_path / 'in.jsonl'}:3: bad record (the member 'y' appears twice in one object)" in result.stderr
+    assert (
+        f"failed: {tmp_path / 'in.jsonl'}:2: bad record (the member 'key' appears twice in one object)" in result.stderr
+    )
+    assert (
+        f"failed: {tmp_path / 'in.jsonl'}:3: bad record (the member 'y' appears twice in one object)" in result.stderr
+    )
     assert "kept 2, duplicates 0, bad records 2" in result.stderr
-    assert [json.loads(r)["key"] for r in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()] == ["a", "e"]
+    assert [json.loads(r)["key"] for r in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()] == [
+        "a",
+        "e",
+    ]
     with Store(database_url) as store:
         assert sorted(m.key for m in store.query(0, 64)) == ["a", "e"]
 
@@ -559,12 +688,15 @@ def test_a_parquet_input_with_two_columns_of_one_name_is_refused(database_url, t
     import pyarrow.parquet as parquet
 
     texts = list(_texts().values())
-    table = pyarrow.Table.from_arrays([pyarrow.array(["a"]), pyarrow.array(texts[:1]), pyarrow.array(["b"])],
-                                      names=["key", "text", "key"])
+    table = pyarrow.Table.from_arrays(
+        [pyarrow.array(["a"]), pyarrow.array(texts[:1]), pyarrow.array(["b"])], names=["key", "text", "key"]
+    )
     parquet.write_table(table, tmp_path / "in.parquet")
     result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"Error: {tmp_path / 'in.parquet'}: the file has two columns named 'key': rename one"
+    assert (
+        result.stderr.strip() == f"Error: {tmp_path / 'in.parquet'}: the file has two columns named 'key': rename one"
+    )
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -577,9 +709,20 @@ def test_parquet_without_pyarrow_is_one_line(tmp_path):
     source.write_text(json.dumps({"key": "a", "text": "北京的新闻"}, ensure_ascii=False) + "\n", encoding="utf-8")
     program = "import sys; sys.modules['pyarrow'] = None; from simhash_store.cli import main; main()"
     result = subprocess.run(
-        [sys.executable, "-c", program, "--db", "postgresql://nobody@127.0.0.1:1/none", "dedup", str(source),
-         "-o", str(tmp_path / "out.parquet")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            program,
+            "--db",
+            "postgresql://nobody@127.0.0.1:1/none",
+            "dedup",
+            str(source),
+            "-o",
+            str(tmp_path / "out.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: Parquet needs pyarrow: pip install 'simhash-store[parquet]'"
@@ -634,10 +777,14 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
                 process = cli(*command(out), url=url_text(url))
                 with psycopg.connect(plain, autocommit=True) as watch:
                     deadline = time.monotonic() + 120
-                    while process.poll() is None and time.monotonic() < deadline and not watch.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND wait_event_type = 'Lock'"
-                    ).fetchone()[0]:
+                    while (
+                        process.poll() is None
+                        and time.monotonic() < deadline
+                        and not watch.execute(
+                            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND wait_event_type = 'Lock'"
+                        ).fetchone()[0]
+                    ):
                         time.sleep(0.02)
                 time.sleep(random.Random(batch).uniform(0, 0.1))
                 assert process.poll() is None, "the run ended before it could be killed"
@@ -649,14 +796,14 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
                 engine = create_engine(url)
                 try:
                     with engine.connect() as connection:
-                        rows = connection.execute(
-                            sql("SELECT key, fingerprint, cluster FROM simhash.documents")
-                        ).all()
+                        rows = connection.execute(sql("SELECT key, fingerprint, cluster FROM simhash.documents")).all()
                         # The killed transaction had taken ids: the identity sequence is past every stored id.
-                        assert connection.execute(sql(
-                            "SELECT pg_sequence_last_value(pg_get_serial_sequence('simhash.documents', 'id')::regclass) "
-                            "> (SELECT max(id) FROM simhash.documents)"
-                        )).scalar()
+                        assert connection.execute(
+                            sql(
+                                "SELECT pg_sequence_last_value(pg_get_serial_sequence('simhash.documents', 'id')::regclass) "
+                                "> (SELECT max(id) FROM simhash.documents)"
+                            )
+                        ).scalar()
                 finally:
                     engine.dispose()
                 assert len(rows) == 10 * batch
@@ -665,7 +812,9 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
                     assert cluster is not None, key
             code, _, err = finish(cli(*command(out), url=url_text(url)))
             assert code == 0, err
-            assert [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")] == []  # the killed run's files removed
+            assert [
+                p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")
+            ] == []  # the killed run's files removed
             outputs[interrupted] = out.read_bytes()
         finally:
             pg_server.drop_database(name)
@@ -681,7 +830,9 @@ def test_kill_9_of_dedup_then_rerun_gives_the_uninterrupted_output(pg_server, tm
     # Every copy is removed; most as a copy of its own original, the rest of an earlier document
     # near its original (the sample's mixed documents hold its paragraphs: leader clustering).
     assert all(duplicate_of is not None for duplicate_of in found.values())
-    assert sum(duplicate_of == key.replace("copy/", "doc/", 1) for key, duplicate_of in found.items()) >= 0.8 * len(found)
+    assert sum(duplicate_of == key.replace("copy/", "doc/", 1) for key, duplicate_of in found.items()) >= 0.8 * len(
+        found
+    )
 
 
 def test_an_output_path_that_is_a_device_fifo_or_the_input_is_refused_untouched(database_url, tmp_path):
@@ -716,15 +867,17 @@ def test_parquet_timestamps_and_dates_beyond_python_are_kept_or_cost_only_their_
     texts = list(_texts().values())
     year_10000 = (datetime.date(9999, 12, 31) - datetime.date(1970, 1, 1)).days + 1
     nanoseconds = 1_700_000_000_123_456_789
-    table = pyarrow.table({
-        "key": ["a", "b", "c", "d"],
-        "text": texts[:4],
-        # datetime stops at microseconds (without pandas, to_pylist raised) and at the year 9999
-        "seen": pyarrow.array([nanoseconds, 1_700_000_000_000_000_000, None, 0], pyarrow.timestamp("ns")),
-        "day": pyarrow.array([year_10000, 0, None, 1], pyarrow.date32()),
-        # inside a list there is no text to fall back on: that record alone fails
-        "marks": pyarrow.array([None, None, [nanoseconds], []], pyarrow.list_(pyarrow.timestamp("ns"))),
-    })
+    table = pyarrow.table(
+        {
+            "key": ["a", "b", "c", "d"],
+            "text": texts[:4],
+            # datetime stops at microseconds (without pandas, to_pylist raised) and at the year 9999
+            "seen": pyarrow.array([nanoseconds, 1_700_000_000_000_000_000, None, 0], pyarrow.timestamp("ns")),
+            "day": pyarrow.array([year_10000, 0, None, 1], pyarrow.date32()),
+            # inside a list there is no text to fall back on: that record alone fails
+            "marks": pyarrow.array([None, None, [nanoseconds], []], pyarrow.list_(pyarrow.timestamp("ns"))),
+        }
+    )
     parquet.write_table(table, tmp_path / "in.parquet")
     for output in ("out.parquet", "out.jsonl"):
         result = _run(database_url, "dedup", str(tmp_path / "in.parquet"), "-o", str(tmp_path / output))
@@ -772,8 +925,15 @@ def test_nan_and_infinities_are_written_as_null_in_every_json_output(database_ur
         tmp_path / "in.parquet",
     )
     for option in ("--annotate", "--annotate"):  # the second run: every record is now a stored copy
-        result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), str(tmp_path / "in.parquet"), option,
-                      "-o", str(tmp_path / "out.jsonl"))
+        result = _run(
+            database_url,
+            "dedup",
+            str(tmp_path / "in.jsonl"),
+            str(tmp_path / "in.parquet"),
+            option,
+            "-o",
+            str(tmp_path / "out.jsonl"),
+        )
         assert result.exit_code == 0, result.output
         records = [_strict_json(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
         assert [(r["key"], r["score"]) for r in records] == [("a", None), ("b", None)]
@@ -784,7 +944,8 @@ def test_nan_and_infinities_are_written_as_null_in_every_json_output(database_ur
     assert '"{""r"": [null, null, 1.5]}"' in (tmp_path / "out.csv").read_text(encoding="utf-8")
     # --json of query, dups, stats, explain and calibrate go through one function
     assert _strict_json(json_line({"precision": float("nan"), "rows": [float("-inf"), 2]})) == {
-        "precision": None, "rows": [None, 2],
+        "precision": None,
+        "rows": [None, 2],
     }
 
 
@@ -808,7 +969,9 @@ def test_sigterm_or_ctrl_c_during_dedup_removes_its_own_files_and_only_those(dat
     process.stdin.write(json.dumps({"key": "a", "text": text}, ensure_ascii=False) + "\n")
     process.stdin.flush()
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(p.name.endswith(".partial") for p in set(tmp_path.iterdir()) - before):
+    while time.monotonic() < deadline and not any(
+        p.name.endswith(".partial") for p in set(tmp_path.iterdir()) - before
+    ):
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
     made = set(tmp_path.iterdir()) - before
@@ -848,10 +1011,12 @@ def test_a_compressed_parquet_file_is_read_in_batches_bounded_by_its_uncompresse
     from simhash_store import formats
 
     rows = 100
-    texts = [("北京" * 350_000)[: 350_000] + str(n) for n in range(rows)]
+    texts = [("北京" * 350_000)[:350_000] + str(n) for n in range(rows)]
     parquet.write_table(
-        pyarrow.table({"key": [f"k{n}" for n in range(rows)], "text": texts}), tmp_path / "wide.parquet",
-        compression="zstd", use_dictionary=False,
+        pyarrow.table({"key": [f"k{n}" for n in range(rows)], "text": texts}),
+        tmp_path / "wide.parquet",
+        compression="zstd",
+        use_dictionary=False,
     )
     assert (tmp_path / "wide.parquet").stat().st_size < 20_000_000
     metadata = parquet.ParquetFile(tmp_path / "wide.parquet").metadata

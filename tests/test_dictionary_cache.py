@@ -26,7 +26,9 @@ from simhash_store.tokenizers import TOKENIZERS, Tokenizer, register_tokenizer
 # process building jieba's tables, are then made once rather than once per process.
 pytestmark = pytest.mark.xdist_group("dictionary-cache")
 
-CRIMINAL_LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+CRIMINAL_LAW = (
+    "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+)
 RAILWAY = "大莱龙铁路位于山东省北部环渤海地区，西起位于益羊铁路的潍坊大家洼车站，向东经海化、寿光、寒亭、昌邑、平度、莱州、招远、终到龙口。"
 # zh-jieba-v1, as pinned in test_fingerprint.py.
 PINNED = {CRIMINAL_LAW: 0x925D839787D42440, RAILWAY: 0x3D71B5D0A2D63D68}
@@ -153,9 +155,17 @@ def _last_array_reinterpreted(arrays: dict) -> dict:
 
 @pytest.mark.parametrize(
     "damage",
-    [_a_word_short, _second_array_missing, _last_array_one_value_short, _second_array_narrowed, _last_array_reinterpreted],
+    [
+        _a_word_short,
+        _second_array_missing,
+        _last_array_one_value_short,
+        _second_array_narrowed,
+        _last_array_reinterpreted,
+    ],
 )
-def test_well_formed_entries_holding_the_wrong_table_are_rebuilt(tmp_path, monkeypatch, reference, damage, filled_cache):
+def test_well_formed_entries_holding_the_wrong_table_are_rebuilt(
+    tmp_path, monkeypatch, reference, damage, filled_cache
+):
     """Entries that pass every file check (header, key, checksum) but hold another table's shape."""
     directory = filled_cache
     entries = _entries(directory)
@@ -182,7 +192,9 @@ def test_processes_filling_an_empty_cache_at_once_agree(tmp_path, reference):
     temporary.mkdir()
     env = {**os.environ, "SIMHASH_STORE_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(temporary)}
     processes = [
-        subprocess.Popen([sys.executable, "-c", _RUN, json.dumps(list(PINNED))], env=env, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _RUN, json.dumps(list(PINNED))], env=env, stdout=subprocess.PIPE, text=True
+        )
         for _ in range(3)
     ]
     outputs = [json.loads(process.communicate(timeout=600)[0]) for process in processes]

@@ -68,6 +68,15 @@ def test_the_map_of_where_to_add_things_matches_the_code():
     for path in paths + [path for path, _ in symbols]:
         assert (REPO / path).exists(), f"docs/design.md, 'Where to add things', names {path}, which does not exist"
     for path, symbol in symbols:
-        assert symbol in _top_level_names(REPO / path), f"docs/design.md names {path}:{symbol}, which {path} does not define"
-    for room in ("tokenizer", "fingerprint scheme", "SQL function version", "CLI command", "input format", "output format"):
+        assert symbol in _top_level_names(REPO / path), (
+            f"docs/design.md names {path}:{symbol}, which {path} does not define"
+        )
+    for room in (
+        "tokenizer",
+        "fingerprint scheme",
+        "SQL function version",
+        "CLI command",
+        "input format",
+        "output format",
+    ):
         assert f"| a {room} " in section or f"| an {room} " in section, f"the map has no row for {room}"

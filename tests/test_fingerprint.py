@@ -37,7 +37,9 @@ from simhash_store.fingerprint import fingerprint_segmented, segment
 from simhash_store.hashing import HASHES
 from simhash_store.scheme import ZH_JIEBA_V1
 
-CRIMINAL_LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+CRIMINAL_LAW = (
+    "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+)
 RAILWAY = "大莱龙铁路位于山东省北部环渤海地区，西起位于益羊铁路的潍坊大家洼车站，向东经海化、寿光、寒亭、昌邑、平度、莱州、招远、终到龙口。"
 
 
@@ -164,8 +166,10 @@ def test_full_width_and_half_width_forms_are_equal():
 
 
 def test_line_reflow_and_spacing_of_chinese_text_change_nothing():
-    reflowed = ("\u3000\u3000中华人民共和国刑法第一条：为了惩罚犯罪，\n保护人民，"
-                "根据宪法，结合我国同犯罪作斗争的具\r\n体经验及实际情况， 制定本法。\n\n")
+    reflowed = (
+        "\u3000\u3000中华人民共和国刑法第一条：为了惩罚犯罪，\n保护人民，"
+        "根据宪法，结合我国同犯罪作斗争的具\r\n体经验及实际情况， 制定本法。\n\n"
+    )
     assert fingerprint(reflowed) == fingerprint(CRIMINAL_LAW)
 
 
@@ -258,7 +262,11 @@ def test_reposted_paragraph_is_closer_than_unrelated_paragraphs(sample_paragraph
     assert len(sample_paragraphs) == 40
     values = [fingerprint(p) for p in sample_paragraphs]
     for paragraph, value in zip(sample_paragraphs[:10], values):
-        repost = "来源：东方资讯网　2023-05-12 14:32　责任编辑：王晓明\n\n" + paragraph.replace("，", ", ") + "\n（编辑：李静）"
+        repost = (
+            "来源：东方资讯网　2023-05-12 14:32　责任编辑：王晓明\n\n"
+            + paragraph.replace("，", ", ")
+            + "\n（编辑：李静）"
+        )
         distance = hamming(value, fingerprint(repost))
         assert distance <= DEFAULT_MAX_DISTANCE
         assert all(distance < hamming(value, other) for other in values if other != value)

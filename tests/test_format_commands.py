@@ -76,7 +76,9 @@ def test_dedup_reads_every_format(database_url, tmp_path, form):
     records = wiki()
     records.append({**records[0], "id": "copy"})  # an exact copy: a duplicate of the first
     output = tmp_path / "out.jsonl"
-    result = invoke(database_url, "dedup", str(make_input(tmp_path, form, records)), "--key-field", "id", "-o", str(output))
+    result = invoke(
+        database_url, "dedup", str(make_input(tmp_path, form, records)), "--key-field", "id", "-o", str(output)
+    )
     assert result.exit_code == 0, result.output
     kept = read_back(output)
     assert len(kept) == 8 and "kept 8, duplicates 1" in result.output
@@ -128,12 +130,16 @@ def test_stdin_through_every_command_that_reads_it(database_url, tmp_path):
     assert len(stored(database_url)) == 40
     queried = invoke(database_url, "query", "-", "--json", "-k", "0", input=first["text"].encode())
     assert json.loads(queried.stdout)["matches"][0]["key"] == first["id"]
-    queried = invoke(database_url, "query", "--format", "jsonl", "-", "--key-field", "id", "--json", "-k", "0", input=jsonl)
+    queried = invoke(
+        database_url, "query", "--format", "jsonl", "-", "--key-field", "id", "--json", "-k", "0", input=jsonl
+    )
     assert len(queried.stdout.splitlines()) == 40
     csv_in = "key,fingerprint\nx,0000000000000001\n"
     imported = invoke(database_url, "import", "--format", "csv", "-", "--scheme", "multi-v2", "--no-bulk", input=csv_in)
     assert imported.exit_code == 0 and stored(database_url)["x"] == 1
-    calibrated = invoke(None, "calibrate", "--format", "jsonl", "-", "--scheme", SCHEME, "--sample", "40", "--json", input=jsonl)
+    calibrated = invoke(
+        None, "calibrate", "--format", "jsonl", "-", "--scheme", SCHEME, "--sample", "40", "--json", input=jsonl
+    )
     assert calibrated.exit_code == 0 and json.loads(calibrated.stdout)["documents"] == 40
     parquet = invoke(database_url, "dedup", "--format", "parquet", "-", input=jsonl)
     assert parquet.exit_code == 2 and "parquet cannot be read from standard input" in parquet.output
@@ -149,7 +155,9 @@ def test_outputs_of_dedup_query_and_dups_read_back(database_url, tmp_path, form)
     assert [r["id"] for r in clean] == [r["id"] for r in wiki()]
     assert [r["text"] for r in clean] == [r["text"] for r in wiki()]
 
-    queried = invoke(database_url, "query", str(source), "--key-field", "id", "-k", "0", "-o", str(tmp_path / f"q.{form}"))
+    queried = invoke(
+        database_url, "query", str(source), "--key-field", "id", "-k", "0", "-o", str(tmp_path / f"q.{form}")
+    )
     assert queried.exit_code == 0, queried.output
     answers = read_back(tmp_path / f"q.{form}")
     assert [a["query"] for a in answers] == [r["id"] for r in records]
@@ -167,7 +175,9 @@ def test_query_jsonl_gives_one_line_per_record_in_order(database_url, tmp_path):
     store_input = write(wiki(), tmp_path / "stored.jsonl")
     invoke(database_url, "add", "--jsonl", str(store_input), "--key-field", "id", "-q")
     crawl = [{"url": f"https://example.com/{n}", "body": r["text"][: len(r["text"]) - 3]} for n, r in enumerate(wiki())]
-    crawl.insert(3, {"url": "https://example.com/unrelated", "body": "完全不同的另一段文字，讲的是天气和城市交通的事情。"})
+    crawl.insert(
+        3, {"url": "https://example.com/unrelated", "body": "完全不同的另一段文字，讲的是天气和城市交通的事情。"}
+    )
     path = write(crawl, tmp_path / "crawl.jsonl")
     result = invoke(database_url, "query", "--jsonl", str(path), "--key-field", "url", "--text-field", "body", "--json")
     assert result.exit_code == 0, result.output

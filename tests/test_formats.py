@@ -52,7 +52,9 @@ def test_every_input_format_gives_the_same_documents(inputs, form):
     options = ReadOptions(key_field="id", required={"id": "the key", "text": "the text"})
     documents = list(formats.read_documents([str(inputs[form])], options=options))
     assert all(isinstance(d, Source) for d in documents)
-    texts = {d.key.removesuffix(".txt"): d.text if d.text is not None else Path(d.path).read_text("utf-8") for d in documents}
+    texts = {
+        d.key.removesuffix(".txt"): d.text if d.text is not None else Path(d.path).read_text("utf-8") for d in documents
+    }
     assert texts == {r["id"]: r["text"] for r in wiki_records()}
     records = [record for _, record in formats.read_records(str(inputs[form]), options=options)]
     assert sorted(r["text"] for r in records) == sorted(r["text"] for r in wiki_records())
@@ -64,7 +66,10 @@ def test_each_output_format_reads_back_what_was_written(tmp_path, form):
     path = write(records, tmp_path / f"out.{form}")
     back = [record for _, record in formats.read_records(str(path))]
     if form in ("csv", "tsv"):  # cells are text: numbers and lists as JSON
-        records = [{k: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else str(v) for k, v in r.items()} for r in records]
+        records = [
+            {k: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else str(v) for k, v in r.items()}
+            for r in records
+        ]
     assert back == records
 
 
@@ -85,7 +90,9 @@ def test_the_format_is_told_by_name_then_by_the_first_bytes(inputs, tmp_path):
 
 def test_a_bad_record_costs_itself_in_every_record_format(tmp_path):
     # JSONL: a broken line; CSV: a row of the wrong width. Both are Skips named by line, the rest read.
-    (tmp_path / "a.jsonl").write_text('{"key": "a", "text": "甲"}\n{"key": \n{"key": "b", "text": "乙"}\n', encoding="utf-8")
+    (tmp_path / "a.jsonl").write_text(
+        '{"key": "a", "text": "甲"}\n{"key": \n{"key": "b", "text": "乙"}\n', encoding="utf-8"
+    )
     (tmp_path / "a.csv").write_text("key,text\na,甲\nx,y,z\nb,乙\n", encoding="utf-8")
     for name, line in (("a.jsonl", 2), ("a.csv", 3)):
         items = list(formats.read_documents([str(tmp_path / name)]))
@@ -103,8 +110,11 @@ def test_a_missing_field_is_one_error_in_every_record_format(inputs, form):
 
 def test_metadata_fields_go_with_documents_and_bad_metadata_costs_its_record(tmp_path):
     path = tmp_path / "m.jsonl"
-    lines = [{"key": "a", "text": "甲", "title": "标题", "n": 1}, {"key": "b", "text": "乙", "title": "t\u0000"},
-             {"key": "c", "text": "丙"}]
+    lines = [
+        {"key": "a", "text": "甲", "title": "标题", "n": 1},
+        {"key": "b", "text": "乙", "title": "t\u0000"},
+        {"key": "c", "text": "丙"},
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     items = list(formats.read_documents([str(path)], options=ReadOptions(metadata_fields=("title", "n"))))
     assert items[0].metadata == {"title": "标题", "n": 1}
@@ -137,9 +147,14 @@ def toy_format():
             for number, line in enumerate(stream.read().decode("utf-8").splitlines(), start=1):
                 where = f"{source.name}:{number}"
                 key, bar, text = line.partition(" | ")
-                yield where, {options.key_field: key, options.text_field: text} if bar else Skip(where, BAD_RECORD, "no ' | '")
+                yield (
+                    where,
+                    {options.key_field: key, options.text_field: text} if bar else Skip(where, BAD_RECORD, "no ' | '"),
+                )
 
-    formats.register_input(InputFormat("bar", read, suffixes=(".bar",), sniff=lambda head: b" | " in head.split(b"\n")[0]))
+    formats.register_input(
+        InputFormat("bar", read, suffixes=(".bar",), sniff=lambda head: b" | " in head.split(b"\n")[0])
+    )
     yield
     del INPUTS["bar"]
 
@@ -154,10 +169,16 @@ def test_a_format_registered_in_a_test_is_read_by_every_reading_call(tmp_path, t
     unnamed = tmp_path / "docs"
     unnamed.write_bytes(path.read_bytes())
     assert formats.resolve_format(str(unnamed)).name == "bar"
-    assert [r["body"] for _, r in formats.read_records(str(unnamed), "bar", ReadOptions(text_field="body")) if isinstance(r, dict)] == [
-        "第一篇文章", "第二篇文章"]
+    assert [
+        r["body"]
+        for _, r in formats.read_records(str(unnamed), "bar", ReadOptions(text_field="body"))
+        if isinstance(r, dict)
+    ] == ["第一篇文章", "第二篇文章"]
     fingerprints = tmp_path / "f.bar"
     fingerprints.write_text("a | 0000000000000001\n", encoding="utf-8")
     options = ReadOptions(text_field="fingerprint")
-    assert list(formats.fingerprint_records(formats.read_records(str(fingerprints), options=options), "key", "fingerprint", "auto")) == [
-        formats.FingerprintRecord("a", 1)]
+    assert list(
+        formats.fingerprint_records(
+            formats.read_records(str(fingerprints), options=options), "key", "fingerprint", "auto"
+        )
+    ) == [formats.FingerprintRecord("a", 1)]

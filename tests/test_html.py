@@ -79,7 +79,9 @@ def test_charset_header_over_meta_over_detection():
 
 
 def test_a_declared_charset_that_the_bytes_contradict_is_passed_over():
-    utf8_page = ('<html><head><meta charset="gbk"></head><body><p>' + "这是用UTF-8保存的页面。" * 30 + "</p></body></html>")
+    utf8_page = (
+        '<html><head><meta charset="gbk"></head><body><p>' + "这是用UTF-8保存的页面。" * 30 + "</p></body></html>"
+    )
     decoded = decode_page(utf8_page.encode("utf-8"), "text/html; charset=gbk")
     assert (decoded.encoding, decoded.source) == ("utf-8", DETECTED)
     assert "这是用UTF-8保存的页面" in decoded.text
@@ -200,7 +202,12 @@ def test_dedup_of_records_whose_field_holds_html(database_url, tmp_path):
 def test_pages_and_crawls_are_registered_input_formats(tmp_path):
     from simhash_store.formats import ReadOptions, read_documents, read_records, resolve_format
 
-    assert [resolve_format(name).name for name in ("a.html", "b.HTM", "c.warc", "d.warc.gz")] == ["html", "html", "warc", "warc"]
+    assert [resolve_format(name).name for name in ("a.html", "b.HTM", "c.warc", "d.warc.gz")] == [
+        "html",
+        "html",
+        "warc",
+        "warc",
+    ]
     (tmp_path / "saved").write_bytes(b"<!DOCTYPE html>" + page("en-article.html"))
     (tmp_path / "crawl").write_bytes(_warc(False))
     assert resolve_format(str(tmp_path / "saved")).name == "html"  # sniffed: the name says nothing

@@ -65,7 +65,9 @@ def running(service: http_service.FingerprintService) -> Iterator[str]:
 
 @pytest.fixture
 def service(writer_url, tmp_path):
-    opened = open_service(writer_url, token_directory=tmp_path / "tokens", limits=Limits(max_body_bytes=1 << 20, max_texts=50))
+    opened = open_service(
+        writer_url, token_directory=tmp_path / "tokens", limits=Limits(max_body_bytes=1 << 20, max_texts=50)
+    )
     yield opened
     opened.close()
 
@@ -107,8 +109,14 @@ def test_add_then_query_answers_as_the_store_does(service, base, writer_url, sam
         again = client.post("/add", json={"documents": documents[:3]})
         edited = sample_paragraphs[0][:-20] + "（转载）"
         by_text = client.post("/query", json={"texts": [edited, "，。！"], "k": 10})
-        by_hex = client.post("/query", json={"fingerprints": [to_hex(fingerprint(sample_paragraphs[1], service.scheme))], "k": 3,
-                                             "max_results": 1})
+        by_hex = client.post(
+            "/query",
+            json={
+                "fingerprints": [to_hex(fingerprint(sample_paragraphs[1], service.scheme))],
+                "k": 3,
+                "max_results": 1,
+            },
+        )
     assert added.status_code == 200, added.text
     result = added.json()
     assert (result["added"], result["updated"], result["unchanged"]) == (10, 0, 0)
@@ -121,7 +129,9 @@ def test_add_then_query_answers_as_the_store_does(service, base, writer_url, sam
         expected = store.query(fingerprint(edited, service.scheme), 10)
     first = by_text.json()["results"][0]
     assert first["fingerprint"] == to_hex(fingerprint(edited, service.scheme))
-    assert first["matches"] == [{"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in expected]
+    assert first["matches"] == [
+        {"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in expected
+    ]
     assert first["matches"][0]["key"] == "p0"
     assert by_text.json()["results"][1]["error"].startswith("the text has no features")
     assert [m["key"] for m in by_hex.json()["results"][0]["matches"]] == ["p1"]
@@ -129,8 +139,13 @@ def test_add_then_query_answers_as_the_store_does(service, base, writer_url, sam
 
 def test_without_a_token_or_with_a_wrong_one_nothing_is_answered(service, base):
     with _client(base, None) as client:
-        for path, method in (("/fingerprint", "POST"), ("/query", "POST"), ("/add", "POST"), ("/health", "GET"),
-                             ("/openapi.json", "GET")):
+        for path, method in (
+            ("/fingerprint", "POST"),
+            ("/query", "POST"),
+            ("/add", "POST"),
+            ("/health", "GET"),
+            ("/openapi.json", "GET"),
+        ):
             answer = client.request(method, path, json={"texts": ["保护人民"]})
             assert answer.status_code == 401, (path, answer.text)
             assert answer.headers["www-authenticate"].startswith("Bearer")
@@ -260,7 +275,10 @@ def test_serve_http_refuses_a_superuser_in_one_line(database_url, tmp_path):
     url = database_url.render_as_string(hide_password=False)
     done = subprocess.run(
         [sys.executable, "-m", "simhash_store.cli", "--db", url, "serve", "--http", f"127.0.0.1:{_free_port()}"],
-        env=environment, capture_output=True, text=True, timeout=60,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 1
     assert done.stderr.startswith("Error: the service's database role") and done.stderr.count("\n") == 1, done.stderr
@@ -271,19 +289,25 @@ def test_serve_http_on_a_port_in_use_is_one_line(writer_url, tmp_path):
         port = taken.getsockname()[1]
         done = subprocess.run(
             [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"127.0.0.1:{port}"],
-            env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     assert done.returncode == 1
     assert done.stderr == f"Error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
 
 
-def test_a_read_only_database_role_queries_and_its_adds_are_refused(database_url, make_role, tmp_path, sample_paragraphs):
+def test_a_read_only_database_role_queries_and_its_adds_are_refused(
+    database_url, make_role, tmp_path, sample_paragraphs
+):
     role = make_role(database_url, prefix="simhash_http_reader")
     with Store(database_url) as store:
         store.add([NewDocument("p0", fingerprint(sample_paragraphs[0], store.scheme))])
         store.grant_read_only(role)
-    service = open_service(database_url.set(username=role, password=None).render_as_string(hide_password=False),
-                           token_directory=tmp_path)
+    service = open_service(
+        database_url.set(username=role, password=None).render_as_string(hide_password=False), token_directory=tmp_path
+    )
     try:
         with running(service) as base, _client(base, service.tokens.read_write) as client:
             found = client.post("/query", json={"texts": [sample_paragraphs[0]], "k": 0})
@@ -302,8 +326,13 @@ def test_serve_http_on_the_embedded_store_connects_as_its_owner(sample_paragraph
     environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(parent / "data")}
     environment.pop("SIMHASH_STORE_URL", None)
     port = _free_port()
-    process = subprocess.Popen([sys.executable, "-m", "simhash_store.cli", "serve", "--http", str(port), "--print-tokens"],
-                               env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simhash_store.cli", "serve", "--http", str(port), "--print-tokens"],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = process.stdout.readline()
         assert line, process.stderr.read() if process.poll() is not None else "serve --http printed nothing"
@@ -314,9 +343,16 @@ def test_serve_http_on_the_embedded_store_connects_as_its_owner(sample_paragraph
             found = client.post("/query", json={"texts": [sample_paragraphs[0]], "k": 0})
         assert added.json()["added"] == 1, added.text
         assert [m["key"] for m in found.json()["results"][0]["matches"]] == ["p0"]
-        url = subprocess.run([sys.executable, "-m", "simhash_store.cli", "url"], env=environment, capture_output=True,
-                             text=True, timeout=120)
-        assert "user=simhash_owner" in url.stdout, url.stdout + url.stderr  # the store was handed over, as by serve --listen
+        url = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "url"],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert "user=simhash_owner" in url.stdout, (
+            url.stdout + url.stderr
+        )  # the store was handed over, as by serve --listen
         process.terminate()
         assert process.wait(timeout=90) == 0, process.stderr.read()
         pid_file = parent / "data" / "pgdata" / "postmaster.pid"

@@ -29,14 +29,31 @@ MIGRATIONS = REPO / "migrations"  # installed as simhash_store.migrations (pypro
 FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     0: (
         "foundations every floor may use: errors, value checks, bits, hashes, plurals, terminal-safe text, progress callbacks",
-        ("errors.py", "validation.py", "bits.py", "hashing.py", "plural.py", "terminal.py",
-         "progress.py"),
+        ("errors.py", "validation.py", "bits.py", "hashing.py", "plural.py", "terminal.py", "progress.py"),
     ),
     1: (
         "text and files, no database: reading inputs, writing outputs; tokenizers, schemes, fingerprints",
-        ("decoding.py", "corpus.py", "formats/", "cache.py",
-         "dictionaries.py", "seed_format.py", "tokenizers.py", "scheme.py", "fingerprint.py", "overlap.py", "segments.py",
-         "pairs.py", "keep.py", "explain.py", "variants.py", "sources.py", "calibration_texts.py", "html.py", "warc.py"),
+        (
+            "decoding.py",
+            "corpus.py",
+            "formats/",
+            "cache.py",
+            "dictionaries.py",
+            "seed_format.py",
+            "tokenizers.py",
+            "scheme.py",
+            "fingerprint.py",
+            "overlap.py",
+            "segments.py",
+            "pairs.py",
+            "keep.py",
+            "explain.py",
+            "variants.py",
+            "sources.py",
+            "calibration_texts.py",
+            "html.py",
+            "warc.py",
+        ),
     ),
     2: (
         "where the database is: URLs, the embedded server, the one resolution of the URL",
@@ -44,8 +61,19 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     ),
     3: (
         "the database floor: sessions, trust, revisions, the stored scheme, the radius search, SQL helpers",
-        ("session.py", "trust.py", "migrate.py", "models.py", "store_info.py", "search.py", "maintenance.py",
-         "distributed.py", "clusters.py", "sqlalchemy_search.py", "migrations/"),
+        (
+            "session.py",
+            "trust.py",
+            "migrate.py",
+            "models.py",
+            "store_info.py",
+            "search.py",
+            "maintenance.py",
+            "distributed.py",
+            "clusters.py",
+            "sqlalchemy_search.py",
+            "migrations/",
+        ),
     ),
     4: (
         "the two ways in: Lookup (the fast read path, psycopg alone) and Store (the full store)",
@@ -81,7 +109,10 @@ class Module:
 
 def _modules() -> dict[str, Module]:
     found = {}
-    for root, prefix, place in ((PACKAGE, "simhash_store", ""), (MIGRATIONS, "simhash_store.migrations", "migrations/")):
+    for root, prefix, place in (
+        (PACKAGE, "simhash_store", ""),
+        (MIGRATIONS, "simhash_store.migrations", "migrations/"),
+    ):
         for path in sorted(root.rglob("*.py")):
             relative = path.relative_to(root)
             parts = list(relative.with_suffix("").parts)
@@ -182,13 +213,19 @@ def _all_imports() -> list[Import]:
 
 
 def test_every_module_stands_on_a_floor():
-    misplaced = [f"{module.file}: floors {floors}" for module in MODULES.values() if len(floors := _floor_of(module.file)) != 1]
+    misplaced = [
+        f"{module.file}: floors {floors}" for module in MODULES.values() if len(floors := _floor_of(module.file)) != 1
+    ]
     assert not misplaced, (
         "each module stands on exactly one floor (add a new one to FLOORS in tests/test_imports.py and to the "
         "floor map in docs/design.md):\n" + "\n".join(misplaced)
     )
-    stale = [entry for _, files in FLOORS.values() for entry in files
-             if not any(m.file == entry or (entry.endswith("/") and m.file.startswith(entry)) for m in MODULES.values())]
+    stale = [
+        entry
+        for _, files in FLOORS.values()
+        for entry in files
+        if not any(m.file == entry or (entry.endswith("/") and m.file.startswith(entry)) for m in MODULES.values())
+    ]
     assert not stale, f"FLOORS names files that do not exist: {stale}"
 
 
@@ -208,8 +245,10 @@ def test_no_import_cycles():
     for found in _all_imports():
         if found.target in MODULES:
             edges[found.source.name].setdefault(found.target, found)
-    cycles = ["; ".join(sorted(str(edges[a][b]) for a in group for b in edges[a] if b in group))
-              for group in _strongly_connected(edges)]
+    cycles = [
+        "; ".join(sorted(str(edges[a][b]) for a in group for b in edges[a] if b in group))
+        for group in _strongly_connected(edges)
+    ]
     assert not cycles, "import cycles (each line: the imports that close one):\n" + "\n".join(cycles)
 
 

@@ -63,7 +63,7 @@ def test_stray_quote_costs_its_own_line_not_the_rows_after_it():
 
 
 PARAGRAPHS = [
-    TEXT_A + "\n\n" + TEXT_B + "，\"引号\"，逗号",
+    TEXT_A + "\n\n" + TEXT_B + '，"引号"，逗号',
     TEXT_B + "\r\n" + TEXT_C + "\r" + TEXT_A,
     TEXT_C,
 ]
@@ -109,7 +109,9 @@ def test_a_stray_quote_loses_only_its_line_before_many_rows_and_a_real_multiline
     # many stray quotes among quote-free rows: each costs its line (and the rows are searched once, not per quote)
     rows = ["key,text", *(f'k{i},"x' if i % 10 == 0 else f"k{i},x" for i in range(100))]
     items = list(read_jsonl_csv(rows))
-    assert [where for where, record in items if isinstance(record, Skip)] == [f"in.csv:{i + 2}" for i in range(0, 100, 10)]
+    assert [where for where, record in items if isinstance(record, Skip)] == [
+        f"in.csv:{i + 2}" for i in range(0, 100, 10)
+    ]
     assert len([record for _, record in items if isinstance(record, dict)]) == 90
 
 
@@ -220,14 +222,19 @@ def test_keys_postgresql_cannot_hold_are_named_by_line():
     items = list(read_jsonl(io.BytesIO(data), "-"))
     assert [i.key for i in items if isinstance(i, Source)] == ["good"]
     assert {where: reason.split(":")[0] for where, reason in skips(items).items()} == {
-        "-:1": "bad key", "-:2": "bad key", "-:3": "bad key"
+        "-:1": "bad key",
+        "-:2": "bad key",
+        "-:3": "bad key",
     }
 
 
 def test_a_missing_field_is_one_error_naming_the_fields_of_the_first_record():
     data = "\n".join(json.dumps({"id": i, "body": TEXT_A}, ensure_ascii=False) for i in range(1000)).encode()
-    with pytest.raises(InputError, match=r"in.jsonl:1: the first record has no field 'key' \(the key\) or 'text' "
-                                         r"\(the text\); its fields are 'id', 'body'"):
+    with pytest.raises(
+        InputError,
+        match=r"in.jsonl:1: the first record has no field 'key' \(the key\) or 'text' "
+        r"\(the text\); its fields are 'id', 'body'",
+    ):
         read_jsonl(io.BytesIO(data), "in.jsonl")
     with pytest.raises(InputError, match="its columns are 'id', 'fp'"):
         read_fingerprints(io.BytesIO(b"id,fp\n1,2\n"), "in.csv")
@@ -256,7 +263,12 @@ def test_exclude_reads_patterns_as_gitignore_does(tmp_path):
     assert keys(exclude=["**/drafts/**", "*.log", "tmp/"]) == ["a.txt"]
     assert keys(include=["drafts/"]) == ["drafts/b.txt", "drafts/sub/c.txt", "notes/drafts/d.txt"]  # any depth
     assert keys(include=["/drafts/"]) == ["drafts/b.txt", "drafts/sub/c.txt"]
-    assert keys(include=["*.txt"], exclude=["/a.txt"]) == ["drafts/b.txt", "drafts/sub/c.txt", "notes/drafts/d.txt", "tmp/f.txt"]
+    assert keys(include=["*.txt"], exclude=["/a.txt"]) == [
+        "drafts/b.txt",
+        "drafts/sub/c.txt",
+        "notes/drafts/d.txt",
+        "tmp/f.txt",
+    ]
     assert not Pattern("drafts/*").matches("notes/drafts/d.txt")
 
 
@@ -283,7 +295,9 @@ def test_fifo_socket_and_device_are_skipped_and_never_opened(tmp_path):
     items = _in_thread(lambda: list(walk([tmp_path])))
     assert [i.key for i in items if isinstance(i, Source)] == ["good.txt"]
     assert {Path(s.where).name: s.detail for s in items if isinstance(s, Skip)} == {
-        "pipe.txt": "a named pipe", "sock": "a socket", "null": "a character device"
+        "pipe.txt": "a named pipe",
+        "sock": "a socket",
+        "null": "a character device",
     }
     assert all(s.reason == SPECIAL_FILE and s.deliberate for s in items if isinstance(s, Skip))
     # A regular file replaced by a FIFO after the walk: opened without blocking, refused.
@@ -318,7 +332,17 @@ def test_gb18030_that_is_also_valid_utf8_reads_as_gb18030():
 
 
 @pytest.mark.parametrize(
-    "text", ["café résumé naïve", "Ελληνικά κείμενα", "Привет, мир", "שלום עולם", "Tiếng Việt", "“引号”—破折号…", "日本語のテキスト", "中"]
+    "text",
+    [
+        "café résumé naïve",
+        "Ελληνικά κείμενα",
+        "Привет, мир",
+        "שלום עולם",
+        "Tiếng Việt",
+        "“引号”—破折号…",
+        "日本語のテキスト",
+        "中",
+    ],
 )
 def test_utf8_text_stays_utf8(text):
     assert decode(text.encode("utf-8")).text == text
@@ -400,7 +424,8 @@ def test_import_hostile_csv_and_tsv_stores_every_good_row(database_url, tmp_path
     result = invoke(database_url, "import", str(tmp_path / "legacy.csv"), "--scheme", "zh-jieba-v1", "--no-bulk")
     assert result.exit_code == 1
     assert [line.split(": ")[1] for line in result.output.splitlines() if line.startswith("failed:")] == [
-        f"{tmp_path / 'legacy.csv'}:3", f"{tmp_path / 'legacy.csv'}:5"
+        f"{tmp_path / 'legacy.csv'}:3",
+        f"{tmp_path / 'legacy.csv'}:5",
     ]
     assert "imported: 3 added, 0 updated, 0 unchanged, 2 failed" in result.output
     result = invoke(database_url, "import", str(tmp_path / "legacy.tsv"), "--scheme", "zh-jieba-v1")
@@ -430,7 +455,9 @@ def test_two_folders_with_one_file_name_collide_and_a_rerun_never_flips(database
     arguments = ("add", str(tmp_path / "a"), str(tmp_path / "b"))
     first = invoke(database_url, *arguments)
     assert first.exit_code == 1
-    assert f"failed: {tmp_path / 'b' / 'x.txt'}: key collision (key 'x.txt' was given by an earlier input" in first.output
+    assert (
+        f"failed: {tmp_path / 'b' / 'x.txt'}: key collision (key 'x.txt' was given by an earlier input" in first.output
+    )
     assert "added 1, updated 0, unchanged 0, skipped 0, failed 1 (of 2 inputs)" in first.output
     for _ in range(2):
         again = invoke(database_url, *arguments, "--checksum")
@@ -487,7 +514,10 @@ def test_near_duplicates_are_counted_in_the_summary_line(database_url, tmp_path)
     (tmp_path / "b.txt").write_text(TEXT_A + "。", encoding="utf-8")
     result = invoke(database_url, "add", str(tmp_path), "--skip-near-duplicates")
     assert result.exit_code == 0
-    assert "added 1, updated 0, unchanged 0, skipped 0, failed 0, near-duplicates not stored 1 (of 2 inputs)" in result.output
+    assert (
+        "added 1, updated 0, unchanged 0, skipped 0, failed 0, near-duplicates not stored 1 (of 2 inputs)"
+        in result.output
+    )
 
 
 # ------------------------------------------------------------ repeated field names
@@ -497,7 +527,9 @@ def test_import_refuses_a_header_that_names_a_column_twice(database_url, tmp_pat
     # Read as a dict, the row kept the last "key" (b1) and the user never knew which column was stored.
     for name, separator in (("legacy.csv", ","), ("legacy.tsv", "\t")):
         path = tmp_path / name
-        path.write_text(separator.join(["key", "fingerprint", "key"]) + f"\na1{separator}{HEX}{separator}b1\n", encoding="utf-8")
+        path.write_text(
+            separator.join(["key", "fingerprint", "key"]) + f"\na1{separator}{HEX}{separator}b1\n", encoding="utf-8"
+        )
         result = invoke(database_url, "import", str(path), "--scheme", "zh-jieba-v1")
         assert result.exit_code == 1
         assert result.output.splitlines() == [
@@ -512,12 +544,15 @@ def test_import_refuses_a_header_that_names_a_column_twice(database_url, tmp_pat
 def test_a_json_record_with_a_repeated_member_costs_only_itself(database_url, tmp_path):
     path = tmp_path / "pages.jsonl"
     path.write_text(
-        "\n".join([
-            record("good1", TEXT_A),
-            '{"key": "shown", "text": %s, "key": "hidden"}' % json.dumps(TEXT_B, ensure_ascii=False),
-            '{"key": "nested", "text": "x", "meta": {"a": 1, "a": 2}}',
-            record("good2", TEXT_C),
-        ]) + "\n",
+        "\n".join(
+            [
+                record("good1", TEXT_A),
+                '{"key": "shown", "text": %s, "key": "hidden"}' % json.dumps(TEXT_B, ensure_ascii=False),
+                '{"key": "nested", "text": "x", "meta": {"a": 1, "a": 2}}',
+                record("good2", TEXT_C),
+            ]
+        )
+        + "\n",
         encoding="utf-8",
     )
     result = invoke(database_url, "add", "--jsonl", str(path))
@@ -530,8 +565,12 @@ def test_a_json_record_with_a_repeated_member_costs_only_itself(database_url, tm
     assert "added 2, updated 0, unchanged 0, skipped 0, failed 2 (of 4 inputs)" in result.output
     assert sorted(stored(database_url)) == ["good1", "good2"]
     prints = tmp_path / "prints.jsonl"
-    prints.write_text('{"key": "p1", "fingerprint": "%s"}\n{"key": "p2", "fingerprint": "%s", "fingerprint": 1}\n'
-                      % (HEX, HEX), encoding="utf-8")
-    imported = invoke(database_url, "import", str(prints), "--scheme", "multi-v2")  # the scheme the store was created with
+    prints.write_text(
+        '{"key": "p1", "fingerprint": "%s"}\n{"key": "p2", "fingerprint": "%s", "fingerprint": 1}\n' % (HEX, HEX),
+        encoding="utf-8",
+    )
+    imported = invoke(
+        database_url, "import", str(prints), "--scheme", "multi-v2"
+    )  # the scheme the store was created with
     assert imported.exit_code == 1
     assert f"failed: {prints}:2: bad record (the member 'fingerprint' appears twice in one object)" in imported.output

@@ -41,17 +41,36 @@ def test_field_values_compare_numbers_by_value_strings_by_text_and_missing_last(
     ascending = KeepPolicy.parse("field:v:asc")
     order = sorted(range(len(values)), key=lambda i: ascending.rank(i, None, ascending.value_of({"v": values[i]})))
     assert [values[i] for i in order] == [
-        -3, 9.5, 10, "2023-12-31T23:59:59Z", "2024-05-01", "2024-05-01T00:00:00Z", None, True, {"a": 1}
+        -3,
+        9.5,
+        10,
+        "2023-12-31T23:59:59Z",
+        "2024-05-01",
+        "2024-05-01T00:00:00Z",
+        None,
+        True,
+        {"a": 1},
     ]
     descending = KeepPolicy.parse("field:v:desc")
     order = sorted(range(len(values)), key=lambda i: descending.rank(i, None, descending.value_of({"v": values[i]})))
     # Missing, null, booleans and objects stay last (in input order: the tie-break), in both directions.
     assert [values[i] for i in order] == [
-        10, 9.5, -3, "2024-05-01T00:00:00Z", "2024-05-01", "2023-12-31T23:59:59Z", None, True, {"a": 1}
+        10,
+        9.5,
+        -3,
+        "2024-05-01T00:00:00Z",
+        "2024-05-01",
+        "2023-12-31T23:59:59Z",
+        None,
+        True,
+        {"a": 1},
     ]
     longest = KeepPolicy.parse("longest")
     assert sorted([(0, 5), (1, 9), (2, None), (3, 9)], key=lambda d: longest.rank(d[0], d[1], None)) == [
-        (1, 9), (3, 9), (0, 5), (2, None)
+        (1, 9),
+        (3, 9),
+        (0, 5),
+        (2, None),
     ]
 
 
@@ -61,7 +80,11 @@ def _sequential_oracle(values: list[int], ranks: list[tuple], k: int) -> tuple[l
     heads: dict[int, int] = {}  # founder -> current representative
     cluster = []
     for position, value in enumerate(values):
-        near = [(bin(value ^ values[h]).count("1"), h, f) for f, h in heads.items() if bin(value ^ values[h]).count("1") <= k]
+        near = [
+            (bin(value ^ values[h]).count("1"), h, f)
+            for f, h in heads.items()
+            if bin(value ^ values[h]).count("1") <= k
+        ]
         if not near:
             heads[position] = position
             cluster.append(position)
@@ -108,8 +131,14 @@ def _crawl(paragraphs: list[str], seed: int = 7) -> list[dict]:
             text[: int(len(text) * 0.9)],
         ]
         for variant, repost in enumerate(rng.sample(reposts, 2)):
-            records.append({"key": f"o{number}-r{variant}", "text": repost,
-                            "published_at": f"2024-04-{day:02d}T0{variant}:00:00Z", "original": False})
+            records.append(
+                {
+                    "key": f"o{number}-r{variant}",
+                    "text": repost,
+                    "published_at": f"2024-04-{day:02d}T0{variant}:00:00Z",
+                    "original": False,
+                }
+            )
     rng.shuffle(records)
     return records
 
@@ -162,9 +191,17 @@ def test_recluster_and_batch_by_batch_dedup_give_what_one_fresh_dedup_gives(pg_s
 
 def test_add_then_recluster_follows_input_order_not_key_order(pg_server, sample_paragraphs):
     # Keys sort the other way round from the input: "first" must still be the first in the input.
-    records = [{"key": f"z{9 - i}", "text": t} for i, t in enumerate(
-        [sample_paragraphs[0], "【转载】" + sample_paragraphs[0], sample_paragraphs[1], sample_paragraphs[1] + "（完）"]
-    )]
+    records = [
+        {"key": f"z{9 - i}", "text": t}
+        for i, t in enumerate(
+            [
+                sample_paragraphs[0],
+                "【转载】" + sample_paragraphs[0],
+                sample_paragraphs[1],
+                sample_paragraphs[1] + "（完）",
+            ]
+        )
+    ]
     states = []
     for how in ("fresh", "add"):
         name = pg_server.create_database()
@@ -190,8 +227,11 @@ def test_field_policy_keeps_the_earliest_and_a_better_later_copy_takes_over(data
     assert all(verdicts[key].kept for key in originals)
     # A later batch holds an even earlier copy of o0: it becomes the representative, the cluster keeps its id.
     cluster = verdicts["o0"].cluster
-    earlier = {"key": "o0-earliest", "text": "【首发】" + records[[r["key"] for r in records].index("o0")]["text"],
-               "published_at": "2024-01-01"}
+    earlier = {
+        "key": "o0-earliest",
+        "text": "【首发】" + records[[r["key"] for r in records].index("o0")]["text"],
+        "published_at": "2024-01-01",
+    }
     [(_, verdict)] = list(dedup([earlier], store=database_url))  # the store's policy, unnamed
     assert (verdict.kept, verdict.cluster, verdict.replaced) == (True, cluster, "o0")
     with Store(database_url) as store:
@@ -215,7 +255,8 @@ def test_clustered_add_replaces_by_the_store_policy_and_reports_it(database_url,
 def test_cli_keep_field_reports_replacements_and_recluster_keeps_it(database_url, tmp_path, sample_paragraphs):
     text = sample_paragraphs[5]
     (tmp_path / "a.jsonl").write_text(
-        json.dumps({"key": "repost", "text": "【转载】" + text, "published_at": "2024-05-02"}, ensure_ascii=False) + "\n",
+        json.dumps({"key": "repost", "text": "【转载】" + text, "published_at": "2024-05-02"}, ensure_ascii=False)
+        + "\n",
         encoding="utf-8",
     )
     (tmp_path / "b.jsonl").write_text(
@@ -244,13 +285,19 @@ def test_cli_keep_field_reports_replacements_and_recluster_keeps_it(database_url
 
 def test_cli_add_jsonl_stores_the_keep_field_of_each_record(database_url, tmp_path, sample_paragraphs):
     text = sample_paragraphs[6]
-    lines = [{"key": "late", "text": "【转载】" + text, "published_at": "2024-06-02"},
-             {"key": "early", "text": text, "published_at": "2024-06-01"}]
-    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+    lines = [
+        {"key": "late", "text": "【转载】" + text, "published_at": "2024-06-02"},
+        {"key": "early", "text": text, "published_at": "2024-06-01"},
+    ]
+    (tmp_path / "in.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8"
+    )
     with Store(database_url) as store:
         store.init()
         store.recluster(keep="field:published_at")
-    result = CliRunner().invoke(app, ["add", "--jsonl", str(tmp_path / "in.jsonl")], env={"SIMHASH_STORE_URL": str(database_url)})
+    result = CliRunner().invoke(
+        app, ["add", "--jsonl", str(tmp_path / "in.jsonl")], env={"SIMHASH_STORE_URL": str(database_url)}
+    )
     assert result.exit_code == 0, result.output
     assert "replaced: late by early" in result.output
     with Store(database_url) as store:
@@ -297,7 +344,9 @@ def test_cli_dedup_keeps_by_a_field_of_every_record_format(database_url, tmp_pat
     assert "replaced: repost by original" in result.stderr
     rows = {row["key"]: row for row in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     assert (rows["original"]["duplicate_of"], rows["repost"]["duplicate_of"], rows["other"]["duplicate_of"]) == (
-        None, "original", None,
+        None,
+        "original",
+        None,
     )
     # The other policies through the same command: shortest keeps the original, longest the repost.
     for policy, kept in (("shortest", "original"), ("longest", "repost")):
@@ -312,8 +361,10 @@ def test_cli_dedup_keeps_by_a_field_of_every_record_format(database_url, tmp_pat
 @pytest.mark.parametrize("kind", ["csv", "parquet"])
 def test_cli_add_of_records_carries_the_keep_field_whatever_the_format(database_url, tmp_path, sample_paragraphs, kind):
     text = sample_paragraphs[10]
-    records = [{"key": "late", "text": "【转载】" + text, "published_at": "2024-06-02"},
-               {"key": "early", "text": text, "published_at": "2024-06-01"}]
+    records = [
+        {"key": "late", "text": "【转载】" + text, "published_at": "2024-06-02"},
+        {"key": "early", "text": text, "published_at": "2024-06-01"},
+    ]
     source = tmp_path / f"in.{kind}"
     _write_records(source, records, kind)
     with Store(database_url) as store:
@@ -331,7 +382,9 @@ def test_library_read_documents_carries_the_keep_field_and_add_keeps_by_it(datab
 
     text = sample_paragraphs[11]
     source = tmp_path / "in.csv"
-    _write_records(source, [{"key": "b", "text": text + "（完）", "rank": "2"}, {"key": "a", "text": text, "rank": "1"}], "csv")
+    _write_records(
+        source, [{"key": "b", "text": text + "（完）", "rank": "2"}, {"key": "a", "text": text, "rank": "1"}], "csv"
+    )
     options = formats.ReadOptions(keep_field="rank")
     documents = list(formats.read_documents([str(source)], options=options))
     assert [(d.key, d.keep_value) for d in documents] == [("b", "2"), ("a", "1")]
@@ -355,8 +408,15 @@ def test_a_rerun_of_dedup_fingerprints_nothing_and_gives_the_same_verdicts(datab
     first_counts, again_counts = DedupCounts(), DedupCounts()
     first = [v for _, v in dedup(records, store=database_url, counts=first_counts)]
     with Fingerprinter(DEFAULT, 1) as fingerprinter:
-        again = [v for _, _, v in dedup_rows(lambda: [(f"r{i}", r) for i, r in enumerate(records)], store=database_url,
-                                             counts=again_counts, fingerprinter=fingerprinter)]
+        again = [
+            v
+            for _, _, v in dedup_rows(
+                lambda: [(f"r{i}", r) for i, r in enumerate(records)],
+                store=database_url,
+                counts=again_counts,
+                fingerprinter=fingerprinter,
+            )
+        ]
         assert fingerprinter.submitted == 0
     assert (first_counts.fingerprinted, first_counts.unchanged) == (len(records), 0)
     assert (again_counts.fingerprinted, again_counts.unchanged) == (0, len(records))
@@ -372,8 +432,13 @@ def test_a_rerun_of_dedup_fingerprints_nothing_and_gives_the_same_verdicts(datab
 
 def test_cli_dedup_rerun_says_how_many_records_it_did_not_fingerprint_again(database_url, tmp_path, sample_paragraphs):
     path = tmp_path / "in.jsonl"
-    path.write_text("".join(json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
-                            for i, t in enumerate(sample_paragraphs[:12])), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
+            for i, t in enumerate(sample_paragraphs[:12])
+        ),
+        encoding="utf-8",
+    )
     env = {"SIMHASH_STORE_URL": str(database_url)}
     first = CliRunner().invoke(app, ["dedup", str(path), "-o", str(tmp_path / "1.jsonl")], env=env)
     assert first.exit_code == 0 and "not fingerprinted again" not in first.stderr
@@ -385,8 +450,12 @@ def test_cli_dedup_rerun_says_how_many_records_it_did_not_fingerprint_again(data
 
 def test_a_rerun_of_add_jsonl_sends_nothing_to_the_workers(database_url, tmp_path, sample_paragraphs):
     path = tmp_path / "in.jsonl"
-    path.write_text("".join(json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
-                            for i, t in enumerate(sample_paragraphs)), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(sample_paragraphs)
+        ),
+        encoding="utf-8",
+    )
     from simhash_store.formats import read_jsonl
 
     with Store(database_url) as store:
@@ -399,8 +468,9 @@ def test_a_rerun_of_add_jsonl_sends_nothing_to_the_workers(database_url, tmp_pat
     assert result.exit_code == 0 and f"unchanged {len(sample_paragraphs)}" in result.output
 
 
-def test_query_of_records_stored_with_the_same_text_fingerprints_only_the_others(database_url, tmp_path, sample_paragraphs,
-                                                                                 monkeypatch):
+def test_query_of_records_stored_with_the_same_text_fingerprints_only_the_others(
+    database_url, tmp_path, sample_paragraphs, monkeypatch
+):
     from simhash_store import ingest
 
     records = [{"key": f"k{i}", "text": t} for i, t in enumerate(sample_paragraphs[:20])]
@@ -409,11 +479,15 @@ def test_query_of_records_stored_with_the_same_text_fingerprints_only_the_others
     env = {"SIMHASH_STORE_URL": str(database_url)}
     assert CliRunner().invoke(app, ["add", "--jsonl", str(path), "-q"], env=env).exit_code == 0
     # The library: stored records take their stored fingerprint; an edited one and a new one are fingerprinted.
-    changed = [Source("k0", text=records[0]["text"] + "（更新）", size=1), Source("k1", text=records[1]["text"], size=1),
-               Source("new", text=sample_paragraphs[30], size=1)]
+    changed = [
+        Source("k0", text=records[0]["text"] + "（更新）", size=1),
+        Source("k1", text=records[1]["text"], size=1),
+        Source("new", text=sample_paragraphs[30], size=1),
+    ]
     with Store(database_url) as store, Fingerprinter(DEFAULT, 1) as fingerprinter:
-        found = list(ingest.fingerprint_sources(changed, store.scheme, fingerprinter=fingerprinter,
-                                                stored=store.stored_digests))
+        found = list(
+            ingest.fingerprint_sources(changed, store.scheme, fingerprinter=fingerprinter, stored=store.stored_digests)
+        )
         assert fingerprinter.submitted == 2
         assert [p.fingerprint for p in found] == [fingerprint(s.text) for s in changed]
     # The command: query --jsonl of the stored file sends nothing to the workers, and finds each record itself.
@@ -445,10 +519,17 @@ def test_an_input_changed_between_the_two_readings_fails_instead_of_mixing_verdi
         list(dedup_rows(lambda: next(calls), store=database_url, keep="longest"))
 
 
-def test_cli_second_reading_that_differs_fails_in_one_line_and_writes_nothing(database_url, tmp_path, sample_paragraphs, monkeypatch):
+def test_cli_second_reading_that_differs_fails_in_one_line_and_writes_nothing(
+    database_url, tmp_path, sample_paragraphs, monkeypatch
+):
     path = tmp_path / "in.jsonl"
-    path.write_text("".join(json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
-                            for i, t in enumerate(sample_paragraphs[:4])), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"key": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
+            for i, t in enumerate(sample_paragraphs[:4])
+        ),
+        encoding="utf-8",
+    )
     from simhash_store import formats
 
     real, calls = formats.read_records, []
@@ -461,8 +542,9 @@ def test_cli_second_reading_that_differs_fails_in_one_line_and_writes_nothing(da
 
     monkeypatch.setattr(formats, "read_records", read_then_change)
     out = tmp_path / "out.jsonl"
-    result = CliRunner().invoke(app, ["dedup", str(path), "--keep", "longest", "-o", str(out)],
-                                env={"SIMHASH_STORE_URL": str(database_url)})
+    result = CliRunner().invoke(
+        app, ["dedup", str(path), "--keep", "longest", "-o", str(out)], env={"SIMHASH_STORE_URL": str(database_url)}
+    )
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "the input changed while it was read twice" in result.output
     assert not out.exists()
@@ -471,8 +553,10 @@ def test_cli_second_reading_that_differs_fails_in_one_line_and_writes_nothing(da
 def test_annotate_refuses_to_write_over_the_key_field_and_over_input_fields(database_url, tmp_path, sample_paragraphs):
     path = tmp_path / "in.jsonl"
     path.write_text(
-        json.dumps({"cluster": "c1", "text": sample_paragraphs[0]}, ensure_ascii=False) + "\n"
-        + json.dumps({"cluster": "c2", "text": sample_paragraphs[1], "distance": "far"}, ensure_ascii=False) + "\n",
+        json.dumps({"cluster": "c1", "text": sample_paragraphs[0]}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({"cluster": "c2", "text": sample_paragraphs[1], "distance": "far"}, ensure_ascii=False)
+        + "\n",
         encoding="utf-8",
     )
     env = {"SIMHASH_STORE_URL": str(database_url)}
@@ -485,8 +569,10 @@ def test_annotate_refuses_to_write_over_the_key_field_and_over_input_fields(data
     with Store(database_url) as store:
         assert store.count() == 0  # refused before any work
     (tmp_path / "two.jsonl").write_text(
-        json.dumps({"key": "a", "text": sample_paragraphs[0]}, ensure_ascii=False) + "\n"
-        + json.dumps({"key": "b", "text": sample_paragraphs[1], "distance": "far"}, ensure_ascii=False) + "\n",
+        json.dumps({"key": "a", "text": sample_paragraphs[0]}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({"key": "b", "text": sample_paragraphs[1], "distance": "far"}, ensure_ascii=False)
+        + "\n",
         encoding="utf-8",
     )
     out = tmp_path / "out.jsonl"
@@ -503,8 +589,11 @@ def test_a_record_the_output_cannot_hold_is_not_stored_and_counted_once(database
     path = tmp_path / "in.jsonl"
     # The first copy holds a lone surrogate: it must not become the representative of the second.
     path.write_text(
-        '{"key": "bad", "text": ' + json.dumps(text, ensure_ascii=False) + ', "note": "\\ud800"}\n'
-        + json.dumps({"key": "good", "text": text + "（完）"}, ensure_ascii=False) + "\n",
+        '{"key": "bad", "text": '
+        + json.dumps(text, ensure_ascii=False)
+        + ', "note": "\\ud800"}\n'
+        + json.dumps({"key": "good", "text": text + "（完）"}, ensure_ascii=False)
+        + "\n",
         encoding="utf-8",
     )
     out = tmp_path / "out.jsonl"
@@ -543,7 +632,9 @@ def test_clusters_of_an_earlier_revision_upgrade_in_place_and_downgrade(empty_da
         migrate.upgrade(engine)
         with psycopg.connect(url, autocommit=True) as connection:
             assert connection.execute("SELECT id, arrival, cluster FROM simhash.documents ORDER BY id").fetchall() == [
-                (1, 1, 1), (2, 2, 1), (3, 3, 3)
+                (1, 1, 1),
+                (2, 2, 1),
+                (3, 3, 3),
             ]
             assert connection.execute("SELECT keep_policy FROM simhash.store_info").fetchone() == (None,)
         with Store(empty_database_url) as store:
@@ -553,8 +644,12 @@ def test_clusters_of_an_earlier_revision_upgrade_in_place_and_downgrade(empty_da
             assert store.memberships(["a", "b", "c"]) == before
         migrate.downgrade(engine, "0009")
         with psycopg.connect(url, autocommit=True) as connection:
-            columns = {row[0] for row in connection.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'simhash'")}
+            columns = {
+                row[0]
+                for row in connection.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = 'simhash'"
+                )
+            }
             assert not {"arrival", "keep_value", "keep_policy"} & columns
             assert connection.execute("SELECT count(*) FROM simhash.cluster_heads").fetchone() == (2,)
     finally:

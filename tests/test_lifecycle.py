@@ -57,8 +57,12 @@ def near_plans(url, fingerprint: int, max_distance: int = 3) -> str:
     with psycopg.connect(plain(url), autocommit=True) as connection:  # a new session: no cached plan
         connection.add_notice_handler(lambda diagnostic: notes.append(diagnostic.message_primary or ""))
         connection.execute("LOAD 'auto_explain'")
-        for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"), ("log_analyze", "on"),
-                               ("log_level", "notice")):
+        for setting, value in (
+            ("log_min_duration", "0"),
+            ("log_nested_statements", "on"),
+            ("log_analyze", "on"),
+            ("log_level", "notice"),
+        ):
             connection.execute(f"SET auto_explain.{setting} = '{value}'")
         connection.execute("SELECT * FROM simhash.near(%s, %s)", (to_signed(fingerprint), max_distance)).fetchall()
     return "\n".join(notes)
@@ -102,7 +106,9 @@ def test_a_large_add_returns_the_store_query_ready(database_url):
 
 
 def test_load_into_a_store_with_rows_keeps_its_indexes(database_url):
-    index_oids = "SELECT array_agg(indexrelid ORDER BY indexrelid) FROM pg_index WHERE indrelid = 'simhash.documents'::regclass"
+    index_oids = (
+        "SELECT array_agg(indexrelid ORDER BY indexrelid) FROM pg_index WHERE indrelid = 'simhash.documents'::regclass"
+    )
     loaded = documents(ROWS)
     with Store(database_url) as store:
         store.add(loaded[:10])
@@ -214,7 +220,10 @@ def test_load_gives_up_on_a_held_lock_and_readers_do_not_queue_behind_it(databas
         thread = threading.Thread(target=reader)
         thread.start()
         try:
-            with Store(database_url) as store, pytest.raises(LockTimeoutError, match="could not lock simhash.documents"):
+            with (
+                Store(database_url) as store,
+                pytest.raises(LockTimeoutError, match="could not lock simhash.documents"),
+            ):
                 store.load(documents(100), lock_timeout=1.5)
         finally:
             loading.clear()
@@ -235,7 +244,9 @@ def test_load_gives_up_on_a_held_lock_and_readers_do_not_queue_behind_it(databas
 def test_rows_inserted_with_explicit_ids_do_not_break_a_later_add(store):
     with store.engine.begin() as connection:
         connection.execute(
-            text("INSERT INTO simhash.documents (id, key, fingerprint) SELECT i, 'app' || i, i FROM generate_series(1, 5) i")
+            text(
+                "INSERT INTO simhash.documents (id, key, fingerprint) SELECT i, 'app' || i, i FROM generate_series(1, 5) i"
+            )
         )
     result = store.add(documents(20))
     assert result.added == 20 and store.count() == 25
@@ -252,8 +263,15 @@ def schema_exists(url) -> bool:
 def test_reads_on_a_database_without_a_store_say_so_and_create_nothing(empty_database_url):
     message = f"no simhash store in database .*{empty_database_url.database}.*: run `simhash-store add` or `init` first"
     with Store(empty_database_url) as store:
-        for read in (store.count, lambda: store.query(0), lambda: store.get("a"), lambda: store.scheme, store.stats,
-                     lambda: store.pairs(3), lambda: store.remove(["a"])):
+        for read in (
+            store.count,
+            lambda: store.query(0),
+            lambda: store.get("a"),
+            lambda: store.scheme,
+            store.stats,
+            lambda: store.pairs(3),
+            lambda: store.remove(["a"]),
+        ):
             with pytest.raises(StoreNotFoundError, match=message):
                 read()
     for args in (["query", "-f", "0123456789abcdef"], ["stats"], ["dups"], ["remove", "a"], ["optimize"]):
@@ -287,7 +305,9 @@ def test_reads_of_an_older_store_ask_for_init_and_writes_upgrade_it(database_url
     if not real:
         monkeypatch.setattr(migrate, "HEAD_REVISION", "0001-newer-head")
     with Store(database_url) as store:
-        with pytest.raises(StoreOutdatedError, match=f"this store is at revision {older}.*run `simhash-store init` to upgrade"):
+        with pytest.raises(
+            StoreOutdatedError, match=f"this store is at revision {older}.*run `simhash-store init` to upgrade"
+        ):
             store.count()
     result = invoke(database_url, "stats")
     assert result.exit_code == 1 and result.output.startswith(f"Error: this store is at revision {older}")
@@ -311,7 +331,11 @@ def test_a_store_written_by_a_newer_version_is_one_clear_line(database_url):
                 call()
     for args in (["init"], ["stats"], ["query", "-f", "0123456789abcdef"]):
         result = invoke(database_url, *args)
-        assert result.exit_code == 1 and result.output.startswith("Error: the store in database") and "Traceback" not in result.output
+        assert (
+            result.exit_code == 1
+            and result.output.startswith("Error: the store in database")
+            and "Traceback" not in result.output
+        )
         assert result.output.count("\n") == 1
 
 
@@ -336,11 +360,16 @@ def test_a_restored_dump_is_query_ready_after_optimize(pg_server, database_url):
     try:
         dump = subprocess.run(
             [binaries / "pg_dump", "--format=custom", "--schema=simhash", "--dbname", plain(database_url)],
-            capture_output=True, check=True, timeout=120,
+            capture_output=True,
+            check=True,
+            timeout=120,
         ).stdout
         subprocess.run(
             [binaries / "pg_restore", "--exit-on-error", "--dbname", plain(pg_server.url(restored))],
-            input=dump, capture_output=True, check=True, timeout=120,
+            input=dump,
+            capture_output=True,
+            check=True,
+            timeout=120,
         )
         restored_url = pg_server.url(restored)
         with Store(restored_url) as store:

@@ -61,7 +61,10 @@ def test_urls_are_taken_apart_as_sqlalchemy_takes_them_apart(rest):
     [
         "postgresql://u:p%40ss@db.example:5433/news?sslmode=require&application_name=x",
         "postgresql://u@[::1]:5432/d%20b?host=/tmp/sock&port=5432",
-        "postgres:///db?host=a&host=b", "postgresql://h:/db", "postgresql://h:x/db", "postgresql://:p@/db?=x&k=",
+        "postgres:///db?host=a&host=b",
+        "postgresql://h:/db",
+        "postgresql://h:x/db",
+        "postgresql://:p@/db?=x&k=",
     ],
 )
 def test_these_urls_too(raw):
@@ -96,7 +99,9 @@ def test_lookup_answers_as_the_store_does(database_url):
 def test_lookup_connects_with_the_stores_session_settings(database_url, monkeypatch):
     monkeypatch.setenv("SIMHASH_STORE_STATEMENT_TIMEOUT", "7")
     monkeypatch.setenv("SIMHASH_STORE_LOCK_TIMEOUT", "3")
-    show = "SELECT current_setting('search_path'), current_setting('lock_timeout'), current_setting('statement_timeout')"
+    show = (
+        "SELECT current_setting('search_path'), current_setting('lock_timeout'), current_setting('statement_timeout')"
+    )
 
     def session(connection):
         return type(connection), connection.execute(show).fetchone(), connection.info.get_parameters()
@@ -166,10 +171,24 @@ def test_query_never_imports_sqlalchemy(database_url):
         store.add([NewDocument("library-night-reading.txt", fingerprint(reading))])
     env = {**os.environ, "SIMHASH_STORE_URL": url_text(database_url)}
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "simhash_store.cli", "query", "--json", str(EXAMPLES / "query" / "library-repost.txt")],
-        env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "simhash_store.cli",
+            "query",
+            "--json",
+            str(EXAMPLES / "query" / "library-repost.txt"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert '"key": "library-night-reading.txt"' in result.stdout
-    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")]
+    imported = [
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    ]
     assert "psycopg" in imported and not [name for name in imported if name.startswith("sqlalchemy")]

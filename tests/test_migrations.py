@@ -135,11 +135,16 @@ def test_grants_on_near_survive_its_replacement(empty_database_url, make_role):
                 migrate.downgrade(engine, revision)
             signatures = ["simhash.near(bigint, integer, text)"]
             if revision == "0004":
-                signatures = ["simhash.near(bigint, integer, text, integer)", "simhash.near_many(bigint[], integer, text, integer)"]
+                signatures = [
+                    "simhash.near(bigint, integer, text, integer)",
+                    "simhash.near_many(bigint[], integer, text, integer)",
+                ]
             with engine.connect() as connection:
                 for signature in signatures:
                     allowed = connection.execute(
-                        text("SELECT has_function_privilege(:role, :f, 'EXECUTE'), has_function_privilege('public', :f, 'EXECUTE')"),
+                        text(
+                            "SELECT has_function_privilege(:role, :f, 'EXECUTE'), has_function_privilege('public', :f, 'EXECUTE')"
+                        ),
                         {"role": role, "f": signature},
                     ).one()
                     assert tuple(allowed) == (True, False), (revision, signature)
@@ -169,7 +174,9 @@ def test_the_new_hex_functions_get_the_grants_of_near(empty_database_url, make_r
         with engine.connect() as connection:
             for signature in sorted(NEW_IN_0008):
                 allowed = connection.execute(
-                    text("SELECT has_function_privilege(:role, :f, 'EXECUTE'), has_function_privilege('public', :f, 'EXECUTE')"),
+                    text(
+                        "SELECT has_function_privilege(:role, :f, 'EXECUTE'), has_function_privilege('public', :f, 'EXECUTE')"
+                    ),
                     {"role": role, "f": signature},
                 ).one()
                 assert tuple(allowed) == (True, False), signature
@@ -195,6 +202,7 @@ def test_each_citus_file_is_what_the_coordinator_ran_before_files(database_url):
             name = version.split(".")[0]
             connection.execute(sqlfiles.read(version))
             rewritten = distributed.adapt(connection.execute(definition, (name,)).fetchone()[0], name).replace(
-                "SET plan_cache_mode TO 'force_generic_plan'", "SET plan_cache_mode TO 'force_custom_plan'")
+                "SET plan_cache_mode TO 'force_generic_plan'", "SET plan_cache_mode TO 'force_custom_plan'"
+            )
             connection.execute(sqlfiles.read(version, citus=True))  # calls documents_shard_bytes() only when it runs
             assert connection.execute(definition, (name,)).fetchone()[0] == rewritten, version

@@ -17,7 +17,9 @@ from simhash_store.fingerprint import fingerprint_segmented, segment, tokens
 from simhash_store.scheme import DEFAULT, MULTI_V2, ZH_RJIEBA_V1
 from simhash_store.tokenizers import script_words
 
-CRIMINAL_LAW = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+CRIMINAL_LAW = (
+    "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
+)
 ENGLISH = (
     "Quarterly profits at the media group jumped 76% to $1.13bn for the three months to December, "
     "from $639m a year earlier. The firm benefited from sales of high-speed internet connections."
@@ -46,7 +48,12 @@ def test_new_stores_default_to_multi_v2():
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [(CRIMINAL_LAW, "925d839787d42440"), (ENGLISH, "989cc1648ca7e940"), (RUSSIAN, "9cf42f72b75714d2"), (MIXED, "189cc4448de7cd00")],
+    [
+        (CRIMINAL_LAW, "925d839787d42440"),
+        (ENGLISH, "989cc1648ca7e940"),
+        (RUSSIAN, "9cf42f72b75714d2"),
+        (MIXED, "189cc4448de7cd00"),
+    ],
 )
 def test_multi_v2_gives_the_recorded_fingerprints(text, expected):
     assert to_hex(fingerprint(text, "multi-v2")) == expected
@@ -58,7 +65,6 @@ def test_english_text_has_features_and_distinct_fingerprints():
     assert tokens(ENGLISH, "zh-jieba-v1") == []
     assert {"quarterly", "profits", "internet"} <= set(tokens(ENGLISH, "multi-v2"))
     assert hamming(fingerprint(ENGLISH, "multi-v2"), fingerprint(OTHER_ENGLISH, "multi-v2")) > DEFAULT_MAX_DISTANCE
-
 
 
 def test_cyrillic_words_are_features():
@@ -84,7 +90,9 @@ def test_a_repeated_title_or_footer_line_counts_once():
     once = fingerprint(f"{title}\n{body}", "multi-v2")
     assert fingerprint(f"{title}\n{title}\n{title}\n\n{body}", "multi-v2") == once
     footer = "Copyright © 2024 Daily Courier. All rights reserved."
-    assert fingerprint(f"{title}\n{body}\n{footer}\n{footer}", "multi-v2") == fingerprint(f"{title}\n{body}\n{footer}", "multi-v2")
+    assert fingerprint(f"{title}\n{body}\n{footer}\n{footer}", "multi-v2") == fingerprint(
+        f"{title}\n{body}\n{footer}", "multi-v2"
+    )
 
 
 def test_case_width_and_number_formats_are_normalised():

@@ -101,7 +101,9 @@ def test_dedup_passes_texts_without_features_through_and_counts_them(database_ur
 
     annotated = _run(database_url, "dedup", str(source), "--annotate", "-o", str(tmp_path / "annotated.jsonl"))
     assert annotated.exit_code == 0, annotated.output
-    rows = {r["key"]: r for r in map(json.loads, (tmp_path / "annotated.jsonl").read_text(encoding="utf-8").splitlines())}
+    rows = {
+        r["key"]: r for r in map(json.loads, (tmp_path / "annotated.jsonl").read_text(encoding="utf-8").splitlines())
+    }
     for key in ("en", "en-other", "stars"):
         assert (rows[key]["not_compared"], rows[key]["simhash"], rows[key]["duplicate_of"]) == ("no words", None, None)
     assert rows["zh"]["not_compared"] is None and rows["zh-copy"]["duplicate_of"] == "zh"

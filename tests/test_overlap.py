@@ -94,7 +94,9 @@ def test_explain_calls_two_unrelated_laws_within_k_a_likely_false_match(sample_l
 
 
 def test_explain_says_when_real_near_duplicates_are_further_than_k(revision_pairs):
-    older, newer, recorded = next((a, b, j) for a, b, j in revision_pairs if j >= 0.9 and fingerprint(a, SCHEME) != fingerprint(b, SCHEME))
+    older, newer, recorded = next(
+        (a, b, j) for a, b, j in revision_pairs if j >= 0.9 and fingerprint(a, SCHEME) != fingerprint(b, SCHEME)
+    )
     result = explain(older, newer, SCHEME)
     assert result.overlap.jaccard >= 0.8
     assert "a near-duplicate that this k misses" in result.disagreement(max_distance=result.distance - 1)
@@ -115,11 +117,15 @@ def test_explain_says_a_text_inside_another_is_not_what_a_fingerprint_finds(samp
 def test_explain_of_texts_without_features_is_one_line_and_a_failure():
     both = _run("explain", "--text", "，。！", "   ")
     assert both.exit_code == 1
-    assert both.output.count("\n") == 1 and both.output.startswith("Error: the two texts have no features under scheme ")
+    assert both.output.count("\n") == 1 and both.output.startswith(
+        "Error: the two texts have no features under scheme "
+    )
     one = _run("explain", "--text", "保护人民，制定本法。", ENGLISH, "--scheme", SCHEME)
     assert one.exit_code == 1
-    assert one.output == (f"Error: the second text (B) has no features under scheme {SCHEME} (empty, punctuation only, "
-                          "or no words the scheme reads), so it has no fingerprint\n")
+    assert one.output == (
+        f"Error: the second text (B) has no features under scheme {SCHEME} (empty, punctuation only, "
+        "or no words the scheme reads), so it has no fingerprint\n"
+    )
     with pytest.raises(NoFeaturesError, match="the first text"):
         explain(ENGLISH, "保护人民，制定本法。", SCHEME)
 
@@ -170,13 +176,23 @@ def test_near_duplicates_in_the_sample_do_not_push_k_down_and_are_listed():
 
 
 def _write_jsonl(path: Path, texts: list[tuple[str, str]]) -> Path:
-    path.write_text("".join(json.dumps({"text": text}, ensure_ascii=False) + "\n" for _, text in texts), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"text": text}, ensure_ascii=False) + "\n" for _, text in texts), encoding="utf-8"
+    )
     return path
 
 
 def test_calibrate_command_lists_duplicates_and_false_matches(tmp_path):
     crawl = _write_jsonl(tmp_path / "crawl.jsonl", _laws() + _planted() + [("english", ENGLISH)])
-    args = ["calibrate", "--scheme", SCHEME, "--jsonl", str(crawl), "--sample", "500"]  # a scheme and inputs: no database
+    args = [
+        "calibrate",
+        "--scheme",
+        SCHEME,
+        "--jsonl",
+        str(crawl),
+        "--sample",
+        "500",
+    ]  # a scheme and inputs: no database
     result = _run(*args, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -194,10 +210,15 @@ def test_calibrate_command_lists_duplicates_and_false_matches(tmp_path):
     assert table.exit_code == 0
     lines = table.stdout.splitlines()
     assert f"left out: 1 text without features under {SCHEME}" in lines
-    assert f"the sample holds near-duplicates of its own: {len(report['duplicates'])} pairs within 20 bits" in table.stdout
+    assert (
+        f"the sample holds near-duplicates of its own: {len(report['duplicates'])} pairs within 20 bits" in table.stdout
+    )
     nearest = report["duplicates"][0]
-    assert any(line.endswith(f"{nearest['key_a']}  ~  {nearest['key_b']}") and line.split()[:2] == [str(nearest["distance"]), "bits"]
-               for line in lines)
+    assert any(
+        line.endswith(f"{nearest['key_a']}  ~  {nearest['key_b']}")
+        and line.split()[:2] == [str(nearest["distance"]), "bits"]
+        for line in lines
+    )
     if report["false_match_pairs"]:
         assert f"false matches counted ({len(report['false_match_pairs'])} pair" in table.stdout
 
@@ -208,7 +229,9 @@ def test_calibrate_plot_is_checked_before_the_work(tmp_path):
     assert missing.exit_code == 1
     assert missing.output == f"Error: cannot write {tmp_path / 'no' / 'k.png'}: No such file or directory\n"
     unknown = _run("calibrate", "--scheme", SCHEME, "--jsonl", str(one), "--plot", str(tmp_path / "k.txt"))
-    assert unknown.exit_code == 1 and unknown.output.startswith(f"Error: cannot write {tmp_path / 'k.txt'}: matplotlib writes no 'txt'")
+    assert unknown.exit_code == 1 and unknown.output.startswith(
+        f"Error: cannot write {tmp_path / 'k.txt'}: matplotlib writes no 'txt'"
+    )
     directory = _run("calibrate", "--scheme", SCHEME, "--jsonl", str(one), "--plot", str(tmp_path))
     assert directory.exit_code == 1 and directory.output == f"Error: cannot write {tmp_path}: it is a directory\n"
     with pytest.raises(OutputError):
@@ -230,7 +253,9 @@ def test_calibrate_plot_is_checked_before_the_work(tmp_path):
 def test_calibrate_plot_is_written_whole_under_its_name(tmp_path):
     texts = _write_jsonl(tmp_path / "docs.jsonl", _laws()[:12])
     (tmp_path / "k.svg").write_text("old")
-    result = _run("calibrate", "--scheme", SCHEME, "--jsonl", str(texts), "--plot", str(tmp_path / "k.svg"), "--sample", "12")
+    result = _run(
+        "calibrate", "--scheme", SCHEME, "--jsonl", str(texts), "--plot", str(tmp_path / "k.svg"), "--sample", "12"
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "k.svg").read_text().lstrip().startswith("<?xml")  # the format its name says
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "k.svg"]  # no temporary file left

@@ -35,13 +35,18 @@ def _texts() -> dict[str, str]:
 
 def _jsonl(path: Path) -> Path:
     lines = [json.dumps({"key": name, "text": text}, ensure_ascii=False) for name, text in _texts().items()]
-    lines += [json.dumps({"key": f"{name}-copy", "text": text + "\n（完）"}, ensure_ascii=False) for name, text in _texts().items()]
+    lines += [
+        json.dumps({"key": f"{name}-copy", "text": text + "\n（完）"}, ensure_ascii=False)
+        for name, text in _texts().items()
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
 def _environment(url) -> dict[str, str]:
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", SIMHASH_STORE_URL=url.render_as_string(hide_password=False))
+    env = dict(
+        os.environ, TERM="xterm-256color", COLUMNS="160", SIMHASH_STORE_URL=url.render_as_string(hide_password=False)
+    )
     for name in ("NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "FORCE_COLOR"):
         env.pop(name, None)
     return env
@@ -51,8 +56,11 @@ def _on_terminal(url, *args: str) -> tuple[int, str, str]:
     """(exit code, stdout, what reached the terminal) of the command with its stderr on a pseudo-terminal."""
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "simhash_store.cli", *args], env=_environment(url),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower,
+        [sys.executable, "-m", "simhash_store.cli", *args],
+        env=_environment(url),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
     )
     os.close(follower)
     seen = bytearray()
@@ -78,8 +86,12 @@ def _on_terminal(url, *args: str) -> tuple[int, str, str]:
 
 def _piped(url, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "simhash_store.cli", *args], env=_environment(url),
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "simhash_store.cli", *args],
+        env=_environment(url),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -128,7 +140,11 @@ def test_import_shows_percentage_on_a_terminal(database_url, tmp_path):
 @pytest.mark.parametrize("command", ["add", "dedup"])
 def test_nothing_but_the_summary_reaches_a_pipe(database_url, tmp_path, command):
     source = _jsonl(tmp_path / "crawl.jsonl")
-    args = ["add", "--jsonl", str(source)] if command == "add" else ["dedup", str(source), "-o", str(tmp_path / "out.jsonl")]
+    args = (
+        ["add", "--jsonl", str(source)]
+        if command == "add"
+        else ["dedup", str(source), "-o", str(tmp_path / "out.jsonl")]
+    )
     result = _piped(database_url, *args)
     assert result.returncode == 0, result.stderr
     _assert_no_progress(result.stderr)
@@ -204,12 +220,16 @@ def test_the_input_layer_reports_the_bytes_of_a_file_read(tmp_path):
 def test_dedup_files_reports_the_bytes_of_every_input_up_to_their_total(database_url, tmp_path):
     first = _jsonl(tmp_path / "a.jsonl")
     second = tmp_path / "b.jsonl"
-    second.write_text(json.dumps({"key": "other", "text": "完全不同的一段文字，讲的是另一件事情。" * 5}, ensure_ascii=False) + "\n")
+    second.write_text(
+        json.dumps({"key": "other", "text": "完全不同的一段文字，讲的是另一件事情。" * 5}, ensure_ascii=False) + "\n"
+    )
     calls: list[tuple[int, int | None]] = []
     inputs = [str(first), str(second)]
     writer = dedup_output(inputs, ["jsonl", "jsonl"], str(tmp_path / "out.jsonl"), "jsonl")
     with Store(database_url) as store:
-        counts = dedup_files(inputs, ["jsonl", "jsonl"], writer, store=store, on_progress=lambda d, t: calls.append((d, t)))
+        counts = dedup_files(
+            inputs, ["jsonl", "jsonl"], writer, store=store, on_progress=lambda d, t: calls.append((d, t))
+        )
     assert counts.kept == 6
     _assert_grows_to_the_end(calls)
     assert calls[-1][1] == first.stat().st_size + second.stat().st_size

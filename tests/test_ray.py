@@ -55,8 +55,14 @@ def _free_port() -> int:
 
 
 # Every port a node listens on that would collide with another node's on the same machine.
-_PORT_OPTIONS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
-                 "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+_PORT_OPTIONS = (
+    "--node-manager-port",
+    "--object-manager-port",
+    "--dashboard-agent-listen-port",
+    "--dashboard-agent-grpc-port",
+    "--metrics-export-port",
+    "--runtime-env-agent-port",
+)
 RAY_START_SECONDS = 180  # a node's start took 30 s on the loaded 2-core test machine
 
 
@@ -64,12 +70,20 @@ def _start_node(arguments: list[str], env: dict[str, str]) -> None:
     """``ray start`` with a port of its own for each service; a start that fails or hangs is one message."""
     ports = [f"{name}={port}" for name, port in zip(_PORT_OPTIONS, _free_ports(len(_PORT_OPTIONS)))]
     try:
-        subprocess.run([RAY, "start", "--node-ip-address=127.0.0.1", *arguments, *ports], check=True, env=env,
-                       capture_output=True, text=True, timeout=RAY_START_SECONDS)
+        subprocess.run(
+            [RAY, "start", "--node-ip-address=127.0.0.1", *arguments, *ports],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RAY_START_SECONDS,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"ray start {arguments[0]} did not finish in {RAY_START_SECONDS} s", pytrace=False)
     except subprocess.CalledProcessError as exc:
-        pytest.fail(f"ray start {arguments[0]} failed (exit {exc.returncode}): {exc.stderr.strip()[-2000:]}", pytrace=False)
+        pytest.fail(
+            f"ray start {arguments[0]} failed (exit {exc.returncode}): {exc.stderr.strip()[-2000:]}", pytrace=False
+        )
 
 
 def _ours(temp: str) -> list[int]:
@@ -94,8 +108,10 @@ def ray_address():
     common = ["--num-cpus=1", "--object-store-memory=200000000", "--disable-usage-stats"]
     env = {**os.environ, "RAY_TMPDIR": temp}
     try:
-        _start_node(["--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}", "--include-dashboard=false",
-                     *common], env)
+        _start_node(
+            ["--head", f"--port={address.split(':')[1]}", f"--temp-dir={temp}", "--include-dashboard=false", *common],
+            env,
+        )
         for _ in range(2):
             _start_node([f"--address={address}", *common], env)
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
@@ -134,7 +150,9 @@ def _records() -> list[dict]:
         records.append({"key": path.stem, "text": path.read_text(encoding="utf-8"), "title": path.stem[:6]})
     for path in laws[:8]:
         text = path.read_text(encoding="utf-8")
-        records.append({"key": f"{path.stem}-copy", "text": text.replace("。", "，", 1) + "（责任编辑：王晓明）", "title": "copy"})
+        records.append(
+            {"key": f"{path.stem}-copy", "text": text.replace("。", "，", 1) + "（责任编辑：王晓明）", "title": "copy"}
+        )
     records.append({"key": "punctuation", "text": "。。。！", "title": "none"})
     return records
 
@@ -210,8 +228,21 @@ def test_dedup_command_on_ray_writes_what_it_writes_alone(connected, database_ur
         outputs = []
         for url, extra in ((database_url, ["--ray", connected]), (other_url, [])):
             target = tmp_path / f"out{len(outputs)}.jsonl"
-            result = CliRunner().invoke(app, ["--db", url.render_as_string(hide_password=False), "dedup", str(source),
-                                              "--annotate", "-k", "6", "-o", str(target), *extra])
+            result = CliRunner().invoke(
+                app,
+                [
+                    "--db",
+                    url.render_as_string(hide_password=False),
+                    "dedup",
+                    str(source),
+                    "--annotate",
+                    "-k",
+                    "6",
+                    "-o",
+                    str(target),
+                    *extra,
+                ],
+            )
             assert result.exit_code == 0, result.output
             outputs.append(target.read_bytes())
     finally:
@@ -225,8 +256,19 @@ def test_dedup_command_names_an_unreachable_cluster(database_url, tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text('{"key": "a", "text": "中文"}\n', encoding="utf-8")
     ray.shutdown()
-    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "dedup", str(source),
-                                      "-o", str(tmp_path / "out.jsonl"), "--ray", f"127.0.0.1:{_free_port()}"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--db",
+            database_url.render_as_string(hide_password=False),
+            "dedup",
+            str(source),
+            "-o",
+            str(tmp_path / "out.jsonl"),
+            "--ray",
+            f"127.0.0.1:{_free_port()}",
+        ],
+    )
     assert result.exit_code == 1
     assert "cannot connect to the Ray cluster" in result.stderr and "Traceback" not in result.output
     assert not (tmp_path / "out.jsonl").exists()

@@ -47,8 +47,13 @@ def cli(*args: str, url: str | None = None, data_dir: str | None = None, **kwarg
     if data_dir is not None:
         env["SIMHASH_STORE_DATA_DIR"] = data_dir
     return subprocess.Popen(
-        [sys.executable, "-m", "simhash_store.cli", *args], env=env,
-        stdin=kwargs.pop("stdin", subprocess.DEVNULL), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs,
+        [sys.executable, "-m", "simhash_store.cli", *args],
+        env=env,
+        stdin=kwargs.pop("stdin", subprocess.DEVNULL),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
     )
 
 
@@ -99,8 +104,17 @@ def test_concurrent_skip_near_duplicates_stores_one_of_each_group(database_url, 
     second = [{"key": f"crawler-2/{r['key']}", "text": r["text"]} for r in reversed(records)]
     inputs = [write_jsonl(tmp_path / "one.jsonl", first), write_jsonl(tmp_path / "two.jsonl", second)]
     processes = [
-        cli("add", "--jsonl", str(path), "--skip-near-duplicates", "--batch-size", "3", "-j", "1",
-            url=url_text(database_url))
+        cli(
+            "add",
+            "--jsonl",
+            str(path),
+            "--skip-near-duplicates",
+            "--batch-size",
+            "3",
+            "-j",
+            "1",
+            url=url_text(database_url),
+        )
         for path in inputs
     ]
     for code, _, err in (finish(p) for p in processes):
@@ -216,11 +230,15 @@ def _postgres_processes(pgdata: Path) -> list[psutil.Process]:
 def hold_embedded_server(data_dir: Path) -> subprocess.Popen:
     """A process that starts the embedded server, says so, and waits to be killed."""
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "from simhash_store.config import resolve_url; resolve_url(None); print('ready', flush=True); "
-         "import time; time.sleep(600)"],
+        [
+            sys.executable,
+            "-c",
+            "from simhash_store.config import resolve_url; resolve_url(None); print('ready', flush=True); "
+            "import time; time.sleep(600)",
+        ],
         env=dict(os.environ, SIMHASH_STORE_DATA_DIR=str(data_dir), SIMHASH_STORE_URL=""),
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "ready"
     return holder
@@ -256,7 +274,9 @@ def test_embedded_server_killed_hard_leaves_a_stale_pid_file_that_is_recovered(t
     holder.wait()
     assert (pgdata / "postmaster.pid").exists()  # stale: its server is gone
 
-    code, out, err = finish(cli("add", str(Path(__file__).parent.parent / "examples" / "corpus"), data_dir=str(data_dir)))
+    code, out, err = finish(
+        cli("add", str(Path(__file__).parent.parent / "examples" / "corpus"), data_dir=str(data_dir))
+    )
     assert code == 0, err
     assert "added 5" in out
 

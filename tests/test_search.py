@@ -29,7 +29,9 @@ def _plain(url) -> str:
 
 
 def brute_force(stored: dict[str, int], query: int, k: int) -> list[tuple[int, str]]:
-    return sorted(((value ^ query).bit_count(), key) for key, value in stored.items() if (value ^ query).bit_count() <= k)
+    return sorted(
+        ((value ^ query).bit_count(), key) for key, value in stored.items() if (value ^ query).bit_count() <= k
+    )
 
 
 @st.composite
@@ -42,7 +44,9 @@ def clustered(draw):
         for n, distance in enumerate(draw(st.lists(st.integers(0, 64), max_size=12))):
             block = draw(st.integers(0, 3))
             block_bits = list(range(48 - 16 * block, 64 - 16 * block))
-            bits = draw(st.permutations(block_bits)) + draw(st.permutations([b for b in range(64) if b not in block_bits]))
+            bits = draw(st.permutations(block_bits)) + draw(
+                st.permutations([b for b in range(64) if b not in block_bits])
+            )
             value = centre
             for bit in bits[:distance]:
                 value ^= 1 << bit
@@ -58,8 +62,12 @@ def _fill(store: Store, stored: dict[str, int]) -> None:
 
 
 @DB_SETTINGS
-@given(case=clustered(), k=st.integers(0, 64), method=st.sampled_from(["auto", "probe", "scan"]),
-       limit=st.sampled_from([None, 1, 3]))
+@given(
+    case=clustered(),
+    k=st.integers(0, 64),
+    method=st.sampled_from(["auto", "probe", "scan"]),
+    limit=st.sampled_from([None, 1, 3]),
+)
 def test_store_query_and_query_many_equal_brute_force(store, case, k, method, limit):
     stored, queries = case
     _fill(store, stored)
@@ -106,7 +114,9 @@ def test_sql_near_and_near_many_are_exact_for_every_distance(store):
         # The three-argument call other applications make keeps working, and NULLs give nothing.
         assert connection.execute("SELECT count(*) FROM simhash.near(%s, 3, 'auto')", (signed[0],)).fetchone() == (4,)
         assert connection.execute("SELECT count(*) FROM simhash.near(NULL)").fetchone() == (0,)
-        rows = connection.execute("SELECT query_index FROM simhash.near_many(ARRAY[NULL, %s]::bigint[], 0)", (signed[0],))
+        rows = connection.execute(
+            "SELECT query_index FROM simhash.near_many(ARRAY[NULL, %s]::bigint[], 0)", (signed[0],)
+        )
         assert rows.fetchall() == [(2,)]
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="max_results"):
             connection.execute("SELECT * FROM simhash.near(0, 3, max_results => 0)")
@@ -192,8 +202,10 @@ def test_store_load_leaves_probe_plans_on_the_block_indexes(store):
     store.load(NewDocument(f"k{i}", v) for i, v in enumerate(values))
     plans = _nested_plans(
         store.engine.url,
-        [("SELECT * FROM simhash.near(%s, 3)", (to_signed(values[3]),)),
-         ("SELECT * FROM simhash.near(%s, 11)", (to_signed(values[3]),))],
+        [
+            ("SELECT * FROM simhash.near(%s, 3)", (to_signed(values[3]),)),
+            ("SELECT * FROM simhash.near(%s, 11)", (to_signed(values[3]),)),
+        ],
     )
     assert _probe_plans_use_the_block_indexes(plans), plans
 
@@ -216,7 +228,9 @@ CREATE FUNCTION public.bit_count(bit) RETURNS bigint LANGUAGE plpgsql AS
 @pytest.fixture
 def attacker(empty_database_url, make_role):
     """A role that may create objects in public (as in many databases, and everywhere before PostgreSQL 15)."""
-    return make_role(empty_database_url, "GRANT CREATE, USAGE ON SCHEMA public TO {role}", prefix="simhash_attacker", login=False)
+    return make_role(
+        empty_database_url, "GRANT CREATE, USAGE ON SCHEMA public TO {role}", prefix="simhash_attacker", login=False
+    )
 
 
 def _plant(url, role: str) -> None:
@@ -237,7 +251,9 @@ def test_objects_planted_on_the_search_path_never_run_in_our_functions(empty_dat
     stored = {"a": 0b1011, "b": 2**64 - 1, "c": 0x00FF_0000_0000_0001}
     with psycopg.connect(_plain(empty_database_url), autocommit=True) as connection:
         for key, value in stored.items():
-            connection.execute("INSERT INTO simhash.documents (key, fingerprint) VALUES (%s, %s)", (key, to_signed(value)))
+            connection.execute(
+                "INSERT INTO simhash.documents (key, fingerprint) VALUES (%s, %s)", (key, to_signed(value))
+            )
     _plant(empty_database_url, attacker)
     calls = [
         ("SELECT key, distance FROM simhash.near(%s, 3)", (0b1001,), [("a", 1)]),

@@ -73,7 +73,9 @@ def test_a_writer_that_does_not_own_the_table_can_bulk_load(database_url, reader
     admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{reader_role}"'))
-        connection.execute(text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{reader_role}"'))
+        connection.execute(
+            text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{reader_role}"')
+        )
     admin.dispose()
     writer_url = database_url.set(username=reader_role, password=None)
     with Store(writer_url) as as_writer:
@@ -85,7 +87,9 @@ def test_a_writer_that_does_not_own_the_table_can_bulk_load(database_url, reader
 
 
 def test_grant_to_a_missing_role_is_a_clear_error(database_url):
-    result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "grant-read", "nobody_here"])
+    result = CliRunner().invoke(
+        app, ["--db", database_url.render_as_string(hide_password=False), "grant-read", "nobody_here"]
+    )
     assert result.exit_code == 1
     assert result.output.strip() == "Error: there is no role 'nobody_here'; create it first (CREATE ROLE ... LOGIN)"
 
@@ -145,7 +149,10 @@ CREATE FUNCTION public.bit_count(bit) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
 @contextlib.contextmanager
 def _attacker_in(url):
     """A role that may create objects in public (as everyone could before PostgreSQL 15), with its traps set."""
-    with temporary_role(url, "GRANT CREATE, USAGE ON SCHEMA public TO {role}", prefix="simhash_attacker") as (role, admin):
+    with temporary_role(url, "GRANT CREATE, USAGE ON SCHEMA public TO {role}", prefix="simhash_attacker") as (
+        role,
+        admin,
+    ):
         with psycopg.connect(_plain(url.set(username=role, password=None)), autocommit=True) as connection:
             connection.execute(_TRAPS)
         yield admin
@@ -194,7 +201,13 @@ def test_look_alike_functions_in_public_never_run_in_library_sessions(database_u
             target.dispose()
     runner = CliRunner()
     plain = database_url.render_as_string(hide_password=False)
-    for args in (["init"], ["stats"], ["query", "-f", "0000000000000005", "-k", "9"], ["dups", "-k", "5"], ["remove", "k2"]):
+    for args in (
+        ["init"],
+        ["stats"],
+        ["query", "-f", "0000000000000005", "-k", "9"],
+        ["dups", "-k", "5"],
+        ["remove", "k2"],
+    ):
         result = runner.invoke(app, ["--db", plain, *args])
         assert result.exit_code == 0, result.output
     assert _sprung(attacker) == []
@@ -208,12 +221,17 @@ def test_alembic_run_by_hand_runs_none_of_a_neighbours_code(empty_database_url):
             [sys.executable, "-m", "alembic", "upgrade", "head"],
             cwd=Path(__file__).resolve().parent.parent,
             env={**os.environ, "SIMHASH_STORE_URL": empty_database_url.render_as_string(hide_password=False)},
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert result.returncode == 0, result.stderr
         assert _sprung(admin) == []
         with admin.connect() as connection:
-            assert connection.execute(text("SELECT version_num FROM simhash.alembic_version")).scalar() == migrate.HEAD_REVISION
+            assert (
+                connection.execute(text("SELECT version_num FROM simhash.alembic_version")).scalar()
+                == migrate.HEAD_REVISION
+            )
 
 
 def test_a_read_only_role_cannot_stall_writers(database_url, reader_role, monkeypatch):
@@ -244,8 +262,11 @@ def test_a_read_only_role_cannot_stall_writers(database_url, reader_role, monkey
         # It can take the project's lock on purpose: the writer then waits at most the lock
         # timeout and says who holds it, and nothing of its batch is stored.
         reader.execute("SELECT pg_advisory_xact_lock(1397312840, 1)")
-        result = CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-", "--skip-near-duplicates", "-q"],
-                                    input='{"key": "c", "text": "一些学院同时要去北京开会"}\n')
+        result = CliRunner().invoke(
+            app,
+            ["--db", plain, "add", "--jsonl", "-", "--skip-near-duplicates", "-q"],
+            input='{"key": "c", "text": "一些学院同时要去北京开会"}\n',
+        )
         assert result.exit_code == 1
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
@@ -320,15 +341,35 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
     with_password = _PASSWORD_FORMS["unescaped @ and :"](database_url, secret)
     with_query = _PASSWORD_FORMS["?password="](database_url, secret + "q")
     process = subprocess.Popen(
-        [sys.executable, "-c", "from simhash_store.cli import main; main()", "--db", with_password, "add", "--jsonl", "-",
-         "-q", "-j", "2", "--batch-size", "16", "--prefix", with_query],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-c",
+            "from simhash_store.cli import main; main()",
+            "--db",
+            with_password,
+            "add",
+            "--jsonl",
+            "-",
+            "-q",
+            "-j",
+            "2",
+            "--batch-size",
+            "16",
+            "--prefix",
+            with_query,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         # Records are read as they come, and the workers start with the first batch that needs
         # them: one full batch of new records, and one more, with standard input still open.
         for number in range(17):
-            process.stdin.write(json.dumps({"key": f"a{number}", "text": f"北京的新闻，第{number}条"}, ensure_ascii=False).encode() + b"\n")
+            process.stdin.write(
+                json.dumps({"key": f"a{number}", "text": f"北京的新闻，第{number}条"}, ensure_ascii=False).encode()
+                + b"\n"
+            )
         process.stdin.flush()
         parent = psutil.Process(process.pid)
         for _ in range(600):  # the workers are forked once the command runs (at most 60 s)
@@ -348,6 +389,7 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
 
 
 # ------------------------------------------------------------ malformed URLs
+
 
 @pytest.mark.parametrize(
     "url, says",
@@ -369,7 +411,9 @@ def test_malformed_url_is_one_line_exit_1(url, says):
     assert says in result.output and "pw-secret" not in result.output
 
 
-@pytest.mark.parametrize("variable", ["SIMHASH_STORE_LOCK_TIMEOUT", "SIMHASH_STORE_NETWORK_TIMEOUT", "SIMHASH_STORE_STATEMENT_TIMEOUT"])
+@pytest.mark.parametrize(
+    "variable", ["SIMHASH_STORE_LOCK_TIMEOUT", "SIMHASH_STORE_NETWORK_TIMEOUT", "SIMHASH_STORE_STATEMENT_TIMEOUT"]
+)
 def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
     monkeypatch.setenv(variable, "soon")
     result = CliRunner().invoke(app, ["--db", "postgresql://app@127.0.0.1:5432/news", "stats"])
@@ -378,6 +422,7 @@ def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
 
 
 # ------------------------------------------------------------ a schema someone else made
+
 
 @contextlib.contextmanager
 def _other_role(url, *grants: str):
@@ -404,18 +449,28 @@ def test_a_simhash_schema_planted_before_the_first_init_is_refused(empty_databas
             planter.execute("CREATE SCHEMA simhash; GRANT USAGE, CREATE ON SCHEMA simhash TO PUBLIC")
         runner = CliRunner()
         for args in (["init"], ["add", "--jsonl", "-"], ["stats"], ["query", "-f", "0000000000000005"]):
-            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "a", "text": "北京的新闻"}\n'))
+            line = _one_error_line(
+                runner.invoke(app, ["--db", plain, *args], input='{"key": "a", "text": "北京的新闻"}\n')
+            )
             assert "schema simhash in database " in line and f"belongs to role {role}" in line, line
             assert "drop the schema" in line and "SIMHASH_STORE_TRUSTED_OWNERS" in line
         with Store(empty_database_url) as store, pytest.raises(UntrustedSchemaError, match=f"belongs to role {role}"):
             store.upgrade()
         with admin.connect() as connection:  # nothing was created in it
-            assert connection.execute(text(
-                "SELECT count(*) FROM pg_class WHERE relnamespace = 'simhash'::regnamespace")).scalar() == 0
+            assert (
+                connection.execute(
+                    text("SELECT count(*) FROM pg_class WHERE relnamespace = 'simhash'::regnamespace")
+                ).scalar()
+                == 0
+            )
         # Alembic run by hand (migrations/env.py) checks it too, inside the migration's transaction.
         result = subprocess.run(
-            [sys.executable, "-m", "alembic", "upgrade", "head"], cwd=Path(__file__).resolve().parent.parent,
-            env={**os.environ, "SIMHASH_STORE_URL": plain}, capture_output=True, text=True, timeout=300,
+            [sys.executable, "-m", "alembic", "upgrade", "head"],
+            cwd=Path(__file__).resolve().parent.parent,
+            env={**os.environ, "SIMHASH_STORE_URL": plain},
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert result.returncode != 0 and f"belongs to role {role}" in result.stderr
         # Dropped by its owner, the schema is the library's own again.
@@ -434,7 +489,9 @@ def test_a_store_schema_others_may_create_in_is_refused_until_revoked(database_u
             with admin.connect() as connection:
                 connection.execute(text(f"GRANT CREATE ON SCHEMA simhash TO {grantee}"))
             for args in (["query", "-f", "0000000000000005"], ["add", "--jsonl", "-"], ["init"]):
-                line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+                line = _one_error_line(
+                    runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n')
+                )
                 assert "lets " in line and "REVOKE CREATE ON SCHEMA simhash FROM" in line, line
                 assert grantee.strip('"') in line
             with admin.connect() as connection:
@@ -443,8 +500,10 @@ def test_a_store_schema_others_may_create_in_is_refused_until_revoked(database_u
         with admin.connect() as connection:
             connection.execute(text(f'GRANT CREATE ON SCHEMA simhash TO "{role}"'))
         with _as(database_url, role) as other:
-            other.execute("CREATE FUNCTION simhash.near_many(bigint[], integer, text, numeric) RETURNS SETOF record "
-                          "LANGUAGE sql AS 'SELECT NULL::record WHERE false'")
+            other.execute(
+                "CREATE FUNCTION simhash.near_many(bigint[], integer, text, numeric) RETURNS SETOF record "
+                "LANGUAGE sql AS 'SELECT NULL::record WHERE false'"
+            )
         with admin.connect() as connection:
             connection.execute(text(f'REVOKE CREATE ON SCHEMA simhash FROM "{role}"'))
         line = _one_error_line(runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]))
@@ -462,8 +521,10 @@ def test_a_store_schema_others_may_create_in_is_refused_until_revoked(database_u
 def test_the_schema_check_covers_every_function_the_migrations_create(database_url):
     # The check looks functions up by name (trust.LIBRARY_FUNCTIONS): a revision adding one must add it there.
     with psycopg.connect(_plain(database_url)) as connection:
-        created = {row[0] for row in connection.execute(
-            "SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")}
+        created = {
+            row[0]
+            for row in connection.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")
+        }
     assert created == set(LIBRARY_FUNCTIONS) - set(CITUS_FUNCTIONS)  # tests/distributed checks a Citus store's
 
 
@@ -476,8 +537,8 @@ def test_a_store_left_in_a_planted_schema_runs_none_of_the_planters_code(databas
     with _other_role(database_url) as (role, admin):
         with admin.connect() as connection:
             connection.execute(text(f'ALTER SCHEMA simhash OWNER TO "{role}"'))
-            connection.execute(text('CREATE TABLE public.stolen (who text)'))
-            connection.execute(text('GRANT INSERT ON public.stolen TO PUBLIC'))
+            connection.execute(text("CREATE TABLE public.stolen (who text)"))
+            connection.execute(text("GRANT INSERT ON public.stolen TO PUBLIC"))
         with _as(database_url, role) as planter:  # as the schema's owner it may drop what it does not own
             planter.execute("DROP FUNCTION simhash.near_many(bigint[], integer, text, integer)")
             planter.execute(
@@ -572,14 +633,32 @@ _PLANTED_FUNCTIONS = [
     ("jsonb_typeof(jsonb)", "text", "pg_catalog.jsonb_typeof($1)"),
 ]
 # (aggregate, state function's argument type)
-_PLANTED_AGGREGATES = [("count(*)", None), ("count(bigint)", "bigint"), ("max(bigint)", "bigint"), ("min(bigint)", "bigint"),
-                       ("sum(bigint)", "bigint"), ("array_agg(bigint)", "bigint"), ("string_agg(text, text)", "text")]
+_PLANTED_AGGREGATES = [
+    ("count(*)", None),
+    ("count(bigint)", "bigint"),
+    ("max(bigint)", "bigint"),
+    ("min(bigint)", "bigint"),
+    ("sum(bigint)", "bigint"),
+    ("array_agg(bigint)", "bigint"),
+    ("string_agg(text, text)", "text"),
+]
 # (operator, left, right, the built-in it stands for)
 _PLANTED_OPERATORS = [
-    ("=", "bigint", "bigint"), ("=", "text", "text"), ("=", "integer", "integer"), ("=", "bigint", "integer"),
-    ("<", "bigint", "bigint"), ("<=", "integer", "integer"), ("<>", "text", "text"), ("#", "bigint", "bigint"),
-    ("&", "bigint", "integer"), ("&", "bigint", "bigint"), (">>", "bigint", "integer"), ("||", "text", "text"),
-    ("+", "bigint", "bigint"), ("+", "bigint", "integer"), ("-", "bigint", "integer"),
+    ("=", "bigint", "bigint"),
+    ("=", "text", "text"),
+    ("=", "integer", "integer"),
+    ("=", "bigint", "integer"),
+    ("<", "bigint", "bigint"),
+    ("<=", "integer", "integer"),
+    ("<>", "text", "text"),
+    ("#", "bigint", "bigint"),
+    ("&", "bigint", "integer"),
+    ("&", "bigint", "bigint"),
+    (">>", "bigint", "integer"),
+    ("||", "text", "text"),
+    ("+", "bigint", "bigint"),
+    ("+", "bigint", "integer"),
+    ("-", "bigint", "integer"),
 ]
 # Type names the library casts to or declares (a domain whose check records its use).
 _PLANTED_TYPES = ["text", "regclass", "jsonb", "bytea", "name"]
@@ -595,19 +674,27 @@ def _plant_sql() -> str:
             body = f"BEGIN PERFORM app.trap('{signature}'); RETURN QUERY SELECT * FROM {real}; END"
         else:
             body = f"BEGIN PERFORM app.trap('{signature}'); RETURN {real}; END"
-        statements.append(f"CREATE FUNCTION app.{signature} RETURNS {returns} LANGUAGE plpgsql "
-                          f"SET search_path = pg_catalog AS $${body}$$;")
+        statements.append(
+            f"CREATE FUNCTION app.{signature} RETURNS {returns} LANGUAGE plpgsql "
+            f"SET search_path = pg_catalog AS $${body}$$;"
+        )
     for index, (aggregate, argument) in enumerate(_PLANTED_AGGREGATES):
         name = aggregate.split("(")[0]
         if argument is None:
-            statements.append(f"CREATE FUNCTION app.step{index}(bigint) RETURNS bigint LANGUAGE plpgsql SET search_path = "
-                              f"pg_catalog AS $$BEGIN PERFORM app.trap('{aggregate}'); RETURN $1 + 1; END$$;")
-            statements.append(f"CREATE AGGREGATE app.{name}(*) (SFUNC = app.step{index}, STYPE = bigint, INITCOND = '0');")
+            statements.append(
+                f"CREATE FUNCTION app.step{index}(bigint) RETURNS bigint LANGUAGE plpgsql SET search_path = "
+                f"pg_catalog AS $$BEGIN PERFORM app.trap('{aggregate}'); RETURN $1 + 1; END$$;"
+            )
+            statements.append(
+                f"CREATE AGGREGATE app.{name}(*) (SFUNC = app.step{index}, STYPE = bigint, INITCOND = '0');"
+            )
         else:
             extra = ", text" if name == "string_agg" else ""
-            statements.append(f"CREATE FUNCTION app.step{index}({argument}, {argument}{extra}) RETURNS {argument} "
-                              f"LANGUAGE plpgsql SET search_path = pg_catalog "
-                              f"AS $$BEGIN PERFORM app.trap('{aggregate}'); RETURN $2; END$$;")
+            statements.append(
+                f"CREATE FUNCTION app.step{index}({argument}, {argument}{extra}) RETURNS {argument} "
+                f"LANGUAGE plpgsql SET search_path = pg_catalog "
+                f"AS $$BEGIN PERFORM app.trap('{aggregate}'); RETURN $2; END$$;"
+            )
             statements.append(f"CREATE AGGREGATE app.{aggregate} (SFUNC = app.step{index}, STYPE = {argument});")
     for index, (operator, left, right) in enumerate(_PLANTED_OPERATORS):
         statements.append(
@@ -615,7 +702,9 @@ def _plant_sql() -> str:
             f" LANGUAGE plpgsql SET search_path = pg_catalog AS $$BEGIN PERFORM app.trap('{left} {operator} {right}'); "
             f"RETURN $1 OPERATOR(pg_catalog.{operator}) $2; END$$;"
         )
-        statements.append(f"CREATE OPERATOR app.{operator} (LEFTARG = {left}, RIGHTARG = {right}, FUNCTION = app.op{index});")
+        statements.append(
+            f"CREATE OPERATOR app.{operator} (LEFTARG = {left}, RIGHTARG = {right}, FUNCTION = app.op{index});"
+        )
     for name in _PLANTED_TYPES:
         statements.append(f"CREATE DOMAIN app.{name} AS pg_catalog.{name} CHECK (app.trap('type {name}'));")
     return "\n".join(statements)
@@ -635,7 +724,9 @@ def _stolen(admin) -> list[tuple[str, str]]:
     """What the look-alikes recorded; a look-alike run in a transaction rolled back shows as ``?``."""
     with admin.connect() as connection:
         recorded = [tuple(row) for row in connection.execute(text("SELECT who, what FROM app.stolen"))]
-        sprung = connection.execute(text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM app.sprung")).scalar()
+        sprung = connection.execute(
+            text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM app.sprung")
+        ).scalar()
     return recorded + [("?", "a look-alike, in a transaction rolled back")] * (sprung - len(recorded))
 
 
@@ -645,7 +736,9 @@ def _reset(admin) -> None:
         connection.execute(text("SELECT setval('app.sprung', 1, false)"))
 
 
-def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database_url, reader_role, sample_paragraphs, tmp_path):
+def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(
+    database_url, reader_role, sample_paragraphs, tmp_path
+):
     with _planted_path(database_url) as (hostile, admin):
         # The traps are live: a plain session of that URL runs them.
         with psycopg.connect(_plain(hostile), autocommit=True) as victim:
@@ -664,10 +757,16 @@ def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(database
         for i, body in enumerate(texts[:6]):
             (corpus / f"p{i}.txt").write_text(body, encoding="utf-8")
         records = tmp_path / "records.jsonl"
-        records.write_text("".join(json.dumps({"key": f"r{i}", "text": t}, ensure_ascii=False) + "\n"
-                                   for i, t in enumerate(texts[4:])), encoding="utf-8")
+        records.write_text(
+            "".join(
+                json.dumps({"key": f"r{i}", "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts[4:])
+            ),
+            encoding="utf-8",
+        )
         legacy = tmp_path / "legacy.csv"
-        legacy.write_text("key,fingerprint\n" + "".join(f"l{i},{(i * 0x9E3779B97F4A7C15) % 2**64}\n" for i in range(20)))
+        legacy.write_text(
+            "key,fingerprint\n" + "".join(f"l{i},{(i * 0x9E3779B97F4A7C15) % 2**64}\n" for i in range(20))
+        )
         one = tmp_path / "one.txt"
         one.write_text(texts[0] + "。", encoding="utf-8")
         commands = [
@@ -783,8 +882,10 @@ def test_a_membership_pushed_on_you_from_inside_the_schemas_owner_does_not_make_
     # but a member of the owner holding ADMIN OPTION (a CREATEROLE role has it on the roles it
     # creates, from PostgreSQL 16) can still make the victim "a member of" the planter's role.
     plain = empty_database_url.render_as_string(hide_password=False)
-    with _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin), \
-            _other_role(empty_database_url, f'GRANT "{role}" TO {{role}} WITH ADMIN OPTION') as (helper, _):
+    with (
+        _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin),
+        _other_role(empty_database_url, f'GRANT "{role}" TO {{role}} WITH ADMIN OPTION') as (helper, _),
+    ):
         with admin.connect() as connection:
             victim = connection.execute(text("SELECT current_user")).scalar()
         with _as(empty_database_url, role) as planter:
@@ -821,8 +922,11 @@ def test_a_data_directory_or_password_file_another_user_could_plant_is_refused(t
     (shared / "password").write_text("chosen-by-someone-else\n", encoding="ascii")
     env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
     result = subprocess.run(
-        [sys.executable, "-m", "simhash_store.cli", "stats"], env={**env, "SIMHASH_STORE_DATA_DIR": str(shared)},
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "simhash_store.cli", "stats"],
+        env={**env, "SIMHASH_STORE_DATA_DIR": str(shared)},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
     assert "may be written by every user" in result.stderr and "Traceback" not in result.stderr

@@ -50,7 +50,10 @@ def _env(data_dir: Path) -> dict[str, str]:
 
 def cli(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "simhash_store.cli", *args], env=env or _env(data_dir), capture_output=True, text=True,
+        [sys.executable, "-m", "simhash_store.cli", *args],
+        env=env or _env(data_dir),
+        capture_output=True,
+        text=True,
         timeout=300,
     )
 
@@ -60,8 +63,11 @@ class Serving:
 
     def __init__(self, data_dir: Path, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "simhash_store.cli", "serve", *args], env=_env(data_dir),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "simhash_store.cli", "serve", *args],
+            env=_env(data_dir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         self.line = self.process.stdout.readline()  # blocks until the server is up (or serve failed)
         if not self.line:
@@ -78,7 +84,7 @@ class Serving:
 def data_dir():
     # Under /tmp: the embedded server's own system user must reach it when tests run as root.
     parent = Path(tempfile.mkdtemp(prefix="simhash-store-serve-"))
-    directory = parent / "my \"data\" dir's"
+    directory = parent / 'my "data" dir\'s'
     result = cli(directory, "add", str(EXAMPLES / "corpus"))
     assert result.returncode == 0, result.stderr
     yield directory
@@ -178,7 +184,7 @@ def test_serve_listen_opens_tcp_with_a_password_kept_private(data_dir):
         assert url.startswith(f"postgresql://127.0.0.1:{port}/simhash_store?")
         with psycopg.connect(url) as connection:
             fingerprints = connection.execute("SELECT fingerprint FROM simhash.documents").fetchall()
-            assert len(fingerprints) == 5 and all(0 <= from_signed(f) < 2**64 for f, in fingerprints)
+            assert len(fingerprints) == 5 and all(0 <= from_signed(f) < 2**64 for (f,) in fingerprints)
         with pytest.raises(psycopg.OperationalError, match="password|pg_hba.conf rejects"):
             psycopg.connect(f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}", connect_timeout=10)
         # libpq 16 and newer take the URL as it is; older ones (psql 15) refuse it rather than
@@ -190,7 +196,9 @@ def test_serve_listen_opens_tcp_with_a_password_kept_private(data_dir):
             assert result.returncode != 0 and "require_auth" in result.stderr, result.stderr
             result = subprocess.run(
                 [_psql(), url.replace(f"&{SCRAM_ONLY}", ""), "-Atc", "SELECT count(*) FROM simhash.documents"],
-                capture_output=True, text=True, timeout=60,
+                capture_output=True,
+                text=True,
+                timeout=60,
             )
         assert (result.returncode, result.stdout.strip()) == (0, "5"), result.stderr
         # The password stays the same from one serve to the next, so applications keep working.
@@ -271,7 +279,9 @@ def test_serve_listen_gives_tcp_clients_the_stores_owner_not_a_superuser(data_di
         keys = [m["key"] for m in json.loads(found.stdout)["matches"]]
         assert len(keys) == 1 and keys[0].endswith("owner-note.txt")
         # The library on this machine still reads and writes the store, over the socket, now as its owner.
-        assert f"user={OWNER}" in _socket_url(data_dir) and _socket_url(data_dir).startswith("postgresql:///simhash_store?host=")
+        assert f"user={OWNER}" in _socket_url(data_dir) and _socket_url(data_dir).startswith(
+            "postgresql:///simhash_store?host="
+        )
         local = cli(data_dir, "query", "--json", str(note))
         assert local.returncode == 0, local.stderr
         assert [m["key"] for m in json.loads(local.stdout)["matches"]] == keys
@@ -293,7 +303,9 @@ def test_the_superuser_is_refused_over_tcp_even_with_the_password(data_dir):
             psycopg.connect(refused, connect_timeout=10)
         with pytest.raises(psycopg.OperationalError, match='pg_hba.conf rejects connection .* user "postgres"'):
             psycopg.connect(refused.replace("/simhash_store?", "/postgres?"), connect_timeout=10)
-        with psycopg.connect(_superuser_url(data_dir), connect_timeout=10) as connection:  # the socket: still the superuser
+        with psycopg.connect(
+            _superuser_url(data_dir), connect_timeout=10
+        ) as connection:  # the socket: still the superuser
             assert connection.execute(
                 "SELECT rolsuper, rolpassword IS NULL FROM pg_authid WHERE rolname = current_user"
             ).fetchone() == (True, True)
@@ -373,15 +385,19 @@ def test_code_the_owner_plants_never_runs_with_the_superusers_rights(data_dir, t
         added = cli(data_dir, "add", str(note))  # the library on this machine, over the socket
         assert added.returncode == 0, added.stderr
         with psycopg.connect(url) as connection:
-            assert connection.execute("SELECT DISTINCT who, superuser FROM simhash.caught").fetchall() == [(OWNER, False)]
+            assert connection.execute("SELECT DISTINCT who, superuser FROM simhash.caught").fetchall() == [
+                (OWNER, False)
+            ]
     finally:
         try:
             with psycopg.connect(url, autocommit=True) as connection:
                 connection.execute("DROP TRIGGER IF EXISTS trap ON simhash.documents")
                 connection.execute("DROP FUNCTION IF EXISTS simhash.trap()")
                 connection.execute("DROP TABLE IF EXISTS simhash.caught")
-                keys = connection.execute("SELECT key FROM simhash.documents WHERE key LIKE '%trap-note.txt'").fetchall()
-            for key, in keys:
+                keys = connection.execute(
+                    "SELECT key FROM simhash.documents WHERE key LIKE '%trap-note.txt'"
+                ).fetchall()
+            for (key,) in keys:
                 assert cli(data_dir, "remove", key).returncode == 0
         finally:
             assert serving.stop() == 0
@@ -418,7 +434,9 @@ def test_a_store_opened_to_the_superuser_by_an_earlier_serve_listen_is_handed_to
         try:
             # Applications change the user name only: the owner role has the password the superuser had.
             url = serving.line.strip()
-            assert url == f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}&password={old_password}&{SCRAM_ONLY}"
+            assert (
+                url == f"postgresql://127.0.0.1:{port}/simhash_store?user={OWNER}&password={old_password}&{SCRAM_ONLY}"
+            )
             with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
                 psycopg.connect(url.replace(f"user={OWNER}", "user=postgres"), connect_timeout=10)
             with psycopg.connect(url, connect_timeout=10) as connection:
@@ -438,7 +456,9 @@ def test_a_store_opened_to_the_superuser_by_an_earlier_serve_listen_is_handed_to
             upkeep = cli(data_dir, "--db", url, "optimize")  # only the table's owner may vacuum it
             assert upkeep.returncode == 0 and upkeep.stdout.startswith("optimized"), upkeep.stderr
             # The read-only role granted before keeps its rights, and the library on this machine still works.
-            reader_url = url.replace(f"user={OWNER}&password={old_password}", f"user={reader}&password={reader_password}")
+            reader_url = url.replace(
+                f"user={OWNER}&password={old_password}", f"user={reader}&password={reader_password}"
+            )
             assert _count(reader_url) == 6
             # ... also on a table the owner creates later (as a migration would)
             with psycopg.connect(url, connect_timeout=10) as connection:
@@ -484,8 +504,11 @@ def test_two_serves_listening_on_the_same_address_at_once_serve_it_or_say_why_in
     port = _free_port()
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "simhash_store.cli", "serve", "--listen", f"127.0.0.1:{port}"], env=_env(data_dir),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "simhash_store.cli", "serve", "--listen", f"127.0.0.1:{port}"],
+            env=_env(data_dir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(2)
     ]
@@ -514,9 +537,10 @@ def test_serve_listen_refuses_to_restart_a_server_others_use(data_dir):
     try:
         refused = cli(data_dir, "serve", "--listen", f"127.0.0.1:{_free_port()}")
         assert refused.returncode == 1
-        assert refused.stderr.startswith("Error: the embedded server listens on its socket only") and len(
-            refused.stderr.splitlines()
-        ) == 1, refused.stderr
+        assert (
+            refused.stderr.startswith("Error: the embedded server listens on its socket only")
+            and len(refused.stderr.splitlines()) == 1
+        ), refused.stderr
         assert f"pid {serving.process.pid}" in refused.stderr and "serve without --listen" in refused.stderr
         with psycopg.connect(serving.line.strip()) as connection:  # the first serve's URL still works
             assert connection.execute("SELECT count(*) FROM simhash.documents").fetchone() == (5,)
@@ -546,18 +570,25 @@ def test_embedded_server_killed_mid_command_is_one_line():
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "simhash_store.cli", "add", "--jsonl", "-", "--batch-size", "1", "-q"],
-            env=_env(data_dir), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=_env(data_dir),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         # A batch is written when the next one is read: two records, so that the first gets in.
-        for record in ({"key": "a", "text": "第一条新闻：市图书馆夜间阅览室正式开放。"},
-                       {"key": "b", "text": "第二条新闻：老旧小区的空地变成了社区菜园。"}):
+        for record in (
+            {"key": "a", "text": "第一条新闻：市图书馆夜间阅览室正式开放。"},
+            {"key": "b", "text": "第二条新闻：老旧小区的空地变成了社区菜园。"},
+        ):
             process.stdin.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
         process.stdin.flush()
         deadline = time.time() + 120
         stored = False
         while not stored and time.time() < deadline:  # until the first record is in
             time.sleep(0.5)
-            lines = (data_dir / "pgdata" / "postmaster.pid").read_text().split("\n") if _postmaster_pid(data_dir) else []
+            lines = (
+                (data_dir / "pgdata" / "postmaster.pid").read_text().split("\n") if _postmaster_pid(data_dir) else []
+            )
             if len(lines) > 7 and lines[7].strip() == "ready":
                 try:
                     with psycopg.connect(host=lines[4], port=lines[3], user="postgres", dbname="simhash_store") as db:
@@ -613,7 +644,9 @@ def test_a_shutdown_that_stalls_is_bounded_and_keeps_committed_rows(tmp_path, st
         assert cli(data_dir, "add", str(EXAMPLES / "corpus")).returncode == 0
         started = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-c", STALLED_SHUTDOWN, str(data_dir / "pgdata"), stopped], capture_output=True, text=True,
+            [sys.executable, "-c", STALLED_SHUTDOWN, str(data_dir / "pgdata"), stopped],
+            capture_output=True,
+            text=True,
             timeout=120,
         )
         assert result.returncode == 0, result.stderr
@@ -658,7 +691,10 @@ def test_a_neighbour_holding_the_servers_lock_file_costs_a_bounded_wait_and_one_
     try:
         started = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-c", HELD_LOCK, str(tmp_path / "pgdata")], capture_output=True, text=True, timeout=60,
+            [sys.executable, "-c", HELD_LOCK, str(tmp_path / "pgdata")],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert time.monotonic() - started < 30
     finally:

@@ -90,7 +90,9 @@ def test_null_in_null_out_and_usable_in_an_index_expression(sql):
 def test_a_read_only_role_converts_and_searches_by_hex(database_url, make_role):
     plain = _plain(database_url)
     with psycopg.connect(plain, autocommit=True) as connection:
-        connection.execute("INSERT INTO simhash.documents (key, fingerprint) VALUES ('a', %s)", (bits.to_signed(2**64 - 2),))
+        connection.execute(
+            "INSERT INTO simhash.documents (key, fingerprint) VALUES ('a', %s)", (bits.to_signed(2**64 - 2),)
+        )
     role = make_role(database_url, prefix="simhash_reader")
     result = CliRunner().invoke(app, ["--db", database_url.render_as_string(hide_password=False), "grant-read", role])
     assert result.exit_code == 0, result.output

@@ -30,7 +30,9 @@ def flip(value: int, positions) -> int:
 
 
 def brute_force(stored: dict[str, int], query: int, k: int) -> list[tuple[int, str]]:
-    return sorted(((value ^ query).bit_count(), key) for key, value in stored.items() if (value ^ query).bit_count() <= k)
+    return sorted(
+        ((value ^ query).bit_count(), key) for key, value in stored.items() if (value ^ query).bit_count() <= k
+    )
 
 
 def reset(store: Store, stored: dict[str, int]) -> None:
@@ -215,8 +217,15 @@ def test_bad_keys_are_refused_and_nothing_is_written(store, key, message):
 
 
 def test_awkward_keys_are_stored_faithfully(store):
-    keys = ["it's", 'say "hi"', "a;DROP TABLE simhash.documents;--", "back\\slash", "new\nline", "中文/路径.txt",
-            "x" * MAX_KEY_BYTES]
+    keys = [
+        "it's",
+        'say "hi"',
+        "a;DROP TABLE simhash.documents;--",
+        "back\\slash",
+        "new\nline",
+        "中文/路径.txt",
+        "x" * MAX_KEY_BYTES,
+    ]
     store.add(NewDocument(k, i) for i, k in enumerate(keys))
     assert sorted(m.key for m in store.query(0, 64)) == sorted(keys)
 
@@ -298,8 +307,9 @@ def test_near_duplicates_and_pairs_read_one_snapshot_while_rows_are_deleted(stor
     original = Store._keys_of
 
     def delete_then_look_up(raw, ids):
-        with psycopg.connect(store.engine.url.set(drivername="postgresql").render_as_string(hide_password=False),
-                             autocommit=True) as other:  # another application deletes half, and commits
+        with psycopg.connect(
+            store.engine.url.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+        ) as other:  # another application deletes half, and commits
             other.execute("DELETE FROM simhash.documents WHERE key LIKE 'k1%'")
         return original(raw, ids)
 
@@ -326,7 +336,11 @@ def test_metadata_and_integers_the_columns_cannot_hold_are_refused_before_writin
             with pytest.raises(InvalidValueError, match=message):
                 write([NewDocument("fine", 2), document])
     assert store.count() == 0
-    for call in (lambda: store.query(1, 3, limit=2**63), lambda: store.add([], batch_size=2**31), lambda: store.stats(10**6)):
+    for call in (
+        lambda: store.query(1, 3, limit=2**63),
+        lambda: store.add([], batch_size=2**31),
+        lambda: store.stats(10**6),
+    ):
         with pytest.raises(InvalidValueError, match="must lie in"):
             call()
 

@@ -22,7 +22,13 @@ from simhash_store.validation import (
 
 @pytest.mark.parametrize(
     "key, message",
-    [("a\x00b", "NUL"), ("x" * (MAX_KEY_BYTES + 1), "bytes long"), ("\ud800", "lone surrogate"), ("", "non-empty"), (7, "string")],
+    [
+        ("a\x00b", "NUL"),
+        ("x" * (MAX_KEY_BYTES + 1), "bytes long"),
+        ("\ud800", "lone surrogate"),
+        ("", "non-empty"),
+        (7, "string"),
+    ],
 )
 def test_bad_keys_say_what_is_wrong(key, message):
     with pytest.raises(InvalidKeyError, match=message):

@@ -44,7 +44,9 @@ def hide_secrets_from_process_list(arguments: list[str]) -> None:
     """
     from ..config import raw_secrets
 
-    secrets = [secret.encode() for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)]
+    secrets = [
+        secret.encode() for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)
+    ]
     if not secrets:
         return
     try:
@@ -74,4 +76,3 @@ def main() -> None:
         # frozen, they are left to the operating system. Files are still flushed and closed,
         # atexit handlers still run (the embedded server is still stopped).
         gc.freeze()
-

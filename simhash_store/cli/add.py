@@ -78,7 +78,8 @@ def add(
     checksum: Annotated[
         bool,
         typer.Option(
-            "--checksum", help="Read every file to find changes, instead of trusting unchanged size and modification time."
+            "--checksum",
+            help="Read every file to find changes, instead of trusting unchanged size and modification time.",
         ),
     ] = False,
     max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
@@ -114,9 +115,16 @@ def add(
         with opened_store(scheme) as store:
             keep_field = stored_keep_policy(store).field
     options = formats.ReadOptions(
-        key_field=key_field, text_field=text_field, metadata_fields=tuple(metadata_field or ()),
-        required={key_field: "the key", **text_role(text_field, html_field)}, html_field=html_field, prefix=prefix,
-        include=tuple(include or ()), exclude=tuple(exclude or ()), hidden=hidden, max_bytes=max_bytes,
+        key_field=key_field,
+        text_field=text_field,
+        metadata_fields=tuple(metadata_field or ()),
+        required={key_field: "the key", **text_role(text_field, html_field)},
+        html_field=html_field,
+        prefix=prefix,
+        include=tuple(include or ()),
+        exclude=tuple(exclude or ()),
+        hidden=hidden,
+        max_bytes=max_bytes,
         keep_field=keep_field,
     )
     hint = " (choose them with --key-field and --text-field)"
@@ -141,10 +149,14 @@ def add(
     fingerprinter = ingest.early_fingerprinter(scheme, jobs, total_documents if counted_all else 0)
     fingerprinter.max_file_bytes = max_bytes
     # One file of records and nothing else: the bar counts its bytes, with a percentage and an ETA.
-    input_size = os.path.getsize(streamed[0]) if len(streamed) == 1 and not listed and os.path.isfile(streamed[0]) else None
-    with fingerprinter, opened_store(scheme) as store, progress_bar(
-        quiet or as_json, total_documents, total_bytes, input_size
-    ) as (advance, on_read):
+    input_size = (
+        os.path.getsize(streamed[0]) if len(streamed) == 1 and not listed and os.path.isfile(streamed[0]) else None
+    )
+    with (
+        fingerprinter,
+        opened_store(scheme) as store,
+        progress_bar(quiet or as_json, total_documents, total_bytes, input_size) as (advance, on_read),
+    ):
         read_so_far.forward_to(on_read)
         started = time.perf_counter()
         try:
@@ -192,7 +204,8 @@ def import_(
     format: Annotated[
         str,
         typer.Option(
-            "--format", metavar=choices(("auto", *INPUT_NAMES)),
+            "--format",
+            metavar=choices(("auto", *INPUT_NAMES)),
             help="auto: by file name (.csv, .tsv, .parquet, else JSONL).",
         ),
     ] = "auto",
@@ -214,7 +227,10 @@ def import_(
     lock_timeout: Annotated[
         float,
         typer.Option(
-            "--lock-timeout", min=0.001, max=86_400, metavar="SECONDS",
+            "--lock-timeout",
+            min=0.001,
+            max=86_400,
+            metavar="SECONDS",
             help="How long a bulk load waits for the table (a reader left in a transaction holds it) before giving up.",
         ),
     ] = 10.0,
@@ -225,17 +241,28 @@ def import_(
     Example: simhash-store import legacy.csv --scheme pypi-simhash
     """
     if format != "auto" and format not in INPUT_NAMES:
-        raise typer.BadParameter(f"must be one of {', '.join(('auto', *INPUT_NAMES))}, not {format!r}", param_hint="--format")
+        raise typer.BadParameter(
+            f"must be one of {', '.join(('auto', *INPUT_NAMES))}, not {format!r}", param_hint="--format"
+        )
     if fingerprint_format not in FINGERPRINT_FORMATS:
         raise typer.BadParameter(
-            f"must be one of {', '.join(FINGERPRINT_FORMATS)}, not {fingerprint_format!r}", param_hint="--fingerprint-format"
+            f"must be one of {', '.join(FINGERPRINT_FORMATS)}, not {fingerprint_format!r}",
+            param_hint="--fingerprint-format",
         )
     read_so_far = progress.Relay()
     skipped: list[corpus.Skip] = []
-    options = formats.ReadOptions(key_field=key_field, required={key_field: "the key", fingerprint_field: "the fingerprint"})
+    options = formats.ReadOptions(
+        key_field=key_field, required={key_field: "the key", fingerprint_field: "the fingerprint"}
+    )
     # The header (or first record) is read now: a missing column is one line, before any I/O.
-    read = records(file, None if format == "auto" else format, options, default="jsonl",
-                   hint=" (choose them with --key-field and --fingerprint-field)", on_read=read_so_far)
+    read = records(
+        file,
+        None if format == "auto" else format,
+        options,
+        default="jsonl",
+        hint=" (choose them with --key-field and --fingerprint-field)",
+        on_read=read_so_far,
+    )
     input_size = os.path.getsize(file) if file != "-" and os.path.isfile(file) else None
     rows = formats.fingerprint_records(read, key_field, fingerprint_field, fingerprint_format)
 
@@ -253,9 +280,10 @@ def import_(
         "(simhash-store stats shows which); fingerprints of different schemes cannot be compared, "
         "so import them into a database of their own (--db URL)"
     )
-    with opened_store(known_scheme(scheme), mismatch=mismatch) as store, show_progress(
-        "importing", quiet, input_size
-    ) as on_progress:
+    with (
+        opened_store(known_scheme(scheme), mismatch=mismatch) as store,
+        show_progress("importing", quiet, input_size) as on_progress,
+    ):
         read_so_far.forward_to(on_progress)
         result = store.load(documents(), lock_timeout=lock_timeout) if bulk else store.add(documents())
     for skip in skipped:

@@ -50,7 +50,11 @@ def init(
     with opened_store(scheme) as store:
         recorded = store.init(distributed=distributed, segments=segments)
         layout = (", distributed" if distributed else "") + (", keeping segments" if store.keeps_segments else "")
-        out.print(visible(f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}"))
+        out.print(
+            visible(
+                f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}"
+            )
+        )
 
 
 def remove(keys: Annotated[list[str], typer.Argument(help="Keys of documents to delete.")]) -> None:
@@ -92,7 +96,10 @@ def stats(as_json: JsonFlag = False) -> None:
 
 def optimize(
     lock_timeout: Annotated[
-        float, typer.Option("--lock-timeout", min=0.001, max=86_400, metavar="SECONDS", help="How long to wait for the table.")
+        float,
+        typer.Option(
+            "--lock-timeout", min=0.001, max=86_400, metavar="SECONDS", help="How long to wait for the table."
+        ),
     ] = 10.0,
 ) -> None:
     """VACUUM (ANALYZE) the store: run it after restoring a dump, or after other applications bulk-insert.
@@ -110,7 +117,9 @@ def optimize(
 
 
 def grant_read(
-    role: Annotated[str, typer.Argument(help="A PostgreSQL role (with --password, created on the embedded server if missing).")],
+    role: Annotated[
+        str, typer.Argument(help="A PostgreSQL role (with --password, created on the embedded server if missing).")
+    ],
     password: Annotated[
         bool,
         typer.Option(
@@ -170,7 +179,8 @@ def serve(
     listen: Annotated[
         str | None,
         typer.Option(
-            "--listen", metavar="HOST:PORT",
+            "--listen",
+            metavar="HOST:PORT",
             help="Also accept TCP connections here: as the store's owner role, with a password; never as the superuser.",
         ),
     ] = None,
@@ -180,14 +190,19 @@ def serve(
     http: Annotated[
         str | None,
         typer.Option(
-            "--http", metavar="HOST:PORT",
+            "--http",
+            metavar="HOST:PORT",
             help="Serve the fingerprint service (HTTP, JSON, bearer tokens) here; a PORT alone listens on 127.0.0.1. "
             "Prints a JSON object (url, token files). Works with --db too; never as a superuser.",
         ),
     ] = None,
-    print_tokens: Annotated[bool, typer.Option("--print-tokens", help="With --http: the tokens too, in the JSON object.")] = False,
+    print_tokens: Annotated[
+        bool, typer.Option("--print-tokens", help="With --http: the tokens too, in the JSON object.")
+    ] = False,
     max_body: Annotated[str, typer.Option(help="With --http: the largest request body, e.g. 16M.")] = "16M",
-    max_texts: Annotated[int, typer.Option(min=1, max=1_000_000, help="With --http: texts or documents per request.")] = 1000,
+    max_texts: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="With --http: texts or documents per request.")
+    ] = 1000,
 ) -> None:
     """Run the embedded server in the foreground for other applications, until Ctrl-C or SIGTERM.
 
@@ -218,10 +233,14 @@ def serve(
             fail(f"serve --http needs the http extra (pip install 'simhash-store[http]'): {exc}")
         try:
             listening = http_service.listen(host, port)
-            service = http_service.open_service(state.db, limits=http_service.Limits(parse_size(max_body, "--max-body"), max_texts))
+            service = http_service.open_service(
+                state.db, limits=http_service.Limits(parse_size(max_body, "--max-body"), max_texts)
+            )
             print(json.dumps(service.announcement(host, port, with_tokens=print_tokens)), flush=True)
-            warn(f"serving the fingerprint service on {service.url(host, port)} for {service.store.display_url}, "
-                 "not as a superuser; every request needs a token; Ctrl-C stops it")
+            warn(
+                f"serving the fingerprint service on {service.url(host, port)} for {service.store.display_url}, "
+                "not as a superuser; every request needs a token; Ctrl-C stops it"
+            )
             http_service.run(service, listening)
         except SimhashStoreError as exc:
             fail(str(exc))

@@ -33,13 +33,17 @@ def calibrate(
             "default: stored keys that name files)."
         ),
     ] = None,
-    jsonl: Annotated[str | None, typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")] = None,
+    jsonl: Annotated[
+        str | None, typer.Option("--jsonl", help="JSONL file of records with text ('-' for stdin).")
+    ] = None,
     format: FormatOption = None,
     text_field: TextField = "text",
     html_field: HtmlField = None,
     sample: Annotated[int, typer.Option(min=2, help="Documents to sample.")] = 200,
     seed: Annotated[str, typer.Option(help="Draws another sample and other variants.")] = "",
-    plot: Annotated[Path | None, typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw the curves into this PNG (needs matplotlib).")
+    ] = None,
     apply: Annotated[
         bool,
         typer.Option(
@@ -99,7 +103,8 @@ def calibrate(
     if plot is not None:
         try:
             calibration.plot(
-                result, str(plot),
+                result,
+                str(plot),
                 f"{chosen.name}: {counted(result.documents, 'document')}, {counted(result.pairs, 'pair', grouped=True)}",
             )
         except OSError as exc:  # the directory went away or filled up since the check
@@ -108,38 +113,61 @@ def calibrate(
             fail(str(exc))
 
     def named(pair) -> dict:
-        return {**pair.to_dict(), "key_a": texts.names.get(pair.key_a, pair.key_a), "key_b": texts.names.get(pair.key_b, pair.key_b)}
+        return {
+            **pair.to_dict(),
+            "key_a": texts.names.get(pair.key_a, pair.key_a),
+            "key_b": texts.names.get(pair.key_b, pair.key_b),
+        }
 
     if as_json:
         record = {
-            "documents": result.documents, "pairs": result.pairs, "recommended": result.recommended,
-            "reason": result.reason, "rows": [vars(row) for row in result.rows], "applied": apply,
+            "documents": result.documents,
+            "pairs": result.pairs,
+            "recommended": result.recommended,
+            "reason": result.reason,
+            "rows": [vars(row) for row in result.rows],
+            "applied": apply,
             "false_match_pairs": [named(pair) for pair in result.false_match_pairs],
             "duplicates": [named(pair) for pair in result.duplicates],
             "without_features": result.without_features,
         }
         out.print(json_line(record))
         return
-    table = Table(title=f"{counted(result.documents, 'document')} ({chosen.name}), "
-                        f"{counted(result.pairs, 'pair', grouped=True)} of different documents",
-                  title_justify="left")
+    table = Table(
+        title=f"{counted(result.documents, 'document')} ({chosen.name}), "
+        f"{counted(result.pairs, 'pair', grouped=True)} of different documents",
+        title_justify="left",
+    )
     for column in ("k", "light variants found", "heavy variants found", "false matches", "share of pairs"):
         table.add_column(column, justify="right")
     for row in result.rows:
-        table.add_row(str(row.k), f"{row.light_recall:.1%}", f"{row.heavy_recall:.1%}", str(row.false_matches),
-                      f"{row.false_match_rate:.2g}", style="bold" if row.k == result.recommended else None)
+        table.add_row(
+            str(row.k),
+            f"{row.light_recall:.1%}",
+            f"{row.heavy_recall:.1%}",
+            str(row.false_matches),
+            f"{row.false_match_rate:.2g}",
+            style="bold" if row.k == result.recommended else None,
+        )
     out.print(table)
     recorded = "; recorded in the store: query and dedup use it when -k is not given" if apply else ""
     out.print(f"recommended k = {result.recommended}: {result.reason}{recorded}", markup=False)
     if result.without_features:
-        out.print(f"left out: {counted(result.without_features, 'text')} without features under {chosen.name}",
-                  markup=False)
+        out.print(
+            f"left out: {counted(result.without_features, 'text')} without features under {chosen.name}", markup=False
+        )
     if result.duplicates:
-        out.print(f"the sample holds near-duplicates of its own: {counted(len(result.duplicates), 'pair')} within "
-                  f"{len(result.rows) - 1} bits share their text (Jaccard >= 0.5, or one 80% inside the other); "
-                  "not counted as false matches:", markup=False)
+        out.print(
+            f"the sample holds near-duplicates of its own: {counted(len(result.duplicates), 'pair')} within "
+            f"{len(result.rows) - 1} bits share their text (Jaccard >= 0.5, or one 80% inside the other); "
+            "not counted as false matches:",
+            markup=False,
+        )
         print_pairs([named(pair) for pair in result.duplicates])
     if result.false_match_pairs:
-        out.print(f"false matches counted ({counted(len(result.false_match_pairs), 'pair')} within "
-                  f"{len(result.rows) - 1} bits whose texts are not near-duplicates):", markup=False)
+        out.print(
+            f"false matches counted ({counted(len(result.false_match_pairs), 'pair')} within "
+            f"{len(result.rows) - 1} bits whose texts are not near-duplicates):",
+            markup=False,
+        )
         print_pairs([named(pair) for pair in result.false_match_pairs])

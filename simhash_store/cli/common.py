@@ -55,8 +55,11 @@ class _Group(TyperGroup):
             own = next(param for param in self.params if param.name == "db")
             command.params.append(
                 typer.core.TyperOption(
-                    param_decls=["--db"], type_descriptor=own.type_descriptor, expose_value=False,
-                    callback=_set_db, metavar="URL",
+                    param_decls=["--db"],
+                    type_descriptor=own.type_descriptor,
+                    expose_value=False,
+                    callback=_set_db,
+                    metavar="URL",
                     help=f"PostgreSQL URL (default: {URL_VARIABLE}, else the embedded server).",
                 )
             )
@@ -94,17 +97,24 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=
 DbOption = Annotated[
     str | None,
     typer.Option(
-        "--db", envvar=URL_VARIABLE, show_envvar=True, metavar="URL",
+        "--db",
+        envvar=URL_VARIABLE,
+        show_envvar=True,
+        metavar="URL",
         help="PostgreSQL URL (default: the embedded server). Also accepted after the command.",
     ),
 ]
 MaxDistance = Annotated[
-    int, typer.Option("--max-distance", "-k", min=0, max=64, help="Largest Hamming distance (bits) that counts as near.")
+    int,
+    typer.Option("--max-distance", "-k", min=0, max=64, help="Largest Hamming distance (bits) that counts as near."),
 ]
 CalibratedMaxDistance = Annotated[
     int | None,
     typer.Option(
-        "--max-distance", "-k", min=0, max=64,
+        "--max-distance",
+        "-k",
+        min=0,
+        max=64,
         help="Largest Hamming distance (bits) that counts as near (default: the k recorded by "
         f"`calibrate --apply`, else {DEFAULT_MAX_DISTANCE}).",
     ),
@@ -118,12 +128,19 @@ QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on t
 Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
 ContainmentFlag = Annotated[
     bool,
-    typer.Option("--containment", help="One document mostly inside another, from their segments (a store made with init --segments)."),
+    typer.Option(
+        "--containment",
+        help="One document mostly inside another, from their segments (a store made with init --segments).",
+    ),
 ]
 MinScore = Annotated[
     float,
-    typer.Option("--min-score", min=0.0, max=1.0,
-                 help="With --containment: the least share of the inner document's segments found in the outer one."),
+    typer.Option(
+        "--min-score",
+        min=0.0,
+        max=1.0,
+        help="With --containment: the least share of the inner document's segments found in the outer one.",
+    ),
 ]
 KeepOption = Annotated[
     str | None,

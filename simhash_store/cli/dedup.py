@@ -122,8 +122,13 @@ def _containment_pairs(min_score: float, as_json: bool, quiet: bool) -> None:
     with opened_store() as store, spinner("finding contained documents", quiet):
         found = store.containment_pairs(min_score=min_score)
     for pair in found:
-        record = {"inner": pair.inner, "outer": pair.outer, "score": round(pair.score, 4),
-                  "matched": pair.matched, "segments": pair.segments}
+        record = {
+            "inner": pair.inner,
+            "outer": pair.outer,
+            "score": round(pair.score, 4),
+            "matched": pair.matched,
+            "segments": pair.segments,
+        }
         line = f"{pair.score:.2f}  {visible(pair.inner)}  inside  {visible(pair.outer)}"
         out.print(json_line(record) if as_json else line, markup=False)
     if not as_json:
@@ -134,7 +139,10 @@ def recluster(
     max_distance: Annotated[
         int | None,
         typer.Option(
-            "--max-distance", "-k", min=0, max=64,
+            "--max-distance",
+            "-k",
+            min=0,
+            max=64,
             help="Cluster at this distance (default: the store's, else the k recorded by `calibrate --apply`, "
             f"else {DEFAULT_MAX_DISTANCE}).",
         ),
@@ -155,22 +163,31 @@ def recluster(
         distance, _ = store.cluster_state()
         chosen = store.keep_policy()
     keeping = "" if chosen.kind == "first" else f", keeping {chosen}"
-    out.print(f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}{keeping}", markup=False)
+    out.print(
+        f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}{keeping}", markup=False
+    )
 
 
 def dedup_command(
     inputs: Annotated[
         list[str],
-        typer.Argument(help="JSONL, CSV, TSV or Parquet files, or text files and directories ('-' for JSONL on stdin)."),
+        typer.Argument(
+            help="JSONL, CSV, TSV or Parquet files, or text files and directories ('-' for JSONL on stdin)."
+        ),
     ],
     output: Annotated[
         str,
-        typer.Option("--output", "-o", help="Where the kept records go: JSONL, CSV, TSV or Parquet by its name ('-': stdout, JSONL)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Where the kept records go: JSONL, CSV, TSV or Parquet by its name ('-': stdout, JSONL).",
+        ),
     ] = "-",
     format: Annotated[
         str | None,
         typer.Option(
-            "--format", metavar=choices(INPUT_NAMES),
+            "--format",
+            metavar=choices(INPUT_NAMES),
             help="Format of every input, and of the output unless --output-format (default: by name).",
         ),
     ] = None,
@@ -185,7 +202,10 @@ def dedup_command(
     max_distance: Annotated[
         int | None,
         typer.Option(
-            "--max-distance", "-k", min=0, max=64,
+            "--max-distance",
+            "-k",
+            min=0,
+            max=64,
             help="Near-duplicate distance (default: the store's cluster distance; for a store without clusters, "
             f"the k recorded by `calibrate --apply`, else {DEFAULT_MAX_DISTANCE}).",
         ),
@@ -196,7 +216,8 @@ def dedup_command(
     ray_address: Annotated[
         str | None,
         typer.Option(
-            "--ray", metavar="ADDRESS",
+            "--ray",
+            metavar="ADDRESS",
             help="Fingerprint on the Ray cluster at ADDRESS (host:port of its head, or 'auto') instead of --jobs "
             "local processes; the verdicts are the same (needs simhash-store[ray]).",
         ),
@@ -218,7 +239,9 @@ def dedup_command(
         with opened_store() as store:  # --keep left out: the store's policy decides
             chosen = policy or stored_keep_policy(store)
         if chosen.needs_every_record:
-            raise typer.BadParameter(f"--keep {chosen} reads its input twice: give files, not stdin", param_hint="INPUTS")
+            raise typer.BadParameter(
+                f"--keep {chosen} reads its input twice: give files, not stdin", param_hint="INPUTS"
+            )
     if annotate:
         try:
             refuse_annotation_clash(key_field, html_field or text_field)
@@ -226,7 +249,9 @@ def dedup_command(
             fail(str(exc))
     given = input_format(format)
     # --format names the output's format too, where it is one (as it always has), unless --output-format does.
-    written = output_format_of(output, output_format if output_format is not None or given not in formats.OUTPUTS else given)
+    written = output_format_of(
+        output, output_format if output_format is not None or given not in formats.OUTPUTS else given
+    )
     input_formats = [resolved(path, given, None).name for path in inputs]
     size = sum(Path(path).stat().st_size for path in inputs if path != "-" and Path(path).is_file())
     many = "-" in inputs or any(Path(path).is_dir() for path in inputs)
@@ -253,20 +278,35 @@ def dedup_command(
         with fingerprinter, opened_store() as store:
             with progress("deduplicating", quiet, None if many else size) as on_progress:
                 counts = dedup_files(
-                    inputs, input_formats, writer, store=store, key=key_field, text=html_field or text_field,
-                    max_distance=max_distance, keep=policy, annotate=annotate, fingerprinter=fingerprinter,
-                    batch_size=batch_size, html=html_field is not None,
-                    on_failure=lambda message: warn(f"failed: {message}"), on_progress=on_progress,
+                    inputs,
+                    input_formats,
+                    writer,
+                    store=store,
+                    key=key_field,
+                    text=html_field or text_field,
+                    max_distance=max_distance,
+                    keep=policy,
+                    annotate=annotate,
+                    fingerprinter=fingerprinter,
+                    batch_size=batch_size,
+                    html=html_field is not None,
+                    on_failure=lambda message: warn(f"failed: {message}"),
+                    on_progress=on_progress,
                 )
             if not quiet:
                 note = dedup_distance_note(store, max_distance)
                 passed = "".join(
-                    f"not compared {count} ({reason}: passed through), " for reason, count in sorted(counts.not_compared.items())
+                    f"not compared {count} ({reason}: passed through), "
+                    for reason, count in sorted(counts.not_compared.items())
                 )
-                err.print(f"kept {counts.kept}, duplicates {counts.duplicates}, {passed}bad records {counts.bad}; {note}",
-                          markup=False)
+                err.print(
+                    f"kept {counts.kept}, duplicates {counts.duplicates}, {passed}bad records {counts.bad}; {note}",
+                    markup=False,
+                )
                 if counts.unchanged:
-                    err.print(f"stored before with the same text, not fingerprinted again: {counts.unchanged}", markup=False)
+                    err.print(
+                        f"stored before with the same text, not fingerprinted again: {counts.unchanged}", markup=False
+                    )
                 print_replaced(counts.replaced, err)
     except KeyboardInterrupt as exc:
         if writer is not None:

@@ -25,7 +25,8 @@ def choices(values: tuple[str, ...]) -> str:
 FormatOption = Annotated[
     str | None,
     typer.Option(
-        "--format", metavar=choices(INPUT_NAMES),
+        "--format",
+        metavar=choices(INPUT_NAMES),
         help="Read every input in this format (default: by each input's name; a directory is text).",
     ),
 ]
@@ -41,7 +42,8 @@ HtmlField = Annotated[
 Output = Annotated[
     str | None,
     typer.Option(
-        "--output", "-o",
+        "--output",
+        "-o",
         help="Write the results to this file instead of the tables: JSONL, CSV, TSV or Parquet by its name "
         "(or --output-format); '-': JSONL on stdout.",
     ),
@@ -87,12 +89,19 @@ def resolved(path: str, given: str | None, default: str | None) -> formats.Input
     except formats.FormatError as exc:
         raise typer.BadParameter(str(exc), param_hint="--format") from None
     if path == "-" and not chosen.stdin:
-        raise typer.BadParameter(f"{chosen.name} cannot be read from standard input: give a file", param_hint="--format")
+        raise typer.BadParameter(
+            f"{chosen.name} cannot be read from standard input: give a file", param_hint="--format"
+        )
     return chosen
 
 
 def documents(
-    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = "text", hint: str = "",
+    path: str,
+    given: str | None,
+    options: formats.ReadOptions,
+    *,
+    default: str | None = "text",
+    hint: str = "",
     on_read: OnProgress | None = None,
 ) -> Iterator[Source | Skip]:
     """The documents of one input, opened and checked now: an input that cannot be read, or whose
@@ -108,7 +117,12 @@ def documents(
 
 
 def records(
-    path: str, given: str | None, options: formats.ReadOptions, *, default: str | None = None, hint: str = "",
+    path: str,
+    given: str | None,
+    options: formats.ReadOptions,
+    *,
+    default: str | None = None,
+    hint: str = "",
     on_read: OnProgress | None = None,
 ) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
     """The records of one input, opened and checked now (see :func:`documents`)."""

@@ -53,7 +53,9 @@ if TYPE_CHECKING:
 def query(
     files: Annotated[
         list[str] | None,
-        typer.Argument(help="Documents and directories (recursive), or JSONL, CSV, TSV, Parquet records, to look up ('-' for stdin)."),
+        typer.Argument(
+            help="Documents and directories (recursive), or JSONL, CSV, TSV, Parquet records, to look up ('-' for stdin)."
+        ),
     ] = None,
     fingerprint: Annotated[
         list[str] | None, typer.Option("--fingerprint", "-f", help="A fingerprint (16 hex digits) to look up.")
@@ -65,7 +67,9 @@ def query(
         str | None, typer.Option("--jsonl", help="JSONL file of records to look up, one answer each ('-' for stdin).")
     ] = None,
     format: FormatOption = None,
-    key_field: Annotated[str, typer.Option("--key-field", help="Field of a record naming it in the answers (default: FILE:LINE).")] = "key",
+    key_field: Annotated[
+        str, typer.Option("--key-field", help="Field of a record naming it in the answers (default: FILE:LINE).")
+    ] = "key",
     text_field: TextField = "text",
     html_field: HtmlField = None,
     max_distance: CalibratedMaxDistance = None,
@@ -124,15 +128,17 @@ def query(
                     failures.append(corpus.Skip(name, "not stored"))
                     warn(f"failed: {name}: not stored")
             # A record stored under its key with the same text takes its stored fingerprint.
-            found = _fingerprints(names, store.scheme, jobs, fingerprinter, failures, kinds, options,
-                                  stored=store.stored_digests)
+            found = _fingerprints(
+                names, store.scheme, jobs, fingerprinter, failures, kinds, options, stored=store.stored_digests
+            )
             max_distance, note = query_distance(store, max_distance)
             if note is not None:
                 err.print(note, markup=False)
             for batch in _batched(itertools.chain(queries, found), 1000):
                 # A stored key's own document is not near itself: asked for one more, and left out.
-                results = store.query_many([value for _, value in batch], max_distance,
-                                           limit=None if limit is None else limit + 1)
+                results = store.query_many(
+                    [value for _, value in batch], max_distance, limit=None if limit is None else limit + 1
+                )
                 for (name, value), matches in zip(batch, results):
                     matches = [m for m in matches if not (name in stored and m.key == name)][:limit]
                     if writer is not None:
@@ -166,7 +172,8 @@ def explain(
     ] = DEFAULT_MAX_DISTANCE,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of tables.")] = False,
     show_text: Annotated[
-        bool, typer.Option("--show-text", help="Print the text compared first (a web page's: its extracted main content).")
+        bool,
+        typer.Option("--show-text", help="Print the text compared first (a web page's: its extracted main content)."),
     ] = False,
 ) -> None:
     """Why two documents are near-duplicates or not: distance, shared text, heaviest features, differing bits.
@@ -224,7 +231,11 @@ def explain(
     for row in range(max(len(result.shared), len(result.only_a), len(result.only_b))):
         cells = []
         shared = result.shared[row] if row < len(result.shared) else None
-        cells += [Text(visible(shared.feature)), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"] if shared else ["", "", ""]
+        cells += (
+            [Text(visible(shared.feature)), f"{shared.weight_a:.2f}", f"{shared.weight_b:.2f}"]
+            if shared
+            else ["", "", ""]
+        )
         for side in (result.only_a, result.only_b):
             item = side[row] if row < len(side) else None
             cells += [Text(visible(item.feature)), f"{item.weight:.2f}"] if item else ["", ""]
@@ -237,8 +248,11 @@ def explain(
         bits.add_column(column, justify="right")
     for bit in result.bits:
         bits.add_row(
-            str(bit.bit), "1" if bit.margin_a > 0 else "0", f"{bit.margin_a:+.2%}",
-            "1" if bit.margin_b > 0 else "0", f"{bit.margin_b:+.2%}",
+            str(bit.bit),
+            "1" if bit.margin_a > 0 else "0",
+            f"{bit.margin_a:+.2%}",
+            "1" if bit.margin_b > 0 else "0",
+            f"{bit.margin_b:+.2%}",
         )
     out.print(bits)
 
@@ -269,12 +283,20 @@ def _query_containment(files: list[str], min_score: float, as_json: bool, scheme
     with opened_store(scheme) as opened:
         store = cast("Store", opened)  # not lookup=True: a Store
         if not store.keeps_segments:  # before reading the documents
-            fail(f"the store at {store.display_url} keeps no segments: run `simhash-store init --segments` "
-                 "(then add the documents again) for containment search")
+            fail(
+                f"the store at {store.display_url} keeps no segments: run `simhash-store init --segments` "
+                "(then add the documents again) for containment search"
+            )
         for name, values in _fingerprints(files, store.scheme, jobs, None, failures, segments=True):
             for match in store.query_segments(values, min_score=min_score):
-                record = {"query": name, "key": match.key, "score": round(match.score, 4), "inner": match.inner,
-                          "matched": match.matched, "segments": match.segments}
+                record = {
+                    "query": name,
+                    "key": match.key,
+                    "score": round(match.score, 4),
+                    "inner": match.inner,
+                    "matched": match.matched,
+                    "segments": match.segments,
+                }
                 where = "inside" if match.inner == "query" else "holds"
                 line = f"{visible(name)}  {match.score:.2f}  {where}  {visible(match.key)}"
                 out.print(json_line(record) if as_json else line, markup=False)
@@ -299,7 +321,13 @@ def _fingerprints(
     first record lacks the text, is one line."""
     failures = [] if failures is None else failures
     found = ingest.fingerprint_arguments(
-        files, scheme, jobs=jobs, fingerprinter=fingerprinter, formats=kinds, options=options, segments=segments,
+        files,
+        scheme,
+        jobs=jobs,
+        fingerprinter=fingerprinter,
+        formats=kinds,
+        options=options,
+        segments=segments,
         stored=stored,
     )
     try:

@@ -34,8 +34,12 @@ from .common import (
 def print_pairs(pairs: list[dict], shown: int = 20) -> None:
     """Pairs of sampled documents, nearest first, at most ``shown`` of them (--json lists all)."""
     for pair in pairs[:shown]:
-        out.print(Text(f"  {pair['distance']:>2} bits  Jaccard {pair['jaccard']:.2f}  containment "
-                       f"{pair['containment_a']:.2f}/{pair['containment_b']:.2f}  {pair['key_a']}  ~  {pair['key_b']}"))
+        out.print(
+            Text(
+                f"  {pair['distance']:>2} bits  Jaccard {pair['jaccard']:.2f}  containment "
+                f"{pair['containment_a']:.2f}/{pair['containment_b']:.2f}  {pair['key_a']}  ~  {pair['key_b']}"
+            )
+        )
     if len(pairs) > shown:
         out.print(f"  ... and {len(pairs) - shown} more (--json lists them all)", markup=False)
 
@@ -95,16 +99,26 @@ def print_add_lines(summary: ingest.IngestSummary, elapsed: float) -> None:
     (with the stored document it matched), every one of them; then one line of the summary's counts."""
     for skip in summary.skipped:
         status = "skipped" if skip.deliberate else "failed"
-        out.print(json_line({"status": status, "input": skip.where, "reason": skip.reason, "detail": skip.detail or None}),
-                  markup=False)
+        out.print(
+            json_line({"status": status, "input": skip.where, "reason": skip.reason, "detail": skip.detail or None}),
+            markup=False,
+        )
     for near in summary.near_duplicates:
-        record = {"status": "near-duplicate", "key": near.key,
-                  "matched": {"key": near.match.key, "distance": near.match.distance}}
+        record = {
+            "status": "near-duplicate",
+            "key": near.key,
+            "matched": {"key": near.match.key, "distance": near.match.distance},
+        }
         out.print(json_line(record), markup=False)
     counts = {
-        "added": summary.added, "updated": summary.updated, "unchanged": summary.unchanged,
-        "skipped": len(summary.deliberate), "failed": len(summary.failures),
-        "near_duplicates": len(summary.near_duplicates), "inputs": summary.inputs, "seconds": round(elapsed, 3),
+        "added": summary.added,
+        "updated": summary.updated,
+        "unchanged": summary.unchanged,
+        "skipped": len(summary.deliberate),
+        "failed": len(summary.failures),
+        "near_duplicates": len(summary.near_duplicates),
+        "inputs": summary.inputs,
+        "seconds": round(elapsed, 3),
     }
     out.print(json_line({"status": "summary", **counts}), markup=False)
 
@@ -112,7 +126,9 @@ def print_add_lines(summary: ingest.IngestSummary, elapsed: float) -> None:
 def cluster_record(group) -> dict:
     """A cluster as ``dups --clusters --json`` and ``-o`` write it."""
     return {
-        "cluster": group.id, "representative": group.representative, "size": group.size,
+        "cluster": group.id,
+        "representative": group.representative,
+        "size": group.size,
         "keys": [key for key, _ in group.members],
         "members": [{"key": key, "distance": distance} for key, distance in group.members],
     }
@@ -135,7 +151,9 @@ def print_clusters(store, max_distance: int, as_json: bool, writer=None) -> None
     if not as_json:
         err.print(f"{counted(len(groups), 'cluster')} of two or more documents at distance {max_distance}")
         if not stored:
-            err.print(f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)")
+            err.print(
+                f"(computed, not stored: `simhash-store recluster -k {max_distance}` keeps them, with stable ids)"
+            )
 
 
 def megabytes(size: int) -> str:
@@ -184,14 +202,22 @@ class _DoneColumn(ProgressColumn):
         return Text(f"{task.completed:,.0f}{total} {self.unit}")
 
 
-def _display(description: str, known_total: bool, unit: str, *extra: ProgressColumn, rate: ProgressColumn | None = None) -> Progress:
+def _display(
+    description: str, known_total: bool, unit: str, *extra: ProgressColumn, rate: ProgressColumn | None = None
+) -> Progress:
     """A bar with done/total, percentage, rate and ETA when the total is known; a spinner with the
     count and rate when it is not. On stderr, and gone when done."""
     rate = rate or _RateColumn(unit)
     if known_total:
         columns: tuple[ProgressColumn, ...] = (
-            TextColumn(description), BarColumn(), TaskProgressColumn(), _DoneColumn(unit), *extra, rate,
-            TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn(description),
+            BarColumn(),
+            TaskProgressColumn(),
+            _DoneColumn(unit),
+            *extra,
+            rate,
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
         )
     else:
         columns = (SpinnerColumn(), TextColumn(description), _DoneColumn(unit), *extra, rate, TimeElapsedColumn())
@@ -204,7 +230,9 @@ def shows_progress(quiet: bool) -> bool:
 
 
 @contextlib.contextmanager
-def progress(description: str, quiet: bool, total: int | None = None, unit: str = "bytes") -> Iterator[OnProgress | None]:
+def progress(
+    description: str, quiet: bool, total: int | None = None, unit: str = "bytes"
+) -> Iterator[OnProgress | None]:
     """A callback ``on_progress(done, total)`` drawn on a terminal (a bar when the total is known, a
     spinner when it is None), or None when quiet or stderr is not a terminal."""
     if not shows_progress(quiet):
@@ -227,7 +255,9 @@ def spinner(description: str, quiet: bool) -> Iterator[None]:
     if not shows_progress(quiet):
         yield
         return
-    with Progress(SpinnerColumn(), TextColumn(description), TimeElapsedColumn(), console=err, transient=True) as display:
+    with Progress(
+        SpinnerColumn(), TextColumn(description), TimeElapsedColumn(), console=err, transient=True
+    ) as display:
         display.add_task(description, total=None)
         yield
 

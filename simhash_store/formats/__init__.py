@@ -21,6 +21,7 @@ from ..corpus import Skip, Source
 # The formats shipped, each registering itself; the order is the order sniffers are asked in.
 # isort: off
 from . import text, jsonl, delimited, parquet, html, warc  # noqa: F401
+
 # isort: on
 from .delimited import RepeatedColumnError
 from .documents import (
@@ -54,7 +55,11 @@ from .writing import RecordWriter, check_writable
 
 
 def read_records(
-    path: str, format: str | None = None, options: ReadOptions | None = None, *, default: str | None = None,
+    path: str,
+    format: str | None = None,
+    options: ReadOptions | None = None,
+    *,
+    default: str | None = None,
     on_read: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
     """``(where, record or Skip)`` for every record of one input ('-': stdin), in order.
@@ -69,7 +74,11 @@ def read_records(
 
 
 def read_documents(
-    paths: Iterable[str], format: str | None = None, options: ReadOptions | None = None, *, default: str | None = "text",
+    paths: Iterable[str],
+    format: str | None = None,
+    options: ReadOptions | None = None,
+    *,
+    default: str | None = "text",
     on_read: Callable[[int], None] | None = None,
 ) -> Iterator[Source | Skip]:
     """The documents (key, text or file, metadata) of every input in order, whatever its format.
@@ -98,10 +107,37 @@ def open_writer(
 
 
 __all__ = [
-    "DEFAULT_MAX_BYTES", "INPUTS", "OUTPUTS", "FingerprintRecord", "FormatError", "HugeInteger", "Input", "InputFormat",
-    "MissingFieldError", "OutputFormat", "ReadOptions", "RecordWriter", "RepeatedColumnError", "check_writable", "collision",
+    "DEFAULT_MAX_BYTES",
+    "INPUTS",
+    "OUTPUTS",
+    "FingerprintRecord",
+    "FormatError",
+    "HugeInteger",
+    "Input",
+    "InputFormat",
+    "MissingFieldError",
+    "OutputFormat",
+    "ReadOptions",
+    "RecordWriter",
+    "RepeatedColumnError",
+    "check_writable",
+    "collision",
     "fingerprint_records",
-    "input_format", "lines", "open_writer", "output_format", "output_format_for", "parquet_schemas", "parse_fingerprint",
-    "pyarrow_module", "read_documents", "read_fingerprints", "read_jsonl", "read_records", "record_documents",
-    "register_input", "register_output", "resolve_format", "unique_keys",
+    "input_format",
+    "lines",
+    "open_writer",
+    "output_format",
+    "output_format_for",
+    "parquet_schemas",
+    "parse_fingerprint",
+    "pyarrow_module",
+    "read_documents",
+    "read_fingerprints",
+    "read_jsonl",
+    "read_records",
+    "record_documents",
+    "register_input",
+    "register_output",
+    "resolve_format",
+    "unique_keys",
 ]

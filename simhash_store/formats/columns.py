@@ -18,7 +18,8 @@ field and, the same way, to each nested field and to the items of lists:
 So nothing is lost and no record fails for its types. No pyarrow here until a type is asked for.
 
 >>> shapes = Columns()
->>> shapes.add({"n": 1}); shapes.add({"n": 2.5, "kind": "a"})
+>>> shapes.add({"n": 1})
+>>> shapes.add({"n": 2.5, "kind": "a"})
 >>> list(shapes.fields), shapes.fields["n"] is FLOAT
 (['n', 'kind'], True)
 """

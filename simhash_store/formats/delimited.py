@@ -43,7 +43,9 @@ def delimited_rows(
         where = f"{name}:{number}"
         if raw is None or not raw.strip():
             if raw is None:
-                raise InputError(f"{where}: the header line is longer than {counted(max_line_bytes, 'byte', grouped=True)}")
+                raise InputError(
+                    f"{where}: the header line is longer than {counted(max_line_bytes, 'byte', grouped=True)}"
+                )
             continue
         cells = _cells(raw, number, delimiter)
         if isinstance(cells, str):
@@ -54,7 +56,9 @@ def delimited_rows(
         missing = [f"{field!r} ({role})" for field, role in fields.items() if field not in header]
         if missing:
             present = ", ".join(short(cell, 40) for cell in header[:20])
-            raise MissingFieldError(f"{where}: the header has no column {' or '.join(missing)}; its columns are {present}")
+            raise MissingFieldError(
+                f"{where}: the header has no column {' or '.join(missing)}; its columns are {present}"
+            )
         break
     if header is None:
         return iter(())
@@ -141,7 +145,11 @@ def _quoted_record(start: bytes, number: int, delimiter: str, width: int, max_by
         if not still_open:
             cells = _cells(b"".join(text), number, delimiter)
             if cells is not _UNBALANCED:  # parsed, or unreadable: no more lines can mend it
-                return (cells, taken, False) if isinstance(cells, list) and len(cells) == width else (_UNBALANCED, taken, False)
+                return (
+                    (cells, taken, False)
+                    if isinstance(cells, list) and len(cells) == width
+                    else (_UNBALANCED, taken, False)
+                )
             still_open = True  # a quote inside an unquoted field is a plain character
         text.append(ending)
     return _UNBALANCED, taken, barren
@@ -190,7 +198,9 @@ class DelimitedWriter(RecordWriter):
         writer = csv.writer(self._stream, delimiter=self.delimiter)
         writer.writerow(header)
         for batch in self._spilled():
-            writer.writerows(["" if record.get(f) is None else as_text(record.get(f)) for f in header] for record in batch)
+            writer.writerows(
+                ["" if record.get(f) is None else as_text(record.get(f)) for f in header] for record in batch
+            )
 
 
 class TsvWriter(DelimitedWriter):
@@ -198,6 +208,10 @@ class TsvWriter(DelimitedWriter):
 
 
 register_input(InputFormat("csv", _reader(","), suffixes=(".csv",), description="CSV with a header row"))
-register_input(InputFormat("tsv", _reader("\t"), suffixes=(".tsv",), description="tab-separated values with a header row"))
+register_input(
+    InputFormat("tsv", _reader("\t"), suffixes=(".tsv",), description="tab-separated values with a header row")
+)
 register_output(OutputFormat("csv", DelimitedWriter, suffixes=(".csv",), description="CSV with a header row"))
-register_output(OutputFormat("tsv", TsvWriter, suffixes=(".tsv",), description="tab-separated values with a header row"))
+register_output(
+    OutputFormat("tsv", TsvWriter, suffixes=(".tsv",), description="tab-separated values with a header row")
+)

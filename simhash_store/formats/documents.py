@@ -69,7 +69,6 @@ def unique_keys(items: Iterable[Source | Skip]) -> Iterator[Source | Skip]:
             yield item
 
 
-
 # ------------------------------------------------------------ documents (add, query, calibrate)
 
 
@@ -105,7 +104,11 @@ def record_documents(rows: Iterable[tuple[str, dict | Skip]], options: ReadOptio
             continue
         keep_value = record.get(options.keep_field) if options.keep_field is not None else None
         yield Source(
-            key, text=text, size=len(text.encode("utf-8", "surrogatepass")), where=where, metadata=metadata,
+            key,
+            text=text,
+            size=len(text.encode("utf-8", "surrogatepass")),
+            where=where,
+            metadata=metadata,
             keep_value=keep_value,
         )
 
@@ -138,8 +141,14 @@ def read_jsonl(
     Reads the first record now, and raises InputError if it lacks either field. ``keep_field``:
     the field of the store's keep policy, whose value goes with each document.
     """
-    options = ReadOptions(key_field=key_field, text_field=text_field, prefix=prefix, max_bytes=max_line_bytes,
-                          required={key_field: "the key", text_field: "the text"}, keep_field=keep_field)
+    options = ReadOptions(
+        key_field=key_field,
+        text_field=text_field,
+        prefix=prefix,
+        max_bytes=max_line_bytes,
+        required={key_field: "the key", text_field: "the text"},
+        keep_field=keep_field,
+    )
     return record_documents(input_format("jsonl").records(Input(name, stream), options), options)
 
 
@@ -212,8 +221,11 @@ def read_fingerprints(
     from .registry import resolve_format
 
     chosen = resolve_format(name, None if format == "auto" else format, default="jsonl")
-    options = ReadOptions(key_field=key_field, max_bytes=max_line_bytes,
-                          required={key_field: "the key", fingerprint_field: "the fingerprint"})
+    options = ReadOptions(
+        key_field=key_field,
+        max_bytes=max_line_bytes,
+        required={key_field: "the key", fingerprint_field: "the fingerprint"},
+    )
     rows = chosen.records(Input(name, stream), options)
     return fingerprint_records(rows, key_field, fingerprint_field, fingerprint_form)
 
@@ -234,5 +246,3 @@ def fingerprint_records(rows, key_field: str, fingerprint_field: str, form: str)
             yield Skip(where, BAD_RECORD, str(exc))
             continue
         yield FingerprintRecord(key, value) if seen.first(key) else collision(where, key)
-
-

@@ -54,7 +54,12 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
     yield where, {options.key_field: where.replace("\\", "/"), options.text_field: text}
 
 
-register_input(InputFormat(
-    "html", read, suffixes=(".html", ".htm", ".xhtml", ".shtml"), sniff=looks_like_html,
-    description="web pages: the main content of each (the html extra)",
-))
+register_input(
+    InputFormat(
+        "html",
+        read,
+        suffixes=(".html", ".htm", ".xhtml", ".shtml"),
+        sniff=looks_like_html,
+        description="web pages: the main content of each (the html extra)",
+    )
+)

@@ -68,8 +68,6 @@ def _object(pairs: list[tuple[str, object]]) -> dict:
     return record
 
 
-
-
 def _sniff(head: bytes) -> bool:
     """A stream whose first character (after a byte-order mark and blanks) opens an object."""
     return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"{"
@@ -98,9 +96,18 @@ class JsonlWriter(RecordWriter):
         try:
             self._stream.write(line)
         except UnicodeEncodeError:
-            raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
+            raise FormatError(
+                "holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold"
+            ) from None
 
 
-register_input(InputFormat("jsonl", read, suffixes=(".jsonl", ".ndjson", ".json"), sniff=_sniff,
-                           description="JSON Lines: one object per line"))
+register_input(
+    InputFormat(
+        "jsonl",
+        read,
+        suffixes=(".jsonl", ".ndjson", ".json"),
+        sniff=_sniff,
+        description="JSON Lines: one object per line",
+    )
+)
 register_output(OutputFormat("jsonl", JsonlWriter, suffixes=(".jsonl", ".ndjson", ".json"), description="JSON Lines"))

@@ -91,7 +91,6 @@ def parse_int(literal: str) -> int | HugeInteger:
     return int(literal) if len(literal) <= _MAX_INTEGER_DIGITS else HugeInteger(literal)
 
 
-
 def first_line(error: Exception) -> str:
     return str(error).splitlines()[0][:200] if str(error) else type(error).__name__
 
@@ -125,5 +124,3 @@ def require_fields(
 
 def short(text: str, size: int = 80) -> str:
     return repr(text[:size]) + ("..." if len(text) > size else "")
-
-

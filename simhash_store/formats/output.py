@@ -59,7 +59,11 @@ class OutputFile:
                 )
         if not os.path.isdir(self._directory):
             raise OutputError(f"cannot write {path}: no directory {self._directory}")
-        stem = name if len(os.fsencode(name)) <= _LONG_NAME_BYTES else hashlib.blake2b(os.fsencode(name), digest_size=10).hexdigest()
+        stem = (
+            name
+            if len(os.fsencode(name)) <= _LONG_NAME_BYTES
+            else hashlib.blake2b(os.fsencode(name), digest_size=10).hexdigest()
+        )
         self._stem = stem
         self._lock = _Lock(os.path.join(self._directory, f".{stem}.lock"), path)
         try:
@@ -72,7 +76,9 @@ class OutputFile:
             self._lock.release()
             raise
         self._identity = _identity(os.fstat(descriptor))
-        self.file: IO[Any] = os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
+        self.file: IO[Any] = (
+            os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
+        )
         self._done = False
 
     def commit(self) -> None:

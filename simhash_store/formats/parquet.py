@@ -29,7 +29,6 @@ def pyarrow_module():
     return pyarrow
 
 
-
 def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict | Skip]]:
     """The rows of a Parquet file as records, in order (``FILE:row N``)."""
     path = source.name
@@ -69,7 +68,10 @@ def _parquet_batch_rows(metadata) -> int:
     counted from the largest row group's uncompressed size per row, as its metadata gives it.
     """
     widest = max(
-        (metadata.row_group(i).total_byte_size / max(metadata.row_group(i).num_rows, 1) for i in range(metadata.num_row_groups)),
+        (
+            metadata.row_group(i).total_byte_size / max(metadata.row_group(i).num_rows, 1)
+            for i in range(metadata.num_row_groups)
+        ),
         default=0,
     )
     return max(1, min(4096, int(_PARQUET_BATCH_BYTES // max(widest, 1))))
@@ -100,16 +102,22 @@ def _rows_beyond_python(batch, pyarrow) -> list[dict | str]:
         values = []
         for row in range(len(column)):
             try:
-                values.append(_python_values(column.take([row]), pyarrow)[0])  # not slice(): a cast reads its whole buffers
+                values.append(
+                    _python_values(column.take([row]), pyarrow)[0]
+                )  # not slice(): a cast reads its whole buffers
             except (ValueError, OverflowError, pyarrow.ArrowException):
                 failed.setdefault(row, f"the column {name!r} holds a value Python cannot hold ({column.type})")
                 values.append(None)
         columns[name] = values
     names = list(columns)
-    return [
-        failed[row] if row in failed else dict(zip(names, values))
-        for row, values in enumerate(zip(*columns.values()))
-    ] if names else [{} for _ in range(batch.num_rows)]
+    return (
+        [
+            failed[row] if row in failed else dict(zip(names, values))
+            for row, values in enumerate(zip(*columns.values()))
+        ]
+        if names
+        else [{} for _ in range(batch.num_rows)]
+    )
 
 
 def _python_values(column, pyarrow) -> list:
@@ -148,13 +156,18 @@ def _microsecond_type(kind, pyarrow):
         inner = [_microsecond_type(field.type, pyarrow) for field in fields]
         if all(member is None for member in inner):
             return None
-        return pyarrow.struct([field if member is None else field.with_type(member) for field, member in zip(fields, inner)])
+        return pyarrow.struct(
+            [field if member is None else field.with_type(member) for field, member in zip(fields, inner)]
+        )
     if types.is_map(kind):
         key, item = _microsecond_type(kind.key_type, pyarrow), _microsecond_type(kind.item_type, pyarrow)
         if key is None and item is None:
             return None
-        return pyarrow.map_(kind.key_field.with_type(key or kind.key_type),
-                            kind.item_field.with_type(item or kind.item_type), keys_sorted=kind.keys_sorted)
+        return pyarrow.map_(
+            kind.key_field.with_type(key or kind.key_type),
+            kind.item_field.with_type(item or kind.item_type),
+            keys_sorted=kind.keys_sorted,
+        )
     if types.is_dictionary(kind):
         return _microsecond_type(kind.value_type, pyarrow)
     return None
@@ -197,7 +210,6 @@ def parquet_schemas(paths: list[str]):
         for field in schema:
             fields.setdefault(field.name, field)
     return pyarrow.schema(list(fields.values()))
-
 
 
 class ParquetWriter(RecordWriter):
@@ -295,6 +307,16 @@ class _ColumnFailed(Exception):
         self.name = name
 
 
-register_input(InputFormat("parquet", read, suffixes=(".parquet", ".pq"), sniff=lambda head: head.startswith(MAGIC),
-                           stdin=False, description="Apache Parquet (needs pyarrow)"))
-register_output(OutputFormat("parquet", ParquetWriter, suffixes=(".parquet", ".pq"), description="Apache Parquet (needs pyarrow)"))
+register_input(
+    InputFormat(
+        "parquet",
+        read,
+        suffixes=(".parquet", ".pq"),
+        sniff=lambda head: head.startswith(MAGIC),
+        stdin=False,
+        description="Apache Parquet (needs pyarrow)",
+    )
+)
+register_output(
+    OutputFormat("parquet", ParquetWriter, suffixes=(".parquet", ".pq"), description="Apache Parquet (needs pyarrow)")
+)

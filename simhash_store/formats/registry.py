@@ -257,6 +257,17 @@ def output_format_for(path: str, given: str | None = None) -> OutputFormat:
 
 
 __all__ = [
-    "INPUTS", "OUTPUTS", "FormatError", "Input", "InputFormat", "OutputFormat", "ReadOptions", "input_format",
-    "output_format", "output_format_for", "register_input", "register_output", "resolve_format",
+    "INPUTS",
+    "OUTPUTS",
+    "FormatError",
+    "Input",
+    "InputFormat",
+    "OutputFormat",
+    "ReadOptions",
+    "input_format",
+    "output_format",
+    "output_format_for",
+    "register_input",
+    "register_output",
+    "resolve_format",
 ]

@@ -26,8 +26,13 @@ def documents(source: Input, options: ReadOptions) -> Iterator[Source | Skip]:
         yield _stream_document(source, options)
         return
     try:
-        found = walk([source.path], include=options.include, exclude=options.exclude, hidden=options.hidden,
-                     prefix=options.prefix)
+        found = walk(
+            [source.path],
+            include=options.include,
+            exclude=options.exclude,
+            hidden=options.hidden,
+            prefix=options.prefix,
+        )
         yield from found
     except ValueError as exc:  # an empty pattern
         raise InputError(str(exc)) from None
@@ -69,7 +74,13 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
         yield where, {options.key_field: item.key, options.text_field: text}
 
 
-register_input(InputFormat(
-    "text", read, suffixes=(".txt", ".text"), directories=True, documents=documents,
-    description="plain text files and directories of them (any encoding), or stdin: one document each",
-))
+register_input(
+    InputFormat(
+        "text",
+        read,
+        suffixes=(".txt", ".text"),
+        directories=True,
+        documents=documents,
+        description="plain text files and directories of them (any encoding), or stdin: one document each",
+    )
+)

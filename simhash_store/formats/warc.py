@@ -45,7 +45,12 @@ def _sniff(head: bytes) -> bool:
     return head.startswith(_WARC_START)  # a gzipped one is told by its name (.warc.gz) or --format warc
 
 
-register_input(InputFormat(
-    "warc", read, suffixes=(".warc", ".warc.gz"), sniff=_sniff,
-    description="WARC crawls: the main content of each HTML response, keyed by its URI (the html extra)",
-))
+register_input(
+    InputFormat(
+        "warc",
+        read,
+        suffixes=(".warc", ".warc.gz"),
+        sniff=_sniff,
+        description="WARC crawls: the main content of each HTML response, keyed by its URI (the html extra)",
+    )
+)

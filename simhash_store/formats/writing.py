@@ -97,7 +97,9 @@ def _check_text(text: str) -> None:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            raise FormatError("holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold") from None
+            raise FormatError(
+                "holds a lone surrogate (a \\ud800-\\udfff escape alone), which UTF-8 cannot hold"
+            ) from None
 
 
 _SPILL_BATCH = 4096  # records per pickled batch, and per Parquet row group

@@ -19,7 +19,7 @@ of its responsibility:
 - ``admin``: grant read access, statistics, upkeep (VACUUM (ANALYZE));
 - persistent clusters are :mod:`simhash_store.clusters` (the write path assigns them in ``writes``).
 
->>> with Store("postgresql://localhost/news") as store:            # doctest: +SKIP
+>>> with Store("postgresql://localhost/news") as store:  # doctest: +SKIP
 ...     store.add([NewDocument("a.txt", fingerprint("..."))])
 ...     store.query(fingerprint("..."), max_distance=3)
 """
@@ -307,7 +307,9 @@ class Store:
         return result
 
     @_database_errors
-    def add_new_and_cluster(self, documents: Sequence[NewDocument]) -> tuple[dict[str, clusters.Membership], list[tuple[str, str]]]:
+    def add_new_and_cluster(
+        self, documents: Sequence[NewDocument]
+    ) -> tuple[dict[str, clusters.Membership], list[tuple[str, str]]]:
         """Store the documents whose keys are not stored yet (a stored key keeps its text), put them
         in clusters by the store's keep policy, and return the membership of every given key that is
         stored, and each representative replaced by a better copy, (key replaced, key replacing):
@@ -324,7 +326,7 @@ class Store:
         """Delete documents by key (a string is one key); says which were removed and which were not stored.
         Their ids are never given to another document (``store_info.highest_retired_id``).
 
-        >>> store.remove(["a.txt", "gone.txt"])                 # doctest: +SKIP
+        >>> store.remove(["a.txt", "gone.txt"])  # doctest: +SKIP
         RemoveResult(removed=['a.txt'], missing=['gone.txt'])
         """
         wanted = list(dict.fromkeys(validate_keys(keys)))
@@ -359,7 +361,12 @@ class Store:
 
     @_database_errors
     def query(
-        self, fingerprint: int, max_distance: int = DEFAULT_MAX_DISTANCE, *, limit: int | None = None, method: str = "auto"
+        self,
+        fingerprint: int,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+        *,
+        limit: int | None = None,
+        method: str = "auto",
     ) -> list[Match]:
         """Stored documents within ``max_distance`` bits of a fingerprint, nearest first (exact)."""
         reads.check_query_options(max_distance, limit, method)
@@ -477,7 +484,7 @@ class Store:
         (a store with segments on): the score is the share of the shorter one's segments with a
         segment within ``max_distance`` (0 to 3) bits in the other; ``inner`` says which is inside.
 
-        >>> store.query_containment(page_text)                     # doctest: +SKIP
+        >>> store.query_containment(page_text)  # doctest: +SKIP
         [ContainmentMatch(key='story.txt', score=1.0, inner='stored', matched=6, segments=6)]
         """
         if not isinstance(text, str):

@@ -28,7 +28,7 @@ def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
         "ORDER BY r.rolname <> current_user, r.rolname",
         (list(SERVER_ROLES),),
     )
-    return [name for name, in cursor.fetchall()]
+    return [name for (name,) in cursor.fetchall()]
 
 
 def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = None) -> None:
@@ -165,7 +165,9 @@ class Upkeep:
         done = self.optimize(engine, lock_timeout)
         if done.reason and not self.warned:
             self.warned = True
-            what = "analyzed it only" if done.analyzed else "its statistics and visibility map are stale until autovacuum"
+            what = (
+                "analyzed it only" if done.analyzed else "its statistics and visibility map are stale until autovacuum"
+            )
             warnings.warn(
                 f"could not vacuum {maintenance.TABLE} after the write ({done.reason}); {what}: "
                 "queries may be slow until its owner runs `simhash-store optimize`",

@@ -65,7 +65,9 @@ def keys_of(raw: psycopg.Connection, ids: np.ndarray) -> dict[int, str]:
     return keys
 
 
-def near_duplicates(raw: psycopg.Connection, max_distance: int, keys_of: KeysOf = keys_of) -> list[IdenticalGroup | Pair]:
+def near_duplicates(
+    raw: psycopg.Connection, max_distance: int, keys_of: KeysOf = keys_of
+) -> list[IdenticalGroup | Pair]:
     """Groups of identical fingerprints, then pairs of groups within ``max_distance`` (see Store.near_duplicates)."""
     ids, values = all_fingerprints(raw)
     grouped = near_groups(values, max_distance)
@@ -80,9 +82,7 @@ def near_duplicates(raw: psycopg.Connection, max_distance: int, keys_of: KeysOf 
         names.setdefault(int(group_of[position]), []).append(keys[int(ids[position])])
     for members in names.values():
         members.sort()
-    groups = sorted(
-        (IdenticalGroup(members) for members in names.values() if len(members) > 1), key=lambda g: g.keys
-    )
+    groups = sorted((IdenticalGroup(members) for members in names.values() if len(members) > 1), key=lambda g: g.keys)
     found: list[IdenticalGroup | Pair] = [*groups]
     pairs = [
         Pair(min(names[a][0], names[b][0]), max(names[a][0], names[b][0]), d)

@@ -20,8 +20,14 @@ KeysOf = Callable[[psycopg.Connection, np.ndarray], dict[int, str]]
 
 
 def check_options(max_distance: int, min_score: float) -> None:
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_SEGMENT_DISTANCE:
-        raise InvalidValueError(f"the distance of segments must be an integer from 0 to {MAX_SEGMENT_DISTANCE}, not {max_distance!r}")
+    if (
+        isinstance(max_distance, bool)
+        or not isinstance(max_distance, int)
+        or not 0 <= max_distance <= MAX_SEGMENT_DISTANCE
+    ):
+        raise InvalidValueError(
+            f"the distance of segments must be an integer from 0 to {MAX_SEGMENT_DISTANCE}, not {max_distance!r}"
+        )
     if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:
         raise InvalidValueError(f"the minimum containment score must be a number from 0 to 1, not {min_score!r}")
 
@@ -34,7 +40,9 @@ def keeps_segments(cursor: psycopg.Cursor) -> bool:
 def switch_on(cursor: psycopg.Cursor, distributed: bool) -> None:
     """Keep segments from now on (documents stored before have none until they are written again)."""
     if distributed:
-        raise SimhashStoreError("a distributed (Citus) store cannot keep segments: containment search needs a one-server store")
+        raise SimhashStoreError(
+            "a distributed (Citus) store cannot keep segments: containment search needs a one-server store"
+        )
     cursor.execute("UPDATE simhash.store_info SET segments = true WHERE NOT segments")
 
 
@@ -47,7 +55,9 @@ def _direction(matched: int, segments: int, stored_matched: int, stored_segments
     return "query", matched, segments
 
 
-def query(cursor: psycopg.Cursor, fingerprints: Sequence[int], max_distance: int, min_score: float) -> list[ContainmentMatch]:
+def query(
+    cursor: psycopg.Cursor, fingerprints: Sequence[int], max_distance: int, min_score: float
+) -> list[ContainmentMatch]:
     """Stored documents one inside the other with the text of these segments, best first."""
     if not fingerprints:
         return []
@@ -74,5 +84,8 @@ def pairs(raw: psycopg.Connection, max_distance: int, min_score: float, keys_of:
         if matched / segments >= min_score:
             chosen.append((id_a, id_b, matched, segments) if inner == "query" else (id_b, id_a, matched, segments))
     keys = keys_of(raw, np.array(sorted({i for row in chosen for i in row[:2]}), dtype=np.int64))
-    found = [ContainmentPair(keys[inner], keys[outer], matched / segments, matched, segments) for inner, outer, matched, segments in chosen]
+    found = [
+        ContainmentPair(keys[inner], keys[outer], matched / segments, matched, segments)
+        for inner, outer, matched, segments in chosen
+    ]
     return sorted(found, key=lambda p: (-p.score, -p.segments, p.inner, p.outer))

@@ -17,15 +17,25 @@ from .documents import StoredDocument
 
 documents = Document.__table__
 
+
 def get(connection: Connection, key: str) -> StoredDocument | None:
     c = documents.c
     row = connection.execute(
-        select(c.id, c.key, c.fingerprint, c.digest, c.length, c["metadata"], c.added_at, c.updated_at).where(c.key == key)
+        select(c.id, c.key, c.fingerprint, c.digest, c.length, c["metadata"], c.added_at, c.updated_at).where(
+            c.key == key
+        )
     ).first()
     if row is None:
         return None
     return StoredDocument(
-        row.id, row.key, from_signed(row.fingerprint), row.digest, row.length, row.metadata, row.added_at, row.updated_at
+        row.id,
+        row.key,
+        from_signed(row.fingerprint),
+        row.digest,
+        row.length,
+        row.metadata,
+        row.added_at,
+        row.updated_at,
     )
 
 
@@ -33,7 +43,8 @@ def versions(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[byt
     """(digest, stamp) of each of the given keys that is stored."""
     c = documents.c
     rows = connection.execute(
-        select(c.key, c.digest, c.stamp).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))), {"keys": list(keys)}
+        select(c.key, c.digest, c.stamp).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))),
+        {"keys": list(keys)},
     )
     return {key: (bytes(digest) if digest is not None else None, stamp) for key, digest, stamp in rows}
 
@@ -56,5 +67,7 @@ def count(connection: Connection) -> int:
 
 
 def is_empty(connection: Connection) -> bool:
-    empty: bool = connection.execute(select(not_(exists(select(literal_column("1")).select_from(documents))))).scalar_one()
+    empty: bool = connection.execute(
+        select(not_(exists(select(literal_column("1")).select_from(documents))))
+    ).scalar_one()
     return empty

@@ -59,4 +59,3 @@ def stored_scheme(connection: Connection) -> Scheme | None:
 def record_recommended_distance(connection: Connection, max_distance: int) -> None:
     """Record the k that ``calibrate`` recommends in ``store_info.recommended_max_distance``."""
     connection.execute(update(store_info).values(recommended_max_distance=max_distance))
-

@@ -137,7 +137,9 @@ def validated(document: NewDocument) -> NewDocument:
     return document
 
 
-def copy_documents(cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument], *, freeze: bool = False) -> int:
+def copy_documents(
+    cursor: psycopg.Cursor, table: str, documents: Iterable[NewDocument], *, freeze: bool = False
+) -> int:
     """Binary COPY of (already validated) documents into ``table``; returns how many.
 
     Raw psycopg: SQLAlchemy has no COPY, and binary COPY is the fast way in.
@@ -197,7 +199,9 @@ def retry(engine: Engine, work: Callable[[], T], attempts: int = 6) -> T:
         except (DBAPIError, psycopg.Error) as exc:  # through SQLAlchemy, or the raw cursor of COPY
             error = exc.orig if isinstance(exc, DBAPIError) else exc
             sqlstate = getattr(error, "sqlstate", None)
-            id_taken = sqlstate == "23505" and getattr(getattr(error, "diag", None), "constraint_name", None) == "pk_documents"
+            id_taken = (
+                sqlstate == "23505" and getattr(getattr(error, "diag", None), "constraint_name", None) == "pk_documents"
+            )
             if not (sqlstate in _RETRYABLE or id_taken) or attempt == attempts - 1:
                 raise
             if id_taken:
@@ -297,7 +301,9 @@ def _write_segments(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) ->
         "CREATE TEMP TABLE IF NOT EXISTS pg_temp.simhash_incoming_segments "
         "(key pg_catalog.text, segment integer, fingerprint bigint) ON COMMIT DELETE ROWS"
     )
-    with cursor.copy("COPY pg_temp.simhash_incoming_segments (key, segment, fingerprint) FROM STDIN (FORMAT BINARY)") as copy:
+    with cursor.copy(
+        "COPY pg_temp.simhash_incoming_segments (key, segment, fingerprint) FROM STDIN (FORMAT BINARY)"
+    ) as copy:
         copy.set_types(["text", "int4", "int8"])
         for document in documents:
             for number, value in enumerate(document.segments or ()):
@@ -363,7 +369,9 @@ def _drop_near_duplicates(
             nearest = int(np.argmin(distances))
             if distances[nearest] <= max_distance:
                 twin = kept[nearest]
-                skipped.append(SkippedNearDuplicate(document.key, Match(twin.key, twin.fingerprint, int(distances[nearest]), 0)))
+                skipped.append(
+                    SkippedNearDuplicate(document.key, Match(twin.key, twin.fingerprint, int(distances[nearest]), 0))
+                )
                 continue
         kept_values[len(kept)] = document.fingerprint
         kept.append(document)

@@ -65,9 +65,7 @@ def compile_program(workdir: Path, optimisation: str) -> Path:
 
 
 def run_program(binary: Path, lines: list[str]) -> list[tuple[str, str]]:
-    records = b"".join(
-        b"%d\n" % len(encoded) + encoded for encoded in (line.encode("utf-8") for line in lines)
-    )
+    records = b"".join(b"%d\n" % len(encoded) + encoded for encoded in (line.encode("utf-8") for line in lines))
     output = subprocess.run([str(binary)], input=records, capture_output=True, check=True).stdout
     results = [tuple(row.split(" ")) for row in output.decode("ascii").splitlines()]
     if len(results) != len(lines):
@@ -77,9 +75,35 @@ def run_program(binary: Path, lines: list[str]) -> list[tuple[str, str]]:
 
 # Weight forms that atof reads in its own way: trailing junk, no digits, hexadecimal, specials.
 ODD_WEIGHTS = [
-    "2x", "x", "", "1e", "1e+", "1.5e+2", ".5", "+.5", "-1", "-0", "0x10", "0x1.8p1", "0X.8P-1",
-    "0x", "0x1p", "inf", "-inf", "INFINITY", "nan", "nan(42)", "-nan", "\t3", "\n2", "1e-320",
-    "4.9e-324", "1_000", "１２", "3,5", "1e308",
+    "2x",
+    "x",
+    "",
+    "1e",
+    "1e+",
+    "1.5e+2",
+    ".5",
+    "+.5",
+    "-1",
+    "-0",
+    "0x10",
+    "0x1.8p1",
+    "0X.8P-1",
+    "0x",
+    "0x1p",
+    "inf",
+    "-inf",
+    "INFINITY",
+    "nan",
+    "nan(42)",
+    "-nan",
+    "\t3",
+    "\n2",
+    "1e-320",
+    "4.9e-324",
+    "1_000",
+    "１２",
+    "3,5",
+    "1e308",
 ]
 # Weights whose sums round differently depending on the order of addition.
 INEXACT_WEIGHTS = ["0.1", "0.2", "0.3", "-0.3", "0.7", "1.1", "1e16", "-1e16", "1", "3", "1e-17", "2.675"]
@@ -94,7 +118,9 @@ def generated_lines(rng: random.Random) -> list[str]:
         return text[start : start + rng.randint(1, 6)].replace(" ", "").replace("^", "")
 
     def ascii_token(length: int) -> str:
-        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") for _ in range(length))
+        return "".join(
+            rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") for _ in range(length)
+        )
 
     def dyadic_weight() -> str:
         return rng.choice(["1", "2", "3", "1.5", "2.5", "3.25", "4", "5.5", "10", "0.75"])
@@ -104,7 +130,9 @@ def generated_lines(rng: random.Random) -> list[str]:
     for length in range(0, 33):
         lines.append(f"{ascii_token(length)}^{dyadic_weight()}")
     for _ in range(20):
-        lines.append(" ".join(f"{ascii_token(rng.randint(0, 40))}^{dyadic_weight()}" for _ in range(rng.randint(1, 30))))
+        lines.append(
+            " ".join(f"{ascii_token(rng.randint(0, 40))}^{dyadic_weight()}" for _ in range(rng.randint(1, 30)))
+        )
     # Chinese tokens as a segmenter would give them, with the weights of the published vectors.
     for _ in range(60):
         lines.append(" ".join(f"{chinese_token()}^{dyadic_weight()}" for _ in range(rng.randint(1, 80))))
@@ -118,7 +146,9 @@ def generated_lines(rng: random.Random) -> list[str]:
     # Every odd weight form, alone and among ordinary items.
     for weight in ODD_WEIGHTS:
         lines.append(f"{chinese_token()}^{weight}")
-        lines.append(" ".join([f"{chinese_token()}^{dyadic_weight()}" for _ in range(5)] + [f"{chinese_token()}^{weight}"]))
+        lines.append(
+            " ".join([f"{chinese_token()}^{dyadic_weight()}" for _ in range(5)] + [f"{chinese_token()}^{weight}"])
+        )
     lines.append("a^inf b^-inf c^1")
     lines.append("a^nan b^1 c^2")
     lines.append("a^1e308 b^1e308 c^1e308 d^-1e308")
@@ -141,18 +171,21 @@ def main() -> None:
         optimised = compile_program(Path(workdir), "-O2")
         for vector, (bits32, bits64) in zip(published, run_program(optimised, [v["input"] for v in published])):
             if (bits32, bits64) != (vector["simhash32"], vector["simhash64"]):
-                raise SystemExit(f"the compiled program does not reproduce the published vector {vector['input'][:30]!r}")
+                raise SystemExit(
+                    f"the compiled program does not reproduce the published vector {vector['input'][:30]!r}"
+                )
         results = run_program(optimised, lines)
         if results != run_program(unoptimised, lines):
             raise SystemExit("the program gives different fingerprints at -O0 and -O2")
-        compiler = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+        compiler = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[
+            0
+        ]
     reference = {
         "about": "Fingerprints of the seed C++ SimHash program, compiled from "
         f"{SEED_PROGRAM.relative_to(SHARED.parent)} with {compiler} (x86-64, -O2; -O0 agrees); "
         "made by tests/compat/make_seed_murmur_reference.py. Bit strings are most significant bit first.",
         "cases": [
-            {"input": line, "simhash32": bits32, "simhash64": bits64}
-            for line, (bits32, bits64) in zip(lines, results)
+            {"input": line, "simhash32": bits32, "simhash64": bits64} for line, (bits32, bits64) in zip(lines, results)
         ],
     }
     OUTPUT.write_text(json.dumps(reference, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

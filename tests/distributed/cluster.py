@@ -5,7 +5,7 @@ Citus comes from ``../shared/citus`` (a build for Debian's PostgreSQL 15, instal
 ``install.sh``, which needs root). :func:`unavailable` says why a cluster cannot be started
 here, or returns None when it can.
 
->>> with Cluster.start(Path("/tmp/c")) as cluster:          # doctest: +SKIP
+>>> with Cluster.start(Path("/tmp/c")) as cluster:  # doctest: +SKIP
 ...     url = cluster.create_database("news")
 """
 
@@ -113,18 +113,45 @@ class Cluster:
     def _start_node(self, port: int, settings: dict[str, str]) -> None:
         data = self.directory / f"n{port}"
         subprocess.run(
-            _as_server_user([str(PG_BIN / "initdb"), "-D", str(data), "-U", self.user, "--auth=trust", "-N", "-E", "UTF8",
-                             "--locale=C"]),
-            check=True, capture_output=True,
+            _as_server_user(
+                [
+                    str(PG_BIN / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    self.user,
+                    "--auth=trust",
+                    "-N",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                ]
+            ),
+            check=True,
+            capture_output=True,
         )
         with open(data / "postgresql.conf", "a") as conf:
             for name, value in settings.items():
                 conf.write(f"{name} = {value}\n")
         self.ports.append(port)
         subprocess.run(
-            _as_server_user([str(PG_BIN / "pg_ctl"), "-D", str(data), "-w", "-t", "60", "-l", str(data / "server.log"),
-                             "-o", f"-p {port} -k {self.directory}", "start"]),
-            check=True, capture_output=True,
+            _as_server_user(
+                [
+                    str(PG_BIN / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-l",
+                    str(data / "server.log"),
+                    "-o",
+                    f"-p {port} -k {self.directory}",
+                    "start",
+                ]
+            ),
+            check=True,
+            capture_output=True,
         )
 
     def url(self, database: str = "postgres", port: int | None = None) -> str:
@@ -161,7 +188,9 @@ class Cluster:
     def stop(self) -> None:
         for port in self.ports:
             subprocess.run(
-                _as_server_user([str(PG_BIN / "pg_ctl"), "-D", str(self.directory / f"n{port}"), "-m", "immediate", "stop"]),
+                _as_server_user(
+                    [str(PG_BIN / "pg_ctl"), "-D", str(self.directory / f"n{port}"), "-m", "immediate", "stop"]
+                ),
                 capture_output=True,
             )
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -69,13 +69,20 @@ def snapshot(url: str, dedup_output: Path) -> dict[str, str]:
             "view": "SELECT cluster, representative_key, size FROM simhash.clusters ORDER BY cluster",
             "distance": "SELECT cluster_max_distance FROM simhash.store_info",
         }
-        seen = {name: json.dumps(connection.execute(statement).fetchall(), ensure_ascii=False) for name, statement in sql.items()}
+        seen = {
+            name: json.dumps(connection.execute(statement).fetchall(), ensure_ascii=False)
+            for name, statement in sql.items()
+        }
         keys = [row[1] for row in json.loads(seen["documents"])]
         # Keys given, not read from documents: on Citus a function that reads documents cannot run
         # inside a query over the shards (nested distributed execution); with given keys, it can.
-        seen["cluster_of"] = json.dumps(connection.execute(
-            "SELECT k, simhash.cluster_of(k) FROM pg_catalog.unnest(%s::text[]) AS k ORDER BY k", (keys + ["absent"],)
-        ).fetchall(), ensure_ascii=False)
+        seen["cluster_of"] = json.dumps(
+            connection.execute(
+                "SELECT k, simhash.cluster_of(k) FROM pg_catalog.unnest(%s::text[]) AS k ORDER BY k",
+                (keys + ["absent"],),
+            ).fetchall(),
+            ensure_ascii=False,
+        )
     with Store(url) as store:
         seen["memberships"] = repr(sorted(store.memberships(keys + ["absent"]).items()))
         seen["stored_clusters"] = repr(store.stored_clusters(min_size=1))
@@ -135,7 +142,6 @@ def test_a_clustered_store_is_distributed_in_place(citus_url, tmp_path):
     with psycopg.connect(citus_url) as connection:
         layout = dict(connection.execute("SELECT logicalrelid::text, partmethod FROM pg_dist_partition").fetchall())
     assert layout["simhash.documents"] == "h" and layout["simhash.cluster_heads"] == "n"
-
 
 
 def test_a_store_distributed_at_an_earlier_revision_keeps_clusters_once_upgraded(citus_url, tmp_path):

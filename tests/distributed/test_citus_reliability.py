@@ -34,7 +34,10 @@ def stored(url: str) -> dict[str, int]:
 
 def python(script: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -77,16 +80,22 @@ def test_concurrent_skip_near_duplicates_keeps_one_of_each_group(distributed_url
 def cli(*args: str, url: str) -> subprocess.Popen:
     env = {**os.environ, "SIMHASH_STORE_URL": url}
     return subprocess.Popen(
-        [sys.executable, "-m", "simhash_store.cli", *args], env=env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "simhash_store.cli", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 def test_kill_9_during_add_then_rerun(distributed_url, citus, tmp_path, sample_paragraphs):
     records = [{"id": i, "text": text} for i, text in enumerate(sample_paragraphs)]  # shipped in tests/data
     source = tmp_path / "news.jsonl"
-    source.write_text("".join(json.dumps({"key": f"wiki/{r['id']}", "text": r["text"]}, ensure_ascii=False) + "\n"
-                              for r in records), encoding="utf-8")
+    source.write_text(
+        "".join(json.dumps({"key": f"wiki/{r['id']}", "text": r["text"]}, ensure_ascii=False) + "\n" for r in records),
+        encoding="utf-8",
+    )
     expected = {f"wiki/{r['id']}": fingerprint(r["text"]) for r in records}
     rng = random.Random(20261122)
     for _trial in range(2):

@@ -65,7 +65,9 @@ def test_plain_server_refuses_distributed_init_in_one_line(single_node_url):
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "no Citus extension" in lines[0], result.output
-    assert migrate.current_revision(create_engine(single_node_url.replace("postgresql:", "postgresql+psycopg:"))) is None
+    assert (
+        migrate.current_revision(create_engine(single_node_url.replace("postgresql:", "postgresql+psycopg:"))) is None
+    )
 
 
 def test_init_distributed_lays_out_the_store_and_is_safe_to_rerun(citus_url):
@@ -74,17 +76,23 @@ def test_init_distributed_lays_out_the_store_and_is_safe_to_rerun(citus_url):
         assert result.exit_code == 0, result.output
         assert "distributed" in result.output
     with psycopg.connect(citus_url) as connection:
-        layout = dict(connection.execute(
-            "SELECT logicalrelid::text, CASE partmethod WHEN 'h' THEN column_to_column_name(logicalrelid, partkey) "
-            "ELSE 'reference' END FROM pg_dist_partition"
-        ).fetchall())
+        layout = dict(
+            connection.execute(
+                "SELECT logicalrelid::text, CASE partmethod WHEN 'h' THEN column_to_column_name(logicalrelid, partkey) "
+                "ELSE 'reference' END FROM pg_dist_partition"
+            ).fetchall()
+        )
         assert layout == {
-            "simhash.documents": "key", "simhash.store_info": "reference", "simhash.block_masks": "reference",
+            "simhash.documents": "key",
+            "simhash.store_info": "reference",
+            "simhash.block_masks": "reference",
             "simhash.cluster_heads": "reference",
         }
-        constraints = dict(connection.execute(
-            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'simhash.documents'::regclass"
-        ).fetchall())
+        constraints = dict(
+            connection.execute(
+                "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'simhash.documents'::regclass"
+            ).fetchall()
+        )
         assert constraints == {"pk_documents": "PRIMARY KEY (id, key)", "uq_documents_key": "UNIQUE (key)"}
         shards = connection.execute(
             "SELECT count(DISTINCT nodeport) FROM pg_dist_shard JOIN pg_dist_shard_placement USING (shardid) "
@@ -122,7 +130,10 @@ def test_clusters_on_a_distributed_store(distributed_store, citus_url):
     documents.append(NewDocument("twin", documents[0].fingerprint ^ 1))
     distributed_store.add(documents)
     with psycopg.connect(citus_url) as connection:
-        assert connection.execute("SELECT simhash.cluster_of('doc/0'), simhash.cluster_of('absent')").fetchone() == (None, None)
+        assert connection.execute("SELECT simhash.cluster_of('doc/0'), simhash.cluster_of('absent')").fetchone() == (
+            None,
+            None,
+        )
         assert connection.execute("SELECT count(*) FROM simhash.clusters").fetchone()[0] == 0
     assert distributed_store.cluster_state() == (None, True)
     result = cli(citus_url, "recluster", "-k", "3")
@@ -132,7 +143,10 @@ def test_clusters_on_a_distributed_store(distributed_store, citus_url):
     assert (twin.representative, twin.distance) == ("doc/0", 1)
     with psycopg.connect(citus_url) as connection:
         assert connection.execute("SELECT simhash.cluster_of('twin') = simhash.cluster_of('doc/0')").fetchone()[0]
-        assert connection.execute("SELECT size FROM simhash.clusters WHERE representative_key = 'doc/0'").fetchone()[0] == 2
+        assert (
+            connection.execute("SELECT size FROM simhash.clusters WHERE representative_key = 'doc/0'").fetchone()[0]
+            == 2
+        )
     result = cli(citus_url, "dups", "-k", "1", "--clusters", "--json")
     assert result.exit_code == 0, result.output
     assert sorted(json.loads(result.stdout.splitlines()[0])["keys"]) == ["doc/0", "twin"]
@@ -147,9 +161,12 @@ def test_migrations_readapt_functions_they_recreate(distributed_store, citus_url
         connection.execute("SET citus.multi_shard_modify_mode = 'sequential'")
         for function in (head.NEAR, head.NEAR_MANY):
             connection.execute(head.function_text(function).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"))
-        assert "JOIN simhash.documents d ON d.id" in connection.execute(
-            "SELECT pg_get_functiondef('simhash.near_many(bigint[],integer,text,integer)'::regprocedure)"
-        ).fetchone()[0]  # the one-server form is back
+        assert (
+            "JOIN simhash.documents d ON d.id"
+            in connection.execute(
+                "SELECT pg_get_functiondef('simhash.near_many(bigint[],integer,text,integer)'::regprocedure)"
+            ).fetchone()[0]
+        )  # the one-server form is back
     migrate.upgrade(distributed_store.engine)  # at head: no revision runs, the hook does
     distributed_store.add(random_documents(30, 2))
     target = distributed_store.get("doc/3").fingerprint
@@ -157,7 +174,10 @@ def test_migrations_readapt_functions_they_recreate(distributed_store, citus_url
         assert [m.key for m in distributed_store.query(target, 0, method=method)] == ["doc/3"]
         assert [[m.key for m in ms] for ms in distributed_store.query_many([target], 0, method=method)] == [["doc/3"]]
     with psycopg.connect(citus_url) as connection:
-        for function in ("simhash.near(bigint,integer,text,integer)", "simhash.near_many(bigint[],integer,text,integer)"):
+        for function in (
+            "simhash.near(bigint,integer,text,integer)",
+            "simhash.near_many(bigint[],integer,text,integer)",
+        ):
             definition = connection.execute("SELECT pg_get_functiondef(%s::regprocedure)", (function,)).fetchone()[0]
             assert "JOIN simhash.documents d ON d.id" not in definition, function  # adapted again
 
@@ -192,7 +212,10 @@ def test_revision_0008_on_a_distributed_store_keeps_its_functions_adds_hex_and_g
         assert [f[0] for f in kept] == [f[0] for f in at_0007]
         for now, before in zip(kept, at_0007):
             assert now[1] == before[1] and now[2:] == before[2:], now[0]  # definition, comment, grants
-        hex_of = {row[0]: row[1] for row in connection.execute("SELECT key, simhash.to_hex(fingerprint) FROM simhash.documents")}
+        hex_of = {
+            row[0]: row[1]
+            for row in connection.execute("SELECT key, simhash.to_hex(fingerprint) FROM simhash.documents")
+        }
         query = documents[5]
         found = connection.execute(
             "SELECT key, distance FROM simhash.near(simhash.from_hex(%s), 20)", (f"0x{query.fingerprint:X}",)
@@ -213,7 +236,10 @@ def test_the_functions_a_distributed_store_runs_are_the_checked_in_snapshot(dist
     import sql_snapshot  # tests/sql_snapshot.py
 
     with psycopg.connect(citus_url) as connection:
-        created = {row[0] for row in connection.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")}
+        created = {
+            row[0]
+            for row in connection.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'simhash'::regnamespace")
+        }
         assert created == set(LIBRARY_FUNCTIONS)  # the schema check covers every function a coordinator runs
         rendered = sql_snapshot.render(
             connection, migrate.HEAD_REVISION, "tests/distributed/test_citus_store.py", where=" on a Citus coordinator"
@@ -264,7 +290,9 @@ def test_upgrading_a_distributed_store_lays_out_the_tables_a_revision_adds(citus
 
 
 def test_a_function_of_unknown_shape_is_refused_clearly():
-    definition = "CREATE FUNCTION simhash.f() ... SELECT reltuples FROM pg_class WHERE oid = 'simhash.documents'::regclass"
+    definition = (
+        "CREATE FUNCTION simhash.f() ... SELECT reltuples FROM pg_class WHERE oid = 'simhash.documents'::regclass"
+    )
     with pytest.raises(distributed.NotDistributableError, match="planner statistics"):
         distributed.adapt(definition, "simhash.f()")
     join = "... FROM hits JOIN simhash.documents d ON d.id = hits.id ..."
@@ -300,7 +328,9 @@ def test_near_plans_afresh_because_a_generic_plan_cannot_be_distributed(distribu
                 ).fetchall()
                 assert sorted(rows) == brute_force(documents, query, k)
         # The reason: with the one-server setting, Citus cannot plan the function's statements.
-        connection.execute("ALTER FUNCTION simhash.near(bigint, integer, text, integer) SET plan_cache_mode = force_generic_plan")
+        connection.execute(
+            "ALTER FUNCTION simhash.near(bigint, integer, text, integer) SET plan_cache_mode = force_generic_plan"
+        )
         with pytest.raises(psycopg.Error, match="could not create distributed plan"):
             connection.execute("SELECT * FROM simhash.near(0, 3, 'probe')").fetchall()
 
@@ -344,8 +374,11 @@ def test_near_and_near_many_are_one_fan_out_each(distributed_store, citus_url):
         ("SELECT * FROM simhash.near(%s, 11, 'probe', 1)", (query,)),  # max_results: one stage suffices
         ("SELECT * FROM simhash.near_many(ARRAY[%s, 0]::bigint[], 3, 'probe')", (query,)),
     ):
-        sent = [line for line in shard_commands(citus_url, statement, parameters).splitlines()
-                if "FROM simhash.documents_" in line or "FROM (SELECT" in line and "simhash.documents_" in line]
+        sent = [
+            line
+            for line in shard_commands(citus_url, statement, parameters).splitlines()
+            if "FROM simhash.documents_" in line or "FROM (SELECT" in line and "simhash.documents_" in line
+        ]
         assert len(sent) == shards, (statement, sent[:3])  # one statement a shard
         assert not any(re.search(r"\bid OPERATOR\(pg_catalog\.=\)", line) for line in sent), statement
 
@@ -363,7 +396,11 @@ def test_near_many_probes_the_indexes_for_few_probes_and_reads_each_shard_for_ma
         queries = [d.fingerprint for d in documents[:count]]
         for method in ("auto", "probe"):
             sent = shard_commands(citus_url, statement, ([to_signed(q) for q in queries], k, method))
-            branches = [line for line in sent.splitlines() if "FROM simhash.documents_" in line or "JOIN simhash.documents_" in line]
+            branches = [
+                line
+                for line in sent.splitlines()
+                if "FROM simhash.documents_" in line or "JOIN simhash.documents_" in line
+            ]
             assert branches and all(line.count(shape) == 4 for line in branches), (count, k, method, branches[:1])
             found = distributed_store.query_many(queries, k, method=method)
             assert [answers(matches) for matches in found] == [brute_force(documents, q, k) for q in queries]
@@ -377,13 +414,19 @@ def test_near_many_adapted_before_its_two_shapes_is_adapted_again(monkeypatch):
     one_server = head.function_text(head.NEAR_MANY)
     adapted = distributed.adapt(one_server, "simhash.near_many")
     with monkeypatch.context() as patch:
-        patch.setattr(distributed, "REWRITES", tuple(r for r in distributed.REWRITES if r.name not in distributed._NEAR_MANY_SHAPES))
+        patch.setattr(
+            distributed,
+            "REWRITES",
+            tuple(r for r in distributed.REWRITES if r.name not in distributed._NEAR_MANY_SHAPES),
+        )
         adapted_earlier = distributed.adapt(one_server, "simhash.near_many")
     assert "ANY (ARRAY(SELECT" not in adapted_earlier and "ANY (ARRAY(SELECT" in adapted
     assert distributed.adapt(adapted_earlier, "simhash.near_many") == adapted
     assert distributed.adapt(adapted, "simhash.near_many") == adapted  # idempotent
     # A probe statement of another shape is refused, not half-adapted.
-    changed = one_server.replace("JOIN simhash.documents c ON c.block3 = q.b3 # m.mask", "JOIN simhash.documents c ON c.block3 = q.b3")
+    changed = one_server.replace(
+        "JOIN simhash.documents c ON c.block3 = q.b3 # m.mask", "JOIN simhash.documents c ON c.block3 = q.b3"
+    )
     with pytest.raises(distributed.NotDistributableError, match="joins block_masks 3 times"):
         distributed.adapt(changed, "simhash.near_many")
 
@@ -396,13 +439,16 @@ def test_near_and_near_many_from_psql_in_every_call_form(distributed_store, citu
     query = documents[0].fingerprint
     nearest_first = sorted(brute_force(documents, query, 11), key=lambda match: (match[1], match[0]))
     with psycopg.connect(citus_url, autocommit=True) as connection:
+
         def rows(statement, *parameters):
             return connection.execute(statement, (to_signed(query), *parameters)).fetchall()
 
         assert sorted(rows("SELECT key, distance FROM simhash.near(%s)")) == brute_force(documents, query, 11)
         assert sorted(rows("SELECT key, distance FROM simhash.near(%s, 3)")) == brute_force(documents, query, 3)
         for method in ("auto", "probe", "scan"):
-            assert sorted(rows("SELECT key, distance FROM simhash.near(%s, 12, %s)", method)) == brute_force(documents, query, 12)
+            assert sorted(rows("SELECT key, distance FROM simhash.near(%s, 12, %s)", method)) == brute_force(
+                documents, query, 12
+            )
             limited = rows("SELECT key, distance FROM simhash.near(%s, 11, %s, 2)", method)
             assert [d for _, d in limited] == [d for _, d in nearest_first[:2]], method
         named = rows("SELECT key, distance FROM simhash.near(%s, max_results => 1)")
@@ -416,7 +462,8 @@ def test_near_and_near_many_from_psql_in_every_call_form(distributed_store, citu
         assert sorted((k, d) for i, k, d in many if i == 2) == brute_force(documents, other, 11)
         for method in ("probe", "scan"):
             first = connection.execute(
-                "SELECT query_index, distance FROM simhash.near_many(ARRAY[%s]::bigint[], 11, %s, 2)", (to_signed(query), method)
+                "SELECT query_index, distance FROM simhash.near_many(ARRAY[%s]::bigint[], 11, %s, 2)",
+                (to_signed(query), method),
             ).fetchall()
             assert first == [(1, d) for _, d in nearest_first[:2]], method
 
@@ -426,13 +473,16 @@ def test_multi_shard_union_gives_each_match_once(distributed_store, citus_url):
     query = rng.getrandbits(64)
     # Matches on every shard: the query itself (found by all four blocks), and copies a few bits away.
     documents = [NewDocument(f"same/{i}", query) for i in range(20)]
-    documents += [NewDocument(f"near/{i}", query ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64))) for i in range(40)]
+    documents += [
+        NewDocument(f"near/{i}", query ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64))) for i in range(40)
+    ]
     documents += random_documents(500, 7, "other")
     distributed_store.add(documents)
     with psycopg.connect(citus_url) as connection:
         shards = connection.execute(
             "SELECT count(DISTINCT get_shard_id_for_distribution_column('simhash.documents', key)) "
-            "FROM simhash.documents WHERE simhash.distance(fingerprint, %s) <= 4", (to_signed(query),)
+            "FROM simhash.documents WHERE simhash.distance(fingerprint, %s) <= 4",
+            (to_signed(query),),
         ).fetchone()[0]
     assert shards > 2
     for method in ("probe", "scan", "auto"):
@@ -482,7 +532,9 @@ DISTANCES = [*range(25), 28, 32, 40, 48, 56, 64]
 # No shrinking: each example costs a few seconds on the cluster; the failing example is printed as drawn.
 @pytest.mark.slow
 @settings(
-    max_examples=4, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    max_examples=4,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=corpora())
@@ -512,11 +564,17 @@ def test_distributed_equals_single_node_and_brute_force_for_every_k(both_stores,
 def test_cli_commands_against_the_coordinator(citus_url, single_node_url, tmp_path):
     rng = random.Random(8)
     base = [rng.getrandbits(64) for _ in range(30)]
-    rows = [("k%03d" % i, v) for i, v in enumerate(base)] + [("twin%03d" % i, v ^ 0b101) for i, v in enumerate(base[:10])]
+    rows = [("k%03d" % i, v) for i, v in enumerate(base)] + [
+        ("twin%03d" % i, v ^ 0b101) for i, v in enumerate(base[:10])
+    ]
     csv = tmp_path / "fingerprints.csv"
     csv.write_text("key,fingerprint\n" + "".join(f"{k},{v:016x}\n" for k, v in rows))
     jsonl = tmp_path / "more.jsonl"
-    jsonl.write_text("".join(json.dumps({"key": f"more{i}", "fingerprint": f"{v ^ 1:016x}"}) + "\n" for i, v in enumerate(base[10:15])))
+    jsonl.write_text(
+        "".join(
+            json.dumps({"key": f"more{i}", "fingerprint": f"{v ^ 1:016x}"}) + "\n" for i, v in enumerate(base[10:15])
+        )
+    )
     outputs = {}
     for url in (citus_url, single_node_url):
         steps = [
@@ -583,7 +641,9 @@ def test_grant_read_to_a_role_the_workers_lack_is_one_error_line(distributed_sto
         assert f"role {role!r} exists on the coordinator but not on the Citus worker(s)" in lines[0]
         assert all(f"127.0.0.1:{port}" in lines[0] for port in citus.ports[1:]), lines[0]
         with psycopg.connect(citus_url) as connection:
-            assert not connection.execute("SELECT has_table_privilege(%s, 'simhash.documents', 'SELECT')", (role,)).fetchone()[0]
+            assert not connection.execute(
+                "SELECT has_table_privilege(%s, 'simhash.documents', 'SELECT')", (role,)
+            ).fetchone()[0]
         for port in citus.ports[1:]:
             citus.execute(f'CREATE ROLE "{role}" LOGIN', port=port)
         assert cli(citus_url, "grant-read", role).exit_code == 0
@@ -591,10 +651,11 @@ def test_grant_read_to_a_role_the_workers_lack_is_one_error_line(distributed_sto
         with psycopg.connect(citus_url.replace("postgres@", f"{role}@"), autocommit=True) as reader:
             rows = reader.execute("SELECT key, distance FROM simhash.near(%s, 12)", (to_signed(query),)).fetchall()
             assert sorted(rows) == brute_force(documents, query, 12)
-            rows = reader.execute("SELECT key, distance FROM simhash.near_many(ARRAY[%s]::bigint[], 12)", (to_signed(query),)).fetchall()
+            rows = reader.execute(
+                "SELECT key, distance FROM simhash.near_many(ARRAY[%s]::bigint[], 12)", (to_signed(query),)
+            ).fetchall()
             assert sorted(rows) == brute_force(documents, query, 12)
     finally:
         citus.execute(f'DROP OWNED BY "{role}"', database)  # on the coordinator; Citus revokes on the workers
         for port in citus.ports:
             citus.execute(f'DROP ROLE IF EXISTS "{role}"', port=port)
-
