@@ -654,3 +654,23 @@ def test_clusters_of_an_earlier_revision_upgrade_in_place_and_downgrade(empty_da
             assert connection.execute("SELECT count(*) FROM simhash.cluster_heads").fetchone() == (2,)
     finally:
         engine.dispose()
+
+
+def test_cli_dedup_lists_the_first_twenty_replacements_and_counts_the_rest(database_url, tmp_path, sample_paragraphs):
+    # 25 families, each repost before its earlier-dated original: 25 replacements, a screenful at most.
+    texts = sample_paragraphs[:25]
+    records = [
+        {"key": f"repost{n}", "text": "【转载】" + t + "（完）", "published_at": "2024-05-02"}
+        for n, t in enumerate(texts)
+    ]
+    records += [{"key": f"original{n}", "text": t, "published_at": "2024-05-01"} for n, t in enumerate(texts)]
+    source = tmp_path / "in.jsonl"
+    _write_records(source, records, "jsonl")
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    args = ["dedup", str(source), "--keep", "field:published_at:asc", "-o", str(tmp_path / "out.jsonl")]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    replaced = result.stderr.count("  replaced: repost")
+    total = int(result.stderr.split("representatives replaced by a better copy: ")[1].split()[0])
+    assert total >= 21 and replaced == 20, result.stderr  # near copies of each other may merge families
+    assert f"  ... and {total - 20} more" in result.stderr

@@ -226,8 +226,9 @@ def dedup_command(
 ) -> None:
     """Write the records that are not near-duplicates of an earlier record or of anything stored.
 
-    Every record is stored and joins a cluster; the first of each cluster is kept. A rerun
-    over the same input writes the same output, byte for byte.
+    Every record is stored and joins a cluster; one copy of each cluster is kept, chosen by
+    --keep (the first by default). A rerun over the same input writes the same output, byte
+    for byte.
 
     Example: simhash-store dedup crawl.jsonl -o clean.jsonl
     """
@@ -307,7 +308,7 @@ def dedup_command(
                     err.print(
                         f"stored before with the same text, not fingerprinted again: {counts.unchanged}", markup=False
                     )
-                print_replaced(counts.replaced, err)
+                print_replaced(counts.replaced, err, limit=20)
     except KeyboardInterrupt as exc:
         if writer is not None:
             writer.abandon()

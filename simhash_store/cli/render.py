@@ -294,9 +294,13 @@ def progress_bar(quiet: bool, total_documents: int | None, total_bytes: int, tot
         yield advance, (on_read if by_bytes else None)
 
 
-def print_replaced(replaced: list[tuple[str, str]], console) -> None:
-    """Each representative that a better copy replaced (by the store's keep policy), one line each."""
+def print_replaced(replaced: list[tuple[str, str]], console, limit: int | None = None) -> None:
+    """Each representative that a better copy replaced (by the store's keep policy), one line each
+    (the first ``limit`` of them, and how many more)."""
     if replaced:
         console.print(f"representatives replaced by a better copy: {len(replaced)}", markup=False)
-    for old, new in replaced:
+    shown = replaced if limit is None else replaced[:limit]
+    for old, new in shown:
         console.print(f"  replaced: {visible(old)} by {visible(new)}", markup=False)
+    if len(shown) < len(replaced):
+        console.print(f"  ... and {len(replaced) - len(shown)} more", markup=False)
