@@ -27,6 +27,13 @@ class WarcPage:
     uri: str
     content_type: str | None
     body: bytes
+    # Bytes the record's Content-Length promised beyond the end of its archive (or of its gzip
+    # member): a cut archive, or a wrong length that took in the records after it. Such a record
+    # comes out whatever its type, with no body: it is damaged, not a page.
+    missing: int = 0
+    # The body was longer than the reader's bound (a compressed archive can hold far more than
+    # its size): not read beyond it, and the page comes out with no body.
+    too_large: bool = False
 
 
 @dataclass
@@ -43,11 +50,16 @@ def is_warc_name(name: str) -> bool:
     return name.lower().endswith(_SUFFIXES)
 
 
-def read_pages(stream: IO[bytes], counts: WarcCounts | None = None) -> Iterator[WarcPage]:
-    """The HTML pages of a WARC stream, in the archive's order."""
+def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: int | None = None) -> Iterator[WarcPage]:
+    """The HTML pages of a WARC stream, in the archive's order. ``max_bytes``: the most of one
+    record's body that is read (a longer one comes out ``too_large``, without its body)."""
     ArchiveIterator, ArchiveLoadFailed = _warcio()
     counts = counts if counts is not None else WarcCounts()
-    records = iter(ArchiveIterator(stream))
+    archive = ArchiveIterator(stream)
+    # warcio writes a warning of several lines to stderr where a record is not followed by its
+    # blank lines (a wrong Content-Length); the reader's one-line error says it instead.
+    archive.INC_RECORD = ""
+    records = iter(archive)
     while True:
         try:
             record = next(records)
@@ -55,23 +67,44 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None) -> Iterator[
                 # warcio reads the older ARC format too, and takes almost any first line for an
                 # ARC header: a gzipped page or text file would come out as one bogus record
                 raise InputError("not a readable WARC archive: no WARC record header where one should start")
+            uri = record.rec_headers.get_header("WARC-Target-URI") or ""
             if record.rec_type != "response":
                 counts.other_records += 1
                 counts.by_type[record.rec_type] = counts.by_type.get(record.rec_type, 0) + 1
-                continue
-            uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-            content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
-            body = record.content_stream().read()
+                content_type, body = None, b""
+            else:
+                content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
+                body = record.content_stream().read(None if max_bytes is None else max_bytes + 1)
+            missing = _missing_bytes(record.raw_stream)
         except StopIteration:
             return
         # warcio fails on garbage with its own error, zlib's, or (a header line it cannot split)
         # an AttributeError or IndexError from inside its parser: all mean a damaged archive.
         except (ArchiveLoadFailed, OSError, EOFError, ValueError, AttributeError, IndexError, KeyError) as error:
-            raise InputError(f"not a readable WARC archive: {_first_line(error)}") from None
+            hint = " (after a record whose Content-Length looks wrong)" if getattr(archive, "err_count", 0) else ""
+            raise InputError(f"not a readable WARC archive: {_first_line(error)}{hint}") from None
+        if missing:  # damaged, whatever its type: it may have taken in the records after it
+            yield WarcPage(uri, content_type, b"", missing)
+            continue
+        if record.rec_type != "response":
+            continue
         if not _is_html(content_type, body):
             counts.not_html += 1
             continue
+        if max_bytes is not None and len(body) > max_bytes:
+            yield WarcPage(uri, content_type, b"", too_large=True)
+            continue
         yield WarcPage(uri, content_type, body)
+
+
+def _missing_bytes(raw: Any) -> int:
+    """What the record's Content-Length still owes once its stream has ended (0 for a whole
+    record). warcio stops quietly at the end of the file, so a length past it is found here."""
+    if not isinstance(getattr(raw, "limit", None), int):
+        return 0  # no usable Content-Length: warcio reads to the end, as it does
+    while raw.read(1 << 16):
+        pass
+    return max(int(raw.limit), 0)
 
 
 def _is_html(content_type: str | None, body: bytes) -> bool:

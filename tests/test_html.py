@@ -237,6 +237,54 @@ def test_a_damaged_crawl_through_the_registry_gives_its_pages_then_one_skip(tmp_
     assert isinstance(rows[-1][1], Skip) and "not a readable WARC archive" in str(rows[-1][1])
 
 
+def _raw_response(uri: str, body: bytes, declared: int | None = None) -> bytes:
+    """One WARC response written by hand, so that its Content-Length can lie (``declared``)."""
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+    length = len(http) + len(body) if declared is None else declared
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Record-ID: <urn:uuid:{uri}>\r\n"
+            f"WARC-Date: 2020-01-01T00:00:00Z\r\nContent-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {length}\r\n\r\n").encode()
+    return head + http + body + b"\r\n\r\n"
+
+
+def test_a_warc_record_whose_length_lies_or_whose_body_is_over_the_bound_costs_itself_in_one_line(tmp_path, capfd):
+    from simhash_store.corpus import TOO_LARGE, UNREADABLE, Skip
+    from simhash_store.formats import ReadOptions, read_records
+
+    zh, en = page("zh-news-gbk.html").decode("gbk").encode(), page("en-article.html")
+
+    def rows(name: str, data: bytes, **options) -> list:
+        (tmp_path / name).write_bytes(data)
+        return [record["key"] if isinstance(record, dict) else record for _, record in
+                read_records(str(tmp_path / name), options=ReadOptions(**options))]
+
+    # A Content-Length past the end of the archive took in the records after it, silently (exit 0,
+    # the next page's bytes fingerprinted as part of this one); now the record is one bad record.
+    first, last = _raw_response("http://e/u1", zh), _raw_response("http://e/u3", en)
+    plain = rows("long.warc", first + _raw_response("http://e/u2", en, declared=10**8) + last)
+    assert plain[0] == "http://e/u1" and len(plain) == 2
+    assert isinstance(plain[1], Skip) and plain[1].reason == UNREADABLE and "short of its Content-Length" in str(plain[1])
+    # Gzipped per record, the records after it are still read.
+    members = b"".join(gzip.compress(r) for r in (_raw_response("http://e/u1", zh), _raw_response("http://e/u2", en, declared=10**8),
+                                                  _raw_response("http://e/u3", en)))
+    zipped = rows("long.warc.gz", members)
+    assert zipped[0] == "http://e/u1" and zipped[2] == "http://e/u3" and isinstance(zipped[1], Skip)
+    # An archive cut in its last record gave a partial page.
+    whole = _raw_response("http://e/u1", zh) + _raw_response("http://e/u2", en)
+    cut = rows("cut.warc", whole[:-300])
+    assert cut[0] == "http://e/u1" and isinstance(cut[1], Skip) and "short of its Content-Length" in str(cut[1])
+    # A Content-Length too short: warcio printed a warning of three lines to stderr; now only the one line.
+    capfd.readouterr()
+    short = rows("short.warc", first + _raw_response("http://e/u2", en, declared=10) + last)
+    assert short[0] == "http://e/u1" and isinstance(short[-1], Skip) and "Content-Length looks wrong" in str(short[-1])
+    assert capfd.readouterr().err == ""
+    # A body over the bound (a small .warc.gz can inflate to gigabytes) is not read beyond it.
+    bomb = gzip.compress(_raw_response("http://e/big", b"<html><body><p>" + b"a " * 500_000 + b"</p></body></html>"))
+    assert len(bomb) < 10_000
+    bounded = rows("bomb.warc.gz", gzip.compress(_raw_response("http://e/u1", zh)) + bomb, max_bytes=100_000)
+    assert bounded[0] == "http://e/u1" and isinstance(bounded[1], Skip) and bounded[1].reason == TOO_LARGE
+
+
 def test_html_field_in_add_query_and_calibrate(database_url, tmp_path):
     lines = [
         {"url": "zh", "page": page("zh-news-gbk.html").decode("gbk")},

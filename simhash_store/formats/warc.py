@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..corpus import UNREADABLE, Skip
+from ..corpus import TOO_LARGE, UNREADABLE, Skip
 from ..errors import InputError
 from ..warc import read_pages
 from .html import page_text
@@ -24,7 +24,7 @@ _GZIP_START = b"\x1f\x8b"
 def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
     """The HTML pages of the archive, in its order."""
     with source.open() as stream:
-        pages = read_pages(stream)
+        pages = read_pages(stream, max_bytes=options.max_bytes)
         while True:
             try:
                 page = next(pages)
@@ -34,6 +34,14 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 yield source.name, Skip(source.name, UNREADABLE, str(exc))
                 return
             where = f"{source.name}: {page.uri}"
+            if page.missing:
+                yield where, Skip(where, UNREADABLE, (
+                    f"the record ends {page.missing:,} bytes short of its Content-Length: the archive is cut "
+                    "short, or the length is wrong and took in the records after it"))
+                continue
+            if page.too_large:
+                yield where, Skip(where, TOO_LARGE, f"a body over {options.max_bytes:,} bytes")
+                continue
             text = page_text(page.body, where, page.content_type)
             if isinstance(text, Skip):
                 yield where, text
