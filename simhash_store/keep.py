@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .pairs import near_pairs
+from .validation import text_problem
 
 Rank = tuple[Any, ...]  # a policy's sort key: the lower, the better copy
 
@@ -91,14 +92,16 @@ class KeepPolicy:
 
 
 def comparable(value: Any) -> bool:
-    """Whether a field value takes part in the comparison (a finite number or a string)."""
+    """Whether a field value takes part in the comparison (a finite number or a string), and so is
+    stored: a string PostgreSQL cannot hold (NUL, a lone surrogate) counts as missing, as in the
+    store, where its value is NULL (jsonb refuses it, which failed the whole batch)."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
         return True
     if isinstance(value, float):
         return math.isfinite(value)
-    return isinstance(value, str)
+    return isinstance(value, str) and text_problem(value) is None
 
 
 def _value_rank(value: Any, descending: bool) -> Rank:

@@ -674,3 +674,32 @@ def test_cli_dedup_lists_the_first_twenty_replacements_and_counts_the_rest(datab
     total = int(result.stderr.split("representatives replaced by a better copy: ")[1].split()[0])
     assert total >= 21 and replaced == 20, result.stderr  # near copies of each other may merge families
     assert f"  ... and {total - 20} more" in result.stderr
+
+
+def test_a_keep_field_value_postgresql_cannot_hold_counts_as_missing_instead_of_failing_the_run(
+    database_url, tmp_path, sample_paragraphs
+):
+    # A string holding NUL is a string (comparable) but jsonb cannot hold it: the batch's COPY failed,
+    # and dedup died with a traceback, writing nothing. Now such a value counts as missing.
+    first, second = sample_paragraphs[:2]
+    records = [
+        {"key": "a", "text": first, "rank": 5},
+        {"key": "b", "text": first + "。", "rank": "x\u0000y"},
+        {"key": "c", "text": second, "rank": {"deep": ["\u0000"]}},
+        {"key": "d", "text": second + "。", "rank": 1},
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(app, ["dedup", str(path), "--keep", "field:rank:asc", "-o", str(out), "-q"], env=env)
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["key"] for line in out.read_text(encoding="utf-8").splitlines()] == ["a", "d"]
+    # add of records into the store kept by that field: the same value is stored as missing.
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({"key": "e", "text": sample_paragraphs[2], "rank": "\u0000"}) + "\n", encoding="utf-8")
+    added = CliRunner().invoke(app, ["add", "--jsonl", str(more)], env=env)
+    assert added.exit_code == 0, added.output
+    with Store(database_url) as store, store.engine.connect() as connection:
+        stored = dict(connection.execute(sql_text("SELECT key, keep_value FROM simhash.documents")).all())
+    assert stored == {"a": 5, "b": None, "c": None, "d": 1, "e": None}
