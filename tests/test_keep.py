@@ -22,7 +22,7 @@ from simhash_store.dedup import ClusterDistanceError, DedupCounts, InputChangedE
 from simhash_store.ingest import Fingerprinter, add
 from simhash_store.keep import KeepPolicy, leaders_keeping
 from simhash_store.scheme import DEFAULT
-from simhash_store.store import Store
+from simhash_store.store import NewDocument, Store
 
 # ------------------------------------------------------------ the policy (no database)
 
@@ -703,3 +703,16 @@ def test_a_keep_field_value_postgresql_cannot_hold_counts_as_missing_instead_of_
     with Store(database_url) as store, store.engine.connect() as connection:
         stored = dict(connection.execute(sql_text("SELECT key, keep_value FROM simhash.documents")).all())
     assert stored == {"a": 5, "b": None, "c": None, "d": 1, "e": None}
+
+
+def test_recluster_prints_a_keep_field_name_with_control_characters_escaped(database_url):
+    # The field's name is printed back (and stored): an ESC sequence in it reached the terminal raw.
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1), NewDocument("b", 3)])
+    result = CliRunner().invoke(app, ["recluster", "--keep", "field:\x1b]0;title\x07\u202e:desc"],
+                                env={"SIMHASH_STORE_URL": str(database_url)})
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\u202e" not in result.output
+    assert "keeping field:\\x1b]0;title\\x07\\u202e:desc" in result.output
+    with Store(database_url) as store:
+        assert store.keep_policy().field == "\x1b]0;title\x07\u202e"  # stored as given

@@ -162,7 +162,7 @@ def recluster(
         documents, count = store.recluster(max_distance, keep=policy)
         distance, _ = store.cluster_state()
         chosen = store.keep_policy()
-    keeping = "" if chosen.kind == "first" else f", keeping {chosen}"
+    keeping = "" if chosen.kind == "first" else f", keeping {visible(str(chosen))}"
     out.print(
         f"{counted(documents, 'document')} in {counted(count, 'cluster')} at distance {distance}{keeping}", markup=False
     )
