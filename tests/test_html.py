@@ -241,9 +241,11 @@ def _raw_response(uri: str, body: bytes, declared: int | None = None) -> bytes:
     """One WARC response written by hand, so that its Content-Length can lie (``declared``)."""
     http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
     length = len(http) + len(body) if declared is None else declared
-    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Record-ID: <urn:uuid:{uri}>\r\n"
-            f"WARC-Date: 2020-01-01T00:00:00Z\r\nContent-Type: application/http; msgtype=response\r\n"
-            f"Content-Length: {length}\r\n\r\n").encode()
+    head = (
+        f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Record-ID: <urn:uuid:{uri}>\r\n"
+        f"WARC-Date: 2020-01-01T00:00:00Z\r\nContent-Type: application/http; msgtype=response\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
     return head + http + body + b"\r\n\r\n"
 
 
@@ -255,18 +257,28 @@ def test_a_warc_record_whose_length_lies_or_whose_body_is_over_the_bound_costs_i
 
     def rows(name: str, data: bytes, **options) -> list:
         (tmp_path / name).write_bytes(data)
-        return [record["key"] if isinstance(record, dict) else record for _, record in
-                read_records(str(tmp_path / name), options=ReadOptions(**options))]
+        return [
+            record["key"] if isinstance(record, dict) else record
+            for _, record in read_records(str(tmp_path / name), options=ReadOptions(**options))
+        ]
 
     # A Content-Length past the end of the archive took in the records after it, silently (exit 0,
     # the next page's bytes fingerprinted as part of this one); now the record is one bad record.
     first, last = _raw_response("http://e/u1", zh), _raw_response("http://e/u3", en)
     plain = rows("long.warc", first + _raw_response("http://e/u2", en, declared=10**8) + last)
     assert plain[0] == "http://e/u1" and len(plain) == 2
-    assert isinstance(plain[1], Skip) and plain[1].reason == UNREADABLE and "short of its Content-Length" in str(plain[1])
+    assert (
+        isinstance(plain[1], Skip) and plain[1].reason == UNREADABLE and "short of its Content-Length" in str(plain[1])
+    )
     # Gzipped per record, the records after it are still read.
-    members = b"".join(gzip.compress(r) for r in (_raw_response("http://e/u1", zh), _raw_response("http://e/u2", en, declared=10**8),
-                                                  _raw_response("http://e/u3", en)))
+    members = b"".join(
+        gzip.compress(r)
+        for r in (
+            _raw_response("http://e/u1", zh),
+            _raw_response("http://e/u2", en, declared=10**8),
+            _raw_response("http://e/u3", en),
+        )
+    )
     zipped = rows("long.warc.gz", members)
     assert zipped[0] == "http://e/u1" and zipped[2] == "http://e/u3" and isinstance(zipped[1], Skip)
     # An archive cut in its last record gave a partial page.

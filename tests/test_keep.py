@@ -709,8 +709,9 @@ def test_recluster_prints_a_keep_field_name_with_control_characters_escaped(data
     # The field's name is printed back (and stored): an ESC sequence in it reached the terminal raw.
     with Store(database_url) as store:
         store.add([NewDocument("a", 1), NewDocument("b", 3)])
-    result = CliRunner().invoke(app, ["recluster", "--keep", "field:\x1b]0;title\x07\u202e:desc"],
-                                env={"SIMHASH_STORE_URL": str(database_url)})
+    result = CliRunner().invoke(
+        app, ["recluster", "--keep", "field:\x1b]0;title\x07\u202e:desc"], env={"SIMHASH_STORE_URL": str(database_url)}
+    )
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "\u202e" not in result.output
     assert "keeping field:\\x1b]0;title\\x07\\u202e:desc" in result.output

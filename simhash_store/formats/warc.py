@@ -35,9 +35,11 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 return
             where = f"{source.name}: {page.uri}"
             if page.missing:
-                yield where, Skip(where, UNREADABLE, (
+                short = (
                     f"the record ends {page.missing:,} bytes short of its Content-Length: the archive is cut "
-                    "short, or the length is wrong and took in the records after it"))
+                    "short, or the length is wrong and took in the records after it"
+                )
+                yield where, Skip(where, UNREADABLE, short)
                 continue
             if page.too_large:
                 yield where, Skip(where, TOO_LARGE, f"a body over {options.max_bytes:,} bytes")
