@@ -360,9 +360,30 @@ async def _body(request: Request, limits: Limits) -> bytes:
     return b"".join(chunks)
 
 
+def _members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; a name given twice is refused (json keeps the last silently, so
+    ``{"key": "a", "text": ..., "key": "b"}`` was stored under a key the client may not mean)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _Refused(400, f"malformed JSON: the member {name[:40]!r} appears twice in one object")
+            seen.add(name)
+    return value
+
+
+def _integer(literal: str) -> int:
+    """A JSON integer; one too long for Python to read (over 4,300 digits) is a bad request, not an
+    internal error (its ValueError reached the log as a traceback and the client as 500)."""
+    if len(literal.lstrip("-")) > 4300:
+        raise _Refused(400, f"malformed JSON: an integer of {len(literal.lstrip('-')):,} digits")
+    return int(literal)
+
+
 def _json_object(data: bytes) -> dict[str, Any]:
     try:
-        value = json.loads(data)
+        value = json.loads(data, object_pairs_hook=_members, parse_int=_integer)
     except UnicodeDecodeError:
         raise _Refused(400, "malformed JSON: the body is not UTF-8") from None
     except json.JSONDecodeError as exc:

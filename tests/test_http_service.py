@@ -192,6 +192,12 @@ def test_malformed_requests_get_one_line_of_json(service, base):
             "bad hex": client.post("/query", json={"fingerprints": ["xyz"]}),
             "both": client.post("/query", json={"texts": ["a"], "fingerprints": ["00"]}),
             "deep": client.post("/fingerprint", content=b"[" * 50_000),
+            # Python's int() refuses over 4,300 digits: that was a 500 and a traceback in the log.
+            "huge integer": client.post("/query", content=b'{"texts": ["a"], "k": ' + b"9" * 5000 + b"}"),
+            # json keeps the last of two members silently: that document was stored under "b".
+            "repeated member": client.post(
+                "/add", content='{"documents": [{"key": "a", "text": "保护人民", "key": "b"}]}'.encode()
+            ),
         }
         missing = client.get("/nowhere")
     for name, answer in answers.items():
@@ -200,6 +206,8 @@ def test_malformed_requests_get_one_line_of_json(service, base):
         assert error and "\n" not in error and "Traceback" not in error, (name, error)
     assert answers["bad json"].json()["error"].startswith("malformed JSON")
     assert "0 to 64" in answers["bad k"].json()["error"]
+    assert answers["huge integer"].json()["error"] == "malformed JSON: an integer of 5,000 digits"
+    assert answers["repeated member"].json()["error"] == "malformed JSON: the member 'key' appears twice in one object"
     assert missing.status_code == 404 and "error" in missing.json()
 
 
