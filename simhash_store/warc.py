@@ -72,8 +72,12 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
                 counts.other_records += 1
                 counts.by_type[record.rec_type] = counts.by_type.get(record.rec_type, 0) + 1
                 content_type, body = None, b""
+            elif record.http_headers is None:
+                # warcio parses the HTTP head only under an http: or https: target URI (an empty
+                # one, or another scheme, leaves it in the body): parsed here, the page is read as any.
+                content_type, body = _own_http_head(record.raw_stream, max_bytes)
             else:
-                content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
+                content_type = record.http_headers.get_header("Content-Type")
                 body = record.content_stream().read(None if max_bytes is None else max_bytes + 1)
             missing = _missing_bytes(record.raw_stream)
         except StopIteration:
@@ -95,6 +99,33 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             yield WarcPage(uri, content_type, b"", too_large=True)
             continue
         yield WarcPage(uri, content_type, body)
+
+
+def _own_http_head(raw: Any, max_bytes: int | None) -> tuple[str | None, bytes]:
+    """The Content-Type and body of a response block warcio left unparsed; a block that does not
+    start with an HTTP status line is all body, without a type (sniffed like any)."""
+    from warcio.statusandheaders import StatusAndHeadersParser
+
+    start = raw.read(5)
+    if start != b"HTTP/":
+        rest = raw.read(None if max_bytes is None else max(max_bytes + 1 - len(start), 0))
+        return None, start + rest
+    head = StatusAndHeadersParser([], verify=False).parse(_Prefixed(start, raw))
+    return head.get_header("Content-Type"), raw.read(None if max_bytes is None else max_bytes + 1)
+
+
+class _Prefixed:
+    """A stream's first bytes, already read, put back before the rest (lines only: what the
+    header parser asks for)."""
+
+    def __init__(self, prefix: bytes, stream: Any) -> None:
+        self._prefix, self._stream = prefix, stream
+
+    def readline(self, limit: int = -1) -> bytes:
+        line, self._prefix = self._prefix, b""
+        if not line.endswith(b"\n"):
+            line += self._stream.readline()
+        return line
 
 
 def _missing_bytes(raw: Any) -> int:

@@ -326,3 +326,15 @@ def test_dedup_reads_a_crawl(database_url, tmp_path):
     kept = [json.loads(line) for line in (tmp_path / "kept.jsonl").read_text("utf-8").splitlines()]
     assert [record["key"] for record in kept] == ["http://example.com/zh", "http://example.com/en"]
     assert ARTICLE_EN in kept[1]["text"]
+
+
+@pytest.mark.parametrize("uri", ["", "ftp://example.com/zh", "urn:example:zh"])
+def test_a_warc_response_under_another_or_no_target_uri_is_read_as_any(uri):
+    # warcio parses the HTTP head only under http: and https:; the page was dropped silently.
+    body = page("zh-news-gbk.html")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=gbk\r\n\r\n"
+    raw = _raw_response(uri, body, declared=len(head) + len(body)).replace(b"charset=utf-8", b"charset=gbk")
+    pages = list(read_pages(io.BytesIO(raw + _raw_response("http://example.com/en", page("en-article.html")))))
+    assert [p.uri for p in pages] == [uri, "http://example.com/en"]
+    assert pages[0].content_type == "text/html; charset=gbk" and pages[0].body == body
+    assert ARTICLE_ZH in extract(pages[0].body, pages[0].content_type).text
