@@ -232,11 +232,15 @@ class FingerprintService:
     def url(self, host: str, port: int) -> str:
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
-    def announcement(self, host: str, port: int, *, with_tokens: bool = False) -> dict[str, Any]:
-        """What ``serve --http`` prints: where the service answers, its scheme, where the tokens are
-        kept (``with_tokens``: the tokens themselves)."""
+    def announcement(
+        self, host: str, port: int, *, with_tokens: bool = False, unix_socket: str | None = None
+    ) -> dict[str, Any]:
+        """What ``serve --http`` prints: where the service answers (``unix_socket``: on that Unix
+        socket, for URLs of http://localhost), its scheme, where the tokens are kept
+        (``with_tokens``: the tokens themselves)."""
         shown: dict[str, Any] = {
-            "url": self.url(host, port),
+            "url": "http://localhost" if unix_socket else self.url(host, port),
+            **({"unix_socket": unix_socket} if unix_socket else {}),
             "scheme": self.scheme.name,
             "read_write_token_file": str(self.tokens.directory / READ_WRITE_TOKEN_FILE),
             "read_only_token_file": str(self.tokens.directory / READ_ONLY_TOKEN_FILE),
@@ -556,6 +560,46 @@ def listen(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
     return listening
 
 
+def listen_unix(path: Path) -> socket.socket:
+    """A Unix socket at ``path``, mode 0600, for :func:`run`: only its owner (and root) may connect,
+    and, in a directory no one else may write to, no one can put a socket of theirs at that path
+    while the service is stopped (over TCP, another user may take a stopped service's port and
+    read the next client's token). A leftover socket of the owner's is replaced; anything else at
+    the path, or a directory others may write to, is one line (:class:`ConfigError`)."""
+    import os
+    import stat
+
+    path = Path(path).absolute()
+    try:
+        parent = path.parent.stat()
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {path}: {exc.strerror}") from None
+    if parent.st_uid != os.geteuid() or parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise ConfigError(
+            f"cannot listen on {path}: its directory is not yours alone to write to (another user could "
+            "put a socket of theirs there while the service is stopped); choose a directory of your own"
+        )
+    try:
+        found = path.lstat()
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(found.st_mode) or found.st_uid != os.geteuid():
+            raise ConfigError(f"cannot listen on {path}: something else is there (not a socket of yours)")
+        path.unlink()  # a socket this user left behind (a service that was killed)
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)  # the socket file is made 0600, before anyone can connect
+    try:
+        listening.bind(str(path))
+        listening.listen(2048)
+    except OSError as exc:
+        listening.close()
+        raise ConfigError(f"cannot listen on {path}: {exc.strerror}") from None
+    finally:
+        os.umask(previous)
+    return listening
+
+
 def run(service: FingerprintService, listening: socket.socket) -> None:
     """Serve on a socket from :func:`listen` until SIGINT or SIGTERM, then return.
 
@@ -564,7 +608,8 @@ def run(service: FingerprintService, listening: socket.socket) -> None:
     normally (its exit handlers stop an embedded server it started, which the default
     SIGTERM action would leave running).
     """
-    host, port = listening.getsockname()[:2]
+    unix = listening.getsockname() if listening.family == socket.AF_UNIX else None
+    host, port = ("localhost", 0) if unix else listening.getsockname()[:2]
     main = threading.current_thread() is threading.main_thread()
     previous = (
         {number: signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)} if main else {}
@@ -575,6 +620,8 @@ def run(service: FingerprintService, listening: socket.socket) -> None:
         for number, handler in previous.items():
             signal.signal(number, handler)
         service.close()
+        if unix:
+            Path(unix).unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------ the OpenAPI description

@@ -373,3 +373,45 @@ def test_serve_http_on_the_embedded_store_connects_as_its_owner(sample_paragraph
         process.kill()
         process.wait(timeout=90)
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_serve_http_on_a_unix_socket_only_its_owner_can_reach(writer_url, tmp_path, sample_paragraphs):
+    # Over TCP another user may take a stopped service's port and read the next client's token;
+    # a socket of mode 0600 in a directory of one's own leaves no such opening.
+    socket_path = tmp_path / "run" / "http.sock"
+    environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}
+    command = [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"unix:{socket_path}"]
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(process.stdout.readline())
+        assert (first["url"], first["unix_socket"]) == ("http://localhost", str(socket_path))
+        assert stat.S_IMODE(socket_path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(socket_path.parent.stat().st_mode) == 0o700
+        token = Path(first["read_only_token_file"]).read_text().strip()
+        transport = httpx.HTTPTransport(uds=str(socket_path))
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(transport=transport, base_url=first["url"], headers=headers, timeout=60) as client:
+            answer = client.post("/fingerprint", json={"texts": [sample_paragraphs[0]]})
+            refused = client.post("/fingerprint", json={"texts": ["x"]}, headers={"Authorization": "Bearer nope"})
+        assert answer.json()["results"][0]["fingerprint"] == to_hex(fingerprint(sample_paragraphs[0]))
+        assert refused.status_code == 401
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert process.returncode == 0 and not socket_path.exists()  # removed when the service stops
+
+
+def test_serve_http_refuses_a_unix_socket_in_a_directory_others_may_write_to(writer_url, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: another user could put a socket of theirs at the path
+    done = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"unix:{shared}/http.sock"],
+        env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: cannot listen on {shared}/http.sock: its directory is not yours alone")
+    assert done.stderr.count("\n") == 1 and not (shared / "http.sock").exists()

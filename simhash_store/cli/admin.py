@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -192,7 +193,8 @@ def serve(
         typer.Option(
             "--http",
             metavar="HOST:PORT",
-            help="Serve the fingerprint service (HTTP, JSON, bearer tokens) here; a PORT alone listens on 127.0.0.1. "
+            help="Serve the fingerprint service (HTTP, JSON, bearer tokens) here; a PORT alone listens on 127.0.0.1; "
+            "unix:PATH on a Unix socket only you can reach (unix: alone: http.sock in the data directory). "
             "Prints a JSON object (url, token files). Works with --db too; never as a superuser.",
         ),
     ] = None,
@@ -224,7 +226,12 @@ def serve(
     from ..config import EMBEDDED_DATABASE, data_dir, uses_embedded
 
     if http is not None:
-        host, port = _host_and_port(http if ":" in http else f"127.0.0.1:{http}", "--http")
+        unix_socket = None
+        if http.startswith("unix:"):
+            unix_socket = str(Path(http[len("unix:") :] or data_dir() / "http.sock").absolute())
+            host, port = "localhost", 0
+        else:
+            host, port = _host_and_port(http if ":" in http else f"127.0.0.1:{http}", "--http")
         if address is not None:
             fail("--http and --listen: run them as two serve commands (the second joins the first's server)")
         try:
@@ -232,13 +239,19 @@ def serve(
         except ImportError as exc:
             fail(f"serve --http needs the http extra (pip install 'simhash-store[http]'): {exc}")
         try:
-            listening = http_service.listen(host, port)
+            if unix_socket is not None:
+                Path(unix_socket).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                listening = http_service.listen_unix(Path(unix_socket))
+            else:
+                listening = http_service.listen(host, port)
             service = http_service.open_service(
                 state.db, limits=http_service.Limits(parse_size(max_body, "--max-body"), max_texts)
             )
-            print(json.dumps(service.announcement(host, port, with_tokens=print_tokens)), flush=True)
+            announced = service.announcement(host, port, with_tokens=print_tokens, unix_socket=unix_socket)
+            print(json.dumps(announced), flush=True)
+            where = f"the Unix socket {unix_socket}" if unix_socket else service.url(host, port)
             warn(
-                f"serving the fingerprint service on {service.url(host, port)} for {service.store.display_url}, "
+                f"serving the fingerprint service on {where} for {service.store.display_url}, "
                 "not as a superuser; every request needs a token; Ctrl-C stops it"
             )
             http_service.run(service, listening)
