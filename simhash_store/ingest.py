@@ -30,6 +30,7 @@ from .corpus import (
     Skip,
     Source,
     digest,
+    file_digest,
     read_file,
 )
 from .errors import InputError, InvalidKeyError, SchemeError, WorkerDiedError
@@ -158,7 +159,7 @@ def prepare(
         if isinstance(raw, Skip):
             return Prepared(source.key, 0, skip=raw)  # 0: nothing read (a sparse 60 GB file is no throughput)
         text = None
-    content_digest = digest(raw)
+    content_digest = digest(raw) if text is not None else file_digest(raw)
     if stored_digest is not None and stored_digest == content_digest:
         return Prepared(source.key, len(raw), digest=content_digest, unchanged=True, stamp=source.stamp)
     warning = None

@@ -338,3 +338,22 @@ def test_a_warc_response_under_another_or_no_target_uri_is_read_as_any(uri):
     assert [p.uri for p in pages] == [uri, "http://example.com/en"]
     assert pages[0].content_type == "text/html; charset=gbk" and pages[0].body == body
     assert ARTICLE_ZH in extract(pages[0].body, pages[0].content_type).text
+
+
+def test_a_record_holding_a_pages_exact_bytes_does_not_pass_for_the_page_on_a_rerun(database_url, tmp_path):
+    # A file's digest covers its bytes, a record's its text: one record whose text is exactly the
+    # page's markup made the next add of the page say "unchanged" and keep the markup's fingerprint.
+    from simhash_store.store import Store
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "a.html").write_bytes(page("en-article.html"))
+    record = {"key": "a.html", "text": page("en-article.html").decode("utf-8")}
+    (tmp_path / "in.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert _cli(database_url, "add", "--jsonl", str(tmp_path / "in.jsonl")).exit_code == 0
+    added = _cli(database_url, "add", str(pages))
+    assert added.exit_code == 0, added.output
+    assert "unchanged 0" in added.output and "updated 1" in added.output, added.output
+    printed = _cli(database_url, "fingerprint", str(pages / "a.html"))
+    with Store(database_url) as store:
+        assert f"{store.get('a.html').fingerprint:016x}" == printed.stdout.split()[0]
