@@ -27,12 +27,9 @@ import datetime
 import json
 import os
 import random
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -42,6 +39,7 @@ import numpy as np  # noqa: E402
 
 from simhash_store import fingerprint  # noqa: E402
 
+from dedup_speed import run  # noqa: E402  (wall and CPU seconds of one command)
 from shared_corpus import load_laws, load_wiki  # noqa: E402
 
 ORIGINALS = 1500
@@ -113,19 +111,6 @@ def write_csv(source: Path, path: Path) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-
-
-def run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of one command (CPU: the command and its workers, which it waits for;
-    a machine shared with other work disturbs it far less than the wall time)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "simhash_store.cli", *args], env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if result.returncode != 0:
-        raise SystemExit(f"simhash-store {' '.join(args[:2])} failed ({result.returncode}): {result.stderr[-2000:]}")
-    return elapsed, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def originals_kept(annotated: list[dict], truth: dict[str, tuple[str, str]]) -> tuple[int, int]:
