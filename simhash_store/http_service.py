@@ -586,7 +586,15 @@ def listen_unix(path: Path) -> socket.socket:
     else:
         if not stat.S_ISSOCK(found.st_mode) or found.st_uid != os.geteuid():
             raise ConfigError(f"cannot listen on {path}: something else is there (not a socket of yours)")
-        path.unlink()  # a socket this user left behind (a service that was killed)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(2)
+            try:
+                probe.connect(str(path))
+            except OSError:
+                pass  # nothing answers: a socket this user left behind (a service that was killed)
+            else:
+                raise ConfigError(f"cannot listen on {path}: Address already in use")
+        path.unlink()
     listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     previous = os.umask(0o177)  # the socket file is made 0600, before anyone can connect
     try:

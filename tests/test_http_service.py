@@ -415,3 +415,19 @@ def test_serve_http_refuses_a_unix_socket_in_a_directory_others_may_write_to(wri
     assert done.returncode == 1
     assert done.stderr.startswith(f"Error: cannot listen on {shared}/http.sock: its directory is not yours alone")
     assert done.stderr.count("\n") == 1 and not (shared / "http.sock").exists()
+
+
+def test_serve_http_on_a_unix_socket_in_use_is_one_line_and_leaves_it_alone(writer_url, tmp_path):
+    socket_path = tmp_path / "run" / "http.sock"
+    socket_path.parent.mkdir(mode=0o700)
+    with http_service.listen_unix(socket_path):  # a running service's socket: not taken over
+        done = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"unix:{socket_path}"],
+            env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1
+        assert done.stderr == f"Error: cannot listen on {socket_path}: Address already in use\n"
+        assert stat.S_ISSOCK(socket_path.stat().st_mode)
