@@ -28,6 +28,7 @@ from typing import Any
 from simhash_store.corpus import NO_MAIN_CONTENT  # why a page has no text to fingerprint
 from simhash_store.decoding import Decoded, DecodeError, decode
 from simhash_store.errors import InputError
+from simhash_store.html_limits import bounded
 
 # Where the charset came from, in the order they are tried.
 HEADER, META, BOM, DETECTED = "header", "meta", "bom", "detected"
@@ -160,7 +161,8 @@ def decode_page(data: bytes, content_type: str | None = None) -> Page:
 def extract(data: bytes, content_type: str | None = None) -> Extracted:
     """The main content of a page's bytes (see the module's docstring).
 
-    Raises :class:`~simhash_store.decoding.DecodeError` when the bytes are not text at all.
+    Raises :class:`~simhash_store.decoding.DecodeError` when the bytes are not text at all, or
+    the page is too large to parse (:func:`extract_text`).
     """
     page = decode_page(data, content_type)
     return extract_text(page.text, encoding=page.encoding, source=page.source)
@@ -168,6 +170,10 @@ def extract(data: bytes, content_type: str | None = None) -> Extracted:
 
 def extract_text(html: str, *, encoding: str = "utf-8", source: str = DETECTED) -> Extracted:
     """The main content of a page already decoded to text.
+
+    Raises :class:`~simhash_store.decoding.DecodeError` (``too large``) for a page of more tags
+    than :data:`simhash_store.html_limits.MAX_ELEMENTS`; a tag's attributes past
+    :data:`~simhash_store.html_limits.MAX_ATTRIBUTES` are dropped before parsing.
 
     readability-lxml picks the page's main block; when it keeps less than a tenth of what
     trafilatura finds (an article split over several blocks, of which it kept one), trafilatura's
@@ -177,6 +183,7 @@ def extract_text(html: str, *, encoding: str = "utf-8", source: str = DETECTED) 
     readability, trafilatura, lxml_html = _libraries()
     if not html.strip():
         return Extracted("", None, encoding, source, NO_MAIN_CONTENT)
+    html = bounded(html)  # what the parser may spend on the page: attributes a tag, tags a page
     document = readability.Document(html)
     try:
         summary = document.summary(html_partial=True)

@@ -1,0 +1,111 @@
+"""What a page may cost the HTML parser: attributes a tag and tags a page are bounded before lxml
+parses it, however the page hides its tags (parsed by the real lxml here, no database)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lxml.html
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from simhash_store.corpus import TOO_LARGE
+from simhash_store.decoding import DecodeError
+from simhash_store.html import extract
+from simhash_store.html_limits import MAX_ATTRIBUTES, MAX_ELEMENTS, bounded
+
+PAGES = Path(__file__).parent / "data" / "html"
+ARTICLE = "<p>" + "The harbour town of Westmere voted on Tuesday to rebuild its old stone pier. " * 20 + "</p>"
+
+
+def _attributes(count: int, *, values: bool = False) -> str:
+    return " ".join(f'a{i}="v<>"' if values and i % 3 == 0 else f"a{i}" for i in range(count))
+
+
+def _most_attributes(page: str) -> int:
+    tree = lxml.html.document_fromstring(page)
+    return max((len(element.attrib) for element in tree.iter() if isinstance(element.tag, str)), default=0)
+
+
+def test_ordinary_pages_are_left_exactly_as_they_are():
+    for name in ("zh-news-gbk.html", "en-article.html", "no-content.html"):
+        text = (PAGES / name).read_bytes().decode("gbk" if "gbk" in name else "utf-8")
+        assert bounded(text) is text
+
+
+def test_a_tag_of_200000_attributes_is_cut_to_the_bound_and_the_article_still_read():
+    # 2.3 MB in one tag: lxml's parser did not finish such a page in 300 s (quadratic in the attributes)
+    attributes = _attributes(200_000)
+    page = f"<html><body><div {attributes}>{ARTICLE}</div></body></html>"
+    assert _most_attributes(bounded(page)) == MAX_ATTRIBUTES
+    assert "harbour town of Westmere" in extract(page.encode()).text
+
+
+HIDDEN = {
+    "in a comment the parser ends at once": "<!--><div {a}>x</div>-->",
+    "in a comment ended by --!>": "<!-- x --!><div {a}>x</div>",
+    "after a bogus comment": "<![CDATA[x<a href=\"<template><svg {a}<?php x'",
+    "after a processing instruction": "<?php x ?><div {a}>x</div>",
+    "in a script": "<script>var s = '<a b=\"';</script><div {a}>x</div>",
+    "in a script the parser reads as escaped": "<script><!--<script></script><div {a}>x</div>",
+    "in a style": "<style>p{{}}</style><p {a}>x</p>",
+    "behind a quoted >": '<div a="1>2" {a}>x</div>',
+    "behind a quoted <": "<div a='<' {a}>x</div>",
+    "on an end tag": "</div {a}><p>x</p>",
+    "in a textarea": "<textarea><b {a}></textarea>",
+    "in svg": "<svg><g {a}/></svg>",
+    "in math": "<math><mi {a}>x</mi></math>",
+    "in noscript": "<noscript><div {a}></div></noscript>",
+    "without spaces between quoted values": "<div " + "".join(f'a{i}="x"' for i in range(1000)) + ">x</div>",
+    "after an end tag that is a bogus comment": "</3 a b><div {a}>x</div>",
+}
+
+
+@pytest.mark.parametrize("where", sorted(HIDDEN))
+def test_a_tag_cannot_hide_its_attributes_from_the_bound(where):
+    page = "<html><body>" + HIDDEN[where].replace("{a}", _attributes(1000, values=True)) + "</body></html>"
+    cut = bounded(page)
+    assert len(cut) < len(page) - 3000  # whether the parser reads them as a tag's or not, they are cut
+    assert _most_attributes(cut) <= MAX_ATTRIBUTES
+
+
+PIECES = [
+    "<script>", "</script>", "<style>", "</style>", "<!--", "-->", "<!-->", "--!>", '"', "'", "<", ">", "=", " ",
+    "<div ", "</div ", "<svg ", "<math ", "<![CDATA[", "]]>", "<textarea>", "</textarea>", "<title>", "</title>",
+    "<noscript>", "</noscript>", "<iframe>", "</iframe>", "<plaintext>", "<_x ", "<?php ", "<!x ", "/", "text ",
+    "<p>", '<a href="', "</p>", "\n", "<xmp>", "</xmp>", "<template>", "</template>", "<table>", "<td ", "</3",
+    "</>", "<!DOCTYPE ", '<a b="x"', "c='", "<br/", "`",
+]  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(PIECES), st.builds(_attributes, st.sampled_from([300, 700]), values=st.booleans())),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_no_arrangement_of_markup_gets_more_attributes_past_the_bound(parts):
+    page = "<html><body>" + "".join(parts) + "</body></html>"
+    assert _most_attributes(bounded(page)) <= MAX_ATTRIBUTES
+
+
+def test_a_page_of_too_many_tags_costs_only_itself(database_url, tmp_path):
+    # about 1 KB of parser memory a tag: 3 million <p> took 3 GB
+    (tmp_path / "huge.html").write_text("<html><body>" + "<p>x</p>" * (MAX_ELEMENTS + 1) + "</body></html>")
+    (tmp_path / "page.html").write_text(f"<html><body>{ARTICLE}</body></html>")
+    with pytest.raises(DecodeError) as raised:
+        extract((tmp_path / "huge.html").read_bytes())
+    assert raised.value.reason == TOO_LARGE
+    from simhash_store.cli import app
+
+    env = {"SIMHASH_STORE_URL": database_url.render_as_string(hide_password=False)}
+    result = CliRunner().invoke(app, ["add", str(tmp_path)], env=env)
+    assert result.exit_code == 1, result.output  # as for a file over --max-file-size: one failed line
+    assert "added 1," in result.output
+    assert f"failed 1: {TOO_LARGE}" in result.output
+    assert "huge.html: too large (200,003 tags in one page, more than 200,000)" in result.output
+    assert "Traceback" not in result.output
