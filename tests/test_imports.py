@@ -52,6 +52,7 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
             "sources.py",
             "calibration_texts.py",
             "html.py",
+            "html_limits.py",
             "warc.py",
         ),
     ),
