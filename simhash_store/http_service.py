@@ -229,17 +229,18 @@ class FingerprintService:
             "failed": failed,
         }
 
-    def url(self, host: str, port: int) -> str:
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    def url(self, host: str, port: int, *, tls: bool = False) -> str:
+        scheme = "https" if tls else "http"
+        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
     def announcement(
-        self, host: str, port: int, *, with_tokens: bool = False, unix_socket: str | None = None
+        self, host: str, port: int, *, with_tokens: bool = False, unix_socket: str | None = None, tls: bool = False
     ) -> dict[str, Any]:
         """What ``serve --http`` prints: where the service answers (``unix_socket``: on that Unix
-        socket, for URLs of http://localhost), its scheme, where the tokens are kept
-        (``with_tokens``: the tokens themselves)."""
+        socket, for URLs of http://localhost; ``tls``: an https URL), its scheme, where the
+        tokens are kept (``with_tokens``: the tokens themselves)."""
         shown: dict[str, Any] = {
-            "url": "http://localhost" if unix_socket else self.url(host, port),
+            "url": "http://localhost" if unix_socket else self.url(host, port, tls=tls),
             **({"unix_socket": unix_socket} if unix_socket else {}),
             "scheme": self.scheme.name,
             "read_write_token_file": str(self.tokens.directory / READ_WRITE_TOKEN_FILE),
@@ -519,8 +520,44 @@ def application(service: FingerprintService) -> Starlette:
     return Starlette(routes=routes, exception_handlers={HTTPException: _not_found})
 
 
-def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 8080) -> Any:
-    """A uvicorn server for ``service`` (``.run()`` blocks; ``.should_exit = True`` stops it).
+@dataclass(frozen=True)
+class Tls:
+    """The certificate chain and private key the service answers HTTPS with (:func:`tls`)."""
+
+    certificate: Path
+    key: Path
+
+
+def tls(certificate: Path, key: Path) -> Tls:
+    """Checks a certificate and its key before the service starts: both readable, the key
+    readable by its owner only (as ssh wants of a private key), and a pair that fits; else one
+    line (:class:`ConfigError`). Over HTTPS a client that checks the certificate sends its token
+    to no one who does not hold the key, not to another user listening on a stopped service's
+    port."""
+    import os
+    import ssl
+    import stat
+
+    certificate, key = Path(certificate).absolute(), Path(key).absolute()
+    try:
+        found = key.stat()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the TLS key {key}: {exc.strerror}") from None
+    if found.st_mode & (stat.S_IRWXG | stat.S_IRWXO) or found.st_uid != os.geteuid():
+        raise ConfigError(f"the TLS key {key} must be yours and readable by you alone (chmod 600)")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(certificate, key)
+    except ssl.SSLError as exc:  # before OSError, which it is a kind of
+        raise ConfigError(f"cannot use the TLS certificate {certificate} with the key {key}: {exc.reason}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the TLS certificate {certificate}: {exc.strerror}") from None
+    return Tls(certificate, key)
+
+
+def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 8080, *, tls: Tls | None = None) -> Any:
+    """A uvicorn server for ``service`` (``.run()`` blocks; ``.should_exit = True`` stops it),
+    over HTTPS with ``tls``.
 
     Timeouts: an idle keep-alive connection is closed after 5 s; at most 100 connections are
     served at once (503 past that); a graceful stop waits 10 s for requests under way.
@@ -538,6 +575,8 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
         limit_concurrency=100,
         timeout_graceful_shutdown=10,
         lifespan="off",
+        ssl_certfile=str(tls.certificate) if tls else None,
+        ssl_keyfile=str(tls.key) if tls else None,
     )
     return uvicorn.Server(config)
 
@@ -608,8 +647,9 @@ def listen_unix(path: Path) -> socket.socket:
     return listening
 
 
-def run(service: FingerprintService, listening: socket.socket) -> None:
-    """Serve on a socket from :func:`listen` until SIGINT or SIGTERM, then return.
+def run(service: FingerprintService, listening: socket.socket, *, tls: Tls | None = None) -> None:
+    """Serve on a socket from :func:`listen` until SIGINT or SIGTERM, then return (over HTTPS
+    with ``tls``, from :func:`tls`).
 
     uvicorn stops gracefully on either signal and then raises it again with the handler it
     found: that handler is a no-op here, so that the caller returns and the process exits
@@ -623,7 +663,7 @@ def run(service: FingerprintService, listening: socket.socket) -> None:
         {number: signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)} if main else {}
     )
     try:
-        server(service, host, port).run(sockets=[listening])
+        server(service, host, port, tls=tls).run(sockets=[listening])
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -431,3 +432,120 @@ def test_serve_http_on_a_unix_socket_in_use_is_one_line_and_leaves_it_alone(writ
         assert done.returncode == 1
         assert done.stderr == f"Error: cannot listen on {socket_path}: Address already in use\n"
         assert stat.S_ISSOCK(socket_path.stat().st_mode)
+
+
+def _certificate(directory: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (made by the openssl command)."""
+    certificate, key = directory / f"{name}.crt", directory / f"{name}.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"]
+        + ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-keyout", str(key), "-out", str(certificate)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    key.chmod(0o600)
+    return certificate, key
+
+
+@contextlib.contextmanager
+def _squatter(port: int, context: ssl.SSLContext | None) -> Iterator[list[bytes]]:
+    """Another user's listener on a stopped service's port: records every byte a client sends it
+    (through TLS with ``context``, its own certificate)."""
+    received: list[bytes] = []
+    with socket.create_server(("127.0.0.1", port)) as listening:
+        listening.settimeout(30)
+
+        def accept() -> None:
+            with contextlib.suppress(OSError):
+                connection, _ = listening.accept()
+                with connection:
+                    connection.settimeout(5)
+                    if context is not None:
+                        connection = context.wrap_socket(connection, server_side=True)
+                    while chunk := connection.recv(65536):
+                        received.append(chunk)
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        yield received
+        thread.join(timeout=30)
+
+
+def test_over_https_the_token_goes_only_to_the_holder_of_the_certificates_key(writer_url, tmp_path, sample_paragraphs):
+    certificate, key = _certificate(tmp_path, "service")
+    port = _free_port()
+    environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}
+    command = [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", f"127.0.0.1:{port}"]
+    command += ["--tls-cert", str(certificate), "--tls-key", str(key)]
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(process.stdout.readline())
+        assert first["url"] == f"https://127.0.0.1:{port}"
+        token = Path(first["read_write_token_file"]).read_text().strip()
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(
+            base_url=first["url"], headers=headers, timeout=30, verify=ssl.create_default_context(cafile=certificate)
+        ) as client:
+            answer = client.post("/fingerprint", json={"texts": [sample_paragraphs[0]]})
+        assert answer.json()["results"][0]["fingerprint"] == to_hex(fingerprint(sample_paragraphs[0]))
+        with pytest.raises(httpx.HTTPError):  # plain HTTP is not answered
+            httpx.get(f"http://127.0.0.1:{port}/health", headers=headers, timeout=30)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+    # the service is stopped; another user takes its port, in plain TCP, then with a certificate of hers
+    other_certificate, other_key = _certificate(tmp_path, "mallory")
+    theirs = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    theirs.load_cert_chain(other_certificate, other_key)
+    for context in (None, theirs):
+        with _squatter(port, context) as received:
+            with httpx.Client(
+                base_url=first["url"],
+                headers=headers,
+                timeout=10,
+                verify=ssl.create_default_context(cafile=certificate),
+            ) as client:
+                with pytest.raises(httpx.HTTPError):
+                    client.post("/add", json={"documents": []})
+        assert token.encode() not in b"".join(received)
+        assert b"Bearer" not in b"".join(received)
+
+
+@pytest.mark.parametrize(
+    "problem",
+    ["key readable by others", "key of another certificate", "certificate missing", "key alone", "unix socket"],
+)
+def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tmp_path, problem):
+    certificate, key = _certificate(tmp_path, "service")
+    _, other_key = _certificate(tmp_path, "other")
+    where = f"127.0.0.1:{_free_port()}"
+    options = ["--tls-cert", str(certificate), "--tls-key", str(key)]
+    expected = {
+        "key readable by others": f"Error: the TLS key {key} must be yours and readable by you alone (chmod 600)",
+        "key of another certificate": f"Error: cannot use the TLS certificate {certificate} with the key {other_key}",
+        "certificate missing": f"Error: cannot read the TLS certificate {tmp_path / 'missing.crt'}",
+        "key alone": "Error: --tls-cert and --tls-key go together",
+        "unix socket": "Error: --tls-cert is for --http HOST:PORT",
+    }[problem]
+    if problem == "key readable by others":
+        key.chmod(0o644)
+    elif problem == "key of another certificate":
+        options[3] = str(other_key)
+    elif problem == "certificate missing":
+        options[1] = str(tmp_path / "missing.crt")
+    elif problem == "key alone":
+        options = options[2:]
+    else:
+        where = f"unix:{tmp_path}/run/http.sock"
+    done = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "--db", writer_url, "serve", "--http", where, *options],
+        env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert done.stderr.startswith(expected) and done.stderr.count("\n") == 1, done.stderr

@@ -201,6 +201,18 @@ def serve(
     print_tokens: Annotated[
         bool, typer.Option("--print-tokens", help="With --http: the tokens too, in the JSON object.")
     ] = False,
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-cert",
+            metavar="FILE",
+            help="With --http HOST:PORT: answer HTTPS with this certificate (PEM, the chain); needs --tls-key.",
+        ),
+    ] = None,
+    tls_key: Annotated[
+        Path | None,
+        typer.Option("--tls-key", metavar="FILE", help="With --tls-cert: its private key (PEM, mode 0600)."),
+    ] = None,
     max_body: Annotated[str, typer.Option(help="With --http: the largest request body, e.g. 16M.")] = "16M",
     max_texts: Annotated[
         int, typer.Option(min=1, max=1_000_000, help="With --http: texts or documents per request.")
@@ -234,11 +246,16 @@ def serve(
             host, port = _host_and_port(http if ":" in http else f"127.0.0.1:{http}", "--http")
         if address is not None:
             fail("--http and --listen: run them as two serve commands (the second joins the first's server)")
+        if (tls_cert is None) != (tls_key is None):
+            fail("--tls-cert and --tls-key go together")
+        if tls_cert is not None and unix_socket is not None:
+            fail("--tls-cert is for --http HOST:PORT: a unix: socket only you can reach needs no TLS")
         try:
             from .. import http_service
         except ImportError as exc:
             fail(f"serve --http needs the http extra (pip install 'simhash-store[http]'): {exc}")
         try:
+            tls = http_service.tls(tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
             if unix_socket is not None:
                 Path(unix_socket).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 listening = http_service.listen_unix(Path(unix_socket))
@@ -247,14 +264,16 @@ def serve(
             service = http_service.open_service(
                 state.db, limits=http_service.Limits(parse_size(max_body, "--max-body"), max_texts)
             )
-            announced = service.announcement(host, port, with_tokens=print_tokens, unix_socket=unix_socket)
+            announced = service.announcement(
+                host, port, with_tokens=print_tokens, unix_socket=unix_socket, tls=tls is not None
+            )
             print(json.dumps(announced), flush=True)
-            where = f"the Unix socket {unix_socket}" if unix_socket else service.url(host, port)
+            where = f"the Unix socket {unix_socket}" if unix_socket else service.url(host, port, tls=tls is not None)
             warn(
                 f"serving the fingerprint service on {where} for {service.store.display_url}, "
                 "not as a superuser; every request needs a token; Ctrl-C stops it"
             )
-            http_service.run(service, listening)
+            http_service.run(service, listening, tls=tls)
         except SimhashStoreError as exc:
             fail(str(exc))
         return
