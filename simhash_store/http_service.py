@@ -618,6 +618,13 @@ def listen_unix(path: Path) -> socket.socket:
             f"cannot listen on {path}: its directory is not yours alone to write to (another user could "
             "put a socket of theirs there while the service is stopped); choose a directory of your own"
         )
+    replaceable = _replaceable_by_others(path.parent)
+    if replaceable:
+        raise ConfigError(
+            f"cannot listen on {path}: {replaceable}, so another user could put a directory of theirs in "
+            "place of its directory while the service is stopped; choose a directory of your own on a path "
+            "only you and root control"
+        )
     try:
         found = path.lstat()
     except FileNotFoundError:
@@ -645,6 +652,32 @@ def listen_unix(path: Path) -> socket.socket:
     finally:
         os.umask(previous)
     return listening
+
+
+def _replaceable_by_others(directory: Path) -> str | None:
+    """Why another user could make ``directory`` name a directory of theirs, or None.
+
+    Every component of the path as given, and of the path it resolves to, must belong to this
+    user or root: a symbolic link of another user's (in /tmp where links are followed) can be
+    pointed elsewhere later, and so can any entry of a directory others may write without the
+    sticky bit (they rename ours away and put theirs in its place)."""
+    import os
+    import stat
+
+    me = os.geteuid()
+    for given in (directory, Path(os.path.realpath(directory))):
+        for component in (*reversed(given.parents), given):
+            try:
+                status = os.lstat(component)
+            except OSError as exc:
+                return f"{component} cannot be checked ({exc.strerror})"
+            if status.st_uid not in (0, me):
+                return f"{component} belongs to another user"
+            if stat.S_ISLNK(status.st_mode) or component == given:
+                continue  # a link's mode means nothing; the directory itself is checked by the caller
+            if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not status.st_mode & stat.S_ISVTX:
+                return f"{component} may be written by other users without the sticky bit"
+    return None
 
 
 def run(service: FingerprintService, listening: socket.socket, *, tls: Tls | None = None) -> None:
