@@ -51,10 +51,54 @@ _BOGUS_COMMENT = re.compile(r"<!--|<[!?]|</[^A-Za-z>]")
 _COMMENT_END = re.compile(r"--!?>")
 
 
+# What an lxml tree cannot hold (XML 1.0 leaves it out): C0 controls but tab, line feed and
+# carriage return; U+FFFE, U+FFFF; lone surrogates. lxml refuses to join such text when an
+# element is dropped (a ValueError out of readability and the extractor: one page with \x01
+# after a <script> ended the whole run), and trafilatura deletes these characters before it
+# parses, which made `<\x01div ...>`, text to this pass and to lxml, a tag of any number of
+# attributes the bound had not counted.
+_UNHOLDABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+# A numeric character reference, which the parser resolves into the tree: its digits whole
+# (leading zeros aside), so that a long number is never read by its first digits.
+_REFERENCE = re.compile(r"&#(?:[xX]0*([0-9A-Fa-f]{1,8})(?![0-9A-Fa-f])|0*([0-9]{1,8})(?![0-9]));?")
+
+
+def holdable(html: str) -> str:
+    """The page with what an lxml tree cannot hold replaced, as characters and as numeric
+    references: a form feed by a space (it separates as one), anything else by U+FFFD, which
+    forms no tag and no reference with what surrounds it (so no parser, and no repair a parser's
+    caller makes first, reads the page's tags differently from :func:`bounded`).
+
+    >>> holdable("a\x01b&#1;c&#x0C;d&#xfffe;e&#65;\x0cf")
+    'a\ufffdb\ufffdc d\ufffde&#65; f'
+    """
+
+    def character(found: re.Match[str]) -> str:
+        return " " if found.group() == "\x0c" else "\ufffd"
+
+    def reference(found: re.Match[str]) -> str:
+        hexadecimal, decimal = found.groups()
+        value = int(hexadecimal, 16) if hexadecimal is not None else int(decimal)
+        if value == 0x0C:
+            return " "
+        if value in (0xFFFE, 0xFFFF) or (0 < value < 0x20 and value not in (0x09, 0x0A, 0x0D)):
+            return "\ufffd"
+        return found.group()
+
+    if _UNHOLDABLE.search(html):
+        html = _UNHOLDABLE.sub(character, html)
+    if "&#" not in html:
+        return html
+    replaced = _REFERENCE.sub(reference, html)
+    return html if replaced == html else replaced  # the same object when nothing changed
+
+
 def bounded(html: str) -> str:
-    """The page with every tag cut to :data:`MAX_ATTRIBUTES` attributes (the same page when none
-    has more). Raises :class:`~simhash_store.decoding.DecodeError` (``too large``) for a page of
-    more than :data:`MAX_ELEMENTS` tags."""
+    """The page as every parser is to read it: what an lxml tree cannot hold replaced
+    (:func:`holdable`), and every tag cut to :data:`MAX_ATTRIBUTES` attributes (the same page
+    when there is nothing to do). Raises :class:`~simhash_store.decoding.DecodeError` (``too
+    large``) for a page of more than :data:`MAX_ELEMENTS` tags."""
+    html = holdable(html)
     cuts: list[tuple[int, int, str]] = []
     elements = _scan(html, 0, len(html), cuts, markup=True)
     if elements > MAX_ELEMENTS:
