@@ -40,11 +40,19 @@ _ATTRIBUTE = re.compile(r"[^\t\n\f\r />][^\t\n\f\r /=>]*" + _VALUE)
 _TAG = re.compile(
     r"<(/?)([A-Za-z][^\t\n\f\r />]*)((?:[\t\n\f\r /]+|[^\t\n\f\r />][^\t\n\f\r /=>]*" + _VALUE + r")*)(>?)"
 )
-# Elements whose content the standard reads as text up to their end tag.
+# Elements whose content the standard reads as text up to their end tag. Not noscript: libxml2
+# parses without scripting, and so reads a noscript's content as markup (a comment in it that
+# runs past `</noscript>` hid a quote from lxml that hid a tag from this pass).
 _RAW_TEXT = {
-    name: re.compile(rf"</{name}[\t\n\f\r />]", re.IGNORECASE)
-    for name in "script style textarea title xmp iframe noembed noframes noscript".split()
+    name: re.compile(rf"</{name}[\t\n\f\r />]", re.IGNORECASE | re.ASCII)
+    for name in "script style textarea title xmp iframe noembed noframes".split()
 }
+# Tag names are compared in ASCII only, as the standard does: Python's IGNORECASE alone matches
+# `ſ` to `s` and `ı` to `i`, so `</ſcript>` ended a script for this pass and not for lxml.
+# What moves a script's text between the standard's states: `<!--` opens an escaped part, where
+# `<script` starts a double-escaped one, in which `</script` does not end the script but goes back
+# to the escaped part; `-->` ends either. A script's end is `</script` outside the double-escaped part.
+_SCRIPT_STATES = re.compile(r"<!--|-->|<(/?)script[\t\n\f\r />]", re.IGNORECASE | re.ASCII)
 # A comment (`<!--`, to `-->`, `--!>` or at once `<!-->`), or what the standard reads as one
 # up to the next `>`: `<!` and `<?` opening anything else, `</` before other than a letter.
 _BOGUS_COMMENT = re.compile(r"<!--|<[!?]|</[^A-Za-z>]")
@@ -146,10 +154,38 @@ def _scan(html: str, start: int, end: int, cuts: list[tuple[int, int, str]], *, 
         if closing:
             continue
         elements += 1
-        raw_end = _RAW_TEXT.get(name.lower()) if markup else None
+        raw_end = _RAW_TEXT.get(name.lower()) if markup and name.isascii() else None
         if raw_end is not None:
-            found = raw_end.search(html, position, end)
-            close = found.start() if found else end
+            if name.lower() == "script":
+                close = _script_end(html, position, end)
+            else:
+                found = raw_end.search(html, position, end)
+                close = found.start() if found else end
             _scan(html, position, close, cuts, markup=False)  # the parser may read it as markup
             position = close
     return elements
+
+
+def _script_end(html: str, start: int, end: int) -> int:
+    """Where a script's text that begins at ``start`` ends: at its end tag outside a double-escaped
+    part (``<script><!--<script></script>`` has not ended; a `"` after it opened a quote to this
+    pass that hid a tag of any number of attributes from it), else at ``end``."""
+    escaped = double = False
+    position = start
+    while found := _SCRIPT_STATES.search(html, position, end):
+        token, closing = found.group(), found.group(1)
+        if token == "<!--":
+            escaped = escaped or not double
+            position = found.start() + 2  # `<!-->` ends the part it opens at once
+        elif token == "-->":
+            escaped = double = False
+            position = found.end()
+        elif not closing:  # `<script`
+            double = double or escaped
+            position = found.end() - 1
+        elif double:  # `</script` inside the double-escaped part
+            double = False
+            position = found.end() - 1
+        else:
+            return found.start()
+    return end

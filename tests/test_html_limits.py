@@ -60,6 +60,11 @@ HIDDEN = {
     "in noscript": "<noscript><div {a}></div></noscript>",
     "without spaces between quoted values": "<div " + "".join(f'a{i}="x"' for i in range(1000)) + ">x</div>",
     "after an end tag that is a bogus comment": "</3 a b><div {a}>x</div>",
+    "in a quote after a double-escaped script's first end tag": '<script><!--<script></script><p title="</script><div {a}>">',
+    "in a quote after a double-escaped script, by / and by '": "<script><!--<script/></script ><p t='</script><div {a}>'>",
+    "after a comment in a noscript, which lxml reads as markup": '<noscript><!-- </noscript> <p title="--><div {a}>">',
+    "after an end tag with a long s, which is no script's end": '<script></\u017fcript><p title="</script><div {a}>">',
+    "after an end tag with a dotless i, which is no title's end": '<title></t\u0131tle><p title="</title><div {a}>">',
 }
 
 
