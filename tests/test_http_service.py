@@ -516,7 +516,15 @@ def test_over_https_the_token_goes_only_to_the_holder_of_the_certificates_key(wr
 
 @pytest.mark.parametrize(
     "problem",
-    ["key readable by others", "key of another certificate", "certificate missing", "key alone", "unix socket"],
+    [
+        "key readable by others",
+        "key of another certificate",
+        "certificate missing",
+        "key alone",
+        "unix socket",
+        "certificate others may write",
+        "directory others may write",
+    ],
 )
 def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tmp_path, problem):
     certificate, key = _certificate(tmp_path, "service")
@@ -529,6 +537,11 @@ def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tm
         "certificate missing": f"Error: cannot read the TLS certificate {tmp_path / 'missing.crt'}",
         "key alone": "Error: --tls-cert and --tls-key go together",
         "unix socket": "Error: --tls-cert is for --http HOST:PORT",
+        # what clients trust: another user who could rewrite or replace it gets their key trusted
+        "certificate others may write": f"Error: the TLS certificate {certificate} could be replaced by another user "
+        f"({certificate} may be written by other users)",
+        "directory others may write": f"Error: the TLS certificate {certificate} could be replaced by another user "
+        f"({tmp_path} may be written by other users without the sticky bit)",
     }[problem]
     if problem == "key readable by others":
         key.chmod(0o644)
@@ -538,6 +551,10 @@ def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tm
         options[1] = str(tmp_path / "missing.crt")
     elif problem == "key alone":
         options = options[2:]
+    elif problem == "certificate others may write":
+        certificate.chmod(0o664)
+    elif problem == "directory others may write":
+        tmp_path.chmod(0o777)
     else:
         where = f"unix:{tmp_path}/run/http.sock"
     done = subprocess.run(
