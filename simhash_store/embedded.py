@@ -395,13 +395,26 @@ def _refuse_a_data_directory_of_others(directory: Path) -> None:
     file was used as it was) or swap the server's files. Refused in one line."""
     if os.name != "posix":
         return
-    status = directory.stat()
-    if status.st_uid != os.geteuid() or status.st_mode & 0o002:
-        whose = "belongs to another user" if status.st_uid != os.geteuid() else "may be written by every user"
+    problem = _others_may_change(directory.stat())
+    if problem:
         raise PermissionDeniedError(
-            f"the data directory {directory} {whose}, who could plant the store's password or its server's "
-            f"files: set {DATA_DIR_VARIABLE} to a directory of your own that others may not write"
+            f"the data directory {directory} {problem}, who could plant, swap or move the store's password, "
+            f"its HTTP tokens or its server's files: set {DATA_DIR_VARIABLE} to a directory of your own that "
+            "others may not write"
         )
+
+
+def _others_may_change(status: os.stat_result) -> str | None:
+    """Why another user could rename, replace or add entries in this directory, or None: it
+    belongs to another user, or its group or every user may write in it (a group member can
+    rename one of this user's files over another, sticky bit or not on a directory of one's own)."""
+    if status.st_uid != os.geteuid():
+        return "belongs to another user"
+    if status.st_mode & 0o002:
+        return "may be written by every user"
+    if status.st_mode & 0o020:
+        return "may be written by its group"
+    return None
 
 
 # What pg_ctl passes through /bin/sh inside double quotes, and the server's "-k directory"
@@ -629,12 +642,30 @@ def kept_secret(path: Path) -> str:
     gets a new secret. Serves ``serve --listen``'s password and the HTTP service's tokens.
     """
     nofollow = getattr(os, "O_NOFOLLOW", 0)
+    # The directory is opened first and the file through it: a directory another user may write
+    # lets them rename one of these files over another (the read-only token over the owner's
+    # password: the token's holder logs in as the owner), so it is refused, and what was checked
+    # is what the file is opened in.
     try:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | nofollow | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PermissionDeniedError(f"cannot open the directory of {path}: {exc.strerror}") from None
+    try:
+        problem = _others_may_change(os.fstat(folder))
+        if problem:
+            raise PermissionDeniedError(
+                f"{path.parent} {problem}, who could swap or replace the secret kept in {path.name} with "
+                "another they know: keep it in a directory of your own that others may not write"
+            )
+        descriptor = os.open(
+            path.name, os.O_RDWR | os.O_CREAT | nofollow | os.O_NONBLOCK | os.O_CLOEXEC, 0o600, dir_fd=folder
+        )
     except OSError as exc:
         raise PermissionDeniedError(
             f"cannot open {path}: {exc.strerror} (a symbolic link there is refused: a link?)"
         ) from None
+    finally:
+        os.close(folder)
     with os.fdopen(descriptor, "r+", encoding="ascii") as file:
         fcntl.flock(file.fileno(), fcntl.LOCK_EX)  # two first uses at once keep one secret
         status = os.fstat(file.fileno())

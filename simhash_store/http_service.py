@@ -534,6 +534,7 @@ def tls(certificate: Path, key: Path) -> Tls:
     line (:class:`ConfigError`). Over HTTPS a client that checks the certificate sends its token
     to no one who does not hold the key, not to another user listening on a stopped service's
     port."""
+    import contextlib
     import os
     import ssl
     import stat
@@ -545,6 +546,23 @@ def tls(certificate: Path, key: Path) -> Tls:
         raise ConfigError(f"cannot read the TLS key {key}: {exc.strerror}") from None
     if found.st_mode & (stat.S_IRWXG | stat.S_IRWXO) or found.st_uid != os.geteuid():
         raise ConfigError(f"the TLS key {key} must be yours and readable by you alone (chmod 600)")
+    # The certificate is what clients trust (their --cacert): whoever may rewrite it, or replace
+    # it or the key in their directories, gets clients to trust a key of theirs and to send the
+    # token to their listener on a stopped service's port.
+    for name, path in (("certificate", certificate), ("key", key)):
+        replaceable = _replaceable_by_others(path.parent, itself=True)
+        if replaceable is None:
+            with contextlib.suppress(OSError):
+                held = path.stat()
+                if held.st_uid not in (0, os.geteuid()):
+                    replaceable = f"{path} belongs to another user"
+                elif held.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                    replaceable = f"{path} may be written by other users"
+        if replaceable:
+            raise ConfigError(
+                f"the TLS {name} {path} could be replaced by another user ({replaceable}), and clients would then "
+                "trust their key: keep both files, yours and written by you alone, in a directory of your own"
+            )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(certificate, key)
@@ -618,6 +636,13 @@ def listen_unix(path: Path) -> socket.socket:
             f"cannot listen on {path}: its directory is not yours alone to write to (another user could "
             "put a socket of theirs there while the service is stopped); choose a directory of your own"
         )
+    replaceable = _replaceable_by_others(path.parent)
+    if replaceable:
+        raise ConfigError(
+            f"cannot listen on {path}: {replaceable}, so another user could put a directory of theirs in "
+            "place of its directory while the service is stopped; choose a directory of your own on a path "
+            "only you and root control"
+        )
     try:
         found = path.lstat()
     except FileNotFoundError:
@@ -645,6 +670,33 @@ def listen_unix(path: Path) -> socket.socket:
     finally:
         os.umask(previous)
     return listening
+
+
+def _replaceable_by_others(directory: Path, *, itself: bool = False) -> str | None:
+    """Why another user could make ``directory`` name a directory of theirs, or (``itself``) put
+    files of theirs in it, or None.
+
+    Every component of the path as given, and of the path it resolves to, must belong to this
+    user or root: a symbolic link of another user's (in /tmp where links are followed) can be
+    pointed elsewhere later, and so can any entry of a directory others may write without the
+    sticky bit (they rename ours away and put theirs in its place)."""
+    import os
+    import stat
+
+    me = os.geteuid()
+    for given in (directory, Path(os.path.realpath(directory))):
+        for component in (*reversed(given.parents), given):
+            try:
+                status = os.lstat(component)
+            except OSError as exc:
+                return f"{component} cannot be checked ({exc.strerror})"
+            if status.st_uid not in (0, me):
+                return f"{component} belongs to another user"
+            if stat.S_ISLNK(status.st_mode) or (component == given and not itself):
+                continue  # a link's mode means nothing; the directory itself is checked by the caller
+            if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not status.st_mode & stat.S_ISVTX:
+                return f"{component} may be written by other users without the sticky bit"
+    return None
 
 
 def run(service: FingerprintService, listening: socket.socket, *, tls: Tls | None = None) -> None:

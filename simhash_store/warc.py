@@ -59,6 +59,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     # warcio writes a warning of several lines to stderr where a record is not followed by its
     # blank lines (a wrong Content-Length); the reader's one-line error says it instead.
     archive.INC_RECORD = ""
+    _bound_lines(archive.reader)
     records = iter(archive)
     while True:
         try:
@@ -99,6 +100,40 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             yield WarcPage(uri, content_type, b"", too_large=True)
             continue
         yield WarcPage(uri, content_type, body)
+
+
+# The longest header line read (a WARC header, an HTTP header, a chunk size, the blank lines
+# between records): real ones are a few kilobytes (long cookies, long URLs). warcio reads a line
+# whole however long: one 150 MB header line (a .warc.gz of 153 KB) took 565 MB, and the body's
+# bound did not apply.
+MAX_HEADER_LINE = 1 << 20
+
+
+def _bound_lines(reader: Any) -> None:
+    """Make every line warcio reads from ``reader`` (its decompressing reader, which the record's
+    own readers read through) end within :data:`MAX_HEADER_LINE` bytes, or fail as damage."""
+    whole = reader.readline
+
+    def readline(length: int | None = None) -> bytes:
+        wanted = MAX_HEADER_LINE + 1 if length is None or length < 0 else length  # no length: a whole line
+        asked = min(wanted, MAX_HEADER_LINE)
+        # warcio's readline may stop short of the length asked without a line end (at a buffer's
+        # edge): asked again for the rest, up to the bound.
+        pieces, size = [], 0
+        while size < asked:
+            piece = whole(asked - size)
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+            if piece.endswith(b"\n"):
+                break
+        line = b"".join(pieces)
+        if size >= MAX_HEADER_LINE and wanted > MAX_HEADER_LINE and not line.endswith(b"\n"):
+            raise ValueError(f"a header line longer than {MAX_HEADER_LINE:,} bytes")
+        return line
+
+    reader.readline = readline
 
 
 def _own_http_head(raw: Any, max_bytes: int | None) -> tuple[str | None, bytes]:

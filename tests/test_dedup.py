@@ -603,6 +603,38 @@ def test_a_symlink_planted_beside_the_output_is_never_followed(database_url, tmp
     assert victim.read_text(encoding="utf-8") == "keep me" and not (shared / "again.jsonl").exists()
 
 
+def test_an_output_written_over_a_private_file_stays_private(database_url, tmp_path):
+    # The output is a new file renamed over the old one: it had the umask's 0644, so a rerun over
+    # an output its owner had made 0600 let every local user read it (and its temporary file
+    # while it was written); `> FILE` and cp keep a file's permissions.
+    import os
+    import stat
+
+    from simhash_store.formats.output import OutputFile
+
+    records = _records()
+    _write_jsonl(tmp_path / "in.jsonl", records)
+    private = tmp_path / "private.jsonl"
+    private.write_text("", encoding="utf-8")
+    private.chmod(0o600)
+    result = _run(database_url, "dedup", str(tmp_path / "in.jsonl"), "--key-field", "id", "-o", str(private))
+    assert result.exit_code == 0, result.output
+    assert len(private.read_text(encoding="utf-8").splitlines()) == 5
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    for mode in (0o640, 0o604, 0o664):
+        private.chmod(mode)
+        with OutputFile(str(private)) as output:
+            assert stat.S_IMODE(os.stat(output.temporary).st_mode) == mode  # not more while written
+            output.file.write("x\n")
+        assert stat.S_IMODE(private.stat().st_mode) == mode and private.read_text() == "x\n"
+    fresh = tmp_path / "fresh.jsonl"  # a new output: the umask's mode, as any new file
+    umask = os.umask(0o022)
+    os.umask(umask)
+    with OutputFile(str(fresh)) as output:
+        output.file.write("y\n")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
+
+
 def test_a_second_run_writing_the_same_output_stops_in_one_line_and_never_interleaves(database_url, tmp_path):
     import subprocess
     import time

@@ -60,6 +60,11 @@ HIDDEN = {
     "in noscript": "<noscript><div {a}></div></noscript>",
     "without spaces between quoted values": "<div " + "".join(f'a{i}="x"' for i in range(1000)) + ">x</div>",
     "after an end tag that is a bogus comment": "</3 a b><div {a}>x</div>",
+    "in a quote after a double-escaped script's first end tag": '<script><!--<script></script><p title="</script><div {a}>">',
+    "in a quote after a double-escaped script, by / and by '": "<script><!--<script/></script ><p t='</script><div {a}>'>",
+    "after a comment in a noscript, which lxml reads as markup": '<noscript><!-- </noscript> <p title="--><div {a}>">',
+    "after an end tag with a long s, which is no script's end": '<script></\u017fcript><p title="</script><div {a}>">',
+    "after an end tag with a dotless i, which is no title's end": '<title></t\u0131tle><p title="</title><div {a}>">',
 }
 
 
@@ -109,3 +114,44 @@ def test_a_page_of_too_many_tags_costs_only_itself(database_url, tmp_path):
     assert f"failed 1: {TOO_LARGE}" in result.output
     assert "huge.html: too large (200,003 tags in one page, more than 200,000)" in result.output
     assert "Traceback" not in result.output
+
+
+def _most_attributes_as_trafilatura_reads(page: str) -> int:
+    from trafilatura.utils import load_html  # trafilatura's own loading: its repairs, then lxml
+
+    tree = load_html(page)
+    return max((len(element.attrib) for element in tree.iter() if isinstance(element.tag, str)), default=0)
+
+
+UNHOLDABLE = ["\x00", "\x01", "\x08", "\x0b", "\x0c", "\x1f", "\ufffe", "\uffff"]
+
+
+@pytest.mark.parametrize("control", UNHOLDABLE, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_character_a_parser_deletes_cannot_open_a_tag_past_the_bound(control):
+    # trafilatura deletes C0 controls, U+FFFE and U+FFFF before it parses: `<\x01div ...>` was text
+    # to the bound's pass and to lxml, and a tag of every attribute to trafilatura (64,000 took 10 s,
+    # growing with their square), which reads the pages readability finds nothing in.
+    page = f"<html><body><p>x</p><p><{control}div {_attributes(1000)}>x</div></p></body></html>"
+    cut = bounded(page)
+    assert _most_attributes(cut) <= MAX_ATTRIBUTES
+    assert _most_attributes_as_trafilatura_reads(cut) <= MAX_ATTRIBUTES
+
+
+def test_a_page_holding_what_an_lxml_tree_cannot_is_read_not_a_traceback(database_url, tmp_path):
+    # A control character after an element the extractors drop (a <script>, a comment): lxml
+    # refused to join it to the text before it (ValueError), and add and dedup ended with a
+    # traceback, the pages after it never read.
+    controls = ["\x01", "&#1;", "&#x0B;", "&#0000012;", "\x0b", "\ufffe", "&#xFFFF;"]
+    for control in controls:
+        article = ARTICLE.replace("stone pier.", "stone pier." + control, 1)
+        page = f"<html><body><script>var a = 1;</script>{control}tail<!-- x -->{control}{article}</body></html>"
+        assert "harbour town of Westmere" in extract(page.encode()).text, control
+    script = "".join(f"<script>var a = {i};</script>{control}" for i, control in enumerate(controls))
+    (tmp_path / "a.html").write_text(f"<html><body>{script}{ARTICLE}</body></html>", encoding="utf-8")
+    (tmp_path / "b.html").write_text(f"<html><body>{ARTICLE.replace('Westmere', 'Eastmere')}</body></html>")
+    from simhash_store.cli import app
+
+    env = {"SIMHASH_STORE_URL": database_url.render_as_string(hide_password=False)}
+    result = CliRunner().invoke(app, ["add", str(tmp_path / "a.html"), str(tmp_path / "b.html")], env=env)
+    assert result.exit_code == 0, result.output
+    assert "added 2," in result.output and "Traceback" not in result.output

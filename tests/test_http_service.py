@@ -516,7 +516,15 @@ def test_over_https_the_token_goes_only_to_the_holder_of_the_certificates_key(wr
 
 @pytest.mark.parametrize(
     "problem",
-    ["key readable by others", "key of another certificate", "certificate missing", "key alone", "unix socket"],
+    [
+        "key readable by others",
+        "key of another certificate",
+        "certificate missing",
+        "key alone",
+        "unix socket",
+        "certificate others may write",
+        "directory others may write",
+    ],
 )
 def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tmp_path, problem):
     certificate, key = _certificate(tmp_path, "service")
@@ -529,6 +537,11 @@ def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tm
         "certificate missing": f"Error: cannot read the TLS certificate {tmp_path / 'missing.crt'}",
         "key alone": "Error: --tls-cert and --tls-key go together",
         "unix socket": "Error: --tls-cert is for --http HOST:PORT",
+        # what clients trust: another user who could rewrite or replace it gets their key trusted
+        "certificate others may write": f"Error: the TLS certificate {certificate} could be replaced by another user "
+        f"({certificate} may be written by other users)",
+        "directory others may write": f"Error: the TLS certificate {certificate} could be replaced by another user "
+        f"({tmp_path} may be written by other users without the sticky bit)",
     }[problem]
     if problem == "key readable by others":
         key.chmod(0o644)
@@ -538,6 +551,10 @@ def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tm
         options[1] = str(tmp_path / "missing.crt")
     elif problem == "key alone":
         options = options[2:]
+    elif problem == "certificate others may write":
+        certificate.chmod(0o664)
+    elif problem == "directory others may write":
+        tmp_path.chmod(0o777)
     else:
         where = f"unix:{tmp_path}/run/http.sock"
     done = subprocess.run(
@@ -549,3 +566,32 @@ def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tm
     )
     assert done.returncode != 0
     assert done.stderr.startswith(expected) and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_unix_socket_whose_directory_another_user_could_swap_is_refused(tmp_path):
+    # The socket's own directory was checked, through any link on the way: a link of another user's
+    # (in /tmp, where the kernel may follow it) pointing at a directory of ours passed, and so did a
+    # directory of ours inside one others may write without the sticky bit. Either way they could
+    # later put a directory of theirs, with a socket of theirs, at the path clients connect to, and
+    # read the next client's token.
+    from simhash_store.config import ConfigError
+
+    open_to_all = tmp_path / "open"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    (open_to_all / "mine").mkdir(mode=0o700)
+    with pytest.raises(ConfigError, match="may be written by other users without the sticky bit"):
+        http_service.listen_unix(open_to_all / "mine" / "http.sock")
+    assert not (open_to_all / "mine" / "http.sock").exists()
+    open_to_all.chmod(0o1777)  # like /tmp: no one renames what is not theirs
+    with http_service.listen_unix(open_to_all / "mine" / "http.sock"):
+        assert stat.S_ISSOCK((open_to_all / "mine" / "http.sock").stat().st_mode)
+    if os.geteuid() == 0:  # a link of another user's: only root can stage that here
+        real = tmp_path / "real"
+        real.mkdir(mode=0o700)
+        link = tmp_path / "link"
+        link.symlink_to(real)
+        os.lchown(link, 65534, 65534)
+        with pytest.raises(ConfigError, match=f"{link} belongs to another user"):
+            http_service.listen_unix(link / "http.sock")
+        assert not (real / "http.sock").exists()

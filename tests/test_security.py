@@ -955,3 +955,43 @@ def test_a_data_directory_or_password_file_another_user_could_plant_is_refused(t
     (mine / "password").unlink()
     made = embedded._password(mine)  # a fresh one, of this user's, mode 0600
     assert len(made) >= 24 and stat.S_IMODE((mine / "password").stat().st_mode) == 0o600
+
+
+def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_them(tmp_path):
+    # The data directory holds the owner's TCP password and the HTTP service's two tokens, files of
+    # this user's, mode 0600. Whoever may write the directory (its group, or everyone, or its owner
+    # when that is another user: serve --http with --db kept its tokens in any data directory) can
+    # rename one over another without reading either: the holder of the read-only token made it
+    # the read-write one, or the owner's password, and logged in over TCP as the store's owner.
+    from simhash_store import embedded, http_service
+
+    shared = tmp_path / "team"
+    shared.mkdir(mode=0o700)
+    tokens = http_service.tokens(shared)
+    reader = tokens.read_only
+    assert embedded._password(shared) != reader
+    shared.chmod(0o770)  # a team's directory: its group may write
+    os.rename(shared / "password", shared / "moved")  # what a member of the group may do
+    os.rename(shared / http_service.READ_ONLY_TOKEN_FILE, shared / "password")
+    os.rename(shared / "moved", shared / http_service.READ_ONLY_TOKEN_FILE)
+    os.rename(shared / http_service.READ_WRITE_TOKEN_FILE, shared / "moved")
+    os.rename(shared / http_service.READ_ONLY_TOKEN_FILE, shared / http_service.READ_WRITE_TOKEN_FILE)
+    os.rename(shared / "moved", shared / http_service.READ_ONLY_TOKEN_FILE)
+    for mode, why in ((0o770, "may be written by its group"), (0o777, "may be written by every user")):
+        shared.chmod(mode)
+        with pytest.raises(PermissionDeniedError, match=why):
+            http_service.tokens(shared)
+        with pytest.raises(PermissionDeniedError, match=why):
+            embedded._password(shared)  # the swapped password, the reader's token, is never used
+        with pytest.raises(PermissionDeniedError, match=why):
+            embedded._make_data_directory(shared / "pgdata")
+    assert not (shared / "pgdata").exists()
+    shared.chmod(0o700)
+    assert embedded._password(shared) == reader  # what was swapped is this user's to put right
+    fresh = tmp_path / "mine"
+    fresh.mkdir(mode=0o700)
+    assert http_service.tokens(fresh).read_only != http_service.tokens(fresh).read_write
+    if os.geteuid() == 0:  # a directory of another user: only root can stage that here
+        os.chown(fresh, 65534, 65534)
+        with pytest.raises(PermissionDeniedError, match="belongs to another user"):
+            http_service.tokens(fresh)

@@ -51,8 +51,10 @@ class OutputFile:
             raise OutputError(f"cannot write {path}: it is a directory")
         # The finished file is renamed over the path: a device (/dev/null), a FIFO or a socket
         # there would be replaced by a regular file, for every user of the machine.
+        previous: os.stat_result | None = None
         with contextlib.suppress(OSError):
-            if not stat.S_ISREG(os.stat(path).st_mode):
+            previous = os.stat(path)
+            if not stat.S_ISREG(previous.st_mode):
                 raise OutputError(
                     f"cannot write {path}: it is not a regular file (a device, FIFO or socket); "
                     "write to a file, or to '-' for standard output"
@@ -68,7 +70,7 @@ class OutputFile:
         self._lock = _Lock(os.path.join(self._directory, f".{stem}.lock"), path)
         try:
             _remove_stale(self._directory, stem)
-            self.temporary, descriptor = _create(self._directory, stem)
+            self.temporary, descriptor = _create(self._directory, stem, previous)
         except OSError as exc:
             self._lock.release()
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -192,15 +194,31 @@ def _identity(status: os.stat_result) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
 
-def _create(directory: str, stem: str) -> tuple[str, int]:
-    """A new file of this process's own under a random name; never an existing name or a link."""
+def _create(directory: str, stem: str, previous: os.stat_result | None = None) -> tuple[str, int]:
+    """A new file of this process's own under a random name; never an existing name or a link.
+
+    Replacing ``previous`` (the file at the output's name), it gets that file's permissions and,
+    where this user may give it, its group, as ``cp`` and ``> FILE`` keep them: renamed over a
+    private output, a new file of the umask's 0644 let every user read what only its owner could.
+    Until then, and where the group cannot be kept, nobody but the owner gets more than before.
+    """
     for _ in range(100):
         temporary = os.path.join(directory, f".{stem}.{secrets.token_hex(4)}{_SUFFIX}")
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            return temporary, os.open(temporary, flags, 0o666)  # the umask applies, as for any new file
+            # the umask applies, as for any new file; a replacement starts private
+            descriptor = os.open(temporary, flags, 0o666 if previous is None else 0o600)
         except FileExistsError:
             continue
+        if previous is not None and os.name == "posix":
+            mode = stat.S_IMODE(previous.st_mode) & 0o777
+            try:
+                if os.fstat(descriptor).st_gid != previous.st_gid:
+                    os.fchown(descriptor, -1, previous.st_gid)
+            except OSError:
+                mode &= ~0o070  # another group than the file had: none of the group's rights
+            os.fchmod(descriptor, mode)
+        return temporary, descriptor
     raise OutputError(f"cannot find a free temporary name in {directory}")
 
 
