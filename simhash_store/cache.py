@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from .ownership import writable_by_others
+
 CACHE_DIR_VARIABLE = "SIMHASH_STORE_CACHE_DIR"
 _MAGIC = b"simhash-store cache 1\n"
 _log = logging.getLogger(__name__)
@@ -78,7 +80,7 @@ def _trusted(status: os.stat_result) -> bool:
     """A regular file of this user that nobody else may write (its contents decide fingerprints)."""
     if not stat.S_ISREG(status.st_mode):
         return False
-    if hasattr(os, "getuid") and (status.st_uid != os.getuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+    if hasattr(os, "getuid") and (status.st_uid != os.getuid() or writable_by_others(status)):
         return False
     return True
 

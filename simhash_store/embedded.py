@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
+from .ownership import group_of_one
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -412,7 +413,7 @@ def _others_may_change(status: os.stat_result) -> str | None:
         return "belongs to another user"
     if status.st_mode & 0o002:
         return "may be written by every user"
-    if status.st_mode & 0o020:
+    if status.st_mode & 0o020 and not group_of_one(status.st_gid):
         return "may be written by its group"
     return None
 

@@ -552,7 +552,7 @@ def test_serve_https_refuses_a_bad_certificate_or_key_in_one_line(writer_url, tm
     elif problem == "key alone":
         options = options[2:]
     elif problem == "certificate others may write":
-        certificate.chmod(0o664)
+        certificate.chmod(0o666)  # (group write alone counts when the group holds others)
     elif problem == "directory others may write":
         tmp_path.chmod(0o777)
     else:

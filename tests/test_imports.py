@@ -29,7 +29,16 @@ MIGRATIONS = REPO / "migrations"  # installed as simhash_store.migrations (pypro
 FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     0: (
         "foundations every floor may use: errors, value checks, bits, hashes, plurals, terminal-safe text, progress callbacks",
-        ("errors.py", "validation.py", "bits.py", "hashing.py", "plural.py", "terminal.py", "progress.py"),
+        (
+            "errors.py",
+            "validation.py",
+            "bits.py",
+            "hashing.py",
+            "plural.py",
+            "terminal.py",
+            "progress.py",
+            "ownership.py",
+        ),
     ),
     1: (
         "text and files, no database: reading inputs, writing outputs; tokenizers, schemes, fingerprints",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import stat
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
+from simhash_store.ownership import group_of_one
 from simhash_store.store import NewDocument, Store
 from simhash_store.trust import CITUS_FUNCTIONS, LIBRARY_FUNCTIONS
 
@@ -977,7 +979,11 @@ def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_
     os.rename(shared / http_service.READ_WRITE_TOKEN_FILE, shared / "moved")
     os.rename(shared / http_service.READ_ONLY_TOKEN_FILE, shared / http_service.READ_WRITE_TOKEN_FILE)
     os.rename(shared / "moved", shared / http_service.READ_ONLY_TOKEN_FILE)
-    for mode, why in ((0o770, "may be written by its group"), (0o777, "may be written by every user")):
+    others = [(0o777, "may be written by every user")]
+    if os.geteuid() == 0:  # only root may give the directory a group that holds other users
+        os.chown(shared, -1, pwd.getpwnam("nobody").pw_gid)
+        others.append((0o770, "may be written by its group"))
+    for mode, why in others:
         shared.chmod(mode)
         with pytest.raises(PermissionDeniedError, match=why):
             http_service.tokens(shared)
@@ -987,7 +993,13 @@ def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_
             embedded._make_data_directory(shared / "pgdata")
     assert not (shared / "pgdata").exists()
     shared.chmod(0o700)
+    os.chown(shared, -1, os.getegid())
     assert embedded._password(shared) == reader  # what was swapped is this user's to put right
+    if group_of_one(os.getegid()):  # a user private group (umask 002 makes such directories 0775)
+        shared.chmod(0o770)
+        assert embedded._password(shared) == reader  # accepted, as the tokens are
+        assert http_service.tokens(shared).read_write  # the swapped files are read, not refused
+        shared.chmod(0o700)
     fresh = tmp_path / "mine"
     fresh.mkdir(mode=0o700)
     assert http_service.tokens(fresh).read_only != http_service.tokens(fresh).read_write
