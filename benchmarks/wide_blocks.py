@@ -1,0 +1,433 @@
+"""Wider block keys past a size: the four 16-bit block indexes against fewer, wider ones.
+
+Multi-index hashing: a search cut into m blocks probes every value within t_i bits of the
+query's block i, with sum (t_i + 1) >= k + 1 (generalised pigeonhole), and reads every
+entry stored under each probe. Four 16-bit blocks put N / 65,536 entries under a value, so
+past a few million fingerprints the search is the walk of those entries; wider keys read
+fewer entries for more probes (index descents). This script measures both costs on one
+store of its own, in plain SQL, against the design's four 16-bit block indexes in the same
+run:
+
+* a store of ``--size`` random fingerprints (``Store.init``, rows COPYed in, the indexes
+  built after the COPY, each build timed, VACUUM ANALYZE), with planted near copies of the
+  query points (``--planted`` copies each, at 1..11 bits) so that queries have answers;
+* the wider layouts as expression indexes ``INCLUDE (fingerprint, id)`` beside the block
+  columns' indexes, on the same table: ``wide3`` three blocks of 21, 21 and 22 bits,
+  ``two32`` two blocks of 32 bits (for small k only);
+* for each k and layout: the radii (cheapest by a cost of probes and entries), the probes
+  and index entries read per query (counted, without the distance filter), p50 and p99 of
+  the search statement's execution time in the server (EXPLAIN ANALYZE: no planning, no
+  round trip) and p50 of the statement with its round trip; each layout on query points of
+  its own, the layouts interleaved query by query so that the machine's load falls on both;
+* ``near_many``-style batches at k = 3 (one statement for 1,000 query points, the probes
+  joined in SQL as ``simhash.near_many`` does), queries/s;
+* every layout's answers against numpy brute force for a sample of the query points;
+* each index's bytes per document.
+
+    python benchmarks/wide_blocks.py --size 10000000
+    python benchmarks/wide_blocks.py --size 30000000 --queries 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from functools import cache
+from math import comb
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simhash_store.config import normalize_url  # noqa: E402
+from simhash_store.store import Store  # noqa: E402
+
+from search_cost import THRESHOLDS  # noqa: E402
+from store_speed import admin_execute, copy_buffer, load_now, machine  # noqa: E402
+
+# Cost of one probe (an index descent) and of one index entry read, in microseconds, used only
+# to choose the radii of a layout; measured on this machine at 10M (docs/store_speed.md).
+DESCENT_US = 1.0
+ENTRY_US = 0.175
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    widths: tuple[int, ...]  # most significant block first
+    columns: tuple[str, ...] | None = None  # the table's block columns, or expression indexes
+
+    @property
+    def shifts(self) -> tuple[int, ...]:
+        return tuple(sum(self.widths[i + 1 :]) for i in range(len(self.widths)))
+
+    def expression(self, number: int, alias: str = "c") -> str:
+        if self.columns:
+            return f"{alias}.{self.columns[number]}"
+        width, shift = self.widths[number], self.shifts[number]
+        cast = "integer" if width < 32 else "bigint"
+        shifted = f"{alias}.fingerprint >> {shift}" if shift else f"{alias}.fingerprint"
+        return f"((({shifted}) & {(1 << width) - 1}::bigint)::{cast})"
+
+    def index_ddl(self, number: int) -> str:
+        expression = self.expression(number, "x").replace("x.", "")
+        return (
+            f"CREATE INDEX ix_{self.name}_{number} ON simhash.documents ({expression}) "
+            "INCLUDE (fingerprint, id) WITH (fillfactor = 100)"
+        )
+
+    def index_names(self) -> list[str]:
+        if self.columns:
+            return [f"ix_documents_{column}" for column in self.columns]
+        return [f"ix_{self.name}_{number}" for number in range(len(self.widths))]
+
+    def values(self, point: int) -> list[int]:
+        return [(point >> shift) & ((1 << width) - 1) for width, shift in zip(self.widths, self.shifts)]
+
+
+FOUR16 = Layout("four16", (16, 16, 16, 16), ("block0", "block1", "block2", "block3"))
+LAYOUTS = {
+    "four16": FOUR16,
+    "wide3": Layout("wide3", (21, 21, 22)),
+    "two32": Layout("two32", (32, 32)),
+}
+
+
+def ball(width: int, radius: int) -> int:
+    return sum(comb(width, r) for r in range(radius + 1))
+
+
+def radii(layout: Layout, k: int, size: int) -> tuple[int, ...]:
+    """Radii per block (-1: not probed) with sum (t + 1) = k + 1, cheapest by the cost model.
+
+    The four 16-bit blocks keep the design's table (``simhash.near``'s), so that layout is
+    the statement the store runs.
+    """
+    if layout is FOUR16:
+        return tuple(THRESHOLDS[k])
+    best, best_cost = None, float("inf")
+    for choice in itertools.product(range(-1, k + 1), repeat=len(layout.widths)):
+        if sum(t + 1 for t in choice) != k + 1:
+            continue
+        cost = sum(
+            ball(w, t) * (DESCENT_US + ENTRY_US * size / 2**w) for w, t in zip(layout.widths, choice) if t >= 0
+        )
+        if cost < best_cost:
+            best, best_cost = choice, cost
+    assert best is not None
+    return best
+
+
+@cache
+def masks(width: int, radius: int) -> tuple[int, ...]:
+    return tuple(
+        sum(1 << b for b in bits) for r in range(radius + 1) for bits in itertools.combinations(range(width), r)
+    )
+
+
+def signed(point: int) -> int:
+    return point - (1 << 64) if point >= 1 << 63 else point
+
+
+def statement(layout: Layout, plan: tuple[int, ...], point: int, k: int, filtered: bool) -> tuple[str, list]:
+    """``near``'s statement for ``point`` (the ids within k, with keys, nearest first), or the bare probes."""
+    parts, parameters = [], []
+    for number, (value, radius) in enumerate(zip(layout.values(point), plan)):
+        if radius < 0:
+            continue
+        wanted = sorted(value ^ m for m in masks(layout.widths[number], radius))
+        if filtered:
+            parts.append(
+                f"SELECT c.id FROM simhash.documents c WHERE {layout.expression(number)} = ANY (%s) "
+                f"AND bit_count((c.fingerprint # %s)::bit(64)) <= %s"
+            )
+            parameters += [wanted, signed(point), k]
+        else:
+            parts.append(
+                f"SELECT c.fingerprint FROM simhash.documents c WHERE {layout.expression(number)} = ANY (%s)"
+            )
+            parameters.append(wanted)
+    if not filtered:
+        return f"SELECT count(*) FROM ({' UNION ALL '.join(parts)}) s", parameters
+    return (
+        f"WITH hits AS ({' UNION '.join(parts)}) "
+        "SELECT d.id, d.key, d.fingerprint, bit_count((d.fingerprint # %s)::bit(64))::integer AS distance "
+        "FROM hits JOIN simhash.documents d ON d.id = hits.id ORDER BY 4, 1",
+        [*parameters, signed(point)],
+    )
+
+
+def batch_statement(layout: Layout, plan: tuple[int, ...], points: list[int], k: int) -> tuple[str, list]:
+    """``near_many``'s probe shape: the query points unnested, joined to masks, then to the index."""
+    values = [f"(u.f >> {s}) & {(1 << w) - 1}" for w, s in zip(layout.widths, layout.shifts)]
+    casts = ["integer" if w < 32 else "bigint" for w in layout.widths]
+    columns = ", ".join(f"({v})::{c} AS b{n}" for n, (v, c) in enumerate(zip(values, casts)))
+    branches, parameters = [], [[signed(p) for p in points]]
+    for number, radius in enumerate(plan):
+        if radius < 0:
+            continue
+        branches.append(
+            f"SELECT q.i, c.id, bit_count((c.fingerprint # q.f)::bit(64))::integer AS distance "
+            f"FROM q CROSS JOIN unnest(%s::{casts[number]}[]) AS m(mask) "
+            f"JOIN simhash.documents c ON {layout.expression(number)} = q.b{number} # m.mask "
+            f"WHERE bit_count((c.fingerprint # q.f)::bit(64)) <= {k}"
+        )
+        parameters.append(list(masks(layout.widths[number], radius)))
+    return (
+        f"WITH q AS MATERIALIZED (SELECT u.n::integer AS i, u.f, {columns} "
+        f"FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(f, n)), "
+        f"hits AS ({' UNION '.join(branches)}) "
+        "SELECT h.i, d.id, d.key, d.fingerprint, h.distance FROM hits h JOIN simhash.documents d ON d.id = h.id "
+        "ORDER BY h.i, h.distance, h.id",
+        parameters,
+    )
+
+
+def execution_ms(connection: psycopg.Connection, sql: str, parameters: list) -> float:
+    plan = connection.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql, parameters).fetchone()[0]
+    return plan[0]["Execution Time"]
+
+
+def round_trip_ms(connection: psycopg.Connection, sql: str, parameters: list) -> float:
+    started = time.perf_counter()
+    connection.execute(sql, parameters).fetchall()
+    return (time.perf_counter() - started) * 1e3
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def build(url: str, stored: np.ndarray, layouts: list[Layout]) -> dict[str, float]:
+    """COPY the rows with the block indexes dropped, then build every layout's indexes; seconds per layout."""
+    seconds: dict[str, float] = {}
+    with psycopg.connect(url, autocommit=True) as connection:
+        definitions = [
+            row[0]
+            for row in connection.execute(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = 'simhash' AND tablename = 'documents' "
+                "AND indexname LIKE 'ix_documents_block%' ORDER BY indexname"
+            )
+        ]
+        for definition in definitions:
+            connection.execute("DROP INDEX simhash." + definition.split()[2])
+        started = time.perf_counter()
+        chunk = 1_000_000
+        with connection.cursor() as cursor:
+            for start in range(0, len(stored), chunk):
+                with cursor.copy("COPY simhash.documents (key, fingerprint) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.write(copy_buffer(start, stored[start : start + chunk]))
+        seconds["COPY (table, key and id indexes)"] = time.perf_counter() - started
+        connection.execute("SET maintenance_work_mem = '1GB'")
+        for layout in layouts:
+            started = time.perf_counter()
+            if layout is FOUR16:
+                for definition in definitions:
+                    connection.execute(definition)
+            else:
+                for number in range(len(layout.widths)):
+                    connection.execute(layout.index_ddl(number))
+            seconds[layout.name] = time.perf_counter() - started
+            print(f"  {layout.name} indexes built in {seconds[layout.name]:.1f} s (load {load_now()})", flush=True)
+        started = time.perf_counter()
+        connection.execute("VACUUM (ANALYZE) simhash.documents")
+        seconds["VACUUM ANALYZE"] = time.perf_counter() - started
+    return seconds
+
+
+def index_bytes(connection: psycopg.Connection, layout: Layout) -> int:
+    return sum(
+        connection.execute("SELECT pg_relation_size(%s::regclass)", [f"simhash.{name}"]).fetchone()[0]
+        for name in layout.index_names()
+    )
+
+
+def brute_force(stored: np.ndarray, point: int, k: int) -> set[int]:
+    """Ids (1-based COPY order) of the stored fingerprints within k bits of ``point``."""
+    distances = np.bitwise_count(stored ^ np.uint64(point))  # unsigned: numpy counts a signed value's absolute value
+    return {int(i) + 1 for i in np.flatnonzero(distances <= k)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10_000_000)
+    parser.add_argument("--queries", type=int, default=300, help="query points per measurement")
+    parser.add_argument("--planted", type=int, default=8, help="near copies stored per query point")
+    parser.add_argument("--distances", default="3,11")
+    parser.add_argument("--layouts", default="four16,wide3,two32")
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--checked", type=int, default=20, help="query points checked against brute force")
+    parser.add_argument("--admin-url", default="postgresql://root@127.0.0.1:5432/postgres")
+    parser.add_argument("--database", default="wide_bench")
+    parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--keep", action="store_true", help="keep the database (and reuse it with --reuse)")
+    parser.add_argument("--reuse", action="store_true", help="measure a database kept by --keep")
+    args = parser.parse_args()
+
+    layouts = [LAYOUTS[name] for name in args.layouts.split(",")]
+    assert layouts[0] is FOUR16, "four16 first: it is the baseline"
+    distances = [int(k) for k in args.distances.split(",")]
+    print(machine())
+    print(f"start: load {load_now()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    database = f"{args.database}_{args.size}"
+    url = (
+        normalize_url(args.admin_url)
+        .set(database=database, drivername="postgresql")
+        .render_as_string(hide_password=False)
+    )
+
+    # The stored fingerprints: random, then near copies of a pool of query points written over
+    # the first rows (each at 1..11 bits, so both k = 3 and k = 11 find some).
+    rng = np.random.default_rng(args.seed)
+    stored = rng.integers(0, 2**64, size=args.size, dtype=np.uint64)
+    measurements = 2 * len(layouts) * len(distances) + 2
+    pool = [int(p) for p in rng.integers(0, 2**64, size=args.queries * measurements, dtype=np.uint64)]
+    batch_pool = [int(p) for p in rng.integers(0, 2**64, size=args.batch * args.batches * len(layouts), dtype=np.uint64)]
+    row = 0
+    for point in pool + batch_pool:
+        for _ in range(args.planted):
+            if row >= args.size:
+                break
+            flips = rng.choice(64, size=int(rng.integers(1, 12)), replace=False)
+            stored[row] = np.uint64(point ^ sum(1 << int(b) for b in flips))
+            row += 1
+    print(f"{args.size:,} fingerprints, {row:,} of them near copies of the query points\n")
+
+    if not args.reuse:
+        admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        admin_execute(args.admin_url, f'CREATE DATABASE "{database}"')
+        Store(url).init()
+        print(f"building (load {load_now()}):", flush=True)
+        seconds = build(url, stored, layouts)
+        print()
+        print("| step | seconds | per 1M rows | load after |")
+        print("|---|--:|--:|---|")
+        for step, taken in seconds.items():
+            print(f"| {step} | {taken:.1f} | {taken / args.size * 1e6:.2f} | {load_now()} |")
+        print()
+    points = iter(pool)
+    try:
+        with psycopg.connect(url, autocommit=True) as connection:
+            # As inside simhash.near: index-only scans in this process, nested loops, no JIT.
+            for setting in (
+                "enable_seqscan = off",
+                "enable_bitmapscan = off",
+                "enable_hashjoin = off",
+                "enable_mergejoin = off",
+                "max_parallel_workers_per_gather = 0",
+                "jit = off",
+            ):
+                connection.execute("SET " + setting)
+            heap = connection.execute("SELECT pg_relation_size('simhash.documents')").fetchone()[0]
+            print(f"heap: {heap / args.size:.1f} bytes a document")
+            print("| layout | blocks (bits) | index bytes a document | all its indexes |")
+            print("|---|---|--:|--:|")
+            for layout in layouts:
+                size = index_bytes(connection, layout)
+                print(
+                    f"| {layout.name} | {'/'.join(map(str, layout.widths))} | {size / args.size:.1f} | "
+                    f"{size / 2**20:,.0f} MiB |"
+                )
+            print()
+
+            base: dict[int, float] = {}
+            print(
+                "| k | layout | radii | probes a query | entries read a query | statement p50 | statement p99 | "
+                "p50 ratio to four16 | with round trip p50 | answers checked | load |"
+            )
+            print("|---|---|---|--:|--:|--:|--:|--:|--:|---|---|")
+            for k in distances:
+                plans = {layout.name: radii(layout, k, args.size) for layout in layouts}
+                usable = [layout for layout in layouts if sum(ball(w, t) for w, t in zip(layout.widths, plans[layout.name]) if t >= 0) <= 20_000]
+                counting = {layout.name: [next(points) for _ in range(args.queries)] for layout in usable}
+                timing = {layout.name: [next(points) for _ in range(args.queries)] for layout in usable}
+                entries = {layout.name: [] for layout in usable}
+                statement_ms = {layout.name: [] for layout in usable}
+                trip_ms = {layout.name: [] for layout in usable}
+                wrong = {layout.name: 0 for layout in usable}
+                checked = {layout.name: 0 for layout in usable}
+                for i in range(args.queries):
+                    for layout in usable:
+                        plan = plans[layout.name]
+                        sql, parameters = statement(layout, plan, counting[layout.name][i], k, filtered=False)
+                        entries[layout.name].append(connection.execute(sql, parameters).fetchone()[0])
+                for i in range(args.queries):
+                    for layout in usable:
+                        plan = plans[layout.name]
+                        point = timing[layout.name][i]
+                        sql, parameters = statement(layout, plan, point, k, filtered=True)
+                        statement_ms[layout.name].append(execution_ms(connection, sql, parameters))
+                        # The round trip on the counting points (measured once already: warmer caches).
+                        trip = counting[layout.name][i]
+                        sql, parameters = statement(layout, plan, trip, k, filtered=True)
+                        trip_ms[layout.name].append(round_trip_ms(connection, sql, parameters))
+                        if i < args.checked:
+                            found = {row[0] for row in connection.execute(sql, parameters)}
+                            checked[layout.name] += 1
+                            wrong[layout.name] += found != brute_force(stored, trip, k)
+                for layout in usable:
+                    name = layout.name
+                    plan = plans[name]
+                    p50 = statistics.median(statement_ms[name])
+                    base.setdefault(k, p50)
+                    probes = sum(ball(w, t) for w, t in zip(layout.widths, plan) if t >= 0)
+                    print(
+                        f"| {k} | {name} | {plan} | {probes:,} | {statistics.mean(entries[name]):,.0f} | "
+                        f"{p50:.3f} ms | {percentile(statement_ms[name], 99):.3f} ms | {p50 / base[k]:.2f}x | "
+                        f"{statistics.median(trip_ms[name]):.3f} ms | {checked[name] - wrong[name]}/{checked[name]} "
+                        f"equal to brute force | {load_now()} |",
+                        flush=True,
+                    )
+            print()
+
+            # near_many-style batches at k = 3, the layouts alternating batch by batch.
+            k = 3
+            print(f"| near_many-style batches, k = {k} | radii | batch p50 | queries/s | ratio to four16 | answers checked | load |")
+            print("|---|---|--:|--:|--:|---|---|")
+            batches = {
+                layout.name: [
+                    batch_pool[(n * len(layouts) + j) * args.batch : (n * len(layouts) + j + 1) * args.batch]
+                    for n in range(args.batches)
+                ]
+                for j, layout in enumerate(layouts)
+            }
+            batch_ms = {layout.name: [] for layout in layouts}
+            batch_wrong = {layout.name: 0 for layout in layouts}
+            for n in range(args.batches):
+                for layout in layouts:
+                    plan = radii(layout, k, args.size)
+                    batch = batches[layout.name][n]
+                    sql, parameters = batch_statement(layout, plan, batch, k)
+                    started = time.perf_counter()
+                    rows = connection.execute(sql, parameters).fetchall()
+                    batch_ms[layout.name].append((time.perf_counter() - started) * 1e3)
+                    if n == 0:
+                        got: dict[int, set[int]] = {}
+                        for row in rows:
+                            got.setdefault(row[0], set()).add(row[1])
+                        for i, point in enumerate(batch[: args.checked], start=1):
+                            batch_wrong[layout.name] += got.get(i, set()) != brute_force(stored, point, k)
+            for layout in layouts:
+                p50 = statistics.median(batch_ms[layout.name])
+                base_batch = statistics.median(batch_ms[FOUR16.name])
+                print(
+                    f"| {layout.name} | {radii(layout, k, args.size)} | {p50:.1f} ms | {args.batch / p50 * 1e3:,.0f} | "
+                    f"{base_batch / p50:.2f}x | {args.checked - batch_wrong[layout.name]}/{args.checked} equal to "
+                    f"brute force | {load_now()} |"
+                )
+    finally:
+        if not args.keep:
+            admin_execute(args.admin_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    print(f"\nend: load {load_now()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+
+
+if __name__ == "__main__":
+    main()
