@@ -46,10 +46,11 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from search_cost import THRESHOLDS  # noqa: E402
+
 from simhash_store.config import normalize_url  # noqa: E402
 from simhash_store.store import Store  # noqa: E402
 
-from search_cost import THRESHOLDS  # noqa: E402
 from store_speed import admin_execute, copy_buffer, load_now, machine  # noqa: E402
 
 # Cost of one probe (an index descent) and of one index entry read, in microseconds, used only
@@ -116,9 +117,7 @@ def radii(layout: Layout, k: int, size: int) -> tuple[int, ...]:
     for choice in itertools.product(range(-1, k + 1), repeat=len(layout.widths)):
         if sum(t + 1 for t in choice) != k + 1:
             continue
-        cost = sum(
-            ball(w, t) * (DESCENT_US + ENTRY_US * size / 2**w) for w, t in zip(layout.widths, choice) if t >= 0
-        )
+        cost = sum(ball(w, t) * (DESCENT_US + ENTRY_US * size / 2**w) for w, t in zip(layout.widths, choice) if t >= 0)
         if cost < best_cost:
             best, best_cost = choice, cost
     assert best is not None
@@ -150,9 +149,7 @@ def statement(layout: Layout, plan: tuple[int, ...], point: int, k: int, filtere
             )
             parameters += [wanted, signed(point), k]
         else:
-            parts.append(
-                f"SELECT c.fingerprint FROM simhash.documents c WHERE {layout.expression(number)} = ANY (%s)"
-            )
+            parts.append(f"SELECT c.fingerprint FROM simhash.documents c WHERE {layout.expression(number)} = ANY (%s)")
             parameters.append(wanted)
     if not filtered:
         return f"SELECT count(*) FROM ({' UNION ALL '.join(parts)}) s", parameters
@@ -183,6 +180,36 @@ def batch_statement(layout: Layout, plan: tuple[int, ...], points: list[int], k:
     return (
         f"WITH q AS MATERIALIZED (SELECT u.n::integer AS i, u.f, {columns} "
         f"FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(f, n)), "
+        f"hits AS ({' UNION '.join(branches)}) "
+        "SELECT h.i, d.id, d.key, d.fingerprint, h.distance FROM hits h JOIN simhash.documents d ON d.id = h.id "
+        "ORDER BY h.i, h.distance, h.id",
+        parameters,
+    )
+
+
+def batch_any_statement(layout: Layout, plan: tuple[int, ...], points: list[int], k: int) -> tuple[str, list]:
+    """A batch as one array of every probe a block makes, one index scan of it, hashed back to the queries."""
+    values = [f"(u.f >> {s}) & {(1 << w) - 1}" for w, s in zip(layout.widths, layout.shifts)]
+    casts = ["integer" if w < 32 else "bigint" for w in layout.widths]
+    columns = ", ".join(f"({v})::{c} AS b{n}" for n, (v, c) in enumerate(zip(values, casts)))
+    steps, branches, parameters = [], [], [[signed(p) for p in points]]
+    for number, radius in enumerate(plan):
+        if radius < 0:
+            continue
+        steps.append(
+            f"p{number} AS MATERIALIZED (SELECT q.i, q.f, q.b{number} # m.mask AS v "
+            f"FROM q CROSS JOIN unnest(%s::{casts[number]}[]) AS m(mask))"
+        )
+        parameters.append(list(masks(layout.widths[number], radius)))
+        branches.append(
+            f"SELECT p.i, c.id, bit_count((c.fingerprint # p.f)::bit(64))::integer AS distance "
+            f"FROM simhash.documents c JOIN p{number} p ON {layout.expression(number)} = p.v "
+            f"WHERE {layout.expression(number)} = ANY ((SELECT array_agg(DISTINCT v) FROM p{number})::{casts[number]}[]) "
+            f"AND bit_count((c.fingerprint # p.f)::bit(64)) <= {k}"
+        )
+    return (
+        f"WITH q AS MATERIALIZED (SELECT u.n::integer AS i, u.f, {columns} "
+        f"FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(f, n)), {', '.join(steps)}, "
         f"hits AS ({' UNION '.join(branches)}) "
         "SELECT h.i, d.id, d.key, d.fingerprint, h.distance FROM hits h JOIN simhash.documents d ON d.id = h.id "
         "ORDER BY h.i, h.distance, h.id",
@@ -290,7 +317,9 @@ def main() -> None:
     stored = rng.integers(0, 2**64, size=args.size, dtype=np.uint64)
     measurements = 2 * len(layouts) * len(distances) + 2
     pool = [int(p) for p in rng.integers(0, 2**64, size=args.queries * measurements, dtype=np.uint64)]
-    batch_pool = [int(p) for p in rng.integers(0, 2**64, size=args.batch * args.batches * len(layouts), dtype=np.uint64)]
+    batch_pool = [
+        int(p) for p in rng.integers(0, 2**64, size=args.batch * args.batches * len(layouts), dtype=np.uint64)
+    ]
     row = 0
     for point in pool + batch_pool:
         for _ in range(args.planted):
@@ -346,7 +375,11 @@ def main() -> None:
             print("|---|---|---|--:|--:|--:|--:|--:|--:|---|---|")
             for k in distances:
                 plans = {layout.name: radii(layout, k, args.size) for layout in layouts}
-                usable = [layout for layout in layouts if sum(ball(w, t) for w, t in zip(layout.widths, plans[layout.name]) if t >= 0) <= 20_000]
+                usable = [
+                    layout
+                    for layout in layouts
+                    if sum(ball(w, t) for w, t in zip(layout.widths, plans[layout.name]) if t >= 0) <= 20_000
+                ]
                 counting = {layout.name: [next(points) for _ in range(args.queries)] for layout in usable}
                 timing = {layout.name: [next(points) for _ in range(args.queries)] for layout in usable}
                 entries = {layout.name: [] for layout in usable}
@@ -373,6 +406,22 @@ def main() -> None:
                             found = {row[0] for row in connection.execute(sql, parameters)}
                             checked[layout.name] += 1
                             wrong[layout.name] += found != brute_force(stored, trip, k)
+                # Pages each search touches (EXPLAIN BUFFERS: hits in shared_buffers, reads from the
+                # kernel), on random points of their own (no planted copies: the same pages otherwise).
+                pages: dict[str, list[tuple[int, int]]] = {layout.name: [] for layout in usable}
+                for point in rng.integers(0, 2**64, size=20, dtype=np.uint64):
+                    for layout in usable:
+                        sql, parameters = statement(layout, plans[layout.name], int(point), k, filtered=True)
+                        plan_json = connection.execute(
+                            "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) " + sql, parameters
+                        ).fetchone()[0][0]["Plan"]
+                        pages[layout.name].append((plan_json["Shared Hit Blocks"], plan_json["Shared Read Blocks"]))
+                for layout in usable:
+                    name = layout.name
+                    plan = plans[name]
+                    hits = statistics.mean(h for h, _ in pages[name])
+                    reads = statistics.mean(r for _, r in pages[name])
+                    print(f"  k={k} {name}: {hits:,.0f} buffer hits and {reads:,.0f} reads a query", flush=True)
                 for layout in usable:
                     name = layout.name
                     plan = plans[name]
@@ -388,40 +437,44 @@ def main() -> None:
                     )
             print()
 
-            # near_many-style batches at k = 3, the layouts alternating batch by batch.
+            # near_many-style batches at k = 3, the layouts and shapes alternating batch by batch, each
+            # batch of query points of its own: "join" is near_many's (query points joined to the masks,
+            # a nested loop into the index), "any" one array of every probe a block makes.
             k = 3
-            print(f"| near_many-style batches, k = {k} | radii | batch p50 | queries/s | ratio to four16 | answers checked | load |")
-            print("|---|---|--:|--:|--:|---|---|")
-            batches = {
-                layout.name: [
-                    batch_pool[(n * len(layouts) + j) * args.batch : (n * len(layouts) + j + 1) * args.batch]
-                    for n in range(args.batches)
-                ]
-                for j, layout in enumerate(layouts)
-            }
-            batch_ms = {layout.name: [] for layout in layouts}
-            batch_wrong = {layout.name: 0 for layout in layouts}
-            for n in range(args.batches):
-                for layout in layouts:
-                    plan = radii(layout, k, args.size)
-                    batch = batches[layout.name][n]
-                    sql, parameters = batch_statement(layout, plan, batch, k)
+            print(
+                f"| near_many-style batches of {args.batch:,}, k = {k} | shape | radii | batch p50 | queries/s | "
+                "ratio to four16 join | answers checked | load |"
+            )
+            print("|---|---|---|--:|--:|--:|---|---|")
+            shapes = {"join": batch_statement, "any": batch_any_statement}
+            combos = [(layout, shape) for layout in layouts for shape in shapes]
+            rounds = args.batches * len(layouts) // len(combos)
+            batch_ms: dict[tuple[str, str], list[float]] = {(a.name, b): [] for a, b in combos}
+            batch_wrong = {(a.name, b): 0 for a, b in combos}
+            for n in range(rounds):
+                for j, (layout, shape) in enumerate(combos):
+                    start = (n * len(combos) + j) * args.batch
+                    batch = batch_pool[start : start + args.batch]
+                    sql, parameters = shapes[shape](layout, radii(layout, k, args.size), batch, k)
+                    connection.execute(f"SET enable_hashjoin = {'on' if shape == 'any' else 'off'}")
                     started = time.perf_counter()
                     rows = connection.execute(sql, parameters).fetchall()
-                    batch_ms[layout.name].append((time.perf_counter() - started) * 1e3)
+                    batch_ms[layout.name, shape].append((time.perf_counter() - started) * 1e3)
                     if n == 0:
                         got: dict[int, set[int]] = {}
                         for row in rows:
                             got.setdefault(row[0], set()).add(row[1])
                         for i, point in enumerate(batch[: args.checked], start=1):
-                            batch_wrong[layout.name] += got.get(i, set()) != brute_force(stored, point, k)
-            for layout in layouts:
-                p50 = statistics.median(batch_ms[layout.name])
-                base_batch = statistics.median(batch_ms[FOUR16.name])
+                            batch_wrong[layout.name, shape] += got.get(i, set()) != brute_force(stored, point, k)
+            connection.execute("SET enable_hashjoin = off")
+            base_batch = statistics.median(batch_ms[FOUR16.name, "join"])
+            for layout, shape in combos:
+                p50 = statistics.median(batch_ms[layout.name, shape])
                 print(
-                    f"| {layout.name} | {radii(layout, k, args.size)} | {p50:.1f} ms | {args.batch / p50 * 1e3:,.0f} | "
-                    f"{base_batch / p50:.2f}x | {args.checked - batch_wrong[layout.name]}/{args.checked} equal to "
-                    f"brute force | {load_now()} |"
+                    f"| {layout.name} | {shape} | {radii(layout, k, args.size)} | {p50:.1f} ms | "
+                    f"{args.batch / p50 * 1e3:,.0f} | {base_batch / p50:.2f}x | "
+                    f"{args.checked - batch_wrong[layout.name, shape]}/{args.checked} equal to brute force | "
+                    f"{load_now()} |"
                 )
     finally:
         if not args.keep:
