@@ -295,6 +295,9 @@ def main() -> None:
     parser.add_argument("--admin-url", default="postgresql://root@127.0.0.1:5432/postgres")
     parser.add_argument("--database", default="wide_bench")
     parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument(
+        "--prewarm", action="store_true", help="read the layouts' indexes into shared_buffers first (pg_prewarm)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database (and reuse it with --reuse)")
     parser.add_argument("--reuse", action="store_true", help="measure a database kept by --keep")
     args = parser.parse_args()
@@ -355,6 +358,12 @@ def main() -> None:
                 "jit = off",
             ):
                 connection.execute("SET " + setting)
+            if args.prewarm:
+                connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+                for layout in layouts:
+                    for name in layout.index_names():
+                        connection.execute("SELECT pg_prewarm(%s::regclass)", [f"simhash.{name}"])
+                print(f"prewarmed: {connection.execute('SHOW shared_buffers').fetchone()[0]} of shared_buffers")
             heap = connection.execute("SELECT pg_relation_size('simhash.documents')").fetchone()[0]
             print(f"heap: {heap / args.size:.1f} bytes a document")
             print("| layout | blocks (bits) | index bytes a document | all its indexes |")
