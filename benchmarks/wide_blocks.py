@@ -282,6 +282,65 @@ def brute_force(stored: np.ndarray, point: int, k: int) -> set[int]:
     return {int(i) + 1 for i in np.flatnonzero(distances <= k)}
 
 
+# A probe's cost against the rows of the index it descends, fitted from the k = 11 pairs of
+# each run (docs/store_speed.md): 1.2 us at 1.5M (the index mostly in memory caches), 2.6-3.2
+# at 10M, 3.5 at 30M; held at 3.5 beyond (deeper trees would only add to it).
+PROBE_US = ((1.5e6, 1.2), (10e6, 3.0), (30e6, 3.5))
+
+
+def probe_us(rows: float) -> float:
+    points = [(np.log(n), us) for n, us in PROBE_US]
+    return float(np.interp(np.log(rows), [x for x, _ in points], [y for _, y in points]))
+
+
+def model(args: argparse.Namespace) -> None:
+    """Project the measured unit costs to larger stores: one node, and Citus shards in parallel.
+
+    A search costs ``fixed + probes x per_probe + entries x per_entry``; entries are
+    ``sum(ball(width, radius) x rows / 2**width)`` (what the measured counts follow). On Citus
+    every shard pays the probes, each candidate is a heap visit (the branches carry ``key``), and
+    the shards run ``cores`` at a time.
+    """
+    low, high = (float(x) for x in args.entry_us.split(","))
+    citus = [
+        (float(size), *(int(x) for x in layout.split("/")))
+        for size, layout in (item.split("=") for item in args.citus.split(","))
+    ]
+    print(
+        f"one node: {args.probe_us} us a probe, {low}-{high} us an entry, {args.fixed_ms} ms a statement; "
+        f"Citus: a probe in a shard by its rows {PROBE_US}, {args.heap_us} us a candidate, "
+        f"fan-out {args.fanout_ms} ms\n"
+    )
+    print(
+        "| rows | where | k | layout | probes a shard | entries a query | p50 (model) | CPU a query | queries/s (all cores busy) |"
+    )
+    print("|--:|---|--:|---|--:|--:|--:|--:|--:|")
+    for rows in (float(x) for x in args.model_sizes.split(",")):
+        setups = [("one node", 1, 1)] + [
+            (f"Citus, {shards} shards on {cores} cores", shards, cores) for size, shards, cores in citus if size == rows
+        ]
+        for where, shards, cores in setups:
+            per_shard = rows / shards
+            for k in (3, 11):
+                for layout in (LAYOUTS["four16"], LAYOUTS["wide3"]):
+                    plan = radii(layout, k, int(per_shard))
+                    probes = sum(ball(w, t) for w, t in zip(layout.widths, plan) if t >= 0)
+                    entries = sum(ball(w, t) * rows / 2**w for w, t in zip(layout.widths, plan) if t >= 0)
+                    if shards == 1:
+                        times = [args.fixed_ms + (probes * args.probe_us + entries * e) / 1e3 for e in (low, high)]
+                        cpu = times
+                    else:
+                        shard_ms = (probes * probe_us(per_shard) + entries / shards * args.heap_us) / 1e3
+                        rounds = -(-shards // cores)
+                        times = [args.fanout_ms + rounds * shard_ms] * 2
+                        cpu = [shards * shard_ms] * 2
+                    text = f"{times[0]:,.1f}-{times[1]:,.1f} ms" if times[0] != times[1] else f"{times[0]:,.1f} ms"
+                    print(
+                        f"| {rows:,.0f} | {where} | {k} | {layout.name} {plan} | {probes:,} | {entries:,.0f} | {text} | "
+                        f"{cpu[1]:,.0f} ms | {cores / cpu[1] * 1e3:,.0f} |"
+                    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10_000_000)
@@ -300,7 +359,22 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the database (and reuse it with --reuse)")
     parser.add_argument("--reuse", action="store_true", help="measure a database kept by --keep")
+    parser.add_argument("--model", action="store_true", help="print the projection to --model-sizes, measure nothing")
+    parser.add_argument("--model-sizes", default="1e8,1e9")
+    parser.add_argument("--probe-us", type=float, default=3.5, help="one node: a probe (fitted at 30M)")
+    parser.add_argument("--entry-us", default="0.114,0.194", help="one node: an index entry, low,high (10M-30M fits)")
+    parser.add_argument("--fixed-ms", type=float, default=0.4, help="one node: a statement's fixed part")
+    parser.add_argument("--heap-us", type=float, default=0.6, help="Citus: a candidate (a heap visit)")
+    parser.add_argument("--fanout-ms", type=float, default=2.5)
+    parser.add_argument(
+        "--citus",
+        default="1e8=64/32,1e8=32/32,1e9=256/128,1e9=128/128",
+        help="rows=shards/cores of the clusters modelled",
+    )
     args = parser.parse_args()
+    if args.model:
+        model(args)
+        return
 
     layouts = [LAYOUTS[name] for name in args.layouts.split(",")]
     assert layouts[0] is FOUR16, "four16 first: it is the baseline"
