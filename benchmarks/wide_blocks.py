@@ -19,13 +19,20 @@ run:
   the search statement's execution time in the server (EXPLAIN ANALYZE: no planning, no
   round trip) and p50 of the statement with its round trip; each layout on query points of
   its own, the layouts interleaved query by query so that the machine's load falls on both;
+* the pages each search touches (EXPLAIN BUFFERS: shared_buffers hits and reads);
 * ``near_many``-style batches at k = 3 (one statement for 1,000 query points, the probes
-  joined in SQL as ``simhash.near_many`` does), queries/s;
+  joined in SQL as ``simhash.near_many`` does, or every probe of a block in one array),
+  queries/s;
 * every layout's answers against numpy brute force for a sample of the query points;
 * each index's bytes per document.
 
+``--model`` measures nothing: it projects the unit costs fitted from these runs (a probe, an
+index entry, a candidate on Citus) to 100M and 1B rows, one node and Citus shards.
+
     python benchmarks/wide_blocks.py --size 10000000
-    python benchmarks/wide_blocks.py --size 30000000 --queries 200
+    python benchmarks/wide_blocks.py --size 1500000 --distances 3,7,11
+    python benchmarks/wide_blocks.py --size 30000000 --keep     # a second run: --keep --reuse
+    python benchmarks/wide_blocks.py --model
 """
 
 from __future__ import annotations
