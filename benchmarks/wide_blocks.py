@@ -291,13 +291,17 @@ def brute_force(stored: np.ndarray, point: int, k: int) -> set[int]:
 
 # A probe's cost against the rows of the index it descends, fitted from the k = 11 pairs of
 # each run (docs/store_speed.md): 1.2 us at 1.5M (the index mostly in memory caches), 2.6-3.2
-# at 10M, 3.5 at 30M; held at 3.5 beyond (deeper trees would only add to it).
-PROBE_US = ((1.5e6, 1.2), (10e6, 3.0), (30e6, 3.5))
+# at 10M, 3.5 at 30M, 5.4 at 60M, as the indexes outgrow the caches and shared_buffers.
+PROBE_US = ((1.5e6, 1.2), (10e6, 3.0), (30e6, 3.5), (60e6, 5.4))
 
 
-def probe_us(rows: float) -> float:
-    points = [(np.log(n), us) for n, us in PROBE_US]
-    return float(np.interp(np.log(rows), [x for x, _ in points], [y for _, y in points]))
+def probe_us(rows: float, extrapolate: bool = False) -> float:
+    """Interpolated in log(rows); past the largest measured store held, or (``extrapolate``)
+    continued along the slope of the last two points."""
+    xs, ys = [np.log(n) for n, _ in PROBE_US], [us for _, us in PROBE_US]
+    if extrapolate and np.log(rows) > xs[-1]:
+        return ys[-1] + (ys[-1] - ys[-2]) / (xs[-1] - xs[-2]) * (np.log(rows) - xs[-1])
+    return float(np.interp(np.log(rows), xs, ys))
 
 
 def model(args: argparse.Namespace) -> None:
@@ -314,8 +318,8 @@ def model(args: argparse.Namespace) -> None:
         for size, layout in (item.split("=") for item in args.citus.split(","))
     ]
     print(
-        f"one node: {args.probe_us} us a probe, {low}-{high} us an entry, {args.fixed_ms} ms a statement; "
-        f"Citus: a probe in a shard by its rows {PROBE_US}, {args.heap_us} us a candidate, "
+        f"a probe by the rows of its index {PROBE_US} (one node past them: held, or extended), "
+        f"{low}-{high} us an entry, {args.fixed_ms} ms a statement; Citus: {args.heap_us} us a candidate, "
         f"fan-out {args.fanout_ms} ms\n"
     )
     print(
@@ -334,7 +338,10 @@ def model(args: argparse.Namespace) -> None:
                     probes = sum(ball(w, t) for w, t in zip(layout.widths, plan) if t >= 0)
                     entries = sum(ball(w, t) * rows / 2**w for w, t in zip(layout.widths, plan) if t >= 0)
                     if shards == 1:
-                        times = [args.fixed_ms + (probes * args.probe_us + entries * e) / 1e3 for e in (low, high)]
+                        times = [
+                            args.fixed_ms + (probes * probe_us(rows, extrapolate=far) + entries * e) / 1e3
+                            for far, e in ((False, low), (True, high))
+                        ]
                         cpu = times
                     else:
                         shard_ms = (probes * probe_us(per_shard) + entries / shards * args.heap_us) / 1e3
@@ -368,7 +375,6 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="measure a database kept by --keep")
     parser.add_argument("--model", action="store_true", help="print the projection to --model-sizes, measure nothing")
     parser.add_argument("--model-sizes", default="1e8,1e9")
-    parser.add_argument("--probe-us", type=float, default=3.5, help="one node: a probe (fitted at 30M)")
     parser.add_argument("--entry-us", default="0.114,0.194", help="one node: an index entry, low,high (10M-30M fits)")
     parser.add_argument("--fixed-ms", type=float, default=0.4, help="one node: a statement's fixed part")
     parser.add_argument("--heap-us", type=float, default=0.6, help="Citus: a candidate (a heap visit)")
