@@ -1,23 +1,23 @@
-"""What one web page may cost the HTML parser, checked before lxml sees it. No files, no database.
+"""What one web page may cost the HTML parser, bounded before lxml sees it. No files, no database.
 
 lxml's parser (libxml2) spends time that grows with the square of the number of attributes on
 one tag (32,000 attributes, 341 KB, took seconds a parse, and a page is parsed several times),
-and about a kilobyte of memory an element. :func:`bounded` reads a page's tags the way the
-HTML standard's tokenizer does (the one libxml2 2.14 and later follow: lxml 6 bundles it) in
-one linear pass, keeps the first :data:`MAX_ATTRIBUTES` attributes of a tag and drops the rest,
-and refuses a page of more than :data:`MAX_ELEMENTS` tags. Scripts, styles and comments are read
-as text by the standard, and also scanned here as markup: a page cannot hide a tag from this
-pass behind a comment or a quote that the parser reads differently.
+and about a kilobyte of memory an element. :func:`bounded` reads a page's tokens the way the
+HTML standard's tokenizer does, in one linear pass, and writes the page out again from them:
+each tag with at most :data:`MAX_ATTRIBUTES` attributes, names and values in a form every parser
+reads alike, text that opens no tag escaped, comments and the text of scripts and styles left
+out. So what the extractors parse is exactly the tags counted here, whatever a parser's own
+reading of odd markup (old libxml2, trafilatura's repairs) would have been; a page of more than
+:data:`MAX_ELEMENTS` tags is refused.
 
->>> bounded('<p class="a" id=b>text</p>')
-'<p class="a" id=b>text</p>'
+>>> bounded('<p class="a" id=b>text<br/></p>')
+'<p class="a" id="b">text<br/></p>'
 >>> len(bounded("<div " + " ".join(f"a{i}" for i in range(1000)) + ">x</div>")) < 2000
 True
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 
 from simhash_store.corpus import TOO_LARGE
@@ -36,7 +36,15 @@ MAX_ELEMENTS = 200_000
 # Every part of the loop starts on a different character class and the end is optional, so the
 # match never backtracks over the loop: one pass, linear in the tag's length.
 _VALUE = r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*"?|'[^']*'?|[^\t\n\f\r >]*))?"""
-_ATTRIBUTE = re.compile(r"[^\t\n\f\r />][^\t\n\f\r /=>]*" + _VALUE)
+# The same attribute with its name and value apart (the value quoted either way, or not).
+_ATTRIBUTE_PARTS = re.compile(
+    r"""([^\t\n\f\r />][^\t\n\f\r /=>]*)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"?|'([^']*)'?|([^\t\n\f\r >]*)))?"""
+)
+# What a tag's or an attribute's name keeps when written out again: names every parser reads
+# the same way (a tag's `a"b` or an attribute's `@click` would not be).
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_:.-]")
+# Attributes already as they would be written out (most tags of most pages): kept as they are.
+_WRITTEN_AS_WE_WRITE = re.compile(r'(?: [a-z][a-z0-9_:.-]*="[^"<>]*")*')
 _TAG = re.compile(
     r"<(/?)([A-Za-z][^\t\n\f\r />]*)((?:[\t\n\f\r /]+|[^\t\n\f\r />][^\t\n\f\r /=>]*" + _VALUE + r")*)(>?)"
 )
@@ -52,6 +60,8 @@ _RAW_TEXT = {
 # What moves a script's text between the standard's states: `<!--` opens an escaped part, where
 # `<script` starts a double-escaped one, in which `</script` does not end the script but goes back
 # to the escaped part; `-->` ends either. A script's end is `</script` outside the double-escaped part.
+# Raw text whose text is kept (as escaped text); the others' text is not content.
+_TEXT_KEPT = frozenset({"title", "textarea"})
 _SCRIPT_STATES = re.compile(r"<!--|-->|<(/?)script[\t\n\f\r />]", re.IGNORECASE | re.ASCII)
 # A comment (`<!--`, to `-->`, `--!>` or at once `<!-->`), or what the standard reads as one
 # up to the next `>`: `<!` and `<?` opening anything else, `</` before other than a letter.
@@ -102,68 +112,85 @@ def holdable(html: str) -> str:
 
 
 def bounded(html: str) -> str:
-    """The page as every parser is to read it: what an lxml tree cannot hold replaced
-    (:func:`holdable`), and every tag cut to :data:`MAX_ATTRIBUTES` attributes (the same page
-    when there is nothing to do). Raises :class:`~simhash_store.decoding.DecodeError` (``too
-    large``) for a page of more than :data:`MAX_ELEMENTS` tags."""
+    """The page written out again from the tokens read here, so that every parser reads the same
+    tags: what an lxml tree cannot hold replaced (:func:`holdable`); each tag with at most
+    :data:`MAX_ATTRIBUTES` attributes (the first of each name), names reduced to letters, digits
+    and ``_:.-``, values quoted and escaped; a ``<`` that opens nothing escaped as ``&lt;``;
+    comments, doctypes, processing instructions and the text of scripts and styles left out.
+    Raises :class:`~simhash_store.decoding.DecodeError` (``too large``) for a page of more than
+    :data:`MAX_ELEMENTS` tags.
+
+    >>> bounded('<!DOCTYPE html><p class=a ID="b" class=c>1 < 2<script>if (a<b) x()</script></p>')
+    '<p class="a" id="b">1 &lt; 2<script></script></p>'
+    """
     html = holdable(html)
-    cuts: list[tuple[int, int, str]] = []
-    elements = _scan(html, 0, len(html), cuts, markup=True)
+    pieces: list[str] = []
+    elements = 0
+    position, end = 0, len(html)
+    while (opening := html.find("<", position)) >= 0:
+        pieces.append(html[position:opening])
+        if bogus := _BOGUS_COMMENT.match(html, opening):
+            if bogus.group() == "<!--":
+                found = _COMMENT_END.search(html, opening + 2)  # from `--`: `<!-->` ends at once
+                position = found.end() if found else end
+            else:  # `<!...>`, `<?...>`, `</3...>`: up to the first `>`
+                found_at = html.find(">", opening)
+                position = end if found_at < 0 else found_at + 1
+            continue
+        tag = _TAG.match(html, opening)
+        if tag is None:
+            pieces.append("&lt;")  # a `<` that opens nothing is text
+            position = opening + 1
+            continue
+        position = tag.end()
+        closing, name, attributes, ended = tag.groups()
+        name = _NOT_IN_NAMES.sub("", name).lower()
+        if not ended or not name:
+            continue  # a tag cut off by the end of the page is dropped, as the standard does
+        if closing:
+            pieces.append(f"</{name}>")
+            continue
+        elements += 1
+        if len(attributes) <= 4 * MAX_ATTRIBUTES and _WRITTEN_AS_WE_WRITE.fullmatch(attributes):
+            written, last_end = attributes, len(attributes)  # at most MAX_ATTRIBUTES: 4 characters each
+        else:
+            written, last_end = _attributes(attributes)
+        # `/` before `>` closes the element at once (libxml2 honours it on any element), unless
+        # it belongs to an unquoted value (`<a href=x/>`)
+        closes = attributes.endswith("/") and last_end < len(attributes)
+        pieces.append(f"<{name}{written}{'/' if closes else ''}>")
+        if name in _RAW_TEXT:
+            close = _script_end(html, position, end) if name == "script" else _raw_end(html, name, position)
+            if name in _TEXT_KEPT:  # a title's or a textarea's text is text, escaped
+                pieces.append(html[position:close].replace("<", "&lt;"))
+            position = close
+    pieces.append(html[position:])
     if elements > MAX_ELEMENTS:
         raise DecodeError(TOO_LARGE, f"{elements:,} tags in one page, more than {MAX_ELEMENTS:,}")
-    if not cuts:
-        return html
-    pieces: list[str] = []
-    copied = 0
-    for start, end, replacement in cuts:
-        pieces += (html[copied:start], replacement)
-        copied = end
-    pieces.append(html[copied:])
     return "".join(pieces)
 
 
-def _scan(html: str, start: int, end: int, cuts: list[tuple[int, int, str]], *, markup: bool) -> int:
-    """Reads the tags of ``html[start:end]`` in order, adding a cut for each that has too many
-    attributes; returns the number of start tags read. In ``markup``, comments and raw-text
-    elements are recognised and their content scanned once more as plain tags, bounded by where
-    the standard ends them; inside them (``markup`` false) every ``<`` is taken as it comes."""
-    elements = 0
-    position = start
-    while (position := html.find("<", position, end)) >= 0:
-        if markup and (bogus := _BOGUS_COMMENT.match(html, position, end)):
-            if bogus.group() == "<!--":
-                found = _COMMENT_END.search(html, position + 2, end)  # from `--`: `<!-->` ends at once
-                close = found.end() if found else end
-            else:  # `<!...>`, `<?...>`, `</3...>`: up to the first `>`
-                found_at = html.find(">", position, end)
-                close = end if found_at < 0 else found_at + 1
-            _scan(html, position + 2, close, cuts, markup=False)  # scanned as markup too
-            position = close
+def _attributes(written: str) -> tuple[str, int]:
+    """A tag's attributes written out again: the first :data:`MAX_ATTRIBUTES`, the first of each
+    name, names reduced to what every parser takes as a name, values in double quotes; and where
+    the last attribute read ends in ``written``."""
+    kept: dict[str, str] = {}
+    last_end = -1
+    for found in _ATTRIBUTE_PARTS.finditer(written):
+        if len(kept) == MAX_ATTRIBUTES:
+            break
+        last_end = found.end()
+        name = _NOT_IN_NAMES.sub("", found.group(1)).lower()
+        if not name or not name[0].isalpha() or name in kept:
             continue
-        tag = _TAG.match(html, position, end)
-        if tag is None:
-            position += 1  # a `<` that opens nothing is text
-            continue
-        closing, name, attributes, _ = tag.groups()
-        if len(attributes) > 2 * MAX_ATTRIBUTES:  # an attribute takes two characters at least
-            kept = [match.group() for match in itertools.islice(_ATTRIBUTE.finditer(attributes), MAX_ATTRIBUTES + 1)]
-            if len(kept) > MAX_ATTRIBUTES:
-                attributes = "" if closing else " " + " ".join(kept[:MAX_ATTRIBUTES])
-                cuts.append((position, tag.end(), f"<{closing}{name}{attributes}>"))
-        position = tag.end()
-        if closing:
-            continue
-        elements += 1
-        raw_end = _RAW_TEXT.get(name.lower()) if markup and name.isascii() else None
-        if raw_end is not None:
-            if name.lower() == "script":
-                close = _script_end(html, position, end)
-            else:
-                found = raw_end.search(html, position, end)
-                close = found.start() if found else end
-            _scan(html, position, close, cuts, markup=False)  # the parser may read it as markup
-            position = close
-    return elements
+        value = next((part for part in found.groups()[1:] if part is not None), "")
+        kept[name] = value.replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return "".join(f' {name}="{value}"' for name, value in kept.items()), last_end
+
+
+def _raw_end(html: str, name: str, start: int) -> int:
+    found = _RAW_TEXT[name].search(html, start)
+    return found.start() if found else len(html)
 
 
 def _script_end(html: str, start: int, end: int) -> int:
