@@ -55,12 +55,17 @@ def _access_acl(where: int | str | os.PathLike[str]) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def group_of_one(gid: int) -> bool:
-    """Whether the group ``gid`` holds no user but this one (a user private group)."""
+    """Whether the group ``gid`` holds this user and no other (a user private group). A group
+    this user is not in does not count even when it lists no one (``tty``, ``staff``, ``users``
+    on many systems): processes get it without being listed, from setgid programs, from services
+    started with it, or from user databases that cannot be listed whole."""
     if os.name != "posix":
         return False
     import grp
     import pwd
 
+    if gid != os.getegid() and gid not in os.getgroups():
+        return False  # a group that lists no one holds whoever is given it: setgid programs, services
     try:
         group = grp.getgrgid(gid)
         me = pwd.getpwuid(os.geteuid())

@@ -1070,3 +1070,20 @@ def test_a_group_of_one_does_not_let_in_the_users_an_acl_names(tmp_path, monkeyp
     (entry,) = (tmp_path / "cache").iterdir()
     assert _grant_by_acl(entry, other)
     assert cache.load("test", {"acl": 1}) is None
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX groups")
+def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_one():
+    # tty, staff or users list no members on many systems and are nobody's primary group, yet
+    # setgid programs and services run with them: their write is another user's write.
+    import grp
+
+    from simhash_store.ownership import writable_by_others
+
+    mine = {os.getegid(), *os.getgroups()}
+    others = [group.gr_gid for group in grp.getgrall() if group.gr_gid not in mine]
+    assert others, "the group database holds no group but this user's"
+    for gid in others:
+        assert not group_of_one(gid)
+        shared = os.stat_result((0o40770, 0, 0, 1, os.geteuid(), gid, 0, 0, 0, 0))
+        assert writable_by_others(shared, "/")
