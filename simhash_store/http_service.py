@@ -550,12 +550,18 @@ def tls(certificate: Path, key: Path) -> Tls:
     # The certificate is what clients trust (their --cacert): whoever may rewrite it, or replace
     # it or the key in their directories, gets clients to trust a key of theirs and to send the
     # token to their listener on a stopped service's port.
+    # A file reached through a link is checked where the link leads too: whoever may write that
+    # directory, or repoint the link, replaces the file clients read through it.
     for name, path in (("certificate", certificate), ("key", key)):
-        replaceable = _replaceable_by_others(path.parent, itself=True)
+        replaceable = _replaceable_by_others(path.parent, itself=True) or _replaceable_by_others(
+            Path(os.path.realpath(path)).parent, itself=True
+        )
         if replaceable is None:
             with contextlib.suppress(OSError):
                 held = path.stat()
-                if held.st_uid not in (0, os.geteuid()):
+                if path.lstat().st_uid not in (0, os.geteuid()):
+                    replaceable = f"{path} is a link of another user's"
+                elif held.st_uid not in (0, os.geteuid()):
                     replaceable = f"{path} belongs to another user"
                 elif writable_by_others(held, path):
                     replaceable = f"{path} may be written by other users"
