@@ -429,3 +429,26 @@ def test_warc_header_lines_each_under_the_bound_stop_at_a_total_bound(tmp_path):
     (tmp_path / "bodiless.warc.gz").write_bytes(gzip.compress(bodiless) * 10 + gzip.compress(good))
     read = [record for _, record in read_records(str(tmp_path / "bodiless.warc.gz"), options=ReadOptions())]
     assert [record["key"] for record in read] == ["http://e/u1"]
+
+
+def test_a_page_the_bound_leaves_empty_is_one_line_without_readabilitys_traceback(tmp_path):
+    # A page of only a comment, a doctype or end tags is nothing once the bound drops them:
+    # readability logged "error getting summary" with a traceback, which Python printed to stderr
+    # (no logging configured), before the page's own one line.
+    import subprocess
+    import sys
+
+    for name, content in (
+        ("comment", "<!-- only a comment -->"),
+        ("doctype", "<!DOCTYPE html>\n"),
+        ("ends", "</div></p>"),
+    ):
+        (tmp_path / f"{name}.html").write_text(content, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "fingerprint", str(tmp_path / f"{name}.html")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr == f"failed: {tmp_path / name}.html: no main content\n", done.stderr
