@@ -63,7 +63,7 @@ def load(kind: str, key: dict[str, Any]) -> dict[str, np.ndarray] | None:
         # where a shared cache directory expects a file): _trusted then refuses it.
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(descriptor, "rb") as handle:
-            if not _trusted(os.fstat(handle.fileno())):
+            if not _trusted(os.fstat(handle.fileno()), handle.fileno()):
                 _log.debug("ignoring %s: not a private file of this user", path)
                 return None
             content = handle.read()
@@ -76,11 +76,11 @@ def load(kind: str, key: dict[str, Any]) -> dict[str, np.ndarray] | None:
         return None
 
 
-def _trusted(status: os.stat_result) -> bool:
+def _trusted(status: os.stat_result, where: int) -> bool:
     """A regular file of this user that nobody else may write (its contents decide fingerprints)."""
     if not stat.S_ISREG(status.st_mode):
         return False
-    if hasattr(os, "getuid") and (status.st_uid != os.getuid() or writable_by_others(status)):
+    if hasattr(os, "getuid") and (status.st_uid != os.getuid() or writable_by_others(status, where)):
         return False
     return True
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_of_one
+from .ownership import group_may_be_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -396,7 +396,7 @@ def _refuse_a_data_directory_of_others(directory: Path) -> None:
     file was used as it was) or swap the server's files. Refused in one line."""
     if os.name != "posix":
         return
-    problem = _others_may_change(directory.stat())
+    problem = _others_may_change(directory.stat(), directory)
     if problem:
         raise PermissionDeniedError(
             f"the data directory {directory} {problem}, who could plant, swap or move the store's password, "
@@ -405,7 +405,7 @@ def _refuse_a_data_directory_of_others(directory: Path) -> None:
         )
 
 
-def _others_may_change(status: os.stat_result) -> str | None:
+def _others_may_change(status: os.stat_result, where: int | Path) -> str | None:
     """Why another user could rename, replace or add entries in this directory, or None: it
     belongs to another user, or its group or every user may write in it (a group member can
     rename one of this user's files over another, sticky bit or not on a directory of one's own)."""
@@ -413,8 +413,8 @@ def _others_may_change(status: os.stat_result) -> str | None:
         return "belongs to another user"
     if status.st_mode & 0o002:
         return "may be written by every user"
-    if status.st_mode & 0o020 and not group_of_one(status.st_gid):
-        return "may be written by its group"
+    if group_may_be_others(status, where):
+        return "may be written by its group (or by users or groups its ACL names)"
     return None
 
 
@@ -652,7 +652,7 @@ def kept_secret(path: Path) -> str:
     except OSError as exc:
         raise PermissionDeniedError(f"cannot open the directory of {path}: {exc.strerror}") from None
     try:
-        problem = _others_may_change(os.fstat(folder))
+        problem = _others_may_change(os.fstat(folder), folder)
         if problem:
             raise PermissionDeniedError(
                 f"{path.parent} {problem}, who could swap or replace the secret kept in {path.name} with "

@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -255,7 +256,20 @@ def _libraries() -> tuple[Any, Any, Any]:
         import trafilatura
     except ImportError as error:
         raise InputError("reading web pages needs the html extra: pip install 'simhash-store[html]'") from error
+    _quiet_readability()
     return readability, trafilatura, lxml.html
+
+
+@functools.cache
+def _quiet_readability() -> None:
+    """readability logs every page it cannot parse with a traceback (``log.exception``), which
+    Python prints to stderr when the application configured no logging: a page that is only a
+    comment or a doctype (nothing left once the bound drops them) printed one in ``add`` and
+    ``fingerprint``. Its failures are handled here (trafilatura's text is taken instead), so its
+    records go nowhere unless the application routes them somewhere (they still propagate)."""
+    import logging
+
+    logging.getLogger("readability").addHandler(logging.NullHandler())
 
 
 def _codec(label: str) -> str | None:

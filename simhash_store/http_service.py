@@ -550,14 +550,20 @@ def tls(certificate: Path, key: Path) -> Tls:
     # The certificate is what clients trust (their --cacert): whoever may rewrite it, or replace
     # it or the key in their directories, gets clients to trust a key of theirs and to send the
     # token to their listener on a stopped service's port.
+    # A file reached through a link is checked where the link leads too: whoever may write that
+    # directory, or repoint the link, replaces the file clients read through it.
     for name, path in (("certificate", certificate), ("key", key)):
-        replaceable = _replaceable_by_others(path.parent, itself=True)
+        replaceable = _replaceable_by_others(path.parent, itself=True) or _replaceable_by_others(
+            Path(os.path.realpath(path)).parent, itself=True
+        )
         if replaceable is None:
             with contextlib.suppress(OSError):
                 held = path.stat()
-                if held.st_uid not in (0, os.geteuid()):
+                if path.lstat().st_uid not in (0, os.geteuid()):
+                    replaceable = f"{path} is a link of another user's"
+                elif held.st_uid not in (0, os.geteuid()):
                     replaceable = f"{path} belongs to another user"
-                elif writable_by_others(held):
+                elif writable_by_others(held, path):
                     replaceable = f"{path} may be written by other users"
         if replaceable:
             raise ConfigError(
@@ -632,7 +638,7 @@ def listen_unix(path: Path) -> socket.socket:
         parent = path.parent.stat()
     except OSError as exc:
         raise ConfigError(f"cannot listen on {path}: {exc.strerror}") from None
-    if parent.st_uid != os.geteuid() or writable_by_others(parent):
+    if parent.st_uid != os.geteuid() or writable_by_others(parent, path.parent):
         raise ConfigError(
             f"cannot listen on {path}: its directory is not yours alone to write to (another user could "
             "put a socket of theirs there while the service is stopped); choose a directory of your own"
@@ -695,7 +701,7 @@ def _replaceable_by_others(directory: Path, *, itself: bool = False) -> str | No
                 return f"{component} belongs to another user"
             if stat.S_ISLNK(status.st_mode) or (component == given and not itself):
                 continue  # a link's mode means nothing; the directory itself is checked by the caller
-            if writable_by_others(status) and not status.st_mode & stat.S_ISVTX:
+            if writable_by_others(status, component) and not status.st_mode & stat.S_ISVTX:
                 return f"{component} may be written by other users without the sticky bit"
     return None
 

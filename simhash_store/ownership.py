@@ -4,36 +4,68 @@ Group write alone is not another user's write when the group holds this user alo
 user private groups of Debian, Ubuntu and Fedora, ``umask 002`` makes every new directory
 group-writable for a group of one, and refusing those would refuse most users' own directories.
 A group with any other member, named in the group database or holding it as their primary
-group, counts.
+group, counts. So does an access ACL: the mode's group bits are then its mask, the most that any
+user or group the ACL names may do, so ``setfacl -m u:other:rwx`` shows as group write alone.
 
 >>> import os
->>> writable_by_others(os.stat_result((0o40700, 0, 0, 1, os.geteuid(), os.getegid(), 0, 0, 0, 0)))
+>>> writable_by_others(os.stat_result((0o40700, 0, 0, 1, os.geteuid(), os.getegid(), 0, 0, 0, 0)), "/")
 False
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
 
+# The extended attributes that hold an access ACL: POSIX ACLs, and NFSv4 ACLs as Linux shows them.
+_ACCESS_ACLS = ("system.posix_acl_access", "system.nfs4_acl")
 
-def writable_by_others(status: os.stat_result) -> bool:
-    """Whether another user may write the file or directory of ``status`` through its mode: it
-    is writable by every user, or by a group holding anyone but this user."""
+
+def writable_by_others(status: os.stat_result, where: int | str | os.PathLike[str]) -> bool:
+    """Whether another user may write the file or directory of ``status`` (found at ``where``, a
+    path or an open descriptor) through its mode: it is writable by every user, or by its group,
+    unless that group holds this user alone and no ACL names anyone else."""
     if status.st_mode & stat.S_IWOTH:
         return True
-    return bool(status.st_mode & stat.S_IWGRP) and not group_of_one(status.st_gid)
+    return group_may_be_others(status, where)
+
+
+def group_may_be_others(status: os.stat_result, where: int | str | os.PathLike[str]) -> bool:
+    """Whether the group write bit of ``status`` (found at ``where``) lets anyone but this user
+    write: it is set, and the group holds another user, or the file has an access ACL (whose
+    named users and groups that bit, the ACL's mask, lets write), or that cannot be told."""
+    if not status.st_mode & stat.S_IWGRP:
+        return False
+    return not group_of_one(status.st_gid) or _access_acl(where)
+
+
+def _access_acl(where: int | str | os.PathLike[str]) -> bool:
+    """Whether the file at ``where`` has an access ACL, or it cannot be told."""
+    listxattr = getattr(os, "listxattr", None)
+    if listxattr is None:
+        return True  # not Linux: ACLs cannot be read here, so assume one names another user
+    try:
+        names = listxattr(where)
+    except OSError as exc:
+        return exc.errno not in (errno.ENOTSUP, errno.EOPNOTSUPP)  # no extended attributes: no ACL
+    return any(name in _ACCESS_ACLS for name in names)
 
 
 @functools.lru_cache(maxsize=64)
 def group_of_one(gid: int) -> bool:
-    """Whether the group ``gid`` holds no user but this one (a user private group)."""
+    """Whether the group ``gid`` holds this user and no other (a user private group). A group
+    this user is not in does not count even when it lists no one (``tty``, ``staff``, ``users``
+    on many systems): processes get it without being listed, from setgid programs, from services
+    started with it, or from user databases that cannot be listed whole."""
     if os.name != "posix":
         return False
     import grp
     import pwd
 
+    if gid != os.getegid() and gid not in os.getgroups():
+        return False  # a group that lists no one holds whoever is given it: setgid programs, services
     try:
         group = grp.getgrgid(gid)
         me = pwd.getpwuid(os.geteuid())

@@ -11,7 +11,7 @@ record where it breaks, after the pages before it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -59,10 +59,11 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     # warcio writes a warning of several lines to stderr where a record is not followed by its
     # blank lines (a wrong Content-Length); the reader's one-line error says it instead.
     archive.INC_RECORD = ""
-    _bound_lines(archive.reader)
+    next_record = _bound_lines(archive.reader)
     records = iter(archive)
     while True:
         try:
+            next_record()
             record = next(records)
             if not str(record.format).startswith("warc"):
                 # warcio reads the older ARC format too, and takes almost any first line for an
@@ -107,14 +108,33 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
 # whole however long: one 150 MB header line (a .warc.gz of 153 KB) took 565 MB, and the body's
 # bound did not apply.
 MAX_HEADER_LINE = 1 << 20
+# The most bytes of lines read one after another, with no body read between them: a record's WARC
+# and HTTP headers (read as one run) and the blank lines before them. warcio keeps every header
+# line: a .warc.gz of 1 MB holding a thousand header lines each under MAX_HEADER_LINE took 1.1 GB.
+MAX_HEADER_BYTES = 8 << 20
 
 
-def _bound_lines(reader: Any) -> None:
+def _bound_lines(reader: Any) -> Callable[[], None]:
     """Make every line warcio reads from ``reader`` (its decompressing reader, which the record's
-    own readers read through) end within :data:`MAX_HEADER_LINE` bytes, or fail as damage."""
-    whole = reader.readline
+    own readers read through) end within :data:`MAX_HEADER_LINE` bytes, and lines read one after
+    another stop at :data:`MAX_HEADER_BYTES`, or fail as damage. Returns what to call before each
+    record is read: its lines count from there (records without a body follow one another)."""
+    whole, body = reader.readline, reader.read
+    run = [0]  # bytes of lines since the last read of a body
+
+    def read(*arguments: Any, **options: Any) -> bytes:
+        run[0] = 0
+        data: bytes = body(*arguments, **options)
+        return data
 
     def readline(length: int | None = None) -> bytes:
+        line = _line(length)
+        run[0] += len(line)
+        if run[0] > MAX_HEADER_BYTES:
+            raise ValueError(f"header lines of more than {MAX_HEADER_BYTES:,} bytes in a row")
+        return line
+
+    def _line(length: int | None) -> bytes:
         wanted = MAX_HEADER_LINE + 1 if length is None or length < 0 else length  # no length: a whole line
         asked = min(wanted, MAX_HEADER_LINE)
         # warcio's readline may stop short of the length asked without a line end (at a buffer's
@@ -133,7 +153,12 @@ def _bound_lines(reader: Any) -> None:
             raise ValueError(f"a header line longer than {MAX_HEADER_LINE:,} bytes")
         return line
 
-    reader.readline = readline
+    reader.readline, reader.read = readline, read
+
+    def next_record() -> None:
+        run[0] = 0
+
+    return next_record
 
 
 def _own_http_head(raw: Any, max_bytes: int | None) -> tuple[str | None, bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -633,6 +634,35 @@ def test_an_output_written_over_a_private_file_stays_private(database_url, tmp_p
     with OutputFile(str(fresh)) as output:
         output.file.write("y\n")
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
+
+
+@pytest.mark.skipif(not hasattr(os, "setxattr"), reason="POSIX ACLs are set through Linux's extended attributes")
+def test_an_output_written_over_a_file_with_an_acl_keeps_the_acl_not_just_the_mask(tmp_path):
+    # With an ACL the mode's group bits are its mask: a 0600 output that one named user may read
+    # (owner rw, that user r, the file's group nothing, mask r) shows as 0640. The new file kept
+    # 0640 without the ACL: the file's whole group could read what one user could.
+    import pwd
+    import stat
+    import struct
+
+    from simhash_store.formats.output import OutputFile
+
+    shared = tmp_path / "shared.jsonl"
+    shared.write_text("old\n", encoding="utf-8")
+    unset, reader = 0xFFFFFFFF, pwd.getpwnam("nobody").pw_uid
+    entries = [(0x01, 6, unset), (0x02, 4, reader), (0x04, 0, unset), (0x10, 4, unset), (0x20, 0, unset)]
+    acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
+    try:
+        os.setxattr(shared, "system.posix_acl_access", acl)
+    except OSError:
+        pytest.skip("this file system keeps no POSIX ACLs")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
+    with OutputFile(str(shared)) as output:
+        output.file.write("new\n")
+    assert shared.read_text(encoding="utf-8") == "new\n"
+    assert "system.posix_acl_access" in os.listxattr(shared)
+    assert os.getxattr(shared, "system.posix_acl_access") == acl  # the group still reads nothing
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
 
 
 def test_a_second_run_writing_the_same_output_stops_in_one_line_and_never_interleaves(database_url, tmp_path):

@@ -390,3 +390,65 @@ def test_a_record_holding_a_pages_exact_bytes_does_not_pass_for_the_page_on_a_re
     printed = _cli(database_url, "fingerprint", str(pages / "a.html"))
     with Store(database_url) as store:
         assert f"{store.get('a.html').fingerprint:016x}" == printed.stdout.split()[0]
+
+
+def test_warc_header_lines_each_under_the_bound_stop_at_a_total_bound(tmp_path):
+    # Each header line under MAX_HEADER_LINE, a thousand of them in one header: a .warc.gz of 1 MB
+    # took 1.1 GB (warcio keeps every line). Lines in a row now stop at MAX_HEADER_BYTES, as damage
+    # in one line; records without a body, each with long headers, still read one after another.
+    from simhash_store.corpus import UNREADABLE, Skip
+    from simhash_store.formats import ReadOptions, read_records
+    from simhash_store.warc import MAX_HEADER_LINE
+
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    long_line = b"X-Long: " + b"A" * (MAX_HEADER_LINE - 100) + b"\r\n"
+    many = long_line * 9  # 9 MiB, past MAX_HEADER_BYTES (8 MiB)
+    good, second = _raw_response("http://e/u1", zh), _raw_response("http://e/u2", zh)
+    declared = len(second.split(b"\r\n\r\n", 1)[1]) - 4
+    with_http_lines = second.replace(b"charset=utf-8\r\n", b"charset=utf-8\r\n" + many)
+    cases = {
+        "warc-header": second.replace(b"WARC-Type: response\r\n", b"WARC-Type: response\r\n" + many),
+        "http-header": with_http_lines.replace(
+            f"Content-Length: {declared}".encode(), f"Content-Length: {declared + len(many)}".encode()
+        ),
+    }
+    for name, bad in cases.items():
+        (tmp_path / f"{name}.warc.gz").write_bytes(gzip.compress(good) + gzip.compress(bad))
+        read = [
+            record["key"] if isinstance(record, dict) else record
+            for _, record in read_records(str(tmp_path / f"{name}.warc.gz"), options=ReadOptions())
+        ]
+        assert read[0] == "http://e/u1" and len(read) == 2, (name, read)
+        assert isinstance(read[1], Skip) and read[1].reason == UNREADABLE, (name, read)
+        assert "header lines of more than 8,388,608 bytes in a row" in str(read[1])
+    bodiless = (
+        b"WARC/1.0\r\nWARC-Type: metadata\r\nWARC-Record-ID: <urn:uuid:m>\r\n"
+        + long_line
+        + b"Content-Length: 0\r\n\r\n\r\n"
+    )
+    (tmp_path / "bodiless.warc.gz").write_bytes(gzip.compress(bodiless) * 10 + gzip.compress(good))
+    read = [record for _, record in read_records(str(tmp_path / "bodiless.warc.gz"), options=ReadOptions())]
+    assert [record["key"] for record in read] == ["http://e/u1"]
+
+
+def test_a_page_the_bound_leaves_empty_is_one_line_without_readabilitys_traceback(tmp_path):
+    # A page of only a comment, a doctype or end tags is nothing once the bound drops them:
+    # readability logged "error getting summary" with a traceback, which Python printed to stderr
+    # (no logging configured), before the page's own one line.
+    import subprocess
+    import sys
+
+    for name, content in (
+        ("comment", "<!-- only a comment -->"),
+        ("doctype", "<!DOCTYPE html>\n"),
+        ("ends", "</div></p>"),
+    ):
+        (tmp_path / f"{name}.html").write_text(content, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "fingerprint", str(tmp_path / f"{name}.html")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr == f"failed: {tmp_path / name}.html: no main content\n", done.stderr

@@ -595,3 +595,29 @@ def test_a_unix_socket_whose_directory_another_user_could_swap_is_refused(tmp_pa
         with pytest.raises(ConfigError, match=f"{link} belongs to another user"):
             http_service.listen_unix(link / "http.sock")
         assert not (real / "http.sock").exists()
+
+
+def test_a_certificate_reached_through_a_link_is_checked_where_the_link_leads(tmp_path):
+    # A link in a directory of one's own to a certificate in a directory others may write passed
+    # the checks (the same file named directly was refused), and another user could put their
+    # certificate there at any time after the service started: clients reading it through the
+    # link then trusted their key, and their listener on the stopped service's port got the token.
+    from simhash_store.errors import ConfigError
+
+    mine, shared = tmp_path / "mine", tmp_path / "shared"
+    mine.mkdir(mode=0o700)
+    shared.mkdir()
+    shared.chmod(0o777)
+    certificate, key = _certificate(mine, "service")
+    certificate.rename(shared / certificate.name)
+    certificate.symlink_to(shared / certificate.name)
+    with pytest.raises(ConfigError, match=f"could be replaced by another user \\({shared} may be written by other"):
+        http_service.tls(certificate, key)
+    (shared / certificate.name).rename(tmp_path / certificate.name)
+    certificate.unlink()
+    certificate.symlink_to(tmp_path / certificate.name)
+    assert http_service.tls(certificate, key).certificate == certificate  # a link to a file no one else may replace
+    if os.geteuid() == 0:  # a link of another user's, who may point it elsewhere: only root can stage that here
+        os.lchown(certificate, 65534, 65534)
+        with pytest.raises(ConfigError, match="is a link of another user's"):
+            http_service.tls(certificate, key)

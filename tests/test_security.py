@@ -1007,3 +1007,83 @@ def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_
         os.chown(fresh, 65534, 65534)
         with pytest.raises(PermissionDeniedError, match="belongs to another user"):
             http_service.tokens(fresh)
+
+
+def _grant_by_acl(path: Path, uid: int) -> bool:
+    """Give the user ``uid`` read, write and search on ``path`` through a POSIX access ACL (as
+    ``setfacl -m u:UID:rwx`` does, written as the kernel's extended attribute); False where the
+    file system keeps no ACLs. Afterwards the mode's group bits are the ACL's mask: rwx."""
+    import struct
+
+    bits = stat.S_IMODE(path.stat().st_mode)
+    unset = 0xFFFFFFFF
+    entries = [(0x01, bits >> 6 & 7, unset), (0x02, 7, uid), (0x04, bits >> 3 & 7, unset), (0x10, 7, unset)]
+    entries.append((0x20, bits & 7, unset))
+    value = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, permissions, who) for tag, permissions, who in entries
+    )
+    try:
+        os.setxattr(path, "system.posix_acl_access", value)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not hasattr(os, "setxattr"), reason="POSIX ACLs are set through Linux's extended attributes")
+def test_a_group_of_one_does_not_let_in_the_users_an_acl_names(tmp_path, monkeypatch):
+    # With an ACL, a file's group bits are the ACL's mask: `setfacl -m u:mallory:rwx` on a 0700
+    # directory of a user private group shows as 0770, group write for a group of one, and was
+    # accepted, while mallory could rename the read-only token over the password in it.
+    import numpy as np
+
+    from simhash_store import cache, embedded, http_service
+    from simhash_store.errors import ConfigError
+
+    other = pwd.getpwnam("nobody").pw_uid
+    shared = tmp_path / "team"
+    shared.mkdir(mode=0o700)
+    assert embedded._password(shared)
+    if not _grant_by_acl(shared, other):
+        pytest.skip("this file system keeps no POSIX ACLs")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o770
+    with pytest.raises(PermissionDeniedError, match="ACL names"):
+        http_service.tokens(shared)
+    with pytest.raises(PermissionDeniedError, match="ACL names"):
+        embedded._password(shared)
+    with pytest.raises(PermissionDeniedError, match="ACL names"):
+        embedded._make_data_directory(shared / "pgdata")
+    assert not (shared / "pgdata").exists()
+    with pytest.raises(ConfigError, match="not yours alone to write to"):
+        http_service.listen_unix(shared / "http.sock")
+    certificate, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    certificate.write_text("not a certificate\n")
+    key.touch(mode=0o600)
+    with pytest.raises(ConfigError, match="cannot use the TLS certificate"):
+        http_service.tls(certificate, key)  # the files' owner and modes pass: only their content fails
+    certificate.chmod(0o600)
+    assert _grant_by_acl(certificate, other)
+    with pytest.raises(ConfigError, match="may be written by other users"):
+        http_service.tls(certificate, key)
+    monkeypatch.setenv(cache.CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    cache.store("test", {"acl": 1}, {"values": np.arange(3, dtype=np.int64)})
+    assert cache.load("test", {"acl": 1}) is not None
+    (entry,) = (tmp_path / "cache").iterdir()
+    assert _grant_by_acl(entry, other)
+    assert cache.load("test", {"acl": 1}) is None
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX groups")
+def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_one():
+    # tty, staff or users list no members on many systems and are nobody's primary group, yet
+    # setgid programs and services run with them: their write is another user's write.
+    import grp
+
+    from simhash_store.ownership import writable_by_others
+
+    mine = {os.getegid(), *os.getgroups()}
+    others = [group.gr_gid for group in grp.getgrall() if group.gr_gid not in mine]
+    assert others, "the group database holds no group but this user's"
+    for gid in others:
+        assert not group_of_one(gid)
+        shared = os.stat_result((0o40770, 0, 0, 1, os.geteuid(), gid, 0, 0, 0, 0))
+        assert writable_by_others(shared, "/")

@@ -70,7 +70,8 @@ class OutputFile:
         self._lock = _Lock(os.path.join(self._directory, f".{stem}.lock"), path)
         try:
             _remove_stale(self._directory, stem)
-            self.temporary, descriptor = _create(self._directory, stem, previous)
+            acl = _access_acl(path) if previous is not None else None
+            self.temporary, descriptor = _create(self._directory, stem, previous, acl)
         except OSError as exc:
             self._lock.release()
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -194,13 +195,34 @@ def _identity(status: os.stat_result) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
 
-def _create(directory: str, stem: str, previous: os.stat_result | None = None) -> tuple[str, int]:
+_ACL = "system.posix_acl_access"
+
+
+def _access_acl(path: str) -> bytes | None:
+    """The POSIX access ACL of the file at ``path`` as the kernel keeps it, None without one,
+    ``b""`` when that cannot be told."""
+    getxattr = getattr(os, "getxattr", None)
+    if getxattr is None:
+        return None
+    try:
+        acl: bytes = getxattr(path, _ACL)
+    except OSError as exc:
+        return None if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOENT) else b""
+    return acl
+
+
+def _create(
+    directory: str, stem: str, previous: os.stat_result | None = None, acl: bytes | None = None
+) -> tuple[str, int]:
     """A new file of this process's own under a random name; never an existing name or a link.
 
     Replacing ``previous`` (the file at the output's name), it gets that file's permissions and,
     where this user may give it, its group, as ``cp`` and ``> FILE`` keep them: renamed over a
     private output, a new file of the umask's 0644 let every user read what only its owner could.
     Until then, and where the group cannot be kept, nobody but the owner gets more than before.
+    Its access ``acl`` is kept too: the mode's group bits are then the ACL's mask, and alone they
+    would give the file's whole group what the ACL gave one user; where it cannot be kept, the
+    group gets nothing.
     """
     for _ in range(100):
         temporary = os.path.join(directory, f".{stem}.{secrets.token_hex(4)}{_SUFFIX}")
@@ -217,7 +239,15 @@ def _create(directory: str, stem: str, previous: os.stat_result | None = None) -
                     os.fchown(descriptor, -1, previous.st_gid)
             except OSError:
                 mode &= ~0o070  # another group than the file had: none of the group's rights
+                acl = None
+            if acl == b"":
+                mode &= ~0o070  # an ACL that cannot be read: none of the group's rights
             os.fchmod(descriptor, mode)
+            if acl:
+                try:
+                    os.setxattr(descriptor, _ACL, acl)
+                except OSError:
+                    os.fchmod(descriptor, mode & ~0o070)
         return temporary, descriptor
     raise OutputError(f"cannot find a free temporary name in {directory}")
 
