@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from simhash_store import dedup, fingerprint
+from simhash_store import clusters, dedup, fingerprint
 from simhash_store.cli import app
 from simhash_store.fingerprint import fingerprint_if_any
 
@@ -32,6 +34,7 @@ from simhash_store.store import Store  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 RAY = str(Path(sys.executable).with_name("ray"))
+SIMHASH_STORE = str(Path(sys.executable).with_name("simhash-store"))  # the command the README runs
 # One cluster for the whole module, in one test process: CI runs these alone (`pytest -n 0 -m slow
 # tests/test_ray.py`), since Ray workers started from several xdist processes at once took them down.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
@@ -272,3 +275,120 @@ def test_dedup_command_names_an_unreachable_cluster(database_url, tmp_path):
     assert result.exit_code == 1
     assert "cannot connect to the Ray cluster" in result.stderr and "Traceback" not in result.output
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.fixture(scope="module")
+def citus():
+    """A Citus cluster, a coordinator and two workers (tests/distributed/cluster.py), for the tests below.
+
+    Skipped, with the reason, where none can start (no PostgreSQL 15, no Citus build); CI has both,
+    and its strict-skips rule fails the Ray lane if this is skipped there."""
+    from distributed.cluster import Cluster, unavailable  # tests/distributed, beside this file
+
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(f"no Citus cluster can start here: {reason}")
+    cluster = Cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _near_copy(text: str, rng: random.Random) -> str:
+    """The text with a few characters changed, as a republished copy has."""
+    characters = list(text)
+    for _ in range(3):
+        characters[rng.randrange(len(characters))] = rng.choice("的一是在不了有和人这中大为上个国")
+    return "".join(characters)
+
+
+def _crawls(directory: Path) -> list[Path]:
+    """Three crawls of real text: the records above; near copies of them and law revisions; more copies."""
+    rng = random.Random(25)
+    first = _records()
+    texts = [r for r in first if r["key"] != "punctuation"]
+    revisions = sorted((DATA / "law-revisions").rglob("*.txt"))
+    second = [{"key": f"copy/{r['key']}", "text": _near_copy(r["text"], rng), "title": "copy"} for r in texts[::3]]
+    second += [{"key": f"revision/{p.parent.name}/{p.stem}", "text": p.read_text(encoding="utf-8")} for p in revisions]
+    third = [{"key": f"again/{r['key']}", "text": _near_copy(r["text"], rng)} for r in texts[1::4]]
+    third += [{"key": f"new/{r['key']}", "text": r["text"][::-1]} for r in texts[2::9]]  # unlike anything stored
+    paths = []
+    for number, records in enumerate((first, second, third)):
+        path = directory / f"crawl{number}.jsonl"
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _run(url: str, *arguments: object) -> None:
+    """``simhash-store --db URL ...`` as a command of its own, as the README runs it."""
+    done = subprocess.run(
+        [SIMHASH_STORE, "--db", url, *map(str, arguments)], capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, (arguments, done.stdout[-2000:], done.stderr[-4000:])
+
+
+def _clusters_of(url: str) -> dict[str, str]:
+    """What the store keeps of the clusters, ordered, as text to compare byte for byte."""
+    import psycopg
+
+    statements = {
+        "documents": "SELECT id, key, fingerprint, cluster, arrival, length FROM simhash.documents ORDER BY id",
+        "heads": "SELECT cluster, representative_id FROM simhash.cluster_heads ORDER BY cluster",
+        "store": "SELECT cluster_max_distance, keep_policy FROM simhash.store_info",
+    }
+    with psycopg.connect(url) as connection:
+        return {
+            name: json.dumps(connection.execute(sql).fetchall(), ensure_ascii=False) for name, sql in statements.items()
+        }
+
+
+def test_the_readme_dedup_on_ray_into_citus_writes_what_one_server_writes(ray_address, citus, tmp_path, monkeypatch):
+    """The README's commands on the local clusters: `init --distributed` on the Citus coordinator, then
+    `dedup --ray` into it. Output files and the clusters kept are byte for byte those of `dedup` into
+    a one-node store of the same input, through three crawls: the first into the empty store (as
+    written in the README), the next two cleaned against what is stored, annotated, in batches of 7;
+    the last with the stored representatives found by radius search on the shards."""
+    crawls = _crawls(tmp_path)
+    ray.shutdown()  # the commands connect by the address themselves
+    suffix = uuid.uuid4().hex[:10]
+    citus_url = citus.create_database(f"ray_citus_{suffix}")
+    citus.execute(f'CREATE DATABASE "ray_single_{suffix}"')
+    single_url = citus.url(f"ray_single_{suffix}")  # one node: a plain database of the same server
+    try:
+        _run(citus_url, "init", "--distributed")
+        _run(citus_url, "dedup", crawls[0], "--ray", ray_address, "-o", tmp_path / "clean.jsonl")
+        _run(single_url, "dedup", crawls[0], "-o", tmp_path / "clean-one.jsonl", "-j", "1")
+        assert (tmp_path / "clean.jsonl").read_bytes() == (tmp_path / "clean-one.jsonl").read_bytes()
+        assert _clusters_of(citus_url) == _clusters_of(single_url)
+
+        small = ["--annotate", "--batch-size", "7"]
+        _run(citus_url, "dedup", crawls[1], "--ray", ray_address, *small, "-o", tmp_path / "second.jsonl")
+        _run(single_url, "dedup", crawls[1], *small, "-j", "1", "-o", tmp_path / "second-one.jsonl")
+        assert (tmp_path / "second.jsonl").read_bytes() == (tmp_path / "second-one.jsonl").read_bytes()
+        assert _clusters_of(citus_url) == _clusters_of(single_url)
+
+        # Beyond IN_MEMORY_REPRESENTATIVES stored clusters, each batch finds the stored representatives
+        # near its records by radius search (on Citus: probes of every shard) instead of in memory.
+        monkeypatch.setattr(clusters, "IN_MEMORY_REPRESENTATIVES", 0)
+        for url, extra, name in ((citus_url, ["--ray", ray_address], "third"), (single_url, ["-j", "1"], "third-one")):
+            result = CliRunner().invoke(
+                app, ["--db", url, "dedup", str(crawls[2]), *small, *extra, "-o", str(tmp_path / f"{name}.jsonl")]
+            )
+            ray.shutdown()
+            assert result.exit_code == 0, result.output
+        assert (tmp_path / "third.jsonl").read_bytes() == (tmp_path / "third-one.jsonl").read_bytes()
+        assert _clusters_of(citus_url) == _clusters_of(single_url)
+        layout = citus.execute("SELECT logicalrelid::text, partmethod FROM pg_dist_partition", f"ray_citus_{suffix}")
+    finally:
+        citus.drop_database(f"ray_citus_{suffix}")
+        citus.execute(f'DROP DATABASE IF EXISTS "ray_single_{suffix}" WITH (FORCE)')
+    assert dict(layout)["simhash.documents"] == "h"  # the store was distributed, not on the coordinator alone
+    # The crawls did what they are for: duplicates in the first, of stored records in the later ones.
+    first = [json.loads(line) for line in (tmp_path / "clean-one.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert 0 < len(first) < len(_records())
+    for name in ("second-one", "third-one"):
+        rows = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert any(r["duplicate_of"] and not r["duplicate_of"].startswith(("copy/", "again/")) for r in rows), name
+        assert any(r["duplicate_of"] is None and r["not_compared"] is None for r in rows), name
