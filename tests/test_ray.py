@@ -189,21 +189,83 @@ def test_datasets_run_again_after_the_driver_reconnects(connected):
     assert [r["key"] for r in rows] == [r["key"] for r in records]
 
 
-@pytest.mark.parametrize("keep", ["first", "longest"])
-def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_server, keep):
+def _no_search(*arguments):
+    raise AssertionError("a batch searched the store for representatives: the join's lists were not used")
+
+
+@pytest.mark.parametrize(("keep", "join"), [("first", False), ("longest", False), ("first", True), ("longest", True)])
+def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_server, monkeypatch, keep, join):
+    """``join``: the workers join the fingerprints on exact-match block keys and each batch reads the
+    representatives near its records by key (forced here: at this size and k the library would not)."""
     records = _records()
     other, other_url = _second_database(pg_server)
     try:
         url = database_url.render_as_string(hide_password=False)
         ds = ray.data.from_items(records).repartition(6)
         ds.context.execution_options.preserve_order = False  # Ray's default: dedup_dataset must ask for the order
-        annotated = dedup_dataset(ds, url, 6, keep=keep).take_all()
+        with monkeypatch.context() as patch:
+            if join:  # every batch reads the representatives the join names, and searches nothing
+                patch.setattr(clusters, "_stored_candidates", _no_search)
+            annotated = dedup_dataset(ds, url, 6, keep=keep, join=join, batch_size=9).take_all()
         with Store(other_url) as store:
-            expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=6, keep=keep)]
+            expected = [
+                {**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=6, keep=keep, batch_size=9)
+            ]
+        stored = [_clusters_of(u) for u in (url, other_url)]
     finally:
         pg_server.drop_database(other)
     assert _lines(annotated) == _lines(expected)
+    assert stored[0] == stored[1]
     assert any(r["duplicate_of"] for r in expected) and any(r["not_compared"] for r in expected)
+
+
+def test_near_fingerprints_are_every_pair_within_k(connected):
+    """The workers' block-key join finds exactly the pairs of the library's all-pairs search."""
+    import numpy as np
+
+    from simhash_store.pairs import near_pairs
+    from simhash_store.ray_data import near_fingerprints
+
+    rng = random.Random(11)
+    base = [rng.getrandbits(64) for _ in range(300)]
+    values = base + [b ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)) for b in base[::2]] + base[:20]
+    ds = ray.data.from_items([{"simhash": f"{v:016x}"} for v in values] + [{"simhash": None}]).repartition(4)
+    for k in (2, 3, 4):
+        found = near_fingerprints(ds, k)
+        distinct = np.unique(np.array(values, dtype=np.uint64))
+        left, right, _ = near_pairs(distinct, k)
+        expected: dict[int, list[int]] = {}
+        for a, b in zip(distinct[left].tolist(), distinct[right].tolist()):
+            expected.setdefault(a, []).append(b)
+            expected.setdefault(b, []).append(a)
+        assert {v: sorted(n) for v, n in found.items()} == {v: sorted(n) for v, n in expected.items()}
+        assert expected
+
+
+def test_dedup_dataset_with_the_join_into_a_store_holding_documents(connected, database_url, pg_server, monkeypatch):
+    """Documents stored before the run are found by one batched search (near_many), the run's own by
+    the workers' join: the same verdicts and clusters as dedup, run after run."""
+    records = _records()
+    rng = random.Random(5)
+    # The fields of every record (Ray Data gives a record without one of them the field, as None).
+    later = [{"key": f"copy/{r['key']}", "text": _near_copy(r["text"], rng), "title": "copy"} for r in records[:-1:2]]
+    other, other_url = _second_database(pg_server)
+    try:
+        url = database_url.render_as_string(hide_password=False)
+        for target in (url, other_url):
+            with Store(target) as store:
+                list(dedup(records[: len(records) // 2], store=store, max_distance=4))
+        with monkeypatch.context() as patch:
+            patch.setattr(clusters, "_stored_candidates", _no_search)
+            annotated = dedup_dataset(ray.data.from_items(records + later), url, join=True, batch_size=7).take_all()
+        with Store(other_url) as store:
+            expected = [{**r, **v.annotation()} for r, v in dedup(records + later, store=store, batch_size=7)]
+        stored = [_clusters_of(u) for u in (url, other_url)]
+    finally:
+        pg_server.drop_database(other)
+    assert _lines(annotated) == _lines(expected)
+    assert stored[0] == stored[1]
+    assert any(r["duplicate_of"] and r["key"].startswith("copy/") for r in expected)
 
 
 def test_write_dataset_twice_writes_nothing_twice(connected, database_url):
@@ -329,9 +391,12 @@ def _run(url: str, *arguments: object) -> None:
     assert done.returncode == 0, (arguments, done.stdout[-2000:], done.stderr[-4000:])
 
 
-def _clusters_of(url: str) -> dict[str, str]:
+def _clusters_of(url) -> dict[str, str]:
     """What the store keeps of the clusters, ordered, as text to compare byte for byte."""
     import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
     statements = {
         "documents": "SELECT id, key, fingerprint, cluster, arrival, length FROM simhash.documents ORDER BY id",

@@ -246,32 +246,41 @@ def _write(
 
 
 def add_new_and_cluster(
-    engine: Engine, documents: Sequence[NewDocument]
+    engine: Engine, documents: Sequence[NewDocument], known: clusters.KnownNeighbours | None = None
 ) -> tuple[dict[str, clusters.Membership], int, list[tuple[str, str]]]:
     """Store the documents whose keys are not stored (a stored key keeps its text), cluster them
     by the store's keep policy, and read back the membership of every given key, all in one
     transaction; how many were stored; and each representative replaced: (key replaced, key
-    replacing). The store keeps clusters."""
+    replacing). The store keeps clusters. ``known``: see :class:`clusters.KnownNeighbours`."""
     checked = list(map(validated, documents))
-    return retry(engine, lambda: _add_new_and_cluster(engine, checked))
+    return retry(engine, lambda: _add_new_and_cluster(engine, checked, known))
 
 
 def _add_new_and_cluster(
-    engine: Engine, documents: list[NewDocument]
+    engine: Engine, documents: list[NewDocument], known: clusters.KnownNeighbours | None
 ) -> tuple[dict[str, clusters.Membership], int, list[tuple[str, str]]]:
     keys = [d.key for d in documents]
     replaced: list[tuple[str, str]] = []
+    state = None
     with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
         distance = clusters.lock_for_write(cursor)
         if distance is None:
             raise SimhashStoreError("this store keeps no clusters (run `simhash-store recluster` first)")
+        if known is not None:
+            known.check(cursor)
         _stage(cursor, documents)
         new = cursor.execute(_NEW_ROWS, {"first_id": clusters.allocate_ids(cursor, len(documents))}).fetchall()
         if new:
-            placement = clusters.place(cursor, keys, new, distance)
+            placement = clusters.place(cursor, keys, new, distance, known=known)
             cursor.execute(_INSERT_PLACED, placement.parameters())
             replaced = placement.replaced
-        return clusters.memberships(cursor, keys), len(new), replaced
+        found = clusters.memberships(cursor, keys)
+        if known is not None and known.state is not None:
+            state = clusters.store_state(cursor)  # what the next batch must find: nobody else wrote
+    if known is not None and known.state is not None:  # committed: a retried transaction sets it once
+        known.state = state
+        known.record(found)
+    return found, len(new), replaced
 
 
 def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
