@@ -148,6 +148,24 @@ def fingerprint_dataset(
     return out
 
 
+def _materialized(ds: Dataset) -> Dataset:
+    """``ds.materialize()``, in ``ds``'s order. Ray Data 2.40 runs ``materialize`` in the current
+    context rather than the dataset's, so the order :func:`fingerprint_dataset` asks of its dataset
+    was lost there (20,000 records came back with whole blocks swapped, and dedup gave other
+    clusters); the current context asks for it too while it runs."""
+    from ray.data import DataContext
+
+    current = DataContext.get_current()
+    before = current.execution_options.preserve_order
+    current.execution_options.preserve_order = before or ds.context.execution_options.preserve_order
+    try:
+        out = ds.materialize()
+    finally:
+        current.execution_options.preserve_order = before
+    out.context.execution_options.preserve_order = True  # a materialized dataset is read in its order
+    return out
+
+
 def _cpus() -> int:
     return max(1, int(_ray().cluster_resources().get("CPU", 1)))
 
@@ -293,8 +311,8 @@ def dedup_dataset(
     verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
     made on the workers; the leader-based clustering (input order) is decided on the driver.
     ``join``: the workers also join the fingerprints on exact-match block keys, and each batch reads
-    the representatives near its records by key (:func:`known_neighbours`); None: where
-    :func:`pairs.exact_layout_is_cheaper` (k up to 4 from 100,000 records). Same verdicts either way.
+    the representatives near its records by key (:func:`known_neighbours`); None: up to
+    ``JOIN_MAX_DISTANCE`` where :func:`pairs.exact_layout_is_cheaper`. Same verdicts either way.
     """
     from .store import Store
 
@@ -305,45 +323,79 @@ def dedup_dataset(
         fingerprinted = fingerprint_dataset(
             ds, scheme=scheme, text_field=text_field, key_field=key_field, concurrency=concurrency
         )
-        policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
-        known = None
-        if join is not False:
-            # What dedup_rows checks first (again there, then at no cost): an empty store starts keeping
-            # clusters at the distance asked for; known here, it is the distance of the join.
-            check_distance(store, max_distance, policy)
-            k, _ = store.cluster_state()
-            assert k is not None
-            if join or pairs.exact_layout_is_cheaper(fingerprinted.count(), k):
-                fingerprinted = fingerprinted.materialize()  # read by the join, then by the decisions
-                known = known_neighbours(fingerprinted, store, k)
-        if policy.needs_every_record and known is None:
-            fingerprinted = fingerprinted.materialize()  # read twice
-
-        def computed() -> Iterator[Mapping[str, Any]]:
-            return fingerprinted.iter_rows()
-
-        def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
-            for number, row in enumerate(computed(), start=1):
-                yield f"record {number}", {name: value for name, value in row.items() if name not in _ADDED}
-
-        out = []
-        for _, record, verdict in dedup_records(
-            rows,
-            computed,
-            store=store,
-            scheme=scheme,
-            key=key_field,
-            text=text_field,
-            max_distance=max_distance,
-            keep=policy,
+        out = _dedup_fingerprinted(
+            fingerprinted,
+            store,
+            scheme,
+            max_distance,
+            keep=keep,
+            text_field=text_field,
+            key_field=key_field,
             batch_size=batch_size,
-            known=known,
-        ):
-            if verdict.problem is not None:
-                raise InputError(verdict.problem)
-            assert not isinstance(record, Skip)
-            out.append({**record, **verdict.annotation()})
+            join=join,
+        )
     return ray.data.from_items(out)
+
+
+# Beyond, an exact-match layout of at most 20 tables has keys of 10 bits or fewer (pairs.py): buckets of
+# n / 1,024 values, quadratic. Up to it, the join is used where pairs.py itself would use such tables.
+JOIN_MAX_DISTANCE = 4
+
+
+def _dedup_fingerprinted(
+    fingerprinted: Dataset,
+    store: Store,
+    scheme: Scheme,
+    max_distance: int | None = None,
+    *,
+    keep: str | KeepPolicy | None = None,
+    text_field: str = "text",
+    key_field: str = "key",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    join: bool | None = None,
+) -> list[dict[str, Any]]:
+    """The decisions of :func:`dedup_dataset` over records that went through :func:`fingerprint_dataset`
+    with the store's ``scheme``: each record with its annotations, in input order."""
+    policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
+    known = None
+    if join is not False:
+        # What dedup_rows checks first (again there, then at no cost): an empty store starts keeping
+        # clusters at the distance asked for; known here, it is the distance of the join.
+        check_distance(store, max_distance, policy)
+        k, _ = store.cluster_state()
+        assert k is not None
+        if join or k <= JOIN_MAX_DISTANCE:
+            fingerprinted = _materialized(fingerprinted)  # read by the join, then by the decisions
+            if join or pairs.exact_layout_is_cheaper(fingerprinted.count(), k):
+                known = known_neighbours(fingerprinted, store, k)
+    if policy.needs_every_record:
+        fingerprinted = _materialized(fingerprinted)  # read twice (a materialized dataset: at no cost)
+
+    def computed() -> Iterator[Mapping[str, Any]]:
+        return fingerprinted.iter_rows()
+
+    def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
+        for number, row in enumerate(computed(), start=1):
+            yield f"record {number}", {name: value for name, value in row.items() if name not in _ADDED}
+
+    out = []
+    for _, record, verdict in dedup_records(
+        rows,
+        computed,
+        store=store,
+        scheme=scheme,
+        key=key_field,
+        text=text_field,
+        max_distance=max_distance,
+        keep=policy,
+        batch_size=batch_size,
+        known=known,
+    ):
+        if verdict.problem is not None:
+            raise InputError(verdict.problem)
+        assert not isinstance(record, Skip)
+        out.append({**record, **verdict.annotation()})
+    return out
 
 
 _BUCKET, _VALUE = "_bucket", "_value"
