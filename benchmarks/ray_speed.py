@@ -41,7 +41,7 @@ import ray
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from simhash_store import dedup
+from simhash_store import clusters, dedup
 from simhash_store.corpus import Source
 from simhash_store.ingest import prepare
 from simhash_store.ray_data import (
@@ -89,13 +89,15 @@ def _ports() -> list[str]:
 
 
 class Timed(FingerprintBatch):
-    """FingerprintBatch that also reports the CPU time it spent, spread over its rows."""
+    """FingerprintBatch that also reports the CPU time it spent, spread over its rows: of the worker
+    process (Ray's own threads in it included), and of the thread that ran the batch."""
 
     def __call__(self, batch: dict) -> dict:
-        cpu = time.process_time()
+        cpu, thread = time.process_time(), time.thread_time()
         out = super().__call__(batch)
         rows = len(out[SIMHASH])
         out["_cpu"] = [(time.process_time() - cpu) / max(rows, 1)] * rows
+        out["_thread"] = [(time.thread_time() - thread) / max(rows, 1)] * rows
         return out
 
 
@@ -200,7 +202,28 @@ def main() -> None:
         "-k", type=int, default=4, help="the dedup distance (the join needs exact-match tables: k <= 4)"
     )
     parser.add_argument("--skip-fingerprinting", action="store_true", help="measure dedup only")
+    parser.add_argument(
+        "--citus",
+        action="store_true",
+        help="dedup on Ray into stores on a Citus cluster (tests/distributed/cluster.py)",
+    )
+    parser.add_argument(
+        "--in-memory-representatives",
+        type=int,
+        default=clusters.IN_MEMORY_REPRESENTATIVES,
+        help="clusters up to which a batch compares every representative in memory (beyond: a search per record)",
+    )
     options = parser.parse_args()
+    clusters.IN_MEMORY_REPRESENTATIVES = options.in_memory_representatives
+    citus = None
+    if options.citus:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.distributed.cluster import Cluster, unavailable
+
+        reason = unavailable()
+        if reason:
+            sys.exit(f"no Citus cluster: {reason}")
+        citus = Cluster.start()
 
     data = records(options.records, options.chars)
     megabytes = sum(len(r["text"].encode()) for r in data) / 1e6
@@ -244,6 +267,7 @@ def main() -> None:
             remote = timed(ds).take_all()
             ray_seconds = time.perf_counter() - started
             ray_cpu = sum(r["_cpu"] for r in remote)
+            ray_thread = sum(r["_thread"] for r in remote)
             same = {r["key"]: None if r["simhash"] is None else int(r["simhash"], 16) for r in remote} == local
             print(f"load average {os.getloadavg()[0]:.1f}")
             _, again_seconds, again_cpu = library()
@@ -254,7 +278,8 @@ def main() -> None:
             for label, seconds, cpu in (
                 ("library, this process (prepare), before", local_seconds, local_cpu),
                 ("library, this process (prepare), after", again_seconds, again_cpu),
-                (f"fingerprint_dataset, {cpus} Ray CPUs", ray_seconds, ray_cpu),
+                (f"fingerprint_dataset, {cpus} Ray CPUs (worker processes' CPU)", ray_seconds, ray_cpu),
+                ("the same, CPU of the threads that ran the batches only", ray_seconds, ray_thread),
             ):
                 print(
                     f"| {label} | {seconds:.1f} | {cpu:.1f} | {megabytes / seconds:.2f} | {megabytes / cpu:.2f} "
@@ -290,8 +315,14 @@ def main() -> None:
                 ("dedup_dataset decisions, current path", False),
                 ("dedup_dataset decisions, block-key join", True),
             ):
-                name, url = fresh_database(options.db)
-                names.append(name)
+                if citus is not None:  # a distributed store on the Citus cluster
+                    name = f"ray_speed_{uuid.uuid4().hex[:8]}"
+                    url = citus.create_database(name)
+                    with Store(url) as store:
+                        store.init(distributed=True)
+                else:
+                    name, url = fresh_database(options.db)
+                    names.append(name)
                 started = time.perf_counter()
                 with Store(url) as store:
                     rows = _dedup_fingerprinted(fingerprinted, store, store.init(), options.k, join=join)
@@ -301,6 +332,10 @@ def main() -> None:
         finally:
             for name in names:
                 drop_database(options.db, name)
+        where = "a Citus store (coordinator and 2 workers)" if citus else "a one-node store"
+        print(
+            f"dedup on Ray into {where}; representatives compared in memory up to {options.in_memory_representatives:,}"
+        )
         print(
             f"| dedup, k = {options.k}, {len(data):,} records | seconds | records/s | duplicates | ratio to current path |"
         )
@@ -317,6 +352,8 @@ def main() -> None:
     finally:
         ray.shutdown()
         stop_cluster(temp)
+        if citus is not None:
+            citus.stop()
 
 
 if __name__ == "__main__":
