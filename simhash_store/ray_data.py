@@ -5,10 +5,10 @@ each loading the scheme's dictionaries and weights once; the writes go from the 
 store in parallel; deduplication decides on the driver with the very code of ``dedup``
 (:func:`dedup.dedup_rows`), its fingerprints taken from the workers, so its verdicts, cluster
 ids and annotations are those of the ``dedup`` command over the same records in the same order.
-At a distance where exact-match block tables have keys long enough (k up to 4 from 100,000
-records: :func:`pairs.exact_layout_is_cheaper`), the workers also join the fingerprints on those
-keys (:func:`near_fingerprints`), and each batch reads the representatives near its records by
-key instead of comparing all of them or searching the store per record.
+At a distance where exact-match block tables have keys long enough (k up to 4), the workers can
+also join the fingerprints on those keys (:func:`near_fingerprints`), and each batch then reads
+the representatives near its records by key instead of comparing all of them or searching the
+store per record (``dedup_dataset(join=...)``).
 
 >>> import ray  # doctest: +SKIP
 >>> ds = ray.data.read_json("crawl/")  # doctest: +SKIP
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import pairs
+from . import clusters, pairs
 from .clusters import KnownNeighbours
 from .corpus import Skip, Source
 from .dedup import DEFAULT_BATCH_SIZE, Verdict, dedup_rows
@@ -312,7 +312,8 @@ def dedup_dataset(
     made on the workers; the leader-based clustering (input order) is decided on the driver.
     ``join``: the workers also join the fingerprints on exact-match block keys, and each batch reads
     the representatives near its records by key (:func:`known_neighbours`); None: up to
-    ``JOIN_MAX_DISTANCE`` where :func:`pairs.exact_layout_is_cheaper`. Same verdicts either way.
+    ``JOIN_MAX_DISTANCE``, into a Citus store that will hold more documents than a batch compares in
+    memory (``clusters.IN_MEMORY_REPRESENTATIVES``), where it was measured to pay. Same verdicts either way.
     """
     from .store import Store
 
@@ -337,8 +338,12 @@ def dedup_dataset(
     return ray.data.from_items(out)
 
 
-# Beyond, an exact-match layout of at most 20 tables has keys of 10 bits or fewer (pairs.py): buckets of
-# n / 1,024 values, quadratic. Up to it, the join is used where pairs.py itself would use such tables.
+# Beyond, an exact-match layout of at most 20 tables has keys of 11 bits or fewer (pairs.py): buckets of
+# n / 2,048 values or more, quadratic. Up to it, the join is used by default where it was measured to pay
+# (docs/scale-out.md): into a Citus store that will hold more documents than a batch compares in memory,
+# where each record's search is otherwise a fan-out to every shard (10x faster at 5,000 records with the
+# in-memory bound at 0). On one server the search per record is cheap: the join's sort on the workers
+# cost what it saved (0.70x-1.00x at 100,000-200,000 records).
 JOIN_MAX_DISTANCE = 4
 
 
@@ -364,9 +369,11 @@ def _dedup_fingerprinted(
         check_distance(store, max_distance, policy)
         k, _ = store.cluster_state()
         assert k is not None
-        if join or k <= JOIN_MAX_DISTANCE:
+        if join or (k <= JOIN_MAX_DISTANCE and store.is_distributed()):
             fingerprinted = _materialized(fingerprinted)  # read by the join, then by the decisions
-            if join or pairs.exact_layout_is_cheaper(fingerprinted.count(), k):
+            count = fingerprinted.count()
+            large = store.count() + count > clusters.IN_MEMORY_REPRESENTATIVES
+            if join or (large and pairs.exact_layout_is_cheaper(count, k)):
                 known = known_neighbours(fingerprinted, store, k)
     if policy.needs_every_record:
         fingerprinted = _materialized(fingerprinted)  # read twice (a materialized dataset: at no cost)

@@ -473,3 +473,32 @@ def test_the_readme_dedup_on_ray_into_citus_writes_what_one_server_writes(ray_ad
         rows = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
         assert any(r["duplicate_of"] and not r["duplicate_of"].startswith(("copy/", "again/")) for r in rows), name
         assert any(r["duplicate_of"] is None and r["not_compared"] is None for r in rows), name
+
+
+def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, citus, tmp_path, monkeypatch):
+    """Into a Citus store holding more documents than a batch compares in memory (the bound lowered
+    here), dedup_dataset joins on the workers by default and reads the representatives by key:
+    the verdicts and clusters of dedup into a one-node store, and no search of the shards."""
+    lines = _crawls(tmp_path)[1].read_text(encoding="utf-8").splitlines()
+    # Every record with the same fields (Ray Data gives a record without one of them the field, as None).
+    records = [{"title": "", **json.loads(line)} for line in lines] + _records()
+    suffix = uuid.uuid4().hex[:10]
+    citus_url = citus.create_database(f"ray_join_{suffix}")
+    citus.execute(f'CREATE DATABASE "ray_join_single_{suffix}"')
+    single_url = citus.url(f"ray_join_single_{suffix}")
+    monkeypatch.setattr(clusters, "IN_MEMORY_REPRESENTATIVES", 0)
+    try:
+        with Store(citus_url) as store:
+            store.init(distributed=True)
+        with Store(single_url) as store:
+            expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=9)]
+        with monkeypatch.context() as patch:
+            patch.setattr(clusters, "_stored_candidates", _no_search)
+            annotated = dedup_dataset(ray.data.from_items(records), citus_url, 4, batch_size=9).take_all()
+        stored = [_clusters_of(url) for url in (citus_url, single_url)]
+    finally:
+        citus.drop_database(f"ray_join_{suffix}")
+        citus.execute(f'DROP DATABASE IF EXISTS "ray_join_single_{suffix}" WITH (FORCE)')
+    assert _lines(annotated) == _lines(expected)
+    assert stored[0] == stored[1]
+    assert any(r["duplicate_of"] for r in expected)

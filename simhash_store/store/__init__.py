@@ -424,6 +424,13 @@ class Store:
             return reads.is_empty(connection)
 
     @_database_errors
+    def is_distributed(self) -> bool:
+        """Whether the documents are spread over a Citus cluster (``init --distributed``)."""
+        self._prepare(record=False)
+        result: bool = self._read(citus.is_distributed)
+        return result
+
+    @_database_errors
     def store_state(self) -> tuple[int, int]:
         """(documents stored, largest arrival or id): any write by anyone changes it
         (:func:`clusters.store_state`)."""
