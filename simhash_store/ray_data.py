@@ -462,6 +462,7 @@ def near_fingerprints(
     out once per exact-match table under its (table, key) bucket, Ray Data sorts the buckets (a
     bucket lands whole in one block, as ``groupby`` relies on), and each block gives its pairs,
     verified on all 64 bits. ``tables``: by default the cheapest exact-match layout for ``ds``'s size."""
+    _fresh_ray_data(_ray())
     count = ds.count()
     tables = tables if tables is not None else pairs.exact_tables(count, k)
     if tables is None:
