@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .. import clusters, maintenance
+from .. import clusters, distributed, maintenance
 from ..bits import to_signed
 from ..config import lock_timeout
 from ..errors import InvalidValueError, LockTimeoutError, SimhashStoreError
@@ -268,6 +268,13 @@ def _add_new_and_cluster(
             raise SimhashStoreError("this store keeps no clusters (run `simhash-store recluster` first)")
         if known is not None:
             known.check(cursor)
+        if distributed.is_distributed(cursor):
+            # The memberships are read back in this transaction, from the shards the insert wrote. Citus
+            # runs a multi-shard write over several connections to a worker when its tasks are slow to
+            # start (a loaded machine) or it has them open already (the radius searches of a store past
+            # the in-memory bound), and then refuses the read ("cannot perform query with placements that
+            # were modified over multiple connections"). One connection a worker for the writes avoids it.
+            cursor.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         _stage(cursor, documents)
         new = cursor.execute(_NEW_ROWS, {"first_id": clusters.allocate_ids(cursor, len(documents))}).fetchall()
         if new:
