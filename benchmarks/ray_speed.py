@@ -6,15 +6,20 @@ of its own, stopped at the end), then measures:
 1. fingerprinting throughput per core: the library (``ingest.prepare``, what ``add`` and
    ``dedup`` run in each worker process) on one core of this process, against
    ``ray_data.fingerprint_dataset`` on the cluster, divided by the cluster's CPUs;
-2. ``ray_data.dedup_dataset`` against ``dedup.dedup`` (the ``dedup`` command's code) over the
-   same records, each into a fresh database: time, and whether the annotated outputs are
-   identical after ordering.
+2. dedup: ``dedup.dedup`` (the ``dedup`` command's code, one process) against
+   ``ray_data.dedup_dataset``'s two ways of finding the representatives near each record, each
+   into a fresh database: the current path (every representative compared in memory per batch
+   up to 100,000 of them, beyond a radius search per record) and the block-key join on the
+   workers (``--join``: the representatives named by the join read by key). The records are
+   fingerprinted on the cluster once for both; the table gives the decisions' time of each and
+   their ratio, and whether the annotated outputs and the stored clusters are identical.
 
 Records: the shared corpus's wiki paragraphs and laws, cut into pieces of about
 ``--chars`` characters, and one edited copy of every third piece (near-duplicates), until
-``--records``. Run:
+``--records``; past the corpus's pieces, each new text is the first half of one piece and the
+second half of another (far from every other text). Run:
 
-    python benchmarks/ray_speed.py --db postgresql://root@127.0.0.1:5432/postgres --records 20000
+    python benchmarks/ray_speed.py --db postgresql://root@127.0.0.1:5432/postgres --records 20000 -k 4
 """
 
 from __future__ import annotations
@@ -36,10 +41,17 @@ import ray
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from simhash_store import dedup
+from simhash_store import clusters, dedup
 from simhash_store.corpus import Source
 from simhash_store.ingest import prepare
-from simhash_store.ray_data import SIMHASH, FingerprintBatch, dedup_dataset
+from simhash_store.ray_data import (
+    SIMHASH,
+    FingerprintBatch,
+    _dedup_fingerprinted,
+    _materialized,
+    fingerprint_dataset,
+    near_fingerprints,
+)
 from simhash_store.scheme import DEFAULT
 from simhash_store.store import Store
 
@@ -77,13 +89,15 @@ def _ports() -> list[str]:
 
 
 class Timed(FingerprintBatch):
-    """FingerprintBatch that also reports the CPU time it spent, spread over its rows."""
+    """FingerprintBatch that also reports the CPU time it spent, spread over its rows: of the worker
+    process (Ray's own threads in it included), and of the thread that ran the batch."""
 
     def __call__(self, batch: dict) -> dict:
-        cpu = time.process_time()
+        cpu, thread = time.process_time(), time.thread_time()
         out = super().__call__(batch)
         rows = len(out[SIMHASH])
         out["_cpu"] = [(time.process_time() - cpu) / max(rows, 1)] * rows
+        out["_thread"] = [(time.thread_time() - thread) / max(rows, 1)] * rows
         return out
 
 
@@ -134,7 +148,10 @@ def records(count: int, chars: int) -> list[dict]:
     while len(out) < count:
         piece = pieces[n % len(pieces)]
         lap = n // len(pieces)
-        body = piece if lap == 0 else f"{piece}（第{lap}版）"  # later laps: new texts, near the first
+        if lap:  # later laps: new texts, far from every other (half of this piece, half of another)
+            other = pieces[(n * 7919 + lap) % len(pieces)]
+            piece = piece[: len(piece) // 2] + other[len(other) // 2 :]
+        body = piece
         out.append({"key": f"r{n}", "text": body})
         if n % 3 == 0 and len(out) < count:
             position = rng.randrange(len(body))
@@ -159,6 +176,16 @@ def drop_database(admin: str, name: str) -> None:
     engine.dispose()
 
 
+def clusters_of(url: str) -> str:
+    """The clusters a store keeps, as text to compare: (id, key, cluster) of every document, and the heads."""
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        documents = connection.execute(text("SELECT id, key, cluster FROM simhash.documents ORDER BY id")).all()
+        heads = connection.execute(text("SELECT * FROM simhash.cluster_heads ORDER BY cluster")).all()
+    engine.dispose()
+    return repr((documents, heads))
+
+
 def lines(rows) -> list[str]:
     return sorted(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows)
 
@@ -171,8 +198,33 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--chars", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2, help="worker nodes beside the head, one CPU each")
-    parser.add_argument("-k", type=int, default=6)
+    parser.add_argument(
+        "-k", type=int, default=4, help="the dedup distance (the join needs exact-match tables: k <= 4)"
+    )
+    parser.add_argument("--skip-fingerprinting", action="store_true", help="measure dedup only")
+    parser.add_argument("--skip-dedup", action="store_true", help="measure fingerprinting only")
+    parser.add_argument(
+        "--citus",
+        action="store_true",
+        help="dedup on Ray into stores on a Citus cluster (tests/distributed/cluster.py)",
+    )
+    parser.add_argument(
+        "--in-memory-representatives",
+        type=int,
+        default=clusters.IN_MEMORY_REPRESENTATIVES,
+        help="clusters up to which a batch compares every representative in memory (beyond: a search per record)",
+    )
     options = parser.parse_args()
+    clusters.IN_MEMORY_REPRESENTATIVES = options.in_memory_representatives
+    citus = None
+    if options.citus:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.distributed.cluster import Cluster, unavailable
+
+        reason = unavailable()
+        if reason:
+            sys.exit(f"no Citus cluster: {reason}")
+        citus = Cluster.start()
 
     data = records(options.records, options.chars)
     megabytes = sum(len(r["text"].encode()) for r in data) / 1e6
@@ -184,73 +236,127 @@ def main() -> None:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         cpus = int(ray.cluster_resources()["CPU"])
 
-        # 1. Per core: the library on this process's one core, then the cluster.
-        # On a shared machine the cluster's "CPUs" are processes contending for the same cores:
-        # MB per CPU-second (time.process_time in the worker) is the per-core figure; wall time too.
-        prepare(Source("w", text="预热", size=6), None, DEFAULT)
-        started, cpu = time.perf_counter(), time.process_time()
-        local = {r["key"]: prepare(Source(r["key"], text=r["text"], size=0), None, DEFAULT).fingerprint for r in data}
-        local_seconds, local_cpu = time.perf_counter() - started, time.process_time() - cpu
-        ds = ray.data.from_items(data).repartition(cpus * 4)
+        if not options.skip_fingerprinting:
+            # 1. Per core: the library on this process's one core, then the cluster.
+            # On a shared machine the cluster's "CPUs" are processes contending for the same cores:
+            # MB per CPU-second (time.process_time in the worker) is the per-core figure; wall time too.
+            prepare(Source("w", text="预热", size=6), None, DEFAULT)
 
-        def timed(part: ray.data.Dataset) -> ray.data.Dataset:
-            return part.map_batches(
-                Timed,
-                fn_constructor_args=(DEFAULT.name, "text", "key"),
-                batch_size=500,
-                batch_format="numpy",
-                concurrency=(1, cpus),
-            )
+            def library() -> tuple[dict, float, float]:
+                started, cpu = time.perf_counter(), time.process_time()
+                found = {
+                    r["key"]: prepare(Source(r["key"], text=r["text"], size=0), None, DEFAULT).fingerprint for r in data
+                }
+                return found, time.perf_counter() - started, time.process_time() - cpu
 
-        timed(ds.limit(cpus * 50)).take_all()  # actors started, dictionaries loaded
-        started = time.perf_counter()
-        remote = timed(ds).take_all()
-        ray_seconds = time.perf_counter() - started
-        ray_cpu = sum(r["_cpu"] for r in remote)
-        same = {r["key"]: None if r["simhash"] is None else int(r["simhash"], 16) for r in remote} == local
-        print(f"load average {os.getloadavg()[0]:.1f}")
-        print("| fingerprinting | wall s | CPU s | MB/s wall | MB per CPU-second | ratio per core |")
-        print("|---|--:|--:|--:|--:|--:|")
-        print(
-            f"| library, this process (prepare) | {local_seconds:.1f} | {local_cpu:.1f} | {megabytes / local_seconds:.2f} "
-            f"| {megabytes / local_cpu:.2f} | 1.00 |"
-        )
-        print(
-            f"| fingerprint_dataset, {cpus} Ray CPUs | {ray_seconds:.1f} | {ray_cpu:.1f} | {megabytes / ray_seconds:.2f} "
-            f"| {megabytes / ray_cpu:.2f} | {(megabytes / ray_cpu) / (megabytes / local_cpu):.2f} |"
-        )
-        print(f"fingerprints identical (by key): {same}")
+            # The library before and after the cluster: the machine's load moves meanwhile.
+            local, local_seconds, local_cpu = library()
+            print(f"load average {os.getloadavg()[0]:.1f}")
+            ds = ray.data.from_items(data).repartition(cpus * 4)
 
-        # 2. Dedup: the cluster against the single-machine code, each into a fresh database.
-        results = {}
+            def timed(part: ray.data.Dataset) -> ray.data.Dataset:
+                return part.map_batches(
+                    Timed,
+                    fn_constructor_args=(DEFAULT.name, "text", "key"),
+                    batch_size=500,
+                    batch_format="numpy",
+                    concurrency=(1, cpus),
+                )
+
+            timed(ds.limit(cpus * 50)).take_all()  # actors started, dictionaries loaded
+            started = time.perf_counter()
+            remote = timed(ds).take_all()
+            ray_seconds = time.perf_counter() - started
+            ray_cpu = sum(r["_cpu"] for r in remote)
+            ray_thread = sum(r["_thread"] for r in remote)
+            same = {r["key"]: None if r["simhash"] is None else int(r["simhash"], 16) for r in remote} == local
+            print(f"load average {os.getloadavg()[0]:.1f}")
+            _, again_seconds, again_cpu = library()
+            print(f"load average {os.getloadavg()[0]:.1f}")
+            baseline = megabytes / ((local_cpu + again_cpu) / 2)  # MB per CPU-second, mean of the two
+            print("| fingerprinting | wall s | CPU s | MB/s wall | MB per CPU-second | ratio per core |")
+            print("|---|--:|--:|--:|--:|--:|")
+            for label, seconds, cpu in (
+                ("library, this process (prepare), before", local_seconds, local_cpu),
+                ("library, this process (prepare), after", again_seconds, again_cpu),
+                (f"fingerprint_dataset, {cpus} Ray CPUs (worker processes' CPU)", ray_seconds, ray_cpu),
+                ("the same, CPU of the threads that ran the batches only", ray_seconds, ray_thread),
+            ):
+                print(
+                    f"| {label} | {seconds:.1f} | {cpu:.1f} | {megabytes / seconds:.2f} | {megabytes / cpu:.2f} "
+                    f"| {(megabytes / cpu) / baseline:.2f} |"
+                )
+            print(f"ratio per core: against the mean of the library's two runs; fingerprints identical: {same}")
+
+        if options.skip_dedup:
+            return
+        # 2. Dedup, each into a fresh database: one machine; on Ray, the current path and the join.
+        results: dict[str, tuple[float, list]] = {}
         names = []
+        stored = []
         try:
-            for label in ("dedup (one machine)", "dedup_dataset (Ray)"):
-                name, url = fresh_database(options.db)
-                names.append(name)
-                started = time.perf_counter()
-                if label.startswith("dedup_dataset"):
-                    rows = dedup_dataset(ray.data.from_items(data), url, options.k).take_all()
-                else:
+            name, url = fresh_database(options.db)
+            names.append(name)
+            started = time.perf_counter()
+            with Store(url) as store:
+                rows = [{**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)]
+            results["dedup (one machine, one process)"] = (time.perf_counter() - started, rows)
+            stored.append(clusters_of(url))
+            print(f"load average {os.getloadavg()[0]:.1f}")
+
+            started = time.perf_counter()
+            fingerprinted = _materialized(fingerprint_dataset(ray.data.from_items(data)))
+            fingerprint_seconds = time.perf_counter() - started
+            started = time.perf_counter()
+            near = near_fingerprints(fingerprinted, options.k)
+            join_seconds = time.perf_counter() - started
+            print(
+                f"Ray: fingerprinted in {fingerprint_seconds:.1f} s; the join alone {join_seconds:.1f} s "
+                f"({sum(map(len, near.values())) // 2:,} pairs of distinct fingerprints within {options.k})"
+            )
+            for label, join in (
+                ("dedup_dataset decisions, current path", False),
+                ("dedup_dataset decisions, block-key join", True),
+            ):
+                if citus is not None:  # a distributed store on the Citus cluster
+                    name = f"ray_speed_{uuid.uuid4().hex[:8]}"
+                    url = citus.create_database(name)
                     with Store(url) as store:
-                        rows = [
-                            {**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)
-                        ]
+                        store.init(distributed=True)
+                else:
+                    name, url = fresh_database(options.db)
+                    names.append(name)
+                started = time.perf_counter()
+                with Store(url) as store:
+                    rows = _dedup_fingerprinted(fingerprinted, store, store.init(), options.k, join=join)
                 results[label] = (time.perf_counter() - started, rows)
+                stored.append(clusters_of(url))
+                print(f"load average {os.getloadavg()[0]:.1f}")
         finally:
             for name in names:
                 drop_database(options.db, name)
-        print("| dedup | seconds | records/s | duplicates |")
-        print("|---|--:|--:|--:|")
+        where = "a Citus store (coordinator and 2 workers)" if citus else "a one-node store"
+        print(
+            f"dedup on Ray into {where}; representatives compared in memory up to {options.in_memory_representatives:,}"
+        )
+        print(
+            f"| dedup, k = {options.k}, {len(data):,} records | seconds | records/s | duplicates | ratio to current path |"
+        )
+        print("|---|--:|--:|--:|--:|")
+        current = results["dedup_dataset decisions, current path"][0]
         for label, (seconds, rows) in results.items():
             duplicates = sum(1 for r in rows if r["duplicate_of"])
-            print(f"| {label} | {seconds:.1f} | {len(rows) / seconds:,.0f} | {duplicates:,} |")
+            ratio = f"{current / seconds:.2f}x" if label.startswith("dedup_dataset") else ""
+            print(f"| {label} | {seconds:.1f} | {len(rows) / seconds:,.0f} | {duplicates:,} | {ratio} |")
         outputs = [lines(rows) for _, rows in results.values()]
-        print(f"annotated outputs identical after ordering: {outputs[0] == outputs[1]}")
+        print(f"annotated outputs identical after ordering: {all(o == outputs[0] for o in outputs)}")
+        print(f"stored clusters identical: {all(c == stored[0] for c in stored)}")
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:
         ray.shutdown()
         stop_cluster(temp)
+        if citus is not None:
+            citus.stop()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ writers that use it (other applications' INSERTs, stores that keep no clusters) 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -243,12 +243,19 @@ class Placement:
 
 
 def place(
-    cursor: psycopg.Cursor, keys: Sequence[str], rows: Sequence[tuple], distance: int, *, moved: bool = False
+    cursor: psycopg.Cursor,
+    keys: Sequence[str],
+    rows: Sequence[tuple],
+    distance: int,
+    *,
+    moved: bool = False,
+    known: KnownNeighbours | None = None,
 ) -> Placement:
     """The clusters of documents without one, by the leader rule and the store's keep policy, in
     the order of ``keys``; ``rows``: their (id, signed fingerprint, key, length, keep value), stored
     or about to be (the caller holds the cluster lock). ``moved``: some of them are stored documents
-    re-written with a new fingerprint."""
+    re-written with a new fingerprint. ``known``: the stored documents near each of them, found in
+    advance; used while its ``state`` is set (the caller checks it, :meth:`KnownNeighbours.check`)."""
     position = {key: i for i, key in enumerate(keys)}
     rows = sorted(rows, key=lambda row: position[row[2]])
     policy = keep_policy(cursor)
@@ -258,7 +265,10 @@ def place(
     values = np.array(signed, dtype=np.int64).view(np.uint64)
     arrivals = list(range(first_arrival, first_arrival + len(rows)))
     ranks = [policy.rank(arrival, r[3], r[4]) for arrival, r in zip(arrivals, rows)]
-    candidates = _stored_candidates(cursor, policy, signed, values, distance)
+    if known is not None and known.state is not None:
+        candidates = _known_candidates(cursor, policy, values, distance, known)
+    else:
+        candidates = _stored_candidates(cursor, policy, signed, values, distance)
     # A re-written founder whose old cluster lives on cannot found another under its own id.
     taken = _cluster_ids_among(cursor, ids) if moved else set()
     fresh = iter(range(allocate_ids(cursor, len(taken)) + 1, 2**63) if taken else ())
@@ -325,6 +335,91 @@ def _stored_candidates(
                     int(distances[offset, column]), arrival, cluster, id_, key, policy.rank(arrival, length, value)
                 )
             )
+    return found
+
+
+# What a writer checks, under the cluster lock, to know that nobody else wrote since its last batch:
+# any insert raises the largest id (ids are never given twice), any clustering write (a re-written
+# text included) the largest arrival, any removal lowers the count.
+_STORE_STATE = """
+    SELECT pg_catalog.count(*), GREATEST(pg_catalog.max(arrival), pg_catalog.max(id), 0) FROM simhash.documents
+"""
+
+# The representatives among the given keys (on Citus: the shards of those keys only).
+_REPRESENTATIVES_BY_KEY = """
+    SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value, d.key
+    FROM simhash.documents d JOIN simhash.cluster_heads h ON h.representative_id = d.id
+    WHERE d.key = ANY(%(keys)s::pg_catalog.text[])
+"""
+
+
+def store_state(cursor: psycopg.Cursor) -> tuple[int, int]:
+    """(documents stored, largest arrival or id): changed by every write of any writer."""
+    row = cursor.execute(_STORE_STATE).fetchone()
+    assert row is not None  # an aggregate: one row
+    return int(row[0]), int(row[1])
+
+
+class KnownNeighbours:
+    """The stored documents near each newcomer, known in advance by a writer that saw every
+    fingerprint of its run before storing any (``ray_data.dedup_dataset``, whose workers join the
+    run's fingerprints on exact-match block keys): :func:`place` then reads the representatives
+    among them by key instead of comparing every representative or searching the store per document.
+
+    ``near``: for each fingerprint of the run, the other fingerprints of the run within the cluster
+    distance (both ways). ``before``: for each, the keys of documents stored before the run within it
+    (one batched search). ``state``: :func:`store_state` when ``before`` was found. Each batch checks,
+    under the cluster lock, that the store is in the state the previous batch left it in; if another
+    writer wrote meanwhile, the lists are incomplete and every later batch searches the store as usual.
+    The decisions are the same either way: only the cost differs.
+    """
+
+    def __init__(
+        self, near: Mapping[int, Sequence[int]], before: Mapping[int, Sequence[str]], state: tuple[int, int] | None
+    ) -> None:
+        self.near, self.before, self.state = near, before, state
+        self._stored: dict[int, set[str]] = {}  # fingerprint -> keys of this run's documents that represented a cluster
+
+    def check(self, cursor: psycopg.Cursor) -> None:
+        """Under the cluster lock, before a batch: if the store is not as this run's last batch
+        left it (another writer wrote), the lists are incomplete from now on, and unused."""
+        if self.state is not None and store_state(cursor) != self.state:
+            self.state = None
+
+    def record(self, found: Mapping[str, Membership]) -> None:
+        """After a batch: its documents that represent their cluster (a superset of the
+        representatives is harmless: the store says which still are)."""
+        for key, membership in found.items():
+            if membership.is_representative:
+                self._stored.setdefault(membership.fingerprint, set()).add(key)
+
+    def keys_near(self, value: int) -> set[str]:
+        """Keys that may be stored representatives within the distance of ``value``: every one that is."""
+        keys = set(self.before.get(value, ()))
+        for other in (value, *self.near.get(value, ())):
+            keys |= self._stored.get(other, set())
+        return keys
+
+
+def _known_candidates(
+    cursor: psycopg.Cursor, policy: KeepPolicy, values: np.ndarray, k: int, known: KnownNeighbours
+) -> list[list[_StoredHead]]:
+    """:func:`_stored_candidates` from the keys ``known`` gives: the representatives among them, by key."""
+    wanted = [sorted(known.keys_near(int(value))) for value in values]
+    keys = sorted({key for group in wanted for key in group})
+    heads = {row[6]: row for row in cursor.execute(_REPRESENTATIVES_BY_KEY, {"keys": keys})} if keys else {}
+    found: list[list[_StoredHead]] = []
+    for value, group in zip(values, wanted):
+        near = []
+        for key in group:
+            row = heads.get(key)
+            if row is None:
+                continue
+            distance = int(np.bitwise_count(np.uint64(value) ^ np.int64(row[1]).view(np.uint64)))
+            if distance <= k:
+                id_, _, cluster, arrival, length, keep_value, _ = row
+                near.append(_StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, keep_value)))
+        found.append(sorted(near, key=lambda head: head.id))
     return found
 
 
@@ -566,6 +661,7 @@ def sample_keys(cursor: psycopg.Cursor, count: int, seed: str) -> list[str]:
 
 __all__ = [
     "Cluster",
+    "KnownNeighbours",
     "Membership",
     "Placement",
     "allocate_ids",
@@ -576,5 +672,6 @@ __all__ = [
     "keep_policy",
     "place",
     "recluster",
+    "store_state",
     "stored_clusters",
 ]

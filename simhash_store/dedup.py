@@ -29,6 +29,7 @@ from .progress import OnProgress
 from .terminal import visible
 
 if TYPE_CHECKING:
+    from .clusters import KnownNeighbours
     from .formats import RecordWriter
     from .ingest import Fingerprinter
     from .store import Store
@@ -157,6 +158,7 @@ def dedup_rows(
     html: bool = False,
     writable: Callable[[Mapping[str, Any]], str | None] | None = None,
     counts: DedupCounts | None = None,
+    known: KnownNeighbours | None = None,
 ) -> Iterator[tuple[str, Mapping[str, Any] | Skip, Verdict]]:
     """:func:`dedup` over ``(where, record or Skip)`` rows as the file readers give them.
 
@@ -164,7 +166,8 @@ def dedup_rows(
     is stored first, then each gets the verdict of the final clusters; each record of the second
     reading must be the one of the first (same key and text), else :class:`InputChangedError`.
     ``writable``: why the output could not hold a record (None: it can); such a record is a bad
-    record, neither stored nor compared.
+    record, neither stored nor compared. ``known``: the stored documents near each record, found in
+    advance by a caller that saw every fingerprint first (:class:`clusters.KnownNeighbours`).
     """
     from .ingest import Fingerprinter
     from .ingest import batches as in_batches
@@ -200,9 +203,9 @@ def dedup_rows(
             outcomes: list = []
             for batch in batches:
                 pending.append((batch, context.start(batch)))
-                yield from _finish_batch(opened, *pending.pop(0), policy, outcomes)
+                yield from _finish_batch(opened, *pending.pop(0), policy, outcomes, known)
             for done in pending:
-                yield from _finish_batch(opened, *done, policy, outcomes)
+                yield from _finish_batch(opened, *done, policy, outcomes, known)
         if not policy.needs_every_record:
             return
         # Second pass: the clusters are final, every record's verdict is read from them.
@@ -579,18 +582,18 @@ def _stored_digests(store: Store, keys: list[str]) -> dict[str, tuple[bytes | No
         return {}
 
 
-def _finish_batch(store: Store, batch, started, policy: KeepPolicy, kept_outcomes: list):
+def _finish_batch(store: Store, batch, started, policy: KeepPolicy, kept_outcomes: list, neighbours=None):
     """Store a batch whose fingerprints are coming; with keep first, yield its verdicts at once
     (with any other policy, keep its outcomes for the second pass)."""
     outcomes, sources, known, collect = started
-    outcomes, memberships = _store_batch(store, batch, outcomes, sources, known, collect(None))
+    outcomes, memberships = _store_batch(store, batch, outcomes, sources, known, collect(None), neighbours)
     if not policy.needs_every_record:
         yield from zip(*zip(*batch), _resolve(outcomes, memberships))
     else:
         kept_outcomes.extend(outcomes)
 
 
-def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted):
+def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted, neighbours=None):
     """Store the fingerprinted records of one batch (one transaction, which also reads back where
     each sits): (outcomes, with a final verdict for records that cannot be stored; memberships)."""
     from .ingest import Prepared
@@ -621,7 +624,7 @@ def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted):
         documents.append(NewDocument(source.key, item.fingerprint, item.digest, item.length, keep_value=keep_value))
     # Keys stored before (by a run killed after this batch, or an earlier batch) keep their text
     # and are read back.
-    memberships, replaced = store.add_new_and_cluster(documents) if documents else ({}, [])
+    memberships, replaced = store.add_new_and_cluster(documents, neighbours) if documents else ({}, [])
     if replaced:
         replacing = {new: old for old, new in replaced}
         outcomes = [

@@ -225,6 +225,37 @@ def _layout(count: int, max_distance: int) -> int:
     return best
 
 
+def exact_tables(count: int, max_distance: int) -> list[list[tuple[int, int]]] | None:
+    """The tables (each a list of (shift, width) blocks) of the cheapest exact-match layout for
+    ``count`` values at ``max_distance`` (at most 20 tables), or None when none has so few. Two
+    values within the distance are equal on every block of at least one table."""
+    best, best_cost = None, float("inf")
+    for block_count in range(max_distance + 1, 64):
+        if comb(block_count, block_count - max_distance) > 20:
+            break
+        cost = _exact_cost(count, max_distance, block_count)
+        if cost < best_cost:
+            best, best_cost = block_count, cost
+    return None if best is None else _exact_tables(max_distance, best)
+
+
+def exact_layout_is_cheaper(count: int, max_distance: int) -> bool:
+    """Whether :func:`near_pairs` would use exact-match tables for ``count`` values: the tables'
+    keys are long enough at this size for few candidates per value (linear), as four 16-bit
+    blocks are not."""
+    return _layout(count, max_distance) != 0
+
+
+def table_mask(table: list[tuple[int, int]]) -> np.uint64:
+    """The bits a table's blocks cover."""
+    return _table_mask(table)
+
+
+def same_key_candidates(sorted_keys: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every pair of positions holding equal keys in sorted ``sorted_keys``, as (p, p + offset) arrays."""
+    return _same_key_candidates(sorted_keys)
+
+
 def _unique_pairs(
     values: np.ndarray, max_distance: int, layout: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -5,6 +5,10 @@ each loading the scheme's dictionaries and weights once; the writes go from the 
 store in parallel; deduplication decides on the driver with the very code of ``dedup``
 (:func:`dedup.dedup_rows`), its fingerprints taken from the workers, so its verdicts, cluster
 ids and annotations are those of the ``dedup`` command over the same records in the same order.
+At a distance where exact-match block tables have keys long enough (k up to 4), the workers can
+also join the fingerprints on those keys (:func:`near_fingerprints`), and each batch then reads
+the representatives near its records by key instead of comparing all of them or searching the
+store per record (``dedup_dataset(join=...)``).
 
 >>> import ray  # doctest: +SKIP
 >>> ds = ray.data.read_json("crawl/")  # doctest: +SKIP
@@ -19,8 +23,13 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from . import clusters, pairs
+from .clusters import KnownNeighbours
 from .corpus import Skip, Source
 from .dedup import DEFAULT_BATCH_SIZE, Verdict, dedup_rows
+from .dedup import _check_distance as check_distance
 from .errors import InputError
 from .ingest import Prepared, Progress, prepare
 from .keep import KeepPolicy
@@ -136,6 +145,24 @@ def fingerprint_dataset(
     # Each Dataset keeps a copy of the context it was made in: the order is asked of this one
     # (setting the current context would miss a ``ds`` made before, and dedup depends on the order).
     out.context.execution_options.preserve_order = True
+    return out
+
+
+def _materialized(ds: Dataset) -> Dataset:
+    """``ds.materialize()``, in ``ds``'s order. Ray Data 2.40 runs ``materialize`` in the current
+    context rather than the dataset's, so the order :func:`fingerprint_dataset` asks of its dataset
+    was lost there (20,000 records came back with whole blocks swapped, and dedup gave other
+    clusters); the current context asks for it too while it runs."""
+    from ray.data import DataContext
+
+    current = DataContext.get_current()
+    before = current.execution_options.preserve_order
+    current.execution_options.preserve_order = before or ds.context.execution_options.preserve_order
+    try:
+        out = ds.materialize()
+    finally:
+        current.execution_options.preserve_order = before
+    out.context.execution_options.preserve_order = True  # a materialized dataset is read in its order
     return out
 
 
@@ -275,6 +302,7 @@ def dedup_dataset(
     key_field: str = "key",
     batch_size: int = DEFAULT_BATCH_SIZE,
     concurrency: int | None = None,
+    join: bool | None = None,
 ) -> Dataset:
     """Every record of ``ds`` with the ``dedup --annotate`` fields added (``simhash``, ``cluster``,
     ``duplicate_of``, ``distance``, ``not_compared``), deduplicated against the store at ``url``
@@ -282,6 +310,10 @@ def dedup_dataset(
     ``longest``, ``shortest``, ``field:NAME[:asc|desc]``; None: the store's policy), clusters and
     verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
     made on the workers; the leader-based clustering (input order) is decided on the driver.
+    ``join``: the workers also join the fingerprints on exact-match block keys, and each batch reads
+    the representatives near its records by key (:func:`known_neighbours`); None: up to
+    ``JOIN_MAX_DISTANCE``, into a Citus store that will hold more documents than a batch compares in
+    memory (``clusters.IN_MEMORY_REPRESENTATIVES``), where it was measured to pay. Same verdicts either way.
     """
     from .store import Store
 
@@ -292,34 +324,185 @@ def dedup_dataset(
         fingerprinted = fingerprint_dataset(
             ds, scheme=scheme, text_field=text_field, key_field=key_field, concurrency=concurrency
         )
-        policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
-        if policy.needs_every_record:
-            fingerprinted = fingerprinted.materialize()  # read twice
-
-        def computed() -> Iterator[Mapping[str, Any]]:
-            return fingerprinted.iter_rows()
-
-        def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
-            for number, row in enumerate(computed(), start=1):
-                yield f"record {number}", {name: value for name, value in row.items() if name not in _ADDED}
-
-        out = []
-        for _, record, verdict in dedup_records(
-            rows,
-            computed,
-            store=store,
-            scheme=scheme,
-            key=key_field,
-            text=text_field,
-            max_distance=max_distance,
-            keep=policy,
+        out = _dedup_fingerprinted(
+            fingerprinted,
+            store,
+            scheme,
+            max_distance,
+            keep=keep,
+            text_field=text_field,
+            key_field=key_field,
             batch_size=batch_size,
-        ):
-            if verdict.problem is not None:
-                raise InputError(verdict.problem)
-            assert not isinstance(record, Skip)
-            out.append({**record, **verdict.annotation()})
+            join=join,
+        )
     return ray.data.from_items(out)
+
+
+# Beyond, an exact-match layout of at most 20 tables has keys of 11 bits or fewer (pairs.py): buckets of
+# n / 2,048 values or more, quadratic. Up to it, the join is used by default where it was measured to pay
+# (docs/scale-out.md): into a Citus store that will hold more documents than a batch compares in memory,
+# where each record's search is otherwise a fan-out to every shard (10x faster at 5,000 records with the
+# in-memory bound at 0). On one server the search per record is cheap: the join's sort on the workers
+# cost what it saved (0.70x-1.00x at 100,000-200,000 records).
+JOIN_MAX_DISTANCE = 4
+
+
+def _dedup_fingerprinted(
+    fingerprinted: Dataset,
+    store: Store,
+    scheme: Scheme,
+    max_distance: int | None = None,
+    *,
+    keep: str | KeepPolicy | None = None,
+    text_field: str = "text",
+    key_field: str = "key",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    join: bool | None = None,
+) -> list[dict[str, Any]]:
+    """The decisions of :func:`dedup_dataset` over records that went through :func:`fingerprint_dataset`
+    with the store's ``scheme``: each record with its annotations, in input order."""
+    policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
+    known = None
+    if join is not False:
+        # What dedup_rows checks first (again there, then at no cost): an empty store starts keeping
+        # clusters at the distance asked for; known here, it is the distance of the join.
+        check_distance(store, max_distance, policy)
+        k, _ = store.cluster_state()
+        assert k is not None
+        if join or (k <= JOIN_MAX_DISTANCE and store.is_distributed()):
+            fingerprinted = _materialized(fingerprinted)  # read by the join, then by the decisions
+            count = fingerprinted.count()
+            large = store.count() + count > clusters.IN_MEMORY_REPRESENTATIVES
+            if join or (large and pairs.exact_layout_is_cheaper(count, k)):
+                known = known_neighbours(fingerprinted, store, k)
+    if policy.needs_every_record:
+        fingerprinted = _materialized(fingerprinted)  # read twice (a materialized dataset: at no cost)
+
+    def computed() -> Iterator[Mapping[str, Any]]:
+        return fingerprinted.iter_rows()
+
+    def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
+        for number, row in enumerate(computed(), start=1):
+            yield f"record {number}", {name: value for name, value in row.items() if name not in _ADDED}
+
+    out = []
+    for _, record, verdict in dedup_records(
+        rows,
+        computed,
+        store=store,
+        scheme=scheme,
+        key=key_field,
+        text=text_field,
+        max_distance=max_distance,
+        keep=policy,
+        batch_size=batch_size,
+        known=known,
+    ):
+        if verdict.problem is not None:
+            raise InputError(verdict.problem)
+        assert not isinstance(record, Skip)
+        out.append({**record, **verdict.annotation()})
+    return out
+
+
+_BUCKET, _VALUE = "_bucket", "_value"
+_TABLE_SHIFT = 58  # a bucket is (table number << 58) | the table's key, cut to 58 bits
+
+
+def _table_keys(batch: dict[str, Any], tables: list[list[tuple[int, int]]]) -> dict[str, np.ndarray]:
+    """Each distinct fingerprint of the batch once per table, under its bucket: (table, key)."""
+    values = np.unique(np.array([int(h, 16) for h in batch[SIMHASH] if h is not None], dtype=np.uint64))
+    buckets = []
+    for number, table in enumerate(tables):
+        key = np.zeros(len(values), dtype=np.uint64)
+        bits = 0
+        for shift, width in table:
+            key = (key << np.uint64(width)) | ((values >> np.uint64(shift)) & np.uint64((1 << width) - 1))
+            bits += width
+        if bits > _TABLE_SHIFT:  # a shorter key only adds candidates; each is verified
+            key >>= np.uint64(bits - _TABLE_SHIFT)
+        buckets.append(key | np.uint64(number << _TABLE_SHIFT))
+    return {
+        _BUCKET: np.concatenate(buckets).view(np.int64) if buckets else np.empty(0, dtype=np.int64),
+        _VALUE: np.tile(values, len(tables)).view(np.int64),
+    }
+
+
+def _pairs_in_block(batch: dict[str, np.ndarray], masks: list[int], k: int) -> dict[str, np.ndarray]:
+    """The pairs of distinct fingerprints within ``k`` among a sorted block's buckets, each from the
+    first table whose blocks it matches exactly (as :func:`pairs.near_pairs` keeps them)."""
+    bucket = np.asarray(batch[_BUCKET], dtype=np.int64).view(np.uint64)
+    values = np.asarray(batch[_VALUE], dtype=np.int64).view(np.uint64)
+    order = np.lexsort((values, bucket))
+    bucket, values = bucket[order], values[order]
+    fresh = np.ones(len(bucket), dtype=bool)  # one row per (bucket, fingerprint): input batches repeat them
+    fresh[1:] = (bucket[1:] != bucket[:-1]) | (values[1:] != values[:-1])
+    bucket, values = bucket[fresh], values[fresh]
+    table = (bucket >> np.uint64(_TABLE_SHIFT)).astype(np.int64)
+    table_masks = np.array(masks, dtype=np.uint64)
+    found_a, found_b = [], []
+    for left, right in pairs.same_key_candidates(bucket):
+        xor = values[left] ^ values[right]
+        number = table[left]
+        keep = (np.bitwise_count(xor) <= k) & ((xor & table_masks[number]) == 0)
+        for earlier, mask in enumerate(table_masks):
+            keep &= (number <= earlier) | ((xor & mask) != 0)
+        found_a.append(values[left][keep])
+        found_b.append(values[right][keep])
+    if not found_a:
+        return {"a": np.empty(0, dtype=np.int64), "b": np.empty(0, dtype=np.int64)}
+    return {"a": np.concatenate(found_a).view(np.int64), "b": np.concatenate(found_b).view(np.int64)}
+
+
+def near_fingerprints(
+    ds: Dataset, k: int, *, tables: list[list[tuple[int, int]]] | None = None
+) -> dict[int, list[int]]:
+    """For each fingerprint of a fingerprinted ``ds`` (:func:`fingerprint_dataset`), the other
+    fingerprints of ``ds`` within ``k`` bits (exact), joined on the workers: each distinct value goes
+    out once per exact-match table under its (table, key) bucket, Ray Data sorts the buckets (a
+    bucket lands whole in one block, as ``groupby`` relies on), and each block gives its pairs,
+    verified on all 64 bits. ``tables``: by default the cheapest exact-match layout for ``ds``'s size."""
+    _fresh_ray_data(_ray())
+    count = ds.count()
+    tables = tables if tables is not None else pairs.exact_tables(count, k)
+    if tables is None:
+        raise ValueError(f"no exact-match layout of at most 20 tables at distance {k}")
+    found: dict[int, list[int]] = {}
+    if count == 0:
+        return found
+    keyed = ds.select_columns([SIMHASH]).map_batches(_table_keys, fn_args=(tables,), batch_format="numpy")
+    joined = keyed.sort(_BUCKET).map_batches(
+        _pairs_in_block,
+        fn_args=([int(pairs.table_mask(table)) for table in tables], k),
+        batch_size=None,  # the whole block: every bucket whole
+        batch_format="numpy",
+    )
+    for batch in joined.iter_batches(batch_format="numpy", batch_size=100_000):
+        for a, b in zip(batch["a"].view(np.uint64).tolist(), batch["b"].view(np.uint64).tolist()):
+            found.setdefault(a, []).append(b)
+            found.setdefault(b, []).append(a)
+    return found
+
+
+def known_neighbours(fingerprinted: Dataset, store: Store, k: int, **options: Any) -> KnownNeighbours:
+    """What :func:`dedup.dedup_rows` needs to read the representatives near each record by key: the
+    run's near fingerprints (:func:`near_fingerprints`, on the workers) and, for a store that holds
+    documents already, those stored within ``k`` of each (one batched search, ``near_many``)."""
+    near = near_fingerprints(fingerprinted, k, **options)
+    before: dict[int, list[str]] = {}
+    state = store.store_state()
+    if state[0]:
+        values = sorted(
+            {int(h, 16) for batch in fingerprinted.iter_batches(batch_format="numpy") for h in batch[SIMHASH] if h}
+        )
+        for start in range(0, len(values), 1000):
+            part = values[start : start + 1000]
+            for value, matches in zip(part, store.query_many(part, k)):
+                if matches:
+                    before[value] = [match.key for match in matches]
+        if store.store_state() != state:  # written meanwhile: the lists may be incomplete
+            return KnownNeighbours(near, before, None)
+    return KnownNeighbours(near, before, state)
 
 
 class _FingerprintActor:
@@ -408,4 +591,12 @@ class RayFingerprinter:
         self.close()
 
 
-__all__ = ["FingerprintBatch", "RayFingerprinter", "dedup_dataset", "fingerprint_dataset", "write_dataset"]
+__all__ = [
+    "FingerprintBatch",
+    "RayFingerprinter",
+    "dedup_dataset",
+    "fingerprint_dataset",
+    "known_neighbours",
+    "near_fingerprints",
+    "write_dataset",
+]

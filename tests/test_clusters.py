@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from simhash_store import migrate
+from simhash_store import clusters, migrate
 from simhash_store.cli import app
 from simhash_store.clusters import leaders
 from simhash_store.scheme import DEFAULT
@@ -421,3 +421,26 @@ def test_a_store_upgraded_after_removals_does_not_give_their_ids_again(empty_dat
         store.add([NewDocument("d", 7)])  # upgrades the store, then writes
         assert store.get("d").id > 3
     engine.dispose()
+
+
+def test_known_neighbours_are_used_only_while_nobody_else_writes(store, database_url, monkeypatch):
+    """A run that found the stored documents near its records in advance reads the representatives
+    among them by key, and searches no further; once another writer has written, the lists may miss
+    its documents, and every later batch searches the store as usual."""
+    store.recluster(3)
+    store.add_new_and_cluster([NewDocument("a", 0)])
+    known = clusters.KnownNeighbours({_bits(2): [0]}, {}, store.store_state())
+    known.record(store.memberships(["a"]))
+    searched = []
+    search = clusters._stored_candidates
+    monkeypatch.setattr(clusters, "_stored_candidates", lambda *a: searched.append(1) or search(*a))
+
+    store.add_new_and_cluster([NewDocument("b", _bits(2))], known)
+    assert searched == [] and known.state == store.store_state()
+    assert store.memberships(["b"])["b"].representative == "a"
+
+    store.add([NewDocument("other", _bits(8, 40))])  # another writer (which searches, as every write does)
+    searched.clear()
+    store.add_new_and_cluster([NewDocument("c", _bits(7, 40))], known)  # its lists know nothing near c
+    assert searched == [1] and known.state is None
+    assert store.memberships(["c"])["c"].representative == "other"  # found by the search

@@ -308,15 +308,16 @@ class Store:
 
     @_database_errors
     def add_new_and_cluster(
-        self, documents: Sequence[NewDocument]
+        self, documents: Sequence[NewDocument], known: clusters.KnownNeighbours | None = None
     ) -> tuple[dict[str, clusters.Membership], list[tuple[str, str]]]:
         """Store the documents whose keys are not stored yet (a stored key keeps its text), put them
         in clusters by the store's keep policy, and return the membership of every given key that is
         stored, and each representative replaced by a better copy, (key replaced, key replacing):
         one transaction, the unit of progress of ``dedup``. The store must keep clusters.
+        ``known``: the stored documents near each, found in advance (:class:`clusters.KnownNeighbours`).
         """
         self._prepare(record=True)
-        found, added, replaced = writes.add_new_and_cluster(self.engine, documents)
+        found, added, replaced = writes.add_new_and_cluster(self.engine, documents, known)
         self._upkeep.changes += added
         self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
         return found, replaced
@@ -421,6 +422,21 @@ class Store:
         self._prepare(record=False)
         with self.engine.connect() as connection:
             return reads.is_empty(connection)
+
+    @_database_errors
+    def is_distributed(self) -> bool:
+        """Whether the documents are spread over a Citus cluster (``init --distributed``)."""
+        self._prepare(record=False)
+        result: bool = self._read(citus.is_distributed)
+        return result
+
+    @_database_errors
+    def store_state(self) -> tuple[int, int]:
+        """(documents stored, largest arrival or id): any write by anyone changes it
+        (:func:`clusters.store_state`)."""
+        self._prepare(record=False)
+        result: tuple[int, int] = self._read(clusters.store_state)
+        return result
 
     # ------------------------------------------------------------ all pairs
 

@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .. import clusters, maintenance
+from .. import clusters, distributed, maintenance
 from ..bits import to_signed
 from ..config import lock_timeout
 from ..errors import InvalidValueError, LockTimeoutError, SimhashStoreError
@@ -246,32 +246,48 @@ def _write(
 
 
 def add_new_and_cluster(
-    engine: Engine, documents: Sequence[NewDocument]
+    engine: Engine, documents: Sequence[NewDocument], known: clusters.KnownNeighbours | None = None
 ) -> tuple[dict[str, clusters.Membership], int, list[tuple[str, str]]]:
     """Store the documents whose keys are not stored (a stored key keeps its text), cluster them
     by the store's keep policy, and read back the membership of every given key, all in one
     transaction; how many were stored; and each representative replaced: (key replaced, key
-    replacing). The store keeps clusters."""
+    replacing). The store keeps clusters. ``known``: see :class:`clusters.KnownNeighbours`."""
     checked = list(map(validated, documents))
-    return retry(engine, lambda: _add_new_and_cluster(engine, checked))
+    return retry(engine, lambda: _add_new_and_cluster(engine, checked, known))
 
 
 def _add_new_and_cluster(
-    engine: Engine, documents: list[NewDocument]
+    engine: Engine, documents: list[NewDocument], known: clusters.KnownNeighbours | None
 ) -> tuple[dict[str, clusters.Membership], int, list[tuple[str, str]]]:
     keys = [d.key for d in documents]
     replaced: list[tuple[str, str]] = []
+    state = None
     with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
         distance = clusters.lock_for_write(cursor)
         if distance is None:
             raise SimhashStoreError("this store keeps no clusters (run `simhash-store recluster` first)")
+        if known is not None:
+            known.check(cursor)
+        if distributed.is_distributed(cursor):
+            # The memberships are read back in this transaction, from the shards the insert wrote. Citus
+            # runs a multi-shard write over several connections to a worker when its tasks are slow to
+            # start (a loaded machine) or it has them open already (the radius searches of a store past
+            # the in-memory bound), and then refuses the read ("cannot perform query with placements that
+            # were modified over multiple connections"). One connection a worker for the writes avoids it.
+            cursor.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         _stage(cursor, documents)
         new = cursor.execute(_NEW_ROWS, {"first_id": clusters.allocate_ids(cursor, len(documents))}).fetchall()
         if new:
-            placement = clusters.place(cursor, keys, new, distance)
+            placement = clusters.place(cursor, keys, new, distance, known=known)
             cursor.execute(_INSERT_PLACED, placement.parameters())
             replaced = placement.replaced
-        return clusters.memberships(cursor, keys), len(new), replaced
+        found = clusters.memberships(cursor, keys)
+        if known is not None and known.state is not None:
+            state = clusters.store_state(cursor)  # what the next batch must find: nobody else wrote
+    if known is not None and known.state is not None:  # committed: a retried transaction sets it once
+        known.state = state
+        known.record(found)
+    return found, len(new), replaced
 
 
 def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:

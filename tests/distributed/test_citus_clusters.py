@@ -193,3 +193,26 @@ def test_concurrent_writers_through_the_coordinator_put_near_duplicates_in_one_c
     with psycopg.connect(citus_url) as connection:
         found = dict(connection.execute("SELECT key, cluster FROM simhash.documents").fetchall())
     assert all(found[f"{n}/0"] == found[f"{n}/1"] is not None for n in range(rounds)), found
+
+
+def test_dedup_reads_its_clusters_back_when_citus_writes_over_several_connections(
+    citus, citus_url, single_node_url, tmp_path, monkeypatch
+):
+    """A clustered batch reads its memberships back after its insert, in its transaction. Citus runs
+    a multi-shard write over several connections to a worker when it has them open (the radius
+    searches of a store past the in-memory bound) or its tasks start slowly (a loaded machine), and
+    then refused that read: `dedup --ray` into Citus failed so under load. Forced here for every
+    statement (citus.force_max_query_parallelization); the writes go over one connection a worker."""
+    name = citus_url.rsplit("/", 1)[1]
+    citus.execute(f'ALTER DATABASE "{name}" SET citus.force_max_query_parallelization = on', name)
+    files = inputs(tmp_path)
+    monkeypatch.setattr(clusters, "IN_MEMORY_REPRESENTATIVES", 0)  # a radius search per document
+    outputs = []
+    for url in (single_node_url, citus_url):
+        cli(url, *(["init", "--distributed"] if url == citus_url else ["init"]))
+        for part in ("first", "dedup"):
+            output = tmp_path / f"{part}-{len(outputs)}.jsonl"
+            cli(url, "dedup", files[part], "-o", str(output), "--annotate", "--batch-size", "7", "-j", "1")
+            outputs.append(output.read_bytes())
+    assert outputs[:2] == outputs[2:]
+    assert b'"duplicate_of": "' in outputs[1]
