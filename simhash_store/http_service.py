@@ -553,8 +553,10 @@ def tls(certificate: Path, key: Path) -> Tls:
     # A file reached through a link is checked where the link leads too: whoever may write that
     # directory, or repoint the link, replaces the file clients read through it.
     for name, path in (("certificate", certificate), ("key", key)):
-        replaceable = _replaceable_by_others(path.parent, itself=True) or _replaceable_by_others(
-            Path(os.path.realpath(path)).parent, itself=True
+        replaceable = (
+            _replaceable_by_others(path.parent, itself=True)
+            or _replaceable_by_others(Path(os.path.realpath(path)).parent, itself=True)
+            or _links_replaceable(path)
         )
         if replaceable is None:
             with contextlib.suppress(OSError):
@@ -703,6 +705,43 @@ def _replaceable_by_others(directory: Path, *, itself: bool = False) -> str | No
                 continue  # a link's mode means nothing; the directory itself is checked by the caller
             if writable_by_others(status, component) and not status.st_mode & stat.S_ISVTX:
                 return f"{component} may be written by other users without the sticky bit"
+    return _links_replaceable(directory)  # and the links between the two
+
+
+def _links_on(path: Path, depth: int = 0) -> list[Path]:
+    """Every symbolic link met resolving ``path``, each hop of a link to a link included (the
+    path as given and the path it resolves to hold only the first and the last)."""
+    import os
+
+    met: list[Path] = []
+    current = Path(path.absolute().anchor)
+    for part in path.absolute().parts[1:]:
+        candidate = current / part
+        if os.path.islink(candidate):
+            met.append(candidate)
+            if depth < 40:
+                met.extend(_links_on(current / os.readlink(candidate), depth + 1))
+            current = Path(os.path.realpath(candidate))
+        else:
+            current = candidate
+    return met
+
+
+def _links_replaceable(path: Path) -> str | None:
+    """Why another user could repoint a link met resolving ``path`` (it is theirs, or sits in a
+    directory they may write without the sticky bit), or None."""
+    import os
+    import stat
+
+    for link in _links_on(path):
+        try:
+            status, folder = os.lstat(link), os.stat(link.parent)
+        except OSError as exc:
+            return f"{link} cannot be checked ({exc.strerror})"
+        if status.st_uid not in (0, os.geteuid()):
+            return f"{link} is a link of another user's"
+        if writable_by_others(folder, link.parent) and not folder.st_mode & stat.S_ISVTX:
+            return f"{link.parent} may be written by other users without the sticky bit"
     return None
 
 

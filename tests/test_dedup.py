@@ -665,6 +665,38 @@ def test_an_output_written_over_a_file_with_an_acl_keeps_the_acl_not_just_the_ma
     assert stat.S_IMODE(shared.stat().st_mode) == 0o640
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can stage another user's file")
+def test_an_output_written_over_another_users_file_gets_the_umask_not_their_permissions(tmp_path):
+    # In a directory a team may write, another user put a file of theirs, mode 0666, under the
+    # name an output of a user with umask 077 would take: the new output copied its 0666 (and
+    # would have copied an ACL naming them), so they could read and change it.
+    import stat
+
+    from simhash_store.formats.output import OutputFile
+
+    planted = tmp_path / "out.jsonl"
+    planted.write_text("planted\n", encoding="utf-8")
+    os.chown(planted, 65534, 65534)
+    planted.chmod(0o666)
+    mine = tmp_path / "mine.jsonl"  # and a link of theirs to a file of the user's open to all
+    mine.write_text("", encoding="utf-8")
+    mine.chmod(0o666)
+    link = tmp_path / "linked.jsonl"
+    link.symlink_to(mine)
+    os.lchown(link, 65534, 65534)
+    umask = os.umask(0o077)
+    try:
+        for target in (planted, link):
+            with OutputFile(str(target)) as output:
+                assert stat.S_IMODE(os.stat(output.temporary).st_mode) == 0o600
+                output.file.write("secret\n")
+            assert target.read_text(encoding="utf-8") == "secret\n"
+            assert not target.is_symlink() and target.stat().st_uid == os.geteuid()
+            assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    finally:
+        os.umask(umask)
+
+
 def test_a_second_run_writing_the_same_output_stops_in_one_line_and_never_interleaves(database_url, tmp_path):
     import subprocess
     import time

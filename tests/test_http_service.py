@@ -621,3 +621,31 @@ def test_a_certificate_reached_through_a_link_is_checked_where_the_link_leads(tm
         os.lchown(certificate, 65534, 65534)
         with pytest.raises(ConfigError, match="is a link of another user's"):
             http_service.tls(certificate, key)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can stage another user's link")
+def test_a_link_of_another_users_between_two_links_of_ones_own_is_refused(tmp_path):
+    # The path as given and the path it resolves to were checked, not the links between: a link
+    # of one's own to a link of another user's (in /tmp, say) to a directory or certificate of
+    # one's own passed, and its owner could point it at their own socket or certificate later.
+    from simhash_store.errors import ConfigError
+
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    real = mine / "real"
+    real.mkdir(mode=0o700)
+    theirs = tmp_path / "theirs"
+    theirs.symlink_to(real)
+    os.lchown(theirs, 65534, 65534)
+    (mine / "socket").symlink_to(theirs)
+    with pytest.raises(ConfigError, match=f"{theirs} is a link of another user's"):
+        http_service.listen_unix(mine / "socket" / "http.sock")
+    assert not (real / "http.sock").exists()
+    certificate, key = _certificate(real, "service")
+    (mine / "cert.pem").symlink_to(theirs / certificate.name)
+    with pytest.raises(ConfigError, match=f"{theirs} is a link of another user's"):
+        http_service.tls(mine / "cert.pem", key)
+    os.lchown(theirs, 0, 0)  # the same chain of links all one's own
+    assert http_service.tls(mine / "cert.pem", key).certificate == mine / "cert.pem"
+    with http_service.listen_unix(mine / "socket" / "http.sock"):
+        assert (real / "http.sock").exists()

@@ -68,6 +68,10 @@ class OutputFile:
         )
         self._stem = stem
         self._lock = _Lock(os.path.join(self._directory, f".{stem}.lock"), path)
+        if previous is not None and not _ours(path, previous):
+            # Another user's file (or link) under the name, in a directory they may write: its
+            # permissions are theirs to choose (0666, an ACL naming them), not this output's.
+            previous = None
         try:
             _remove_stale(self._directory, stem)
             acl = _access_acl(path) if previous is not None else None
@@ -191,6 +195,17 @@ class _Lock:
             os.close(descriptor)
 
 
+def _ours(path: str, status: os.stat_result) -> bool:
+    """Whether the file at ``path`` (``status``, links followed) and the name itself are this user's."""
+    if os.name != "posix":
+        return True
+    try:
+        link = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return status.st_uid == os.geteuid() and link.st_uid == os.geteuid()
+
+
 def _identity(status: os.stat_result) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
@@ -216,7 +231,7 @@ def _create(
 ) -> tuple[str, int]:
     """A new file of this process's own under a random name; never an existing name or a link.
 
-    Replacing ``previous`` (the file at the output's name), it gets that file's permissions and,
+    Replacing ``previous`` (the file at the output's name, this user's), it gets that file's permissions and,
     where this user may give it, its group, as ``cp`` and ``> FILE`` keep them: renamed over a
     private output, a new file of the umask's 0644 let every user read what only its owner could.
     Until then, and where the group cannot be kept, nobody but the owner gets more than before.
