@@ -9,6 +9,7 @@ and what they print in ``render.py``.
 from __future__ import annotations
 
 import gc
+import logging
 import sys
 
 from . import add, admin, calibrate, dedup, query
@@ -68,6 +69,9 @@ def hide_secrets_from_process_list(arguments: list[str]) -> None:
 
 def main() -> None:
     hide_secrets_from_process_list(sys.argv[1:])
+    # A connection cut off by Ctrl-C or SIGTERM in the middle of a statement cannot be reset, and
+    # SQLAlchemy's pool logs that with a traceback; the command says "Interrupted" in one line.
+    logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
     try:
         app()
     finally:
