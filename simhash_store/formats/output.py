@@ -68,13 +68,15 @@ class OutputFile:
         )
         self._stem = stem
         self._lock = _Lock(os.path.join(self._directory, f".{stem}.lock"), path)
-        if previous is not None and not _ours(path, previous):
-            # Another user's file (or link) under the name, in a directory they may write: its
-            # permissions are theirs to choose (0666, an ACL naming them), not this output's.
-            previous = None
+        acl = None
+        if previous is not None:
+            # Owner, mode and ACL are read from one open handle, so that a file swapped in under the
+            # name meanwhile is the file they are read from. Another user's file (or link) there,
+            # in a directory they may write, passes on nothing: its permissions are theirs to choose
+            # (0666, an ACL naming them), not this output's.
+            previous, acl = _permissions_to_keep(path, previous)
         try:
             _remove_stale(self._directory, stem)
-            acl = _access_acl(path) if previous is not None else None
             self.temporary, descriptor = _create(self._directory, stem, previous, acl)
         except OSError as exc:
             self._lock.release()
@@ -213,9 +215,32 @@ def _identity(status: os.stat_result) -> tuple[int, int]:
 _ACL = "system.posix_acl_access"
 
 
-def _access_acl(path: str) -> bytes | None:
-    """The POSIX access ACL of the file at ``path`` as the kernel keeps it, None without one,
-    ``b""`` when that cannot be told."""
+def _permissions_to_keep(path: str, found: os.stat_result) -> tuple[os.stat_result | None, bytes | None]:
+    """The status and access ACL of this user's regular file at ``path`` (``found`` when it was
+    looked at), read from one handle; (None, None) when the name or the file is not this user's,
+    or is no longer the one found; its mode and an unknown ACL (``b""``) when it cannot be read."""
+    if not _ours(path, found):
+        return None, None
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # a file of one's own one may not read (0200): its mode, its ACL unknown
+        return found, b""
+    try:
+        status = os.fstat(handle)
+        if _identity(status) != _identity(found) or not _ours_status(status):
+            return None, None
+        return status, _access_acl(handle)
+    finally:
+        os.close(handle)
+
+
+def _ours_status(status: os.stat_result) -> bool:
+    return os.name != "posix" or (stat.S_ISREG(status.st_mode) and status.st_uid == os.geteuid())
+
+
+def _access_acl(path: str | int) -> bytes | None:
+    """The POSIX access ACL of the file at ``path`` (a name or an open descriptor) as the kernel
+    keeps it, None without one, ``b""`` when that cannot be told."""
     getxattr = getattr(os, "getxattr", None)
     if getxattr is None:
         return None
