@@ -4,8 +4,8 @@ Each ``response`` record whose HTTP ``Content-Type`` is HTML (or, without one, w
 plainly HTML) comes out as a :class:`WarcPage` keyed by its ``WARC-Target-URI``, with the HTTP
 header's ``Content-Type`` for the charset (:func:`simhash_store.html.extract`). Requests,
 metadata, revisits and responses of other types (images, scripts, JSON) are passed over and
-counted. Read with warcio (the ``html`` extra), which reads gzip per record or whole-file and
-plain WARC alike; a damaged archive raises :class:`~simhash_store.errors.InputError` at the
+counted. Read with warcio (the ``html`` extra), which reads gzip per record and plain WARC (a file
+gzipped whole is damaged to it after its first record); a damaged archive raises :class:`~simhash_store.errors.InputError` at the
 record where it breaks, after the pages before it.
 """
 
