@@ -215,20 +215,21 @@ def _layout(count: int, max_distance: int) -> int:
     with the square of the count, while exact-match tables with keys near log2(count) bits stay
     linear (at most 20 tables are considered).
     """
-    best, best_cost = 0, _flip_cost(count, max_distance)
-    for block_count in range(max_distance + 1, 64):
-        if comb(block_count, block_count - max_distance) > 20:
-            break
-        cost = _exact_cost(count, max_distance, block_count)
-        if cost < best_cost:
-            best, best_cost = block_count, cost
-    return best
+    best, cost = _cheapest_exact(count, max_distance)
+    return best if best is not None and cost < _flip_cost(count, max_distance) else 0
 
 
 def exact_tables(count: int, max_distance: int) -> list[list[tuple[int, int]]] | None:
     """The tables (each a list of (shift, width) blocks) of the cheapest exact-match layout for
     ``count`` values at ``max_distance`` (at most 20 tables), or None when none has so few. Two
     values within the distance are equal on every block of at least one table."""
+    best, _ = _cheapest_exact(count, max_distance)
+    return None if best is None else _exact_tables(max_distance, best)
+
+
+def _cheapest_exact(count: int, max_distance: int) -> tuple[int | None, float]:
+    """The number of blocks of the cheapest exact-match layout of at most 20 tables, and its
+    cost; (None, inf) when no layout has so few tables."""
     best, best_cost = None, float("inf")
     for block_count in range(max_distance + 1, 64):
         if comb(block_count, block_count - max_distance) > 20:
@@ -236,7 +237,7 @@ def exact_tables(count: int, max_distance: int) -> list[list[tuple[int, int]]] |
         cost = _exact_cost(count, max_distance, block_count)
         if cost < best_cost:
             best, best_cost = block_count, cost
-    return None if best is None else _exact_tables(max_distance, best)
+    return best, best_cost
 
 
 def exact_layout_is_cheaper(count: int, max_distance: int) -> bool:
