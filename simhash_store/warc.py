@@ -20,6 +20,13 @@ from simhash_store.html import looks_like_html
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _SUFFIXES = (".warc", ".warc.gz")
+# The most of one record's body read, whatever --max-file-size allows: a body inflates (gzip per
+# record, then the HTTP Content-Encoding) to far more than the archive's size, so the archive's
+# size on disk bounds nothing. Crawlers cut page records at 1 MiB (Common Crawl); the extractors
+# refuse pages of more than 200,000 tags anyway (:mod:`simhash_store.html_limits`).
+MAX_PAGE_BYTES = 64 << 20
+# The body is read in pieces of this size, so a refused one costs the bound and no more.
+_PIECE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -52,8 +59,10 @@ def is_warc_name(name: str) -> bool:
 
 def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: int | None = None) -> Iterator[WarcPage]:
     """The HTML pages of a WARC stream, in the archive's order. ``max_bytes``: the most of one
-    record's body that is read (a longer one comes out ``too_large``, without its body)."""
+    record's body that is read, at most :data:`MAX_PAGE_BYTES` (a longer one comes out
+    ``too_large``, without its body)."""
     ArchiveIterator, ArchiveLoadFailed = _warcio()
+    max_bytes = page_bound(max_bytes)
     counts = counts if counts is not None else WarcCounts()
     archive = ArchiveIterator(stream)
     # warcio writes a warning of several lines to stderr where a record is not followed by its
@@ -61,6 +70,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     archive.INC_RECORD = ""
     next_record = _bound_lines(archive.reader)
     records = iter(archive)
+    body: bytes | None
     while True:
         try:
             next_record()
@@ -80,7 +90,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
                 content_type, body = _own_http_head(record.raw_stream, max_bytes)
             else:
                 content_type = record.http_headers.get_header("Content-Type")
-                body = record.content_stream().read(None if max_bytes is None else max_bytes + 1)
+                body = _read_at_most(record.content_stream(), max_bytes)
             missing = _missing_bytes(record.raw_stream)
         except StopIteration:
             return
@@ -94,11 +104,14 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             continue
         if record.rec_type != "response":
             continue
+        if body is None:  # over the bound: an HTML page by its type, or a body of no type too large to tell
+            if content_type and not _is_html(content_type, b""):
+                counts.not_html += 1
+            else:
+                yield WarcPage(uri, content_type, b"", too_large=True)
+            continue
         if not _is_html(content_type, body):
             counts.not_html += 1
-            continue
-        if max_bytes is not None and len(body) > max_bytes:
-            yield WarcPage(uri, content_type, b"", too_large=True)
             continue
         yield WarcPage(uri, content_type, body)
 
@@ -161,17 +174,41 @@ def _bound_lines(reader: Any) -> Callable[[], None]:
     return next_record
 
 
-def _own_http_head(raw: Any, max_bytes: int | None) -> tuple[str | None, bytes]:
+def page_bound(max_bytes: int | None) -> int:
+    """The most of one record's body read: ``max_bytes`` (--max-file-size), at most :data:`MAX_PAGE_BYTES`.
+
+    >>> page_bound(None) == MAX_PAGE_BYTES, page_bound(1000)
+    (True, 1000)
+    """
+    return MAX_PAGE_BYTES if max_bytes is None else min(max_bytes, MAX_PAGE_BYTES)
+
+
+def _read_at_most(stream: Any, limit: int) -> bytes | None:
+    """All of ``stream`` if it holds at most ``limit`` bytes, else None: read in pieces, and a
+    body over the bound is dropped unjoined (one ``read(limit)`` of warcio's decompressing reader
+    gathers its pieces and joins them, twice the memory of what it returns)."""
+    pieces: list[bytes] = []
+    left = limit + 1
+    while left > 0:
+        piece = stream.read(min(left, _PIECE))
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+        left -= len(piece)
+    return None
+
+
+def _own_http_head(raw: Any, max_bytes: int) -> tuple[str | None, bytes | None]:
     """The Content-Type and body of a response block warcio left unparsed; a block that does not
     start with an HTTP status line is all body, without a type (sniffed like any)."""
     from warcio.statusandheaders import StatusAndHeadersParser
 
     start = raw.read(5)
     if start != b"HTTP/":
-        rest = raw.read(None if max_bytes is None else max(max_bytes + 1 - len(start), 0))
-        return None, start + rest
+        rest = _read_at_most(raw, max(max_bytes - len(start), 0))
+        return None, None if rest is None else start + rest
     head = StatusAndHeadersParser([], verify=False).parse(_Prefixed(start, raw))
-    return head.get_header("Content-Type"), raw.read(None if max_bytes is None else max_bytes + 1)
+    return head.get_header("Content-Type"), _read_at_most(raw, max_bytes)
 
 
 class _Prefixed:

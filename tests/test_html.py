@@ -237,9 +237,11 @@ def test_a_damaged_crawl_through_the_registry_gives_its_pages_then_one_skip(tmp_
     assert isinstance(rows[-1][1], Skip) and "not a readable WARC archive" in str(rows[-1][1])
 
 
-def _raw_response(uri: str, body: bytes, declared: int | None = None) -> bytes:
-    """One WARC response written by hand, so that its Content-Length can lie (``declared``)."""
-    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+def _raw_response(uri: str, body: bytes, declared: int | None = None, encoding: str | None = None) -> bytes:
+    """One WARC response written by hand, so that its Content-Length can lie (``declared``);
+    ``encoding``: its HTTP Content-Encoding (the body given already encoded)."""
+    coded = b"" if encoding is None else f"Content-Encoding: {encoding}\r\n".encode()
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n" + coded + b"\r\n"
     length = len(http) + len(body) if declared is None else declared
     head = (
         f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Record-ID: <urn:uuid:{uri}>\r\n"
@@ -328,6 +330,42 @@ def test_a_warc_record_whose_length_lies_or_whose_body_is_over_the_bound_costs_i
     assert len(bomb) < 10_000
     bounded = rows("bomb.warc.gz", gzip.compress(_raw_response("http://e/u1", zh)) + bomb, max_bytes=100_000)
     assert bounded[0] == "http://e/u1" and isinstance(bounded[1], Skip) and bounded[1].reason == TOO_LARGE
+
+
+def test_a_warc_body_that_inflates_without_end_costs_the_page_bound_not_max_file_size(tmp_path):
+    # gzip inside gzip: a .warc.gz of a few kilobytes whose one body inflates to 1 GB took 2.2 GB of
+    # memory before its `too large` line, under the default --max-file-size (1G). A page is now read
+    # up to MAX_PAGE_BYTES whatever --max-file-size says, in pieces (no second copy to join them).
+    import tracemalloc
+    import zlib
+
+    from simhash_store.corpus import TOO_LARGE, Skip
+    from simhash_store.formats import ReadOptions, read_records
+    from simhash_store.warc import MAX_PAGE_BYTES
+
+    inflated = 3 * MAX_PAGE_BYTES
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing, fed in pieces
+    zero = bytes(1 << 20)
+    body = packer.compress(b"<html><body><p>") + b"".join(packer.compress(zero) for _ in range(inflated >> 20))
+    body += packer.flush()
+    bomb = gzip.compress(_raw_response("http://e/bomb", body, encoding="gzip"))
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    archive = tmp_path / "bomb.warc.gz"
+    archive.write_bytes(bomb + gzip.compress(_raw_response("http://e/u1", zh)))
+    assert archive.stat().st_size < 1_000_000
+    tracemalloc.start()
+    try:
+        got = [record for _, record in read_records(str(archive), options=ReadOptions(max_bytes=1 << 30))]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(got[0], Skip) and got[0].reason == TOO_LARGE and "WARC page" in str(got[0])
+    assert got[1]["key"] == "http://e/u1"  # the bad record cost only itself
+    # The bound, plus warcio's buffers (a 16 KB compressed block inflates to 16 MB, per layer): 115 MB.
+    assert peak < 2 * MAX_PAGE_BYTES, f"{peak:,} bytes at the peak"
+    # A lower --max-file-size still lowers it, and says how to raise it.
+    lower = [record for _, record in read_records(str(archive), options=ReadOptions(max_bytes=1 << 20))]
+    assert isinstance(lower[0], Skip) and "--max-file-size" in str(lower[0])
 
 
 def test_html_field_in_add_query_and_calibrate(database_url, tmp_path):

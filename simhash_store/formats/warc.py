@@ -13,7 +13,7 @@ from typing import Any
 
 from ..corpus import TOO_LARGE, UNREADABLE, Skip
 from ..errors import InputError
-from ..warc import read_pages
+from ..warc import page_bound, read_pages
 from .html import page_text
 from .registry import Input, InputFormat, ReadOptions, register_input
 
@@ -42,13 +42,20 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 yield where, Skip(where, UNREADABLE, short)
                 continue
             if page.too_large:
-                yield where, Skip(where, TOO_LARGE, f"a body over {options.max_bytes:,} bytes")
+                yield where, Skip(where, TOO_LARGE, _over_the_bound(options.max_bytes))
                 continue
             text = page_text(page.body, where, page.content_type)
             if isinstance(text, Skip):
                 yield where, text
             else:
                 yield where, {options.key_field: page.uri, options.text_field: text}
+
+
+def _over_the_bound(max_bytes: int | None) -> str:
+    bound = page_bound(max_bytes)
+    if max_bytes is not None and bound == max_bytes:
+        return f"a body over {bound:,} bytes; raise it with --max-file-size"
+    return f"a body over {bound:,} bytes, the most of one WARC page that is read"
 
 
 def _sniff(head: bytes) -> bool:
