@@ -8,7 +8,8 @@ each tag with at most :data:`MAX_ATTRIBUTES` attributes, names and values in a f
 reads alike, text that opens no tag escaped, comments and the text of scripts and styles left
 out. So what the extractors parse is exactly the tags counted here, whatever a parser's own
 reading of odd markup (old libxml2, trafilatura's repairs) would have been; a page of more than
-:data:`MAX_ELEMENTS` tags is refused.
+:data:`MAX_ELEMENTS` tags is refused. Elements nested deeper than :data:`MAX_DEPTH` lose their
+tags (their text stays): readability spends time that grows with the tags times their depth.
 
 >>> bounded('<p class="a" id=b>text<br/></p>')
 '<p class="a" id="b">text<br/></p>'
@@ -30,6 +31,19 @@ MAX_ATTRIBUTES = 256
 # Tags in one page: about 200 MB of parser memory. The longest Wikipedia articles hold a few
 # tens of thousands; a crawler's page records are cut at 1 MiB (Common Crawl).
 MAX_ELEMENTS = 200_000
+# Nesting kept: below this depth an element's descendants lose their tags (their text stays).
+# readability's scoring costs the tags times their depth (199,000 tags 240 deep took 98 s against
+# 20 s flat; libxml2 stops nesting at 256). The deepest of 250 real pages (benchmarks/html_bound.py)
+# nests 51 deep, most 11 to 24.
+MAX_DEPTH = 64
+# How libxml2 ends elements: an end tag closes the open elements above its own only when none of
+# them has a higher priority than it (`</b>` does not close an open `<div>` above a `<b>`: it
+# is ignored). The same table as libxml2's htmlEndPriority; every other name has 100.
+_END_PRIORITY = {"div": 150, "td": 160, "th": 160, "tr": 170, "thead": 180, "tbody": 180, "tfoot": 180}
+_END_PRIORITY |= {"table": 190, "head": 200, "body": 200, "html": 220}
+# Elements libxml2 never nests anything in (a subset of its own list: one left out here only makes
+# the depth counted below larger than the parser's).
+_VOID = frozenset("area base br col embed hr img input link meta param".split())
 
 # A start or end tag as the standard's tokenizer reads it: the name, then attributes (a name,
 # optionally `=` and a value, quoted or not) and separators, up to `>` or the end of the page.
@@ -123,9 +137,21 @@ def bounded(html: str) -> str:
     >>> bounded('<!DOCTYPE html><p class=a ID="b" class=c>1 < 2<script>if (a<b) x()</script></p>')
     '<p class="a" id="b">1 &lt; 2<script></script></p>'
     """
+    written, depth = _written(html)
+    return _shallow(written) if depth > MAX_DEPTH - _IMPLIED else written
+
+
+# Elements a parser adds around a page's own (html, body, and a p for text at the top).
+_IMPLIED = 4
+
+
+def _written(html: str) -> tuple[str, int]:
+    """The page written out again (:func:`bounded`), and how deep its elements nest at most, as
+    libxml2 nests them or deeper (its implied end tags, which only close, are not followed)."""
     html = holdable(html)
     pieces: list[str] = []
     elements = 0
+    nesting = _Nesting()
     position, end = 0, len(html)
     while (opening := html.find("<", position)) >= 0:
         pieces.append(html[position:opening])
@@ -149,6 +175,7 @@ def bounded(html: str) -> str:
             continue  # a tag cut off by the end of the page is dropped, as the standard does
         if closing:
             pieces.append(f"</{name}>")
+            nesting.close(name)
             continue
         elements += 1
         if len(attributes) <= 4 * MAX_ATTRIBUTES and _WRITTEN_AS_WE_WRITE.fullmatch(attributes):
@@ -159,6 +186,8 @@ def bounded(html: str) -> str:
         # it belongs to an unquoted value (`<a href=x/>`)
         closes = attributes.endswith("/") and last_end < len(attributes)
         pieces.append(f"<{name}{written}{'/' if closes else ''}>")
+        if name not in _VOID:  # `<div/>` too: a parser may not honour the `/` on every element
+            nesting.open(name)
         if name in _RAW_TEXT:
             close = _script_end(html, position, end) if name == "script" else _raw_end(html, name, position)
             if name in _TEXT_KEPT:  # a title's or a textarea's text is text, escaped
@@ -167,7 +196,63 @@ def bounded(html: str) -> str:
     pieces.append(html[position:])
     if elements > MAX_ELEMENTS:
         raise DecodeError(TOO_LARGE, f"{elements:,} tags in one page, more than {MAX_ELEMENTS:,}")
-    return "".join(pieces)
+    return "".join(pieces), nesting.deepest
+
+
+class _Nesting:
+    """The open elements as the tags are read, in constant time a tag: an end tag closes what is
+    above its element unless something there ends with a higher priority (:data:`_END_PRIORITY`);
+    counted up to past :data:`MAX_DEPTH` only (deeper, the page is parsed to know)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.deepest = 0
+        self._where: dict[str, list[int]] = {}  # each open name's places, innermost last
+        self._ranked: dict[int, list[int]] = {}  # each priority over 100: its open elements' places
+
+    def open(self, name: str) -> None:
+        if self.deepest > MAX_DEPTH:
+            return  # known deep enough: no need to follow it further
+        place = len(self.names)
+        self.names.append(name)
+        self._where.setdefault(name, []).append(place)
+        priority = _END_PRIORITY.get(name, 100)
+        if priority > 100:
+            self._ranked.setdefault(priority, []).append(place)
+        self.deepest = max(self.deepest, place + 1)
+
+    def close(self, name: str) -> None:
+        places = self._where.get(name)
+        if not places or self.deepest > MAX_DEPTH or name in ("html", "head", "body"):
+            return  # nothing to close, or libxml2 keeps these open to the end
+        place, priority = places[-1], _END_PRIORITY.get(name, 100)
+        if any(ranked and ranked[-1] > place for level, ranked in self._ranked.items() if level > priority):
+            return  # an element that ends with a higher priority is open above it: ignored
+        while len(self.names) > place:
+            closed = self.names.pop()
+            self._where[closed].pop()
+            level = _END_PRIORITY.get(closed, 100)
+            if level > 100:
+                self._ranked[level].pop()
+
+
+def _shallow(html: str) -> str:
+    """The page as lxml parses it, with the descendants of elements :data:`MAX_DEPTH` deep
+    stripped of their tags (their text and order kept), written out again; the page itself if
+    nothing nests that deep."""
+    import lxml.html
+    from lxml import etree
+
+    try:
+        tree = lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError):  # nothing a parser keeps: the extractors say so
+        return html
+    deepest = tree.xpath("/*" + "/*" * (MAX_DEPTH - 1) + "[*]")
+    if not deepest:
+        return html
+    for element in deepest:
+        etree.strip_tags(element, "*")
+    return str(lxml.html.tostring(tree, encoding="unicode"))
 
 
 def _attributes(written: str) -> tuple[str, int]:
