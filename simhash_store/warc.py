@@ -4,8 +4,8 @@ Each ``response`` record whose HTTP ``Content-Type`` is HTML (or, without one, w
 plainly HTML) comes out as a :class:`WarcPage` keyed by its ``WARC-Target-URI``, with the HTTP
 header's ``Content-Type`` for the charset (:func:`simhash_store.html.extract`). Requests,
 metadata, revisits and responses of other types (images, scripts, JSON) are passed over and
-counted. Read with warcio (the ``html`` extra), which reads gzip per record and plain WARC (a file
-gzipped whole is damaged to it after its first record); a damaged archive raises :class:`~simhash_store.errors.InputError` at the
+counted. Read with warcio (the ``html`` extra): plain WARC, gzip per record as crawlers write it,
+or a file gzipped whole; a damaged archive raises :class:`~simhash_store.errors.InputError` at the
 record where it breaks, after the pages before it.
 """
 
@@ -68,6 +68,10 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     # warcio writes a warning of several lines to stderr where a record is not followed by its
     # blank lines (a wrong Content-Length); the reader's one-line error says it instead.
     archive.INC_RECORD = ""
+    # A .warc.gz gzipped whole, not per record (one gzip member for the archive): warcio reads it
+    # as well as any, but refuses it after its first record, since a whole-file gzip cannot be
+    # seeked into by replay tools. Read here from start to end, it is read whole.
+    archive._raise_invalid_gzip_err = lambda: None
     next_record = _bound_lines(archive.reader)
     records = iter(archive)
     body: bytes | None

@@ -119,10 +119,12 @@ def _warc(gzipped: bool) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("gzipped", [True, False], ids=["warc.gz", "warc"])
+@pytest.mark.parametrize("gzipped", [True, False, "whole"], ids=["warc.gz", "warc", "warc.gz gzipped whole"])
 def test_a_warc_gives_its_html_responses_keyed_by_target_uri(gzipped):
+    # gzipped whole (one gzip member, not one a record): warcio refused it after its first record
     counts = WarcCounts()
-    pages = list(read_pages(io.BytesIO(_warc(gzipped)), counts))
+    data = gzip.compress(_warc(False)) if gzipped == "whole" else _warc(bool(gzipped))
+    pages = list(read_pages(io.BytesIO(data), counts))
     assert [p.uri for p in pages] == ["http://example.com/zh", "http://example.com/en"]
     assert pages[0].content_type == "text/html; charset=gbk"
     assert ARTICLE_ZH in extract(pages[0].body, pages[0].content_type).text
@@ -138,6 +140,12 @@ def test_a_damaged_warc_gives_the_pages_before_the_damage_then_one_error():
         for warc_page in read_pages(io.BytesIO(cut)):
             found.append(warc_page.uri)
     assert found[:1] == ["http://example.com/zh"]
+    whole = gzip.compress(_warc(False))  # gzipped whole, then cut: the record cut short is one failure
+    pages = list(read_pages(io.BytesIO(whole[: len(whole) - 200])))
+    assert [(p.uri, p.missing > 0) for p in pages] == [
+        ("http://example.com/zh", False),
+        ("http://example.com/en", True),
+    ]
     with pytest.raises(InputError, match="not a readable WARC archive"):
         list(read_pages(io.BytesIO(gzip.compress(b"<html><body>a page saved as .warc.gz</body></html>"))))
 
