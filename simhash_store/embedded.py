@@ -9,6 +9,7 @@ adopts the server it left running and stops it in turn.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import hashlib
 import logging
@@ -609,18 +610,80 @@ HANDOVER_LOCK_SECONDS = 20
 STORE_OWNER = "simhash_owner"
 # Memberships that would give the owner role a superuser's reach after all.
 SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+# Connection slots kept for the store's owner (PostgreSQL 16 and later), whom the library on this
+# machine connects as once the server listens: read-only roles over TCP cannot take them all.
+OWNER_RESERVED_CONNECTIONS = 10
+# Sessions a role made by `grant-read --password` may hold at once (ALTER ROLE ... CONNECTION LIMIT changes it).
+READER_CONNECTION_LIMIT = 16
+# What any role may call by default and a reader must not: large objects outlive the session
+# (a read-only role filled the disk with them).
+_PUBLIC_WRITES = (
+    "pg_catalog.lo_from_bytea(oid, bytea)",
+    "pg_catalog.lo_create(oid)",
+    "pg_catalog.lo_creat(integer)",
+)
 
 
-def _hba(superuser: str) -> str:
+def _hba(superuser: str, database: str) -> str:
     """pg_hba.conf of a serving server: the Unix socket (mode 0700: only the owner reaches it)
-    trusted, as initdb set it up; over TCP the superuser refused, every other role by password."""
+    trusted, as initdb set it up; over TCP the superuser refused, every other role by password
+    and to the store's database only (not ``postgres`` or ``template1``, which every new
+    database copies)."""
     return (
         "# Written by simhash-store serve --listen; rewritten at its next start.\n"
         "local all all trust\n"
         f'host all "{superuser}" 0.0.0.0/0 reject\n'
         f'host all "{superuser}" ::/0 reject\n'
-        "host all all all scram-sha-256\n"
+        f'host "{database}" all all scram-sha-256\n'
     )
+
+
+def _write_hba(pgdata: Path, configured: str, wanted: str) -> bool:
+    """Write ``wanted`` into the server's pg_hba.conf if it differs; whether it did.
+
+    The server's own account may change anything in its data directory (and its superuser
+    reaches that account): the file is the data directory's own ``pg_hba.conf`` (a server
+    configured to read another is refused), read without following a link, and replaced by a
+    new file made in the same directory, never written through what stands at its name: run as
+    root, a link planted there would have made this write over any file of the machine.
+    """
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    pgdata = pgdata.resolve()  # a long data directory's pgdata is a link to a short path
+    if Path(configured).name != "pg_hba.conf" or Path(configured).parent.resolve() != pgdata:
+        raise PermissionDeniedError(
+            f"the embedded server reads its pg_hba.conf from {configured}, not from its data directory: "
+            "someone changed its hba_file setting; remove that setting (postgresql.auto.conf) and serve again"
+        )
+    folder = os.open(pgdata, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            descriptor = os.open("pg_hba.conf", os.O_RDONLY | nofollow | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+        except OSError as exc:
+            raise PermissionDeniedError(
+                f"cannot read {pgdata / 'pg_hba.conf'}: {exc.strerror} (a link there is refused): remove it"
+            ) from None
+        with os.fdopen(descriptor, "rb") as file:
+            status = os.fstat(file.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                raise PermissionDeniedError(f"{pgdata / 'pg_hba.conf'} is not a regular file: remove it")
+            if file.read(1 << 20) == wanted.encode():
+                return False
+        temporary = f".pg_hba.conf.{os.getpid()}.{new_password()[:8]}"
+        created = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow | os.O_CLOEXEC, 0o600, dir_fd=folder
+        )
+        try:
+            with os.fdopen(created, "wb") as file:
+                file.write(wanted.encode())
+                os.fchown(file.fileno(), status.st_uid, status.st_gid)  # the server's, as before
+            os.replace(temporary, "pg_hba.conf", src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=folder)
+            raise
+        return True
+    finally:
+        os.close(folder)
 
 
 def new_password() -> str:
@@ -791,9 +854,34 @@ def _prepare_store_owner(connection, owner: str, password: str, superuser: str) 
         )
 
 
-def set_login_password(directory: Path, role: str, password: str) -> None:
+def _close_public_writes(connection, database: str) -> None:
+    """What every role may do by default and a read-only role over TCP must not, taken away in the
+    store's database: temporary tables (the owner keeps them by its own grant) and large objects."""
+    from psycopg import sql
+
+    connection.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(database)))
+    for function in _PUBLIC_WRITES:
+        connection.execute(f"REVOKE EXECUTE ON FUNCTION {function} FROM PUBLIC")
+
+
+def _reserve_owner_connections(connection, owner: str) -> None:
+    """Keep connection slots for the store's owner (PostgreSQL 16 and later; from the server's next
+    start, which the first ``serve --listen`` is): without them, read-only roles holding every
+    slot but the superuser's locked the owner's own commands out for as long as they liked."""
+    from psycopg import sql
+
+    if int(connection.execute("SHOW server_version_num").fetchone()[0]) < 160000:
+        return
+    connection.execute(sql.SQL("GRANT pg_use_reserved_connections TO {}").format(sql.Identifier(owner)))
+    if connection.execute("SHOW reserved_connections").fetchone()[0] != str(OWNER_RESERVED_CONNECTIONS):
+        connection.execute(f"ALTER SYSTEM SET reserved_connections = {OWNER_RESERVED_CONNECTIONS}")
+
+
+def set_login_password(directory: Path, role: str, password: str | None) -> None:
     """Give ``role`` on the embedded server in ``directory`` this password, creating it (LOGIN,
-    nothing more) if missing, as the server's superuser: the store's owner may not.
+    at most :data:`READER_CONNECTION_LIMIT` sessions, nothing more) if missing, as the server's
+    superuser: the store's owner may not. ``password`` None: only create it if missing, with no
+    password (nobody logs in as it over TCP until one is set).
 
     Refused for a role that could do more than read once it logs in over TCP: a superuser,
     one that may create roles or databases, replicate or bypass row security, and the
@@ -819,9 +907,16 @@ def set_login_password(directory: Path, role: str, password: str) -> None:
                 raise PermissionDeniedError(
                     f"role {role!r} is NOLOGIN (ALTER ROLE ... LOGIN first): no password set, nothing granted"
                 )
-            verb = "ALTER ROLE {} PASSWORD {}" if found else "CREATE ROLE {} LOGIN PASSWORD {}"
+            if password is None:
+                if not found:
+                    connection.execute(
+                        sql.SQL("CREATE ROLE {} LOGIN CONNECTION LIMIT {}").format(
+                            sql.Identifier(role), sql.Literal(READER_CONNECTION_LIMIT)
+                        )
+                    )
+                return
             verifier = sql.Literal(password_verifier(connection, role, password))
-            connection.execute(sql.SQL(verb).format(sql.Identifier(role), verifier))
+            connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), verifier))
     except psycopg.Error as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DatabaseUnavailableError(
@@ -860,11 +955,11 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
                     _check_port_free(host, port)
                 with connection.transaction():
                     _prepare_store_owner(connection, STORE_OWNER, password, socket.user)
-                hba = Path(connection.execute("SHOW hba_file").fetchone()[0])
-                wanted = _hba(socket.user)
-                if hba.read_text() != wanted:
-                    # Before TCP opens (the restart below): the superuser is never let in over it.
-                    hba.write_text(wanted)  # rewritten in place: keeps the file's owner
+                    _close_public_writes(connection, database)
+                _reserve_owner_connections(connection, STORE_OWNER)
+                configured = connection.execute("SHOW hba_file").fetchone()[0]
+                # Before TCP opens (the restart below): the superuser is never let in over it.
+                if _write_hba(Path(server.pgdata), configured, _hba(socket.user, database)):
                     connection.execute("SELECT pg_reload_conf()")
         except psycopg.Error as exc:
             raise _handover_error(exc, directory) from None

@@ -303,7 +303,7 @@ def open_service(
         reach = store.superuser_reach()
         if reach:
             through = (
-                "is a superuser"
+                "is a superuser, or may create roles (and so give itself a server role)"
                 if reach[0] == resolved.username
                 else f"has a superuser's reach through {', '.join(reach)}"
             )

@@ -240,6 +240,15 @@ def test_a_member_of_a_server_role_is_refused(database_url, make_role, tmp_path)
         open_service(url, token_directory=tmp_path)
 
 
+def test_a_role_that_may_create_roles_is_refused_like_a_superuser(database_url, make_role, tmp_path):
+    # On PostgreSQL 15 a CREATEROLE role may GRANT pg_execute_server_program to itself, and so run
+    # programs as the server's OS account: it was accepted as "not a superuser".
+    role = make_role(database_url, "ALTER ROLE {role} CREATEROLE", prefix="simhash_http")
+    url = database_url.set(username=role, password=None).render_as_string(hide_password=False)
+    with pytest.raises(PermissionDeniedError, match="may create roles"):
+        open_service(url, token_directory=tmp_path)
+
+
 def test_tokens_are_kept_private_and_not_through_links(tmp_path):
     first = http_service.tokens(tmp_path / "keep")
     again = http_service.tokens(tmp_path / "keep")

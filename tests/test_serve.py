@@ -362,6 +362,101 @@ def test_grant_read_with_a_password_reaches_the_store_read_only_over_tcp(data_di
             assert serving.stop() == 0
 
 
+def test_read_only_roles_over_tcp_cannot_lock_the_owner_out_or_write_outside_the_store(data_dir):
+    # A role of grant-read --password held 97 of the 100 connections (3 are kept for superusers,
+    # and the library connects as the owner once the server listens): the owner's query and add
+    # failed for as long as it liked. It could also make large objects (they outlive the session)
+    # in the store's database, in postgres and in template1 (copied into every new database).
+    role = f"reader_{uuid.uuid4().hex[:12]}"
+    port = _free_port()
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+    held: list[psycopg.Connection] = []
+    try:
+        granted = cli(data_dir, "grant-read", role, "--password")
+        assert granted.returncode == 0, granted.stderr
+        password = granted.stdout.splitlines()[1].rpartition(": ")[2]
+        reader_url = f"postgresql://127.0.0.1:{port}/simhash_store?user={role}&password={password}&{SCRAM_ONLY}"
+        with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
+            limit = connection.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s", (role,)).fetchone()[0]
+            assert limit == embedded.READER_CONNECTION_LIMIT
+            connection.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT -1')  # as if many readers
+        with pytest.raises(psycopg.OperationalError) as refused:
+            for _ in range(200):
+                held.append(psycopg.connect(reader_url, connect_timeout=10))
+        assert "reserved" in str(refused.value), refused.value
+        assert len(held) < 100 - embedded.OWNER_RESERVED_CONNECTIONS
+        asked = cli(data_dir, "query", str(REPOST))  # the owner, on a slot kept for it
+        assert asked.returncode == 0 and "library-night-reading.txt" in asked.stdout, asked.stderr
+        for connection in held:
+            connection.close()
+        held.clear()
+        with psycopg.connect(reader_url, connect_timeout=10, autocommit=True) as connection:
+            for statement in ("SELECT lo_from_bytea(0, 'x')", "SELECT lo_create(0)", "CREATE TEMP TABLE t (x int)"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    connection.execute(statement)
+        for other in ("postgres", "template1"):
+            with pytest.raises(psycopg.OperationalError, match="no pg_hba.conf entry"):
+                psycopg.connect(reader_url.replace("/simhash_store?", f"/{other}?"), connect_timeout=10)
+    finally:
+        for connection in held:
+            connection.close()
+        try:
+            _drop_role(data_dir, role)
+        finally:
+            assert serving.stop() == 0
+
+
+def test_grant_read_refuses_a_role_that_could_write_and_sets_no_password(data_dir):
+    # grant-read printed "it cannot write" for a role holding INSERT and DELETE on the documents
+    # (DELETE then worked as that role), and with --password reset its password.
+    role = f"writer_{uuid.uuid4().hex[:12]}"
+    serving = Serving(data_dir)
+    try:
+        with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
+            connection.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD 'before'")
+            before = connection.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (role,)).fetchone()
+            connection.execute(f'GRANT USAGE ON SCHEMA simhash TO "{role}"')
+            connection.execute(f'GRANT INSERT, DELETE ON simhash.documents TO "{role}"')
+        refused = cli(data_dir, "grant-read", role, "--password")
+        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert f"role '{role}' may write simhash.documents: it could write the store" in refused.stderr
+        assert "password" not in refused.stdout
+        with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
+            after = connection.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (role,)).fetchone()
+            assert after == before
+            assert not connection.execute(
+                "SELECT has_table_privilege(%s, 'simhash.documents', 'SELECT')", (role,)
+            ).fetchone()[0]
+        empty = cli(data_dir, "grant-read", "")
+        assert empty.returncode == 2 and "Traceback" not in empty.stderr and "role name" in empty.stderr
+    finally:
+        try:
+            _drop_role(data_dir, role)
+        finally:
+            assert serving.stop() == 0
+
+
+def test_serve_listen_writes_no_pg_hba_through_a_link_planted_in_the_data_directory(tmp_path):
+    # Run as root, the server's own account (which its superuser reaches) could put a link at
+    # pg_hba.conf while the server ran: the next serve --listen wrote its text, as root, into the
+    # file the link named (a root-owned file elsewhere was overwritten).
+    directory = tmp_path / "data"
+    listen = f"127.0.0.1:{_free_port()}"
+    first = Serving(directory, "--listen", listen)
+    target = tmp_path / "elsewhere.conf"
+    target.write_text("not the server's\n")
+    hba = directory / "pgdata" / "pg_hba.conf"
+    try:
+        hba.unlink()
+        hba.symlink_to(target)
+        refused = cli(directory, "serve", "--listen", listen)  # joins the running server
+        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "pg_hba.conf" in refused.stderr and "link" in refused.stderr
+        assert target.read_text() == "not the server's\n"
+    finally:
+        assert first.stop() == 0
+
+
 TRAP = """
 CREATE TABLE simhash.caught (who text, superuser boolean);
 CREATE FUNCTION simhash.trap() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -139,16 +139,24 @@ def grant_read(
     from .. import embedded
     from ..config import EMBEDDED_DATABASE, data_dir, uses_embedded
 
+    if not role.strip() or "\x00" in role:
+        raise typer.BadParameter("a role name: not empty, no NUL character", param_hint="ROLE")
     secret = embedded.new_password() if password else None
     local = uses_embedded(state.db)
     if secret is not None and local:
-        # The embedded server's superuser sets it (creating the role if missing); the grants are the owner's.
+        # The embedded server's superuser creates it if missing (no password yet); the grants are
+        # the owner's, checked to leave it unable to write; only then is its password set.
         try:
-            embedded.set_login_password(data_dir(), role, secret)
+            embedded.set_login_password(data_dir(), role, None)
         except SimhashStoreError as exc:
             fail(str(exc))
     with opened_store() as store:
         store.grant_read_only(role, password=None if local else secret)
+    if secret is not None and local:
+        try:
+            embedded.set_login_password(data_dir(), role, secret)
+        except SimhashStoreError as exc:
+            fail(str(exc))
     out.print(f"{visible(role)} may now read simhash.documents and call simhash.near(); it cannot write", markup=False)
     if secret is not None:
         out.print(f"password of {visible(role)} (shown once, kept nowhere): {secret}", markup=False)

@@ -636,7 +636,9 @@ class Store:
         With ``password``, the role's password is set too (for TCP; only a superuser or a
         role with CREATEROLE may), in the same transaction as the grants.
         Raises :class:`PermissionDeniedError`, granting nothing, when this role may not
-        grant that (PostgreSQL itself only warns "no privileges were granted").
+        grant that (PostgreSQL itself only warns "no privileges were granted"), or when
+        ``role`` could write the store anyway (a write privilege on one of its tables or
+        sequences, CREATE on the schema, or membership in its owner).
         """
         if not role or "\x00" in role:
             raise ValueError("a role name must be a non-empty string")

@@ -24,7 +24,8 @@ def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
     superusers and server roles it is a member of."""
     cursor.execute(
         "SELECT r.rolname FROM pg_catalog.pg_roles r "
-        "WHERE (r.rolsuper OR r.rolname = ANY(%s)) AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER') "
+        "WHERE (r.rolsuper OR r.rolcreaterole OR r.rolname = ANY(%s)) "
+        "AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER') "
         "ORDER BY r.rolname <> current_user, r.rolname",
         (list(SERVER_ROLES),),
     )
@@ -90,6 +91,25 @@ def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = N
         raise PermissionDeniedError(
             f"role {me} may not grant read access to the store ({missing[0][0]} not granted; "
             f"PostgreSQL granted nothing): run grant-read as the store's owner ({owner}) or a superuser"
+        )
+    writes = raw.execute(
+        "SELECT 'is a member of ' || pg_catalog.pg_get_userbyid(n.nspowner) || ', the owner of schema simhash' "
+        "FROM pg_catalog.pg_namespace n WHERE n.nspname = 'simhash' "
+        "AND pg_catalog.pg_has_role(%(role)s, n.nspowner, 'MEMBER') "
+        "UNION ALL SELECT 'may create in schema simhash' "
+        "WHERE pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'CREATE') "
+        "UNION ALL SELECT 'may write simhash.' || c.relname FROM pg_catalog.pg_class c "
+        "WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm') "
+        "AND pg_catalog.has_table_privilege(%(role)s, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE') "
+        "UNION ALL SELECT 'may change the sequence simhash.' || c.relname FROM pg_catalog.pg_class c "
+        "WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) "
+        "AND CASE WHEN c.relkind = 'S' THEN pg_catalog.has_sequence_privilege(%(role)s, c.oid, 'USAGE, UPDATE') END",
+        {"role": role},
+    ).fetchall()
+    if writes:  # the caller's transaction is rolled back: nothing granted
+        raise PermissionDeniedError(
+            f"role {role!r} {writes[0][0]}: it could write the store, so it is not made a read-only role "
+            "(nothing granted, no password set): revoke that first, or use a role of its own"
         )
     if password is not None:
         # A verifier, not the password: it never reaches the server or its log.
