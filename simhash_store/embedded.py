@@ -144,6 +144,9 @@ def _prune_dead_users(pgdata: Path) -> None:
     users = DiskList(pgdata / ".handle_pids.json")
     alive = [pid for pid in users.get() if psutil.pid_exists(pid)]
     if alive != users.get():
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.lstat(pgdata / ".handle_pids.json").st_mode):
+                return  # not written through a link the server's account put there (the package's own writes are)
         users.put(alive)
 
 
