@@ -333,7 +333,10 @@ def _reading(text: str, encoding: str, replaced: int) -> _Reading:
 
 def _foreign(text: str) -> int:
     """Characters outside CJK and ASCII, which GB18030 and Big5 text seldom holds."""
-    return sum(1 for c in _NON_ASCII.findall(text) if c < "\u2e80")
+    return sum(1 for _ in _FOREIGN.finditer(text))
+
+
+_FOREIGN = re.compile("[\x80-\u2e7f]")
 
 
 # Random high bytes decoded as GB18030 or Big5 score about 3.6 (at most 4.7 in 200 tries);
@@ -374,8 +377,14 @@ def _reads_better(text: str, score: float) -> bool:
 def _non_ascii_plausibility(text: str) -> float:
     """Like _plausibility with replacements, over every non-ASCII character (others score 0); -1 without any."""
     frequencies = _character_frequencies()
-    scores = [frequencies.get(c, 0.0) for c in _NON_ASCII.findall(text)]
-    return sum(scores) / len(scores) if scores else -1.0
+    # Counted per distinct character: memory follows the alphabet, not the text (a list of every
+    # non-ASCII character took 657 MB for 20 MB of Chinese with one stray byte).
+    total = score = 0.0
+    for character, count in Counter(text).items():
+        if character > "\x7f":
+            total += count
+            score += frequencies.get(character, 0.0) * count
+    return score / total if total else -1.0
 
 
 @lru_cache(maxsize=1)

@@ -498,3 +498,78 @@ def test_a_page_the_bound_leaves_empty_is_one_line_without_readabilitys_tracebac
         )
         assert done.returncode == 1, done.stderr
         assert done.stderr == f"failed: {tmp_path / name}.html: no main content\n", done.stderr
+
+
+# ------------------------------------------------------------ hostile pages
+
+
+NOT_CHARSETS = ["zlib", "base64", "hex", "rot13", "uu", "quopri", "undefined", "punycode"]
+
+
+@pytest.mark.parametrize("label", NOT_CHARSETS)
+def test_a_charset_naming_no_text_encoding_is_passed_over_not_a_crash(label):
+    # `<meta charset=zlib>` (any Python codec of bytes to bytes, `undefined`, punycode on bad
+    # input) ended add, query and fingerprint with a traceback, nothing of the run stored;
+    # punycode on valid input decoded in quadratic time (320 KB: 35 s).
+    english = page("en-article.html").decode()
+    declared = english.replace("<head>", f'<head><meta charset="{label}">', 1)
+    assert f'charset="{label}"' in declared
+    got = decode_page(declared.encode())
+    assert got.source == DETECTED and got.encoding != label
+    header = _raw_response("http://e/x", english.encode()).replace(b"charset=utf-8", f"charset={label}".encode())
+    pages = list(read_pages(io.BytesIO(header)))
+    assert ARTICLE_EN in extract(pages[0].body, pages[0].content_type).text
+
+
+def test_add_of_pages_declaring_no_text_encoding_stores_them_and_the_rest(database_url, tmp_path):
+    english = page("en-article.html").decode()
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    for label in NOT_CHARSETS:
+        declared = english.replace("<head>", f'<head><meta charset="{label}">', 1).replace("Westmere", label)
+        (folder / f"{label}.html").write_text(declared, "utf-8")
+    (folder / "note.txt").write_text(ARTICLE_EN, "utf-8")
+    added = _cli(database_url, "add", str(folder))
+    assert added.exit_code == 0, added.output
+    assert f"added {len(NOT_CHARSETS) + 1}," in added.output
+    printed = _cli(database_url, "fingerprint", str(folder / "zlib.html"))
+    assert printed.exit_code == 0, printed.output
+
+
+def test_sniffing_a_page_behind_many_comments_is_one_pass():
+    # `<!---->` repeated under a pattern that repeated comments backtracked over every grouping:
+    # 197 bytes took 145 s in add, 40 comments would have taken days.
+    assert not looks_like_html(b"<!---->" * 40 + b"x")
+    assert looks_like_html(b"\xef\xbb\xbf" + b" <!-- a -->\n<!---->" * 3 + b"<!DOCTYPE html><p>")
+    assert looks_like_html(b"<!-- x --> <html lang=zh>") and not looks_like_html(b"<!-- never closed <html>")
+
+
+def test_warc_types_are_counted_by_name_up_to_a_bound():
+    # Each record's own WARC-Type of about a megabyte was kept by name: 1.3 GB for a 1.3 MB archive.
+    from simhash_store.warc import MAX_TYPES
+
+    def record(kind: str) -> bytes:
+        return gzip.compress(
+            f"WARC/1.0\r\nWARC-Type: {kind}\r\nWARC-Record-ID: <urn:uuid:{kind[:8]}>\r\n"
+            "WARC-Date: 2020-01-01T00:00:00Z\r\nContent-Length: 0\r\n\r\n\r\n\r\n".encode()
+        )
+
+    counts = WarcCounts()
+    archive = b"".join(record(f"{i:04d}" + "t" * 10_000) for i in range(MAX_TYPES * 3))
+    assert list(read_pages(io.BytesIO(archive), counts)) == []
+    assert counts.other_records == MAX_TYPES * 3
+    assert len(counts.by_type) == MAX_TYPES + 1 and counts.by_type["other"] == MAX_TYPES * 2
+    assert max(len(kind) for kind in counts.by_type) <= 64
+
+
+def test_dedup_of_a_directory_reads_its_pages_for_their_main_content(database_url, tmp_path):
+    # add took a page found in a directory for its main content; dedup kept its raw markup.
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "zh.html").write_bytes(page("zh-news-gbk.html"))
+    (folder / "en.html").write_bytes(page("en-article.html"))
+    result = _cli(database_url, "dedup", str(folder), "-o", str(tmp_path / "kept.jsonl"))
+    assert result.exit_code == 0, result.output
+    kept = {r["key"]: r["text"] for r in map(json.loads, (tmp_path / "kept.jsonl").read_text("utf-8").splitlines())}
+    assert kept["en.html"] == extract(page("en-article.html")).text and "<" not in kept["en.html"]
+    assert ARTICLE_ZH in kept["zh.html"] and "<div" not in kept["zh.html"]

@@ -2,7 +2,8 @@
 
 As records, a file is ``{key_field: its key, text_field: its text}``: keyed by its path under the
 directory argument (or as given, for a file named directly), with ``prefix`` before it, and
-decoded as :func:`simhash_store.corpus.decode` decodes (UTF-8, GB18030, Big5, UTF-16, ...). A
+decoded as :func:`simhash_store.corpus.decode` decodes (UTF-8, GB18030, Big5, UTF-16, ...), a web
+page found in a directory read for its main content (:func:`simhash_store.html.text_of`). A
 file that cannot be read or decoded is a Skip naming it; an empty or binary file, or a FIFO
 found in a directory, is a deliberate one. As documents (``add``, ``query``), files stay paths:
 the workers read and decode them, and an unchanged file is known by its size and time unread.
@@ -13,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..corpus import TOO_LARGE, Skip, Source, read_file, walk
+from ..corpus import TOO_LARGE, UNREADABLE, Skip, Source, read_file, walk
 from ..decoding import DecodeError, decode
 from ..errors import InputError
+from ..html import text_of
 from .registry import Input, InputFormat, ReadOptions, register_input
 
 
@@ -64,9 +66,13 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 yield where, raw
                 continue
             try:
-                decoded = decode(raw)
+                # a web page found in a directory (by its name or content): its main content, as add reads it
+                decoded = text_of(raw, item.path or "")
             except DecodeError as exc:
                 yield where, Skip(where, exc.reason, exc.detail)
+                continue
+            except InputError as exc:  # a web page, and the html extra is not installed
+                yield where, Skip(where, UNREADABLE, str(exc))
                 continue
             text = decoded.text
         else:
