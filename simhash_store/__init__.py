@@ -23,6 +23,7 @@ from .errors import (
     StoreOutdatedError,
     StoreTooNewError,
     UntrustedSchemaError,
+    UserDictionaryError,
 )
 from .fingerprint import (
     features,
@@ -56,6 +57,7 @@ __all__ = [
     "StoreOutdatedError",
     "StoreTooNewError",
     "UntrustedSchemaError",
+    "UserDictionaryError",
     "Verdict",
     "blocks",
     "dedup",

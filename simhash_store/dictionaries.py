@@ -25,6 +25,7 @@ import xxhash
 
 from . import cache
 from .hashing import HASHES
+from .user_dict import checked_user_dictionary, not_utf8
 
 _lock = threading.Lock()
 
@@ -56,21 +57,27 @@ def _digest(content: bytes) -> str:
 
 
 @lru_cache(maxsize=8)
-def jieba_tokenizer(user_dict: str | None = None):
-    """A jieba Tokenizer on jieba's default dictionary, plus ``user_dict`` (a path) if given.
+def jieba_tokenizer(user_dict: str | None = None, user_dict_sha256: str | None = None):
+    """A jieba Tokenizer on jieba's default dictionary, plus ``user_dict`` (a path) if given,
+    whose SHA-256 must be ``user_dict_sha256`` (see :mod:`user_dict`).
 
     Its prefix dictionary comes from the cache, else from jieba's own builder (and then
     goes into the cache); either way it is exactly what ``Tokenizer.initialize`` builds.
     """
     jieba = _jieba_module()
+    # Read and checked before anything is built: jieba gets these bytes, not the path.
+    user_words = checked_user_dictionary(user_dict, user_dict_sha256) if user_dict else None
     with _lock:
         tokenizer = jieba.Tokenizer()
         with tokenizer.get_dict_file() as dictionary:
             key = {"jieba": jieba.__version__, "dictionary_xxh3_128": _digest(dictionary.read())}
         tokenizer.FREQ, tokenizer.total = _prefix_dictionary(tokenizer, key)
         tokenizer.initialized = True
-        if user_dict:
-            tokenizer.load_userdict(user_dict)
+        if user_words is not None:
+            try:
+                tokenizer.load_userdict(io.BytesIO(user_words))
+            except ValueError:  # jieba's "dictionary file ... must be utf-8" (a UnicodeDecodeError)
+                raise not_utf8(user_dict or "") from None
     return tokenizer
 
 
@@ -195,13 +202,11 @@ def known_vocabulary(
     """The words of jieba's IDF table and of the user dictionary that pass the scheme's filters.
 
     A word of the user dictionary that the table lacks gets the median IDF, as any unknown
-    word would. With a hash of 4 or 8 bytes, every word's hash comes with it. The scheme's
-    ``user_dict_sha256`` only keys this process's memo; the disk cache keys on the file read.
+    word would. With a hash of 4 or 8 bytes, every word's hash comes with it. The user
+    dictionary is read only if its SHA-256 is the scheme's ``user_dict_sha256`` (see
+    :mod:`user_dict`); the disk cache keys on the bytes read.
     """
-    user_words = b""
-    if user_dict:
-        with open(user_dict, "rb") as dictionary:
-            user_words = dictionary.read()
+    user_words = checked_user_dictionary(user_dict, user_dict_sha256) if user_dict else b""
     with_hashes = nbytes in (4, 8)  # the hash widths a vocabulary carries (see the docstring)
     key = {
         "built_by": 1,  # raise when what is built from the same sources changes
@@ -220,7 +225,11 @@ def known_vocabulary(
         return Vocabulary(words, arrays["idf"], {(hash_name, nbytes): arrays["hashes"]} if with_hashes else {})
     table, median = idf_table()
     known = dict(table)
-    for line in io.StringIO(user_words.decode("utf-8"), newline=None):  # lines as a text file gives them
+    try:
+        user_text = user_words.decode("utf-8")
+    except UnicodeDecodeError:
+        raise not_utf8(user_dict or "") from None
+    for line in io.StringIO(user_text, newline=None):  # lines as a text file gives them
         if line.strip():
             known.setdefault(line.split()[0], median)
     kept = {

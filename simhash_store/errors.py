@@ -11,6 +11,12 @@ class SchemeError(SimhashStoreError, ValueError):
     """An unknown scheme, a malformed scheme description, or a scheme used where it cannot be."""
 
 
+class UserDictionaryError(SchemeError):
+    """A scheme's jieba user dictionary that cannot be used: missing or unreadable, not a regular
+    file, over 64 MiB, not UTF-8, or not the file whose SHA-256 the scheme records. It is the
+    scheme's problem, not one document's: fingerprinting stops at it."""
+
+
 class SchemeMismatchError(SimhashStoreError):
     """The store was created with another fingerprint scheme; the two cannot be mixed."""
 

@@ -33,7 +33,7 @@ from .corpus import (
     file_digest,
     read_file,
 )
-from .errors import InputError, InvalidKeyError, SchemeError, WorkerDiedError
+from .errors import InputError, InvalidKeyError, SchemeError, UserDictionaryError, WorkerDiedError
 from .fingerprint import fingerprint_if_any
 from .formats import DEFAULT_MAX_BYTES, ReadOptions, unique_keys
 from .html import text_of
@@ -179,6 +179,8 @@ def prepare(
     del raw
     try:
         value = fingerprint_if_any(text, scheme)
+    except UserDictionaryError:
+        raise  # the scheme's, not this document's: every document would fail the same way
     except SchemeError as exc:  # e.g. a malformed token^weight line for the weighted schemes
         return Prepared(source.key, source.size, skip=Skip(where, BAD_RECORD, str(exc)))
     except MemoryError:

@@ -148,11 +148,15 @@ class Scheme:
 
     def with_user_dict(self, path: str | Path, name: str | None = None) -> Scheme:
         """This scheme with a jieba user dictionary; its content digest becomes part of the scheme."""
+        from .user_dict import not_utf8, read_regular
+
         path = Path(path)
+        content = read_regular(path, "give a UTF-8 text file of words, one a line, as jieba reads them")
         try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError as exc:
-            raise SchemeError(f"cannot read user dictionary {path}: {exc.strerror}") from None
+            content.decode("utf-8")
+        except UnicodeDecodeError:
+            raise not_utf8(str(path)) from None
+        digest = hashlib.sha256(content).hexdigest()
         return replace(
             self,
             name=name or f"{self.name}+dict-{digest[:8]}",

@@ -104,7 +104,7 @@ def segment_text(text: str, scheme: Scheme) -> list[str]:
 def _jieba_cut(text: str, scheme: Scheme) -> list[str]:
     from .dictionaries import jieba_tokenizer
 
-    words: list[str] = jieba_tokenizer(scheme.user_dict).lcut(text, HMM=scheme.hmm)
+    words: list[str] = jieba_tokenizer(scheme.user_dict, scheme.user_dict_sha256).lcut(text, HMM=scheme.hmm)
     return words
 
 

@@ -1,0 +1,98 @@
+"""A scheme's jieba user dictionary, read with the checks a file named by the store needs.
+
+A scheme made with :meth:`Scheme.with_user_dict` records the dictionary's path and SHA-256,
+and the store keeps that scheme in ``store_info``, where any role that may write the store
+can change it. So the path is read as an untrusted one: a regular file only (a FIFO, a
+device such as ``/dev/zero`` or a terminal is refused without being read, and a file opened
+without blocking), at most :data:`USER_DICT_MAX_BYTES`, and its SHA-256 must be the one the
+scheme records, or fingerprints would silently change with the file. jieba is given the
+bytes that were checked, never the path, so the file cannot be swapped between the check
+and the read.
+
+>>> USER_DICT_MAX_BYTES // (1 << 20)
+64
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+
+from .errors import UserDictionaryError
+
+# jieba's own dictionary of 349,000 words is 5 MB; a user dictionary is a list of words.
+USER_DICT_MAX_BYTES = 64 << 20
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: str | os.PathLike[str], advice: str) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most :data:`USER_DICT_MAX_BYTES`;
+    else :class:`UserDictionaryError` ending with ``advice``."""
+    shown = os.fspath(path)
+    try:
+        # A device or FIFO is refused before it is opened (opening some has effects of its
+        # own); the descriptor is checked again below, since the path may change meanwhile.
+        if not stat.S_ISREG(mode := os.stat(shown).st_mode):
+            raise UserDictionaryError(f"user dictionary {shown} is not a regular file ({_kind(mode)}); {advice}")
+        descriptor = os.open(shown, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise UserDictionaryError(f"cannot read user dictionary {shown}: {exc.strerror}; {advice}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise UserDictionaryError(f"user dictionary {shown} is not a regular file ({_kind(mode)}); {advice}")
+        pieces, size = [], 0
+        while size <= USER_DICT_MAX_BYTES:
+            piece = os.read(descriptor, min(1 << 20, USER_DICT_MAX_BYTES + 1 - size))
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+    except OSError as exc:
+        raise UserDictionaryError(f"cannot read user dictionary {shown}: {exc.strerror}; {advice}") from None
+    finally:
+        os.close(descriptor)
+    if size > USER_DICT_MAX_BYTES:
+        raise UserDictionaryError(
+            f"user dictionary {shown} is larger than {USER_DICT_MAX_BYTES >> 20} MiB, "
+            f"more than any list of words needs; {advice}"
+        )
+    return b"".join(pieces)
+
+
+def checked_user_dictionary(path: str, sha256: str | None) -> bytes:
+    """The content of a scheme's user dictionary at ``path``, whose SHA-256 must be ``sha256``
+    (the one the scheme records); else :class:`UserDictionaryError`, one line naming the path
+    and what to do."""
+    if not isinstance(sha256, str) or len(sha256) != 64:
+        raise UserDictionaryError(
+            f"the scheme names user dictionary {path} without its SHA-256, so the file cannot be checked; "
+            "make the scheme with Scheme.with_user_dict"
+        )
+    content = read_regular(
+        path, f"put the dictionary the scheme was made with (SHA-256 {sha256}) at that path, or use another scheme"
+    )
+    found = hashlib.sha256(content).hexdigest()
+    if found != sha256.lower():
+        raise UserDictionaryError(
+            f"user dictionary {path} has SHA-256 {found}, not {sha256} as the scheme records: it changed "
+            "since the scheme was made, and fingerprints made with it would not compare with those stored; "
+            "put the original back, or make a new scheme of the new file (Scheme.with_user_dict) for a new store"
+        )
+    return content
+
+
+def not_utf8(path: str) -> UserDictionaryError:
+    return UserDictionaryError(f"user dictionary {path} is not UTF-8 text; jieba reads user dictionaries in UTF-8")
