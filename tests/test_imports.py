@@ -47,6 +47,7 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
             "corpus.py",
             "formats/",
             "cache.py",
+            "user_dict.py",
             "dictionaries.py",
             "seed_format.py",
             "tokenizers.py",
