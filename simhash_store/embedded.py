@@ -616,8 +616,14 @@ SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_s
 # Connection slots kept for the store's owner (PostgreSQL 16 and later), whom the library on this
 # machine connects as once the server listens: read-only roles over TCP cannot take them all.
 OWNER_RESERVED_CONNECTIONS = 10
-# Sessions a role made by `grant-read --password` may hold at once (ALTER ROLE ... CONNECTION LIMIT changes it).
+# Sessions a role of `grant-read --password` may hold at once (ALTER ROLE ... CONNECTION LIMIT changes it).
 READER_CONNECTION_LIMIT = 16
+# Temporary files one session of such a role may hold (a sort it keeps open in an idle
+# transaction held 688 MB); only a superuser may change it (ALTER ROLE ... SET temp_file_limit).
+READER_TEMP_FILE_LIMIT = "256MB"
+# The NOTIFY queue's pages on disk (PostgreSQL 17 and later; 8 GB by default, which any role
+# may fill: NOTIFY needs no privilege). The store sends no notifications.
+NOTIFY_QUEUE_PAGES = 64
 # What any role may call by default and a reader must not: large objects outlive the session
 # (a read-only role filled the disk with them).
 _PUBLIC_WRITES = (
@@ -865,6 +871,17 @@ def _close_public_writes(connection, database: str) -> None:
     connection.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(database)))
     for function in _PUBLIC_WRITES:
         connection.execute(f"REVOKE EXECUTE ON FUNCTION {function} FROM PUBLIC")
+    # Large objects made before (by any role but the superuser): taken over, so that no role may
+    # grow them (lo_put); their content is kept.
+    others = connection.execute(
+        "SELECT m.oid, pg_catalog.pg_get_userbyid(m.lomowner) FROM pg_catalog.pg_largeobject_metadata m "
+        "WHERE m.lomowner <> CAST(current_user AS pg_catalog.regrole)"
+    ).fetchall()
+    for oid, former in others:
+        connection.execute(sql.SQL("ALTER LARGE OBJECT {} OWNER TO CURRENT_USER").format(sql.Literal(oid)))
+        connection.execute(
+            sql.SQL("REVOKE ALL ON LARGE OBJECT {} FROM PUBLIC, {}").format(sql.Literal(oid), sql.Identifier(former))
+        )
 
 
 def _reserve_owner_connections(connection, owner: str) -> None:
@@ -873,11 +890,16 @@ def _reserve_owner_connections(connection, owner: str) -> None:
     slot but the superuser's locked the owner's own commands out for as long as they liked."""
     from psycopg import sql
 
-    if int(connection.execute("SHOW server_version_num").fetchone()[0]) < 160000:
+    version = int(connection.execute("SHOW server_version_num").fetchone()[0])
+    if version < 160000:
         return
     connection.execute(sql.SQL("GRANT pg_use_reserved_connections TO {}").format(sql.Identifier(owner)))
     if connection.execute("SHOW reserved_connections").fetchone()[0] != str(OWNER_RESERVED_CONNECTIONS):
         connection.execute(f"ALTER SYSTEM SET reserved_connections = {OWNER_RESERVED_CONNECTIONS}")
+    if version >= 170000 and connection.execute("SHOW max_notify_queue_pages").fetchone()[0] != str(
+        NOTIFY_QUEUE_PAGES
+    ):
+        connection.execute(f"ALTER SYSTEM SET max_notify_queue_pages = {NOTIFY_QUEUE_PAGES}")
 
 
 def set_login_password(directory: Path, role: str, password: str | None) -> None:
@@ -897,8 +919,8 @@ def set_login_password(directory: Path, role: str, password: str | None) -> None
     try:
         with _superuser(socket_address(server, "postgres")) as connection, connection.transaction():
             found = connection.execute(
-                "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls, rolcanlogin "
-                "FROM pg_catalog.pg_roles WHERE rolname = %s",
+                "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls, rolcanlogin, "
+                "rolconnlimit FROM pg_catalog.pg_roles WHERE rolname = %s",
                 (role,),
             ).fetchone()
             if role == STORE_OWNER or (found and found[0]):
@@ -918,8 +940,17 @@ def set_login_password(directory: Path, role: str, password: str | None) -> None
                         )
                     )
                 return
+            who = sql.Identifier(role)
             verifier = sql.Literal(password_verifier(connection, role, password))
-            connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), verifier))
+            connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(who, verifier))
+            # A role made before these limits, or by hand, gets them too (a limit set by hand is kept).
+            if found and found[2] < 0:
+                connection.execute(
+                    sql.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(who, sql.Literal(READER_CONNECTION_LIMIT))
+                )
+            connection.execute(
+                sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(who, sql.Literal(READER_TEMP_FILE_LIMIT))
+            )
     except psycopg.Error as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DatabaseUnavailableError(

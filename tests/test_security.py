@@ -1087,3 +1087,29 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         assert not group_of_one(gid)
         shared = os.stat_result((0o40770, 0, 0, 1, os.geteuid(), gid, 0, 0, 0, 0))
         assert writable_by_others(shared, "/")
+
+
+@pytest.mark.parametrize(
+    ("grants", "reason"),
+    [
+        (["ALTER ROLE {role} CREATEROLE"], "has CREATEROLE"),  # on PostgreSQL 15 it may grant itself a server role
+        (["GRANT USAGE ON SCHEMA simhash TO {role}", "GRANT UPDATE (key) ON simhash.documents TO {role}"], "may write"),
+        (["GRANT pg_write_server_files TO {role}"], "is a member of pg_write_server_files"),
+    ],
+    ids=["createrole", "column", "server-files"],
+)
+def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, make_role, grants, reason):
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    role = make_role(database_url, *grants, prefix="simhash_notreader")
+    url = database_url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(app, ["--db", url, "grant-read", role])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert f"role '{role}' {reason}" in result.output and "nothing granted" in result.output
+    with psycopg.connect(_plain(database_url)) as connection:
+        granted = connection.execute(
+            "SELECT count(*) FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = 'simhash.documents'::regclass "
+            "AND a.grantee = %s::regrole AND a.privilege_type = 'SELECT'",
+            (role,),
+        ).fetchone()[0]
+    assert granted == 0

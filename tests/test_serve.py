@@ -406,9 +406,32 @@ def test_read_only_roles_over_tcp_cannot_lock_the_owner_out_or_write_outside_the
             assert serving.stop() == 0
 
 
-def test_grant_read_refuses_a_role_that_could_write_and_sets_no_password(data_dir):
+@pytest.mark.parametrize(
+    ("grants", "reason"),
+    [
+        (['GRANT INSERT, DELETE ON simhash.documents TO "{role}"'], "may write simhash.documents"),
+        (['GRANT UPDATE (fingerprint) ON simhash.documents TO "{role}"'], "may write simhash.documents"),
+        (['GRANT postgres TO "{role}"'], "is a member of postgres"),  # SET ROLE postgres: a superuser
+        (['GRANT pg_execute_server_program TO "{role}"'], "is a member of pg_execute_server_program"),
+        (['GRANT pg_signal_backend TO "{role}"'], "is a member of pg_signal_backend"),
+        (
+            [
+                'CREATE ROLE "{role}_w" NOLOGIN',
+                'GRANT DELETE ON simhash.documents TO "{role}_w"',
+                'ALTER ROLE "{role}" NOINHERIT',
+                'GRANT "{role}_w" TO "{role}"',
+            ],
+            "is a member of {role}_w",  # not inherited, but SET ROLE reaches it
+        ),
+        (['ALTER ROLE "{role}" CREATEDB'], "is a role with more rights than reading"),
+    ],
+    ids=["table", "column", "superuser-member", "server-program", "signal", "noinherit-writer", "createdb"],
+)
+def test_grant_read_refuses_a_role_that_could_write_and_sets_no_password(data_dir, grants, reason):
     # grant-read printed "it cannot write" for a role holding INSERT and DELETE on the documents
-    # (DELETE then worked as that role), and with --password reset its password.
+    # (DELETE then worked as that role), and with --password reset its password; after a first
+    # fix, for a member of the superuser, of a server role, of a writer it does not inherit from,
+    # and for a column's UPDATE.
     role = f"writer_{uuid.uuid4().hex[:12]}"
     serving = Serving(data_dir)
     try:
@@ -416,19 +439,49 @@ def test_grant_read_refuses_a_role_that_could_write_and_sets_no_password(data_di
             connection.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD 'before'")
             before = connection.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (role,)).fetchone()
             connection.execute(f'GRANT USAGE ON SCHEMA simhash TO "{role}"')
-            connection.execute(f'GRANT INSERT, DELETE ON simhash.documents TO "{role}"')
+            for grant in grants:
+                connection.execute(grant.format(role=role))
         refused = cli(data_dir, "grant-read", role, "--password")
         assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
-        assert f"role '{role}' may write simhash.documents: it could write the store" in refused.stderr
+        assert f"role '{role}' {reason.format(role=role)}" in refused.stderr
         assert "password" not in refused.stdout
         with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
             after = connection.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (role,)).fetchone()
             assert after == before
-            assert not connection.execute(
-                "SELECT has_table_privilege(%s, 'simhash.documents', 'SELECT')", (role,)
+            granted_to_it = connection.execute(
+                "SELECT count(*) FROM pg_class c, aclexplode(c.relacl) a "
+                "WHERE c.oid = 'simhash.documents'::regclass AND a.grantee = %s::regrole AND a.privilege_type = 'SELECT'",
+                (role,),
             ).fetchone()[0]
+            assert granted_to_it == 0
         empty = cli(data_dir, "grant-read", "")
         assert empty.returncode == 2 and "Traceback" not in empty.stderr and "role name" in empty.stderr
+    finally:
+        try:
+            _drop_role(data_dir, role)
+            _drop_role(data_dir, f"{role}_w")
+        finally:
+            assert serving.stop() == 0
+
+
+def test_a_reader_made_before_the_limits_gets_them_with_its_next_password(data_dir):
+    # Roles of an earlier grant-read --password kept no connection limit, and no role of it had a
+    # bound on temporary files (a sort held open in an idle transaction kept 688 MB).
+    role = f"reader_{uuid.uuid4().hex[:12]}"
+    serving = Serving(data_dir)
+    try:
+        with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
+            connection.execute(f'CREATE ROLE "{role}" LOGIN')
+        granted = cli(data_dir, "grant-read", role, "--password")
+        assert granted.returncode == 0, granted.stderr
+        with psycopg.connect(_superuser_url(data_dir), autocommit=True) as connection:
+            limit, settings = connection.execute(
+                "SELECT r.rolconnlimit, s.setconfig FROM pg_roles r "
+                "LEFT JOIN pg_db_role_setting s ON s.setrole = r.oid AND s.setdatabase = 0 WHERE r.rolname = %s",
+                (role,),
+            ).fetchone()
+        assert limit == embedded.READER_CONNECTION_LIMIT
+        assert f"temp_file_limit={embedded.READER_TEMP_FILE_LIMIT}" in settings
     finally:
         try:
             _drop_role(data_dir, role)

@@ -32,6 +32,49 @@ def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
     return [name for (name,) in cursor.fetchall()]
 
 
+# Predefined roles a read-only role may be a member of: they read, and change nothing.
+READ_ONLY_MEMBERSHIPS = (
+    "pg_read_all_data",
+    "pg_read_all_settings",
+    "pg_read_all_stats",
+    "pg_stat_scan_tables",
+    "pg_monitor",
+)
+# What makes a role more than a reader of the store, the first reason found: attributes that
+# reach past the store, membership in any role but the read-only ones above (whether or not it
+# inherits: SET ROLE switches to it), owning the database or anything in the schema, CREATE on
+# the schema, and any write privilege on its tables (to the role or to PUBLIC, whole or on a
+# column) or sequences.
+_WRITES_OR_MORE = """
+SELECT 'has ' || a.attribute FROM pg_catalog.pg_roles r,
+    LATERAL (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole), ('CREATEDB', r.rolcreatedb),
+                    ('REPLICATION', r.rolreplication), ('BYPASSRLS', r.rolbypassrls)) AS a (attribute, held)
+    WHERE r.rolname = %(role)s AND a.held
+UNION ALL
+SELECT 'is a member of ' || m.rolname FROM pg_catalog.pg_roles m
+    WHERE m.rolname <> %(role)s AND m.rolname <> ALL(%(read_only_roles)s)
+      AND pg_catalog.pg_has_role(%(role)s, m.oid, 'MEMBER')
+UNION ALL
+SELECT 'owns the database' FROM pg_catalog.pg_database d
+    WHERE d.datname = pg_catalog.current_database() AND d.datdba = CAST(%(role)s AS pg_catalog.regrole)
+UNION ALL
+SELECT 'may create in schema simhash' WHERE pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'CREATE')
+UNION ALL
+SELECT 'owns simhash.' || c.relname FROM pg_catalog.pg_class c
+    WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace)
+      AND c.relowner = CAST(%(role)s AS pg_catalog.regrole)
+UNION ALL
+SELECT 'may write simhash.' || c.relname FROM pg_catalog.pg_class c
+    WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+      AND (pg_catalog.has_table_privilege(%(role)s, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+           OR pg_catalog.has_any_column_privilege(%(role)s, c.oid, 'INSERT, UPDATE, REFERENCES'))
+UNION ALL
+SELECT 'may change the sequence simhash.' || c.relname FROM pg_catalog.pg_class c
+    WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace)
+      AND CASE WHEN c.relkind = 'S' THEN pg_catalog.has_sequence_privilege(%(role)s, c.oid, 'USAGE, UPDATE') END
+"""
+
+
 def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = None) -> None:
     """Grant ``role`` search and read access (in the caller's transaction); see Store.grant_read_only.
 
@@ -92,20 +135,7 @@ def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = N
             f"role {me} may not grant read access to the store ({missing[0][0]} not granted; "
             f"PostgreSQL granted nothing): run grant-read as the store's owner ({owner}) or a superuser"
         )
-    writes = raw.execute(
-        "SELECT 'is a member of ' || pg_catalog.pg_get_userbyid(n.nspowner) || ', the owner of schema simhash' "
-        "FROM pg_catalog.pg_namespace n WHERE n.nspname = 'simhash' "
-        "AND pg_catalog.pg_has_role(%(role)s, n.nspowner, 'MEMBER') "
-        "UNION ALL SELECT 'may create in schema simhash' "
-        "WHERE pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'CREATE') "
-        "UNION ALL SELECT 'may write simhash.' || c.relname FROM pg_catalog.pg_class c "
-        "WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm') "
-        "AND pg_catalog.has_table_privilege(%(role)s, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE') "
-        "UNION ALL SELECT 'may change the sequence simhash.' || c.relname FROM pg_catalog.pg_class c "
-        "WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) "
-        "AND CASE WHEN c.relkind = 'S' THEN pg_catalog.has_sequence_privilege(%(role)s, c.oid, 'USAGE, UPDATE') END",
-        {"role": role},
-    ).fetchall()
+    writes = raw.execute(_WRITES_OR_MORE, {"role": role, "read_only_roles": list(READ_ONLY_MEMBERSHIPS)}).fetchall()
     if writes:  # the caller's transaction is rolled back: nothing granted
         raise PermissionDeniedError(
             f"role {role!r} {writes[0][0]}: it could write the store, so it is not made a read-only role "
