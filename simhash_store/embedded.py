@@ -896,9 +896,7 @@ def _reserve_owner_connections(connection, owner: str) -> None:
     connection.execute(sql.SQL("GRANT pg_use_reserved_connections TO {}").format(sql.Identifier(owner)))
     if connection.execute("SHOW reserved_connections").fetchone()[0] != str(OWNER_RESERVED_CONNECTIONS):
         connection.execute(f"ALTER SYSTEM SET reserved_connections = {OWNER_RESERVED_CONNECTIONS}")
-    if version >= 170000 and connection.execute("SHOW max_notify_queue_pages").fetchone()[0] != str(
-        NOTIFY_QUEUE_PAGES
-    ):
+    if version >= 170000 and connection.execute("SHOW max_notify_queue_pages").fetchone()[0] != str(NOTIFY_QUEUE_PAGES):
         connection.execute(f"ALTER SYSTEM SET max_notify_queue_pages = {NOTIFY_QUEUE_PAGES}")
 
 
