@@ -121,6 +121,25 @@ def read_jsonl_csv(rows):
     return delimited_rows(io.BytesIO("\n".join(rows).encode()), "in.csv", ",", {"key": "", "text": ""}, 1 << 20)
 
 
+def test_lines_of_three_quotes_are_read_with_each_byte_parsed_a_bounded_number_of_times(tmp_path, monkeypatch):
+    # ",a"," opens a quoted field after a closed one: an odd count of quotes, yet the field stays open
+    # on every later line; each line's record runs to the end of the file and fails alone.
+    from simhash_store.formats import delimited
+
+    path = tmp_path / "quotes.csv"
+    lines = ["key,text", "good1,first good record", *(['",a","'] * 150), "good2,last good record"]
+    path.write_bytes("\n".join(lines).encode() + b"\n")
+    parsed = []
+    cells = delimited._cells
+    monkeypatch.setattr(delimited, "_cells", lambda raw, *rest: parsed.append(len(raw)) or cells(raw, *rest))
+    with path.open("rb") as stream:
+        rows = list(delimited.delimited_rows(stream, "q.csv", ",", {"key": "", "text": ""}, 1 << 30))
+    assert [record["key"] for _, record in rows if isinstance(record, dict)] == ["good1", "good2"]
+    assert [where for where, record in rows if isinstance(record, Skip)] == [f"q.csv:{n}" for n in range(3, 153)]
+    assert all("unbalanced quote" in record.detail for _, record in rows if isinstance(record, Skip))
+    assert sum(parsed) <= 6 * path.stat().st_size  # each line parsed a few times, not once per line before it
+
+
 def test_a_quote_that_does_not_close_within_the_size_limit_costs_its_line():
     from simhash_store.formats.delimited import delimited_rows
 

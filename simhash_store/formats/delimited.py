@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 from collections import deque
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, NamedTuple
 
 from ..corpus import BAD_RECORD, Skip
 from ..errors import InputError
@@ -91,15 +91,30 @@ def _delimited_body(
     and has the header's number of fields; otherwise the first line alone is reported as
     an unbalanced quote and reading resumes at the very next line, so a stray quote costs
     its own line and never the rows after it.
+
+    Reading stays linear however the quotes fall. Each line read ahead is parsed once as
+    the continuation of a quoted field (:func:`_continued`): whether the field, open at the
+    line's start, is still open at its end, closed or unreadable, and how many fields the
+    line adds. Lines that leave the field open are kept, with running sums of their sizes
+    and fields; the first that does not ends every record started before it. A record
+    started at any earlier line is then judged by those sums alone, and parsed whole only
+    when it has the header's width, to be taken; when its first line is reported instead,
+    the next line is judged against the same lines, none parsed again.
     """
-    ahead: deque[tuple[int, bytes | None, bytes]] = deque()  # lines read to try a record, given back
-    barren_until = 0  # the lines up to this one were looked through for a closing quote in vain
+    ahead: deque[_Ahead] = deque()  # lines after the current one, read to judge a record; all but the last open
+    total_size = total_fields = 0  # the running sums at the last line read ahead
+    base_size = base_fields = 0  # the running sums before the first line in ``ahead``
+    exhausted = False  # the file ended while reading ahead
 
-    def next_line():
-        return ahead.popleft() if ahead else next(numbered, None)
-
-    while (line := next_line()) is not None:
-        number, raw, ending = line
+    while True:
+        if ahead:
+            entry = ahead.popleft()
+            number, raw, ending = entry.number, entry.raw, entry.ending
+            base_size, base_fields = entry.size, entry.fields
+        elif (line := next(numbered, None)) is not None:
+            number, raw, ending = line
+        else:
+            return
         where = f"{name}:{number}"
         if raw is None:
             yield where, Skip(where, BAD_RECORD, "line too long")
@@ -107,12 +122,37 @@ def _delimited_body(
         if not raw.strip():
             continue
         cells = _cells(raw, number, delimiter)
-        if cells is _UNBALANCED and number >= barren_until:
-            cells, taken, barren = _quoted_record(raw + ending, number, delimiter, len(header), max_bytes, next_line)
-            if cells is _UNBALANCED:
-                ahead.extendleft(reversed(taken))
-                if barren:  # a later stray quote among these lines would search them again in vain
-                    barren_until = taken[-1][0] if taken else number
+        if cells is _UNBALANCED:
+            # The fields of this line, the open one closed at its end.
+            opened = _cells(raw + b'"', number, delimiter)
+            width = len(opened) if isinstance(opened, list) else -1
+            size = len(raw) + len(ending)
+            while not (ahead and ahead[-1].state != _OPEN) and not exhausted:
+                if size + total_size - base_size > max_bytes:
+                    break
+                line = next(numbered, None)
+                if line is None:
+                    exhausted = True
+                    break
+                more = _continued(line, delimiter)
+                total_size += more[0]
+                total_fields += more[1]
+                ahead.append(_Ahead(line[0], line[1], line[2], more[2], total_size, total_fields))
+            last = ahead[-1] if ahead else None
+            if (
+                last is not None
+                and last.state == _CLOSED
+                and size + last.size - base_size <= max_bytes
+                and width + last.fields - base_fields == len(header)
+            ):
+                text = [raw, ending]
+                for entry in ahead:
+                    text += (entry.raw or b"", entry.ending)
+                joined = _cells(b"".join(text[:-1]), number, delimiter)
+                if isinstance(joined, list) and len(joined) == len(header):
+                    cells = joined
+                    base_size, base_fields = last.size, last.fields
+                    ahead.clear()
         if isinstance(cells, str):
             yield where, Skip(where, BAD_RECORD, cells)
         elif len(cells) != len(header):
@@ -121,38 +161,39 @@ def _delimited_body(
             yield where, dict(zip(header, cells))
 
 
-def _quoted_record(start: bytes, number: int, delimiter: str, width: int, max_bytes: int, next_line):
-    """(fields or _UNBALANCED, lines taken, whether no taken line held a quote) of a record open at its first line's end.
+class _Ahead(NamedTuple):
+    """A line read ahead: its place, text, ending, how it leaves a quoted field open at its start, running sums."""
 
-    A ``"`` byte is never part of a longer UTF-8 character, so an odd count of them in a
-    line flips whether the field is still open: the record is parsed only when it may be
-    whole. Each line taken counts ``_LINE_COST`` bytes more against ``max_bytes``, so that
-    the lines held in memory stay near that bound however short they are.
+    number: int
+    raw: bytes | None
+    ending: bytes
+    state: str
+    size: int
+    fields: int
+
+
+_OPEN, _CLOSED, _STOP = "open", "closed", "stop"
+
+
+def _continued(line: tuple[int, bytes | None, bytes], delimiter: str) -> tuple[int, int, str]:
+    """(bytes counted, fields added, state at its end) of a line read inside a quoted field.
+
+    The line is parsed behind an opening quote, as the csv parser reads it after a line break
+    in a quoted field; still open, it is parsed again with a closing quote after it, to count
+    its fields. Each line counts ``_LINE_COST`` bytes more against the size limit, so that the
+    lines held in memory stay near that bound however short they are.
     """
-    text, taken, still_open, barren = [start], [], True, True
-    size = len(start)
-    while (line := next_line()) is not None:
-        taken.append(line)
-        _, raw, ending = line
-        size += len(raw or b"") + len(ending) + _LINE_COST
-        if raw is None or size > max_bytes:
-            break
-        text.append(raw)
-        if b'"' in raw:
-            barren = False
-            if raw.count(b'"') % 2:
-                still_open = not still_open
-        if not still_open:
-            cells = _cells(b"".join(text), number, delimiter)
-            if cells is not _UNBALANCED:  # parsed, or unreadable: no more lines can mend it
-                return (
-                    (cells, taken, False)
-                    if isinstance(cells, list) and len(cells) == width
-                    else (_UNBALANCED, taken, False)
-                )
-            still_open = True  # a quote inside an unquoted field is a plain character
-        text.append(ending)
-    return _UNBALANCED, taken, barren
+    _, raw, ending = line
+    if raw is None:
+        return len(ending) + _LINE_COST, 0, _STOP
+    size = len(raw) + len(ending) + _LINE_COST
+    cells = _cells(b'"' + raw, 0, delimiter)
+    state = _CLOSED
+    if cells is _UNBALANCED:
+        cells, state = _cells(b'"' + raw + b'"', 0, delimiter), _OPEN
+    if isinstance(cells, str):
+        return size, 0, _STOP
+    return size, len(cells) - 1, state
 
 
 _LINE_COST = 100
