@@ -187,6 +187,28 @@ def test_query_jsonl_gives_one_line_per_record_in_order(database_url, tmp_path):
     assert [line["matches"][0]["key"] for i, line in enumerate(lines) if i != 3] == [r["id"] for r in wiki()]
 
 
+def test_an_output_that_is_an_input_of_query_or_calibrate_is_refused_before_any_work(database_url, tmp_path):
+    # query --jsonl IN -o IN replaced its input with the answers, exit 0 (dedup refused it already).
+    stored = write(wiki(), tmp_path / "stored.jsonl")
+    assert invoke(database_url, "add", "--jsonl", str(stored), "--key-field", "id", "-q").exit_code == 0
+    page = tmp_path / "page.txt"
+    page.write_text(wiki()[0]["text"], encoding="utf-8")
+    before = {path: path.read_bytes() for path in (stored, page)}
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(stored)
+    for output, arguments in (
+        (stored, ["query", "--jsonl", str(stored), "-o", str(stored)]),
+        (link, ["query", "--jsonl", str(stored), "-o", str(link)]),
+        (page, ["query", str(page), "-o", str(page), "--output-format", "jsonl"]),
+        (page, ["calibrate", str(page), "--plot", str(page), "--scheme", "zh-jieba-v1"]),
+    ):
+        result = invoke(database_url, *arguments)
+        assert (result.exit_code, result.stdout, result.stderr.count("\n")) == (1, "", 1), arguments
+        assert result.stderr.startswith(f"Error: the output {output} is the input "), result.stderr
+    assert {path: path.read_bytes() for path in (stored, page)} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["link.jsonl", "page.txt", "stored.jsonl"]
+
+
 def test_query_key_finds_what_is_near_a_stored_document(database_url, tmp_path):
     records = wiki() + [{"id": "edited", "text": wiki()[2]["text"][:-5]}]
     invoke(database_url, "add", "--jsonl", str(write(records, tmp_path / "s.jsonl")), "--key-field", "id", "-q")

@@ -21,7 +21,7 @@ from .common import (
     opened_store,
     out,
 )
-from .inputs import FormatOption, HtmlField, TextField, input_format, resolved
+from .inputs import FormatOption, HtmlField, TextField, input_format, refuse_output_onto_input, resolved
 from .render import print_pairs, progress
 
 
@@ -67,6 +67,7 @@ def calibrate(
     from .. import calibrate as calibration
     from .. import calibration_texts
 
+    refuse_output_onto_input(plot, [*([jsonl] if jsonl is not None else []), *(paths or [])])
     if plot is not None:
         try:  # before the work, which takes minutes: not a failure after it
             calibration.check_plot(plot)

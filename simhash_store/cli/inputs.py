@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any
 
 import typer
@@ -141,6 +143,16 @@ def records(
 def _bytes_only(on_progress: OnProgress | None) -> Callable[[int], None] | None:
     """The input layer tells the bytes read alone; the total is the caller's to know."""
     return None if on_progress is None else (lambda done: on_progress(done, None))
+
+
+def refuse_output_onto_input(output: str | os.PathLike[str] | None, inputs: Iterable[str | os.PathLike[str]]) -> None:
+    """One line, before any work, when the file to write is one of the inputs: writing it would replace what is read."""
+    if output is None or str(output) == "-":
+        return
+    for path in inputs:
+        with contextlib.suppress(OSError):  # an input or output that does not exist yet is not the same file
+            if str(path) != "-" and os.path.samefile(path, output):
+                fail(f"the output {output} is the input {path}: write to another file")
 
 
 def open_writer(path: str, format: str, **given: Any) -> formats.RecordWriter:

@@ -40,6 +40,7 @@ from .inputs import (
     TextField,
     input_format,
     open_writer,
+    refuse_output_onto_input,
     resolved,
     text_role,
 )
@@ -115,6 +116,7 @@ def query(
     kinds = [*(given for _ in files or []), *(["jsonl"] if jsonl is not None else [])]
     for name, kind in zip(names, kinds):
         resolved(name, kind, "text")  # a format named wrong is a usage error, before any work
+    refuse_output_onto_input(output, names)
     writer = open_writer(output, written) if output is not None and written is not None else None
     failures: list[corpus.Skip] = []
     fingerprinter = ingest.early_fingerprinter(scheme, jobs, len(files or []) if jsonl is None else None, few_too=True)
