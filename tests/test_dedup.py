@@ -1148,3 +1148,55 @@ def test_a_record_that_would_make_parquet_columns_beyond_the_bound_costs_only_it
     assert "in.jsonl:2" in failed and f"more than {MAX_PARQUET_COLUMNS:,}" in failed
     table = parquet.read_table(tmp_path / "out.parquet")
     assert table.column_names == ["key", "text", "n"] and table.column("key").to_pylist() == ["plain"]
+
+
+def _parquet_damaged_in_its_second_row_group(path: Path, rows: int) -> None:
+    """Two row groups of ``rows`` rows each; the second's text column page overwritten (metadata intact)."""
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    keys = [f"p{i}" for i in range(2 * rows)]
+    texts = [f"第{i}条记录，" + "".join(f"词{i}_{j} " for j in range(30)) for i in range(2 * rows)]
+    parquet.write_table(pyarrow.table({"id": keys, "text": texts}), path, row_group_size=rows, compression="none")
+    start = parquet.ParquetFile(path).metadata.row_group(1).column(1).data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start + 20 : start + 400] = b"\xff" * 380
+    path.write_bytes(bytes(data))
+
+
+def test_a_parquet_file_damaged_in_a_later_row_group_costs_only_the_rest_of_that_file(database_url, tmp_path):
+    # An OSError traceback out of the batches, exit 1: the batch in flight lost (2,000 of 5,000 good
+    # rows stored), or with a good file before it, neither stored; dedup's line named its output.
+    pytest.importorskip("pyarrow")
+    damaged = tmp_path / "damaged.parquet"
+    _parquet_damaged_in_its_second_row_group(damaged, 2500)
+    good = tmp_path / "good.jsonl"
+    _write_jsonl(good, _records())
+    after = tmp_path / "after.jsonl"
+    _write_jsonl(after, [{"id": "after", "text": "此后的另一个文件，照常读入。" * 5}])
+    written = tmp_path / "out.jsonl"
+    deduped = _run(
+        database_url,
+        "dedup",
+        str(good),
+        str(damaged),
+        str(after),
+        "-o",
+        str(written),
+        "--annotate",
+        "--key-field",
+        "id",
+    )
+    assert deduped.exit_code == 1, deduped.output
+    failed = [line for line in deduped.stderr.splitlines() if line.startswith("failed:")]
+    assert failed == [
+        f"failed: {damaged}: unreadable (after row 2,500: Couldn't deserialize thrift: "
+        "Variable-length int over 10 bytes. Deserializing page header failed.)"
+    ]  # the input named, in one line
+    with Store(database_url) as store:
+        assert store.count() == len(_records()) + 1 + 2500  # the two files, and every row before the damage
+    added = _run(database_url, "add", str(good), str(damaged), str(after), "--key-field", "id")
+    assert added.exit_code == 1, added.output
+    assert [line for line in added.stderr.splitlines() if line.startswith("failed:")] == failed
+    keys = [json.loads(line)["id"] for line in written.read_text().splitlines()]
+    assert len(keys) == len(_records()) + 2500 + 1 and keys[-1] == "after"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..corpus import BAD_RECORD, Skip
+from ..corpus import BAD_RECORD, TOO_LARGE, UNREADABLE, Skip
 from ..errors import InputError
 from .columns import OTHER, STRING, TEXT, arrow_type, convert, fits, needs_conversion
 from .registry import FormatError, Input, InputFormat, OutputFormat, ReadOptions, register_input, register_output
@@ -42,19 +42,43 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict | Skip
     # (Ray brings it): such columns are converted column by column instead (_python_values).
     plain = all(_microsecond_type(field.type, pyarrow) is None for field in table.schema_arrow)
     number = 0
-    for batch in table.iter_batches(batch_size=_parquet_batch_rows(table.metadata)):
-        records: list[dict | str] | None = None
-        if plain:
-            try:
-                records = batch.to_pylist()
-            except (ValueError, OverflowError, pyarrow.ArrowException):
-                pass
-        if records is None:
-            records = _rows_beyond_python(batch, pyarrow)
+    batches = _batches(table, _parquet_batch_rows(table.metadata))
+    while True:
+        batch = records = None
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            if plain:
+                try:
+                    records = batch.to_pylist()
+                except (ValueError, OverflowError, pyarrow.ArrowException):
+                    pass
+            if records is None:
+                records = _rows_beyond_python(batch, pyarrow)
+        except (OSError, pyarrow.ArrowException) as exc:  # a damaged row group: the rows before it stay read
+            yield path, Skip(path, UNREADABLE, f"after row {number:,}: {_one_line(exc)}")
+            return
+        except MemoryError:
+            batch = records = None  # what was converted is given back before the line is written
+            yield path, Skip(path, TOO_LARGE, f"rows after row {number:,} do not fit in memory as Python values")
+            return
         for record in records:
             number += 1
             where = f"{path}:row {number}"
             yield where, Skip(where, BAD_RECORD, record) if isinstance(record, str) else record
+
+
+def _batches(table, rows: int) -> Iterator:
+    """The batches of each row group in turn: a batch never spans two, so that a damaged row
+    group costs its own rows, never those of the groups before it."""
+    for group in range(table.metadata.num_row_groups):
+        yield from table.iter_batches(batch_size=rows, row_groups=[group])
+
+
+def _one_line(exc: BaseException) -> str:
+    """An Arrow message (several lines, the last often empty) as one line."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 _PARQUET_BATCH_BYTES = 64 << 20  # uncompressed bytes per batch read from a Parquet file
