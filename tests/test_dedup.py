@@ -1200,3 +1200,50 @@ def test_a_parquet_file_damaged_in_a_later_row_group_costs_only_the_rest_of_that
     assert [line for line in added.stderr.splitlines() if line.startswith("failed:")] == failed
     keys = [json.loads(line)["id"] for line in written.read_text().splitlines()]
     assert len(keys) == len(_records()) + 2500 + 1 and keys[-1] == "after"
+
+
+def test_a_parquet_batch_too_large_for_memory_fails_its_file_in_one_line(database_url, tmp_path):
+    # Under `ulimit -v`, a dictionary entry of 1 MB referenced by every row (a 22 KB file) ended the
+    # run with a MemoryError traceback out of the conversion to Python values, nothing stored.
+    import resource
+    import subprocess
+    import sys
+
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    big = " ".join(f"w{i % 5000}" for i in range(170_000))  # about 1 MB
+    bomb = tmp_path / "bomb.parquet"
+    words = pyarrow.dictionary(pyarrow.int32(), pyarrow.string())
+    with parquet.ParquetWriter(
+        bomb, pyarrow.schema({"id": pyarrow.string(), "text": words}), compression="zstd"
+    ) as out:
+        texts = pyarrow.array([f"第{i}条，正常的记录" for i in range(100)]).dictionary_encode()
+        out.write_table(pyarrow.table({"id": [f"g{i}" for i in range(100)], "text": texts}))
+        texts = pyarrow.DictionaryArray.from_arrays(pyarrow.array([0] * 2000, pyarrow.int32()), pyarrow.array([big]))
+        out.write_table(pyarrow.table({"id": [f"b{i}" for i in range(2000)], "text": texts}))
+    assert bomb.stat().st_size < 100_000
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    _write_jsonl(before, [{"id": "before", "text": "此前的文件，照常读入。" * 5}])
+    _write_jsonl(after, [{"id": "after", "text": "此后的另一个文件，照常读入。" * 5}])
+    limit = 1_500_000_000
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = {**os.environ, "SIMHASH_STORE_URL": database_url.render_as_string(hide_password=False)}
+    env["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # mimalloc keeps the address space it reserved: later files fail
+    done = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "add", str(before), str(bomb), str(after), "--key-field", "id"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=bounded,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    failed = [line for line in done.stderr.splitlines() if line.startswith("failed:")]
+    assert len(failed) == 1 and failed[0].startswith(f"failed: {bomb}: "), failed
+    assert "after row 100" in failed[0]
+    with Store(database_url) as store:
+        assert store.count() == 2 + 100  # the files around it, and the rows before the batch

@@ -45,6 +45,7 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict | Skip
     batches = _batches(table, _parquet_batch_rows(table.metadata))
     while True:
         batch = records = None
+        short = False
         try:
             batch = next(batches, None)
             if batch is None:
@@ -60,7 +61,10 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict | Skip
             yield path, Skip(path, UNREADABLE, f"after row {number:,}: {_one_line(exc)}")
             return
         except MemoryError:
-            batch = records = None  # what was converted is given back before the line is written
+            short = True
+        if short or records is None:  # out of the handler, so that nothing of the conversion outlives it
+            batch = records = None
+            pyarrow.default_memory_pool().release_unused()  # Arrow's pool keeps what it freed, else
             yield path, Skip(path, TOO_LARGE, f"rows after row {number:,} do not fit in memory as Python values")
             return
         for record in records:
