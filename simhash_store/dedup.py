@@ -288,6 +288,11 @@ def dedup_output(
                     raise OutputError(
                         f"the output {visible(output)} is the input {visible(path)}: write to another file"
                     )
+            if path != "-" and _inside(output, path):
+                raise OutputError(
+                    f"the output {visible(output)} is inside the input directory {visible(path)}, where this and "
+                    "later runs would read it (and its temporary file) as input: write it elsewhere"
+                )
     try:
         return formats.open_writer(
             output, output_format, schema=schema, extra_fields=annotation_types if annotate else None
@@ -427,6 +432,17 @@ def _reading(record, key_field: str, text_field: str) -> tuple:
     value = record.get(text_field)
     text = digest(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else repr(type(value))
     return (repr(record.get(key_field)), text)
+
+
+def _inside(output: str, directory: str) -> bool:
+    """Whether ``output`` would be written under ``directory`` (an input directory walked for files)."""
+    try:
+        if not os.path.isdir(directory):
+            return False
+        where = os.path.realpath(os.path.dirname(os.path.abspath(output)))
+        return os.path.commonpath([where, os.path.realpath(directory)]) == os.path.realpath(directory)
+    except (OSError, ValueError):
+        return False
 
 
 def _stored_policy(store: Store) -> KeepPolicy | None:

@@ -36,14 +36,10 @@ MAX_ELEMENTS = 200_000
 # 20 s flat; libxml2 stops nesting at 256). The deepest of 250 real pages (benchmarks/html_bound.py)
 # nests 51 deep, most 11 to 24.
 MAX_DEPTH = 64
-# How libxml2 ends elements: an end tag closes the open elements above its own only when none of
-# them has a higher priority than it (`</b>` does not close an open `<div>` above a `<b>`: it
-# is ignored). The same table as libxml2's htmlEndPriority; every other name has 100.
-_END_PRIORITY = {"div": 150, "td": 160, "th": 160, "tr": 170, "thead": 180, "tbody": 180, "tfoot": 180}
-_END_PRIORITY |= {"table": 190, "head": 200, "body": 200, "html": 220}
-# Elements libxml2 never nests anything in (a subset of its own list: one left out here only makes
-# the depth counted below larger than the parser's).
-_VOID = frozenset("area base br col embed hr img input link meta param".split())
+# Elements libxml2 never nests anything in (the names it treats as empty in 2.13 and 2.14; `embed`,
+# `source`, `wbr` are not among them there). A name left out only makes the depth counted
+# below larger than the parser's.
+_VOID = frozenset("area base basefont br col frame hr img input isindex link meta param".split())
 
 # A start or end tag as the standard's tokenizer reads it: the name, then attributes (a name,
 # optionally `=` and a value, quoted or not) and separators, up to `>` or the end of the page.
@@ -200,40 +196,25 @@ def _written(html: str) -> tuple[str, int]:
 
 
 class _Nesting:
-    """The open elements as the tags are read, in constant time a tag: an end tag closes what is
-    above its element unless something there ends with a higher priority (:data:`_END_PRIORITY`);
-    counted up to past :data:`MAX_DEPTH` only (deeper, the page is parsed to know)."""
+    """The open elements as the tags are read, never fewer than libxml2 holds open: a start tag
+    opens one (libxml2 may first close others, which only makes it nest less), an end tag closes
+    only the innermost open element, and only when it names it (libxml2 closes that one too, and
+    ignores an end tag of an element it closed already: the ones it closes by itself, when
+    another starts, stay open here). Counted up to past :data:`MAX_DEPTH` only (deeper, the page
+    is parsed to know)."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.deepest = 0
-        self._where: dict[str, list[int]] = {}  # each open name's places, innermost last
-        self._ranked: dict[int, list[int]] = {}  # each priority over 100: its open elements' places
 
     def open(self, name: str) -> None:
-        if self.deepest > MAX_DEPTH:
-            return  # known deep enough: no need to follow it further
-        place = len(self.names)
-        self.names.append(name)
-        self._where.setdefault(name, []).append(place)
-        priority = _END_PRIORITY.get(name, 100)
-        if priority > 100:
-            self._ranked.setdefault(priority, []).append(place)
-        self.deepest = max(self.deepest, place + 1)
+        if self.deepest <= MAX_DEPTH:
+            self.names.append(name)
+            self.deepest = max(self.deepest, len(self.names))
 
     def close(self, name: str) -> None:
-        places = self._where.get(name)
-        if not places or self.deepest > MAX_DEPTH or name in ("html", "head", "body"):
-            return  # nothing to close, or libxml2 keeps these open to the end
-        place, priority = places[-1], _END_PRIORITY.get(name, 100)
-        if any(ranked and ranked[-1] > place for level, ranked in self._ranked.items() if level > priority):
-            return  # an element that ends with a higher priority is open above it: ignored
-        while len(self.names) > place:
-            closed = self.names.pop()
-            self._where[closed].pop()
-            level = _END_PRIORITY.get(closed, 100)
-            if level > 100:
-                self._ranked[level].pop()
+        if self.names and self.names[-1] == name and name not in ("html", "head", "body"):
+            self.names.pop()  # libxml2 keeps html, head and body open to the end
 
 
 def _shallow(html: str) -> str:

@@ -11,6 +11,8 @@ record where it breaks, after the pages before it.
 
 from __future__ import annotations
 
+import io
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -27,6 +29,10 @@ _SUFFIXES = (".warc", ".warc.gz")
 MAX_PAGE_BYTES = 64 << 20
 # The body is read in pieces of this size, so a refused one costs the bound and no more.
 _PIECE = 1 << 20
+# What the pages of one archive may inflate to, in all: this many times its size on disk, plus
+# one page's bound. A crawl's pages compress about 5:1; a body gzipped inside its record's gzip
+# made 500 bytes of archive into 8.9 MB of page (33 s to extract), once per record.
+INFLATION_RATIO = 100
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,9 @@ class WarcPage:
     # The body was longer than the reader's bound (a compressed archive can hold far more than
     # its size): not read beyond it, and the page comes out with no body.
     too_large: bool = False
+    # Too large because the archive's pages, this one included, inflate past INFLATION_RATIO
+    # times the archive's size on disk.
+    over_budget: bool = False
 
 
 @dataclass
@@ -70,12 +79,17 @@ def is_warc_name(name: str) -> bool:
     return name.lower().endswith(_SUFFIXES)
 
 
-def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: int | None = None) -> Iterator[WarcPage]:
+def read_pages(
+    stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: int | None = None, size: int | None = None
+) -> Iterator[WarcPage]:
     """The HTML pages of a WARC stream, in the archive's order. ``max_bytes``: the most of one
     record's body that is read, at most :data:`MAX_PAGE_BYTES` (a longer one comes out
-    ``too_large``, without its body)."""
+    ``too_large``, without its body). ``size``: the archive's size on disk (else the stream's
+    file's, if it has one): its pages may inflate to :data:`INFLATION_RATIO` times that, plus one
+    page's bound, in all; later pages come out ``too_large`` too."""
     ArchiveIterator, ArchiveLoadFailed = _warcio()
     max_bytes = page_bound(max_bytes)
+    budget = _inflation_budget(stream, size)
     counts = counts if counts is not None else WarcCounts()
     archive = ArchiveIterator(stream)
     # warcio writes a warning of several lines to stderr where a record is not followed by its
@@ -130,6 +144,11 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
         if not _is_html(content_type, body):
             counts.not_html += 1
             continue
+        if budget is not None:
+            budget -= len(body)
+            if budget < 0:
+                yield WarcPage(uri, content_type, b"", too_large=True, over_budget=True)
+                continue
         yield WarcPage(uri, content_type, body)
 
 
@@ -189,6 +208,16 @@ def _bound_lines(reader: Any) -> Callable[[], None]:
         run[0] = 0
 
     return next_record
+
+
+def _inflation_budget(stream: IO[bytes], size: int | None) -> int | None:
+    """The bytes of pages an archive may give (None for a stream of unknown size: a pipe)."""
+    if size is None:
+        try:
+            size = os.fstat(stream.fileno()).st_size
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            return None
+    return MAX_PAGE_BYTES + INFLATION_RATIO * size if size > 0 else None
 
 
 def page_bound(max_bytes: int | None) -> int:

@@ -1247,3 +1247,23 @@ def test_a_parquet_batch_too_large_for_memory_fails_its_file_in_one_line(databas
     assert "after row 100" in failed[0]
     with Store(database_url) as store:
         assert store.count() == 2 + 100  # the files around it, and the rows before the batch
+
+
+def test_an_output_inside_an_input_directory_is_refused_before_any_work(database_url, tmp_path):
+    # `dedup DIR -o DIR/out.jsonl` read its own earlier output as input at every run (9.1, 18.3,
+    # 27.5, 36.8 KB over four runs), and could read its temporary file while writing it.
+    from typer.testing import CliRunner
+
+    from simhash_store.cli import app
+
+    folder = tmp_path / "corpus"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text("社区图书馆今年新增了周末亲子阅读活动，报名的家庭已经超过三百户。", "utf-8")
+    env = {"SIMHASH_STORE_URL": database_url.render_as_string(hide_password=False)}
+    for output in (folder / "out.jsonl", folder / "sub" / "out.jsonl"):
+        result = CliRunner().invoke(app, ["dedup", str(folder), "-o", str(output)], env=env)
+        assert result.exit_code == 1, result.output
+        assert "inside the input directory" in result.output and "Traceback" not in result.output
+        assert not output.exists()
+    elsewhere = CliRunner().invoke(app, ["dedup", str(folder), "-o", str(tmp_path / "out.jsonl")], env=env)
+    assert elsewhere.exit_code == 0, elsewhere.output

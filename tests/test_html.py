@@ -573,3 +573,31 @@ def test_dedup_of_a_directory_reads_its_pages_for_their_main_content(database_ur
     kept = {r["key"]: r["text"] for r in map(json.loads, (tmp_path / "kept.jsonl").read_text("utf-8").splitlines())}
     assert kept["en.html"] == extract(page("en-article.html")).text and "<" not in kept["en.html"]
     assert ARTICLE_ZH in kept["zh.html"] and "<div" not in kept["zh.html"]
+
+
+def test_the_pages_of_an_archive_inflate_to_a_bound_tied_to_its_size(tmp_path):
+    # A body gzipped inside its record's gzip made 500 bytes of archive into 8.9 MB of page (33 s
+    # to extract), once per record: every record of a small archive could cost a page's bound.
+    import zlib
+
+    from simhash_store.corpus import TOO_LARGE, Skip
+    from simhash_store.formats import ReadOptions, read_records
+    from simhash_store.warc import INFLATION_RATIO, MAX_PAGE_BYTES
+
+    def inflating(uri: str, megabytes: int) -> bytes:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        spaces = b" " * (1 << 20)
+        body = packer.compress(b"<html><body><p>") + b"".join(packer.compress(spaces) for _ in range(megabytes))
+        return gzip.compress(_raw_response(uri, body + packer.flush(), encoding="gzip"))
+
+    archive = tmp_path / "small.warc.gz"
+    archive.write_bytes(b"".join(inflating(f"http://e/{i}", 30) for i in range(3)))
+    size = archive.stat().st_size
+    assert size * INFLATION_RATIO < MAX_PAGE_BYTES  # the bound is about one page's here
+    with archive.open("rb") as stream:
+        pages = list(read_pages(stream, size=size))
+    assert [len(p.body) > 0 for p in pages] == [True, True, False]
+    assert pages[2].too_large and pages[2].over_budget
+    records = [record for _, record in read_records(str(archive), options=ReadOptions())]
+    assert isinstance(records[2], Skip) and records[2].reason == TOO_LARGE
+    assert f"inflate past {INFLATION_RATIO} times its size" in str(records[2])

@@ -166,6 +166,12 @@ def test_a_deeply_nested_page_loses_the_tags_below_the_bound_and_keeps_its_text(
         "<wbr>",  # not an element libxml2 knows to be empty
         "<p><div></p>",
         "<li><ul></body></html>",
+        "<p><ul>" + "<ul>" * 54 + "</p>",  # libxml2 closed the <p> at <ul> and ignores `</p>`; an estimate that
+        "<th><td>" * 30 + "</th>",  # took `</p>` as closing all above it never cut the page (195 s against 52 s)
+        "<h5><li>" * 30 + "</h5>",
+        "<div><frame></frame>",  # an element libxml2 treats as empty, whose end tag emptied that estimate
+        "<embed>",  # nested by libxml2 2.14
+        "<h5><li><figure><h2><figure><h2></h5><main><figure><li><h5><h2><main>",
     ],
 )
 def test_end_tags_a_parser_ignores_do_not_hide_nesting_from_the_bound(unit):
@@ -173,12 +179,14 @@ def test_end_tags_a_parser_ignores_do_not_hide_nesting_from_the_bound(unit):
     assert _depth(bounded(page)) <= MAX_DEPTH
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     st.lists(
         st.sampled_from(
             ["<div>", "</div>", "<b>", "</b>", "<span>", "</span>", "<td>", "</td>", "<tr>", "</tr>", "<table>"]
             + ["</table>", "<p>", "</p>", "<li>", "</li>", "<ul>", "<br>", "<i/>", "</body>", "<body>", "x"]
+            + ["<th>", "</th>", "<h5>", "</h5>", "<h2>", "<figure>", "<main>", "<dd>", "<dt>", "</dd>", "<option>"]
+            + ["<frame>", "</frame>", "<embed>", "</embed>", "<wbr>", "<select>", "</select>", "<form>", "</form>"]
         ),
         min_size=100,
         max_size=600,

@@ -8,12 +8,13 @@ breaks part way gives the pages before the damage, then a Skip saying so. Needs 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 from ..corpus import TOO_LARGE, UNREADABLE, Skip
 from ..errors import InputError
-from ..warc import page_bound, read_pages
+from ..warc import INFLATION_RATIO, page_bound, read_pages
 from .html import page_text
 from .registry import Input, InputFormat, ReadOptions, register_input
 
@@ -24,7 +25,7 @@ _GZIP_START = b"\x1f\x8b"
 def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
     """The HTML pages of the archive, in its order."""
     with source.open() as stream:
-        pages = read_pages(stream, max_bytes=options.max_bytes)
+        pages = read_pages(stream, max_bytes=options.max_bytes, size=_size_on_disk(source.path))
         while True:
             try:
                 page = next(pages)
@@ -41,6 +42,12 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 )
                 yield where, Skip(where, UNREADABLE, short)
                 continue
+            if page.over_budget:
+                yield (
+                    where,
+                    Skip(where, TOO_LARGE, f"the archive's pages inflate past {INFLATION_RATIO} times its size"),
+                )
+                continue
             if page.too_large:
                 yield where, Skip(where, TOO_LARGE, _over_the_bound(options.max_bytes))
                 continue
@@ -49,6 +56,13 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 yield where, text
             else:
                 yield where, {options.key_field: page.uri, options.text_field: text}
+
+
+def _size_on_disk(path: str | None) -> int | None:
+    try:
+        return os.stat(path).st_size if path is not None else None
+    except OSError:
+        return None
 
 
 def _over_the_bound(max_bytes: int | None) -> str:
