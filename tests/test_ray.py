@@ -235,6 +235,128 @@ def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_s
     assert any(r["duplicate_of"] for r in expected) and any(r["not_compared"] for r in expected)
 
 
+def _walks() -> list[dict]:
+    """Near-duplicates of every shape dedup decides: random walks of edits over real paragraphs (two
+    characters changed a step, so that records drift apart: chains, A near B and B near C with A far
+    from C; and records between two representatives at the same distance: ties), shuffled; exact
+    copies under other keys; a wordless text; keys that sort apart in C and in other collations."""
+    rng = random.Random(3)
+    texts = [
+        json.loads(line)["text"] for line in (DATA / "wiki-paragraphs.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    records = []
+    for number, base in enumerate(texts[:12]):
+        text = base[:200]
+        for step in range(20):
+            records.append({"key": f"{'Ww'[step % 2]}-{number}.{step}", "text": text})
+            for _ in range(2):
+                position = rng.randrange(len(text))
+                text = text[:position] + text[rng.randrange(len(text))] + text[position + 1 :]
+    rng.shuffle(records)
+    records += [{"key": f"copy {r['key']}", "text": r["text"]} for r in records[:30:3]]  # exact copies
+    records.insert(17, {"key": "wordless", "text": "。。。！"})
+    return records
+
+
+def _shapes(annotated: list[dict], k: int) -> tuple[int, int, int]:
+    """(ties, chains, exact copies) in an annotated run, in input order: a duplicate with two earlier
+    representatives at its distance; a duplicate whose representative is farther than k from a
+    record near it; a duplicate at distance 0."""
+    value = {r["key"]: int(r["simhash"], 16) for r in annotated if r["simhash"]}
+    heads: list[int] = []
+    ties = chains = 0
+    for record in annotated:
+        if not record["simhash"]:
+            continue
+        mine = value[record["key"]]
+        if record["duplicate_of"] is None:
+            heads.append(mine)
+            continue
+        ties += sum(1 for h in heads if (h ^ mine).bit_count() == record["distance"]) > 1
+        head = value[record["duplicate_of"]]
+        chains += any((v ^ mine).bit_count() <= k < (v ^ head).bit_count() for v in value.values())
+    return ties, chains, sum(1 for r in annotated if r["distance"] == 0 and r["duplicate_of"])
+
+
+def _icu_database(pg_server) -> str:
+    """A database whose text sorts by ICU's English collation ('a-b' after 'ab', 'B' after 'a'), not by bytes."""
+    import sqlalchemy
+
+    name = f"simhash_test_icu_{uuid.uuid4().hex[:12]}"
+    with pg_server._admin.connect() as connection:
+        if not connection.execute(
+            sqlalchemy.text("SELECT EXISTS (SELECT 1 FROM pg_collation WHERE collprovider = 'i')")
+        ).scalar():
+            pytest.skip("this server is built without ICU")
+    pg_server._execute(
+        f"CREATE DATABASE \"{name}\" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en' LOCALE 'C.UTF-8'"
+    )
+    return name
+
+
+def _batch_path_refused(*arguments, **options):
+    raise AssertionError("dedup_dataset decided batch by batch through the store: the in-memory path was not taken")
+
+
+@pytest.mark.parametrize(("join", "collation"), [(False, "C"), (True, "C"), (False, "icu")])
+def test_dedup_dataset_decided_in_memory_equals_single_machine_dedup(
+    connected, database_url, pg_server, monkeypatch, join, collation
+):
+    """keep first into an empty store: decided in memory (leaders over the run's pairs: the workers'
+    join, or the all-pairs search on the driver) and stored in one COPY. Output and stored clusters
+    (ids numbered by key within each batch, in the database's collation; arrivals; heads) are those of
+    dedup in batches, with ties, chains, exact copies and a wordless record in the input."""
+    from simhash_store import ray_data
+
+    records = _walks()
+    names = [_icu_database(pg_server), _icu_database(pg_server)] if collation == "icu" else []
+    other, other_url = _second_database(pg_server)
+    try:
+        url = database_url.render_as_string(hide_password=False)
+        if names:
+            url, other_url = (pg_server.url(n).render_as_string(hide_password=False) for n in names)
+        with monkeypatch.context() as patch:
+            patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+            ds = ray.data.from_items(records).repartition(5)
+            annotated = dedup_dataset(ds, url, 4, join=join, batch_size=13).take_all()
+        with Store(other_url) as store:
+            expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=13)]
+        stored = [_clusters_of(u) for u in (url, other_url)]
+    finally:
+        for name in [other, *names]:
+            pg_server.drop_database(name)
+    assert _lines(annotated) == _lines(expected)
+    assert stored[0] == stored[1]
+    ties, chains, copies = _shapes(expected, 4)
+    assert ties and chains and copies and any(r["not_compared"] for r in expected)
+
+
+@pytest.mark.parametrize("bad", ["repeated key", "no text"])
+def test_dedup_dataset_with_a_bad_record_fails_as_dedup_does(connected, database_url, pg_server, bad):
+    """A bad record: the in-memory path stores nothing and leaves it to the batches, which store
+    the batches before it and raise at it, as dedup_dataset always did."""
+    from simhash_store.errors import InputError
+
+    records = _walks()[:60]
+    records.insert(
+        40, {"key": records[3]["key"], "text": "另一段文字"} if bad == "repeated key" else {"key": "x", "text": None}
+    )
+    other, other_url = _second_database(pg_server)
+    try:
+        url = database_url.render_as_string(hide_password=False)
+        with pytest.raises(InputError) as raised:
+            dedup_dataset(ray.data.from_items(records), url, 4, batch_size=13)
+        with Store(other_url) as store:
+            problem = next(
+                v.problem for _, v in dedup(records, store=store, max_distance=4, batch_size=13) if v.problem
+            )
+        stored = [_clusters_of(u) for u in (url, other_url)]
+    finally:
+        pg_server.drop_database(other)
+    assert str(raised.value) == problem and "record 41" in problem
+    assert stored[0] == stored[1] and json.loads(stored[0]["documents"])  # the batches before it, stored alike
+
+
 def test_near_fingerprints_are_every_pair_within_k(connected):
     """The workers' block-key join finds exactly the pairs of the library's all-pairs search."""
     import numpy as np
