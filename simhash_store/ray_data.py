@@ -2,13 +2,17 @@
 
 The fingerprinting (the costly part: segmentation, about 1 MB/s a core) runs on the workers,
 each loading the scheme's dictionaries and weights once; the writes go from the workers to the
-store in parallel; deduplication decides on the driver with the very code of ``dedup``
-(:func:`dedup.dedup_rows`), its fingerprints taken from the workers, so its verdicts, cluster
-ids and annotations are those of the ``dedup`` command over the same records in the same order.
-At a distance where exact-match block tables have keys long enough (k up to 4), the workers can
-also join the fingerprints on those keys (:func:`near_fingerprints`), and each batch then reads
-the representatives near its records by key instead of comparing all of them or searching the
-store per record (``dedup_dataset(join=...)``).
+store in parallel; deduplication decides on the driver. With keep ``first`` into a store that
+holds no documents, it decides in memory over the run's pairs within k (:func:`clusters.leaders`,
+``dedup``'s rule) and stores the documents and clusters in one COPY, with the ids, clusters and
+arrivals ``dedup``'s batches give them; otherwise with the very code of ``dedup``
+(:func:`dedup.dedup_rows`), batch by batch through the store, its fingerprints taken from the
+workers. Either way its verdicts, cluster ids and annotations are those of the ``dedup`` command
+over the same records in the same order. At a distance where exact-match block tables have keys
+long enough (k up to 4), the workers can also join the fingerprints on those keys
+(:func:`near_fingerprints`): the pairs the in-memory decisions run over, or, batch by batch, the
+representatives each batch reads by key instead of comparing all of them or searching the store
+per record (``dedup_dataset(join=...)``).
 
 >>> import ray  # doctest: +SKIP
 >>> ds = ray.data.read_json("crawl/")  # doctest: +SKIP
@@ -309,11 +313,14 @@ def dedup_dataset(
     (None: the default store) as the ``dedup`` command does: same keep rules (``keep``: ``first``,
     ``longest``, ``shortest``, ``field:NAME[:asc|desc]``; None: the store's policy), clusters and
     verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
-    made on the workers; the leader-based clustering (input order) is decided on the driver.
-    ``join``: the workers also join the fingerprints on exact-match block keys, and each batch reads
-    the representatives near its records by key (:func:`known_neighbours`); None: up to
-    ``JOIN_MAX_DISTANCE``, into a Citus store that will hold more documents than a batch compares in
-    memory (``clusters.IN_MEMORY_REPRESENTATIVES``), where it was measured to pay. Same verdicts either way.
+    made on the workers; the leader-based clustering (input order) is decided on the driver: with
+    keep ``first`` into a store holding no documents, in memory and stored in one COPY (a bad record,
+    or a store written meanwhile: batch by batch, as otherwise), else batch by batch through the store.
+    ``join``: the workers also join the fingerprints on exact-match block keys, for the pairs the
+    in-memory decisions run over, or for each batch to read the representatives near its records by
+    key (:func:`known_neighbours`); None: up to ``JOIN_MAX_DISTANCE``, into a Citus store that will
+    hold more documents than a batch compares in memory (``clusters.IN_MEMORY_REPRESENTATIVES``),
+    where it was measured to pay. Same verdicts either way.
     """
     from .store import Store
 
