@@ -307,30 +307,22 @@ def main() -> None:
 
         if options.skip_dedup:
             return
-        # 2. Dedup, each into a fresh database: one machine; on Ray, the current path and the join.
+        # 2. Dedup, each into a fresh database: on Ray, batch by batch and in memory; one machine.
         results: dict[str, tuple[float, list]] = {}
         names = []
         stored = []
         try:
-            name, url = fresh_database(options.db)
-            names.append(name)
-            started = time.perf_counter()
-            with Store(url) as store:
-                rows = [{**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)]
-            results["dedup (one machine, one process)"] = (time.perf_counter() - started, rows)
-            stored.append(clusters_of(url))
-            print(f"load average {os.getloadavg()[0]:.1f}")
-
             started = time.perf_counter()
             fingerprinted = _materialized(fingerprint_dataset(ray.data.from_items(data)))
             fingerprint_seconds = time.perf_counter() - started
-            print(f"Ray: fingerprinted in {fingerprint_seconds:.1f} s")
+            print(f"Ray: fingerprinted in {fingerprint_seconds:.1f} s", flush=True)
             if not options.skip_join:
                 started = time.perf_counter()
                 near = near_fingerprints(fingerprinted, options.k)
                 print(
                     f"the join alone {time.perf_counter() - started:.1f} s "
-                    f"({sum(map(len, near.values())) // 2:,} pairs of distinct fingerprints within {options.k})"
+                    f"({sum(map(len, near.values())) // 2:,} pairs of distinct fingerprints within {options.k})",
+                    flush=True,
                 )
             paths = [
                 ("dedup_dataset decisions, batches, current path", False, False),
@@ -356,7 +348,16 @@ def main() -> None:
                     )
                 results[label] = (time.perf_counter() - started, rows)
                 stored.append(clusters_of(url))
-                print(f"load average {os.getloadavg()[0]:.1f}")
+                print(f"{label}: {results[label][0]:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
+            # One machine last: a run stopped before the end has the figures of the paths on Ray.
+            name, url = fresh_database(options.db)
+            names.append(name)
+            started = time.perf_counter()
+            with Store(url) as store:
+                rows = [{**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)]
+            results = {"dedup (one machine, one process)": (time.perf_counter() - started, rows), **results}
+            stored.insert(0, clusters_of(url))
+            print(f"one machine: {results['dedup (one machine, one process)'][0]:.1f} s", flush=True)
         finally:
             for name in names:
                 drop_database(options.db, name)

@@ -307,6 +307,7 @@ def dedup_dataset(
     batch_size: int = DEFAULT_BATCH_SIZE,
     concurrency: int | None = None,
     join: bool | None = None,
+    in_memory: bool = True,
 ) -> Dataset:
     """Every record of ``ds`` with the ``dedup --annotate`` fields added (``simhash``, ``cluster``,
     ``duplicate_of``, ``distance``, ``not_compared``), deduplicated against the store at ``url``
@@ -320,7 +321,7 @@ def dedup_dataset(
     in-memory decisions run over, or for each batch to read the representatives near its records by
     key (:func:`known_neighbours`); None: up to ``JOIN_MAX_DISTANCE``, into a Citus store that will
     hold more documents than a batch compares in memory (``clusters.IN_MEMORY_REPRESENTATIVES``),
-    where it was measured to pay. Same verdicts either way.
+    where it was measured to pay. ``in_memory``: False decides batch by batch always. Same verdicts either way.
     """
     from .store import Store
 
@@ -341,6 +342,7 @@ def dedup_dataset(
             key_field=key_field,
             batch_size=batch_size,
             join=join,
+            in_memory=in_memory,
         )
     return ray.data.from_items(out)
 
@@ -454,7 +456,7 @@ def _decided_in_memory(
     assert k is not None
     fingerprinted, joined = _uses_join(fingerprinted, store, k, join)
     near = near_fingerprints(fingerprinted, k) if joined else None
-    rows = list(fingerprinted.iter_rows())
+    rows = _rows_of(fingerprinted)
     seen: set[str] = set()
     out: list[dict[str, Any]] = []
     documents: list[NewDocument] = []
@@ -492,6 +494,25 @@ def _decided_in_memory(
             )
         out[position] = {**out[position], **verdict.annotation()}
     return fingerprinted, out, rows
+
+
+def _rows_of(ds: Dataset) -> list[Mapping[str, Any]]:
+    """Every row of ``ds``, in order, as ``iter_rows`` gives them, read a block at a time: a column
+    of an Arrow block at once (``to_pylist``: each value ``Scalar.as_py()``, as Ray's ``ArrowRow``
+    gives it), several times faster than Ray's row by row. A block of another format, or a column
+    of an extension type (Ray's tensors, which ``ArrowRow`` builds otherwise): row by row, by Ray."""
+    import pyarrow
+
+    rows: list[Mapping[str, Any]] = []
+    for block in ds.iter_batches(batch_size=None, batch_format=None):
+        if not isinstance(block, pyarrow.Table) or any(
+            isinstance(field.type, pyarrow.ExtensionType) for field in block.schema
+        ):
+            return list(ds.iter_rows())
+        names = block.column_names
+        columns = [block.column(name).to_pylist() for name in names]
+        rows.extend(dict(zip(names, values)) for values in zip(*columns))
+    return rows
 
 
 def _leaders(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None) -> np.ndarray:

@@ -597,10 +597,14 @@ def test_the_readme_dedup_on_ray_into_citus_writes_what_one_server_writes(ray_ad
         assert any(r["duplicate_of"] is None and r["not_compared"] is None for r in rows), name
 
 
-def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, citus, tmp_path, monkeypatch):
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, citus, tmp_path, monkeypatch, in_memory):
     """Into a Citus store holding more documents than a batch compares in memory (the bound lowered
-    here), dedup_dataset joins on the workers by default and reads the representatives by key:
-    the verdicts and clusters of dedup into a one-node store, and no search of the shards."""
+    here), dedup_dataset joins on the workers by default: batch by batch, it reads the representatives
+    by key; in memory, it decides over the join's pairs and stores in one COPY into the shards. The
+    verdicts and clusters of dedup into a one-node store, and no search of the shards."""
+    from simhash_store import ray_data
+
     lines = _crawls(tmp_path)[1].read_text(encoding="utf-8").splitlines()
     # Every record with the same fields (Ray Data gives a record without one of them the field, as None).
     records = [{"title": "", **json.loads(line)} for line in lines] + _records()
@@ -616,7 +620,11 @@ def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, cit
             expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=9)]
         with monkeypatch.context() as patch:
             patch.setattr(clusters, "_stored_candidates", _no_search)
-            annotated = dedup_dataset(ray.data.from_items(records), citus_url, 4, batch_size=9).take_all()
+            if in_memory:
+                patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+            annotated = dedup_dataset(
+                ray.data.from_items(records), citus_url, 4, batch_size=9, in_memory=in_memory
+            ).take_all()
         stored = [_clusters_of(url) for url in (citus_url, single_url)]
     finally:
         citus.drop_database(f"ray_join_{suffix}")
