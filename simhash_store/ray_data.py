@@ -376,6 +376,8 @@ def _dedup_fingerprinted(
     policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
     read: list[Mapping[str, Any]] | None = None  # the rows, once read by the in-memory path
     if in_memory and not policy.needs_every_record:
+        if batch_size < 1:  # as dedup_rows says it, before anything is done
+            raise ValueError(f"batch size must be at least 1, not {batch_size}")
         check_distance(store, max_distance, policy)  # an empty store starts keeping clusters at the distance asked
         if store.is_empty():
             fingerprinted, decided, read = _decided_in_memory(
