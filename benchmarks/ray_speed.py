@@ -7,12 +7,17 @@ of its own, stopped at the end), then measures:
    ``dedup`` run in each worker process) on one core of this process, against
    ``ray_data.fingerprint_dataset`` on the cluster, divided by the cluster's CPUs;
 2. dedup: ``dedup.dedup`` (the ``dedup`` command's code, one process) against
-   ``ray_data.dedup_dataset``'s two ways of finding the representatives near each record, each
-   into a fresh database: the current path (every representative compared in memory per batch
-   up to 100,000 of them, beyond a radius search per record) and the block-key join on the
-   workers (``--join``: the representatives named by the join read by key). The records are
-   fingerprinted on the cluster once for both; the table gives the decisions' time of each and
-   their ratio, and whether the annotated outputs and the stored clusters are identical.
+   ``ray_data.dedup_dataset``'s ways of deciding, each into a fresh database: batch by batch
+   through the store (``in_memory=False``), finding the representatives near each record by the
+   per-batch search (every representative compared in memory per batch up to 100,000 of them,
+   beyond a radius search per record) or by the block-key join on the workers (the representatives
+   named by the join read by key); and in memory over the run's pairs (keep first into an empty
+   store: ``clusters.leaders``, the pairs found on the driver or by the workers' join), the
+   documents and clusters stored in one COPY. The records are fingerprinted on the cluster once for
+   all; the table gives the decisions' time of each and its ratio to the batches' current path,
+   and whether the annotated outputs and the stored clusters are identical to ``dedup``'s.
+   ``--skip-batches`` leaves out the two batch rows (at 1M records they take half an hour each),
+   ``--skip-join`` the rows with the join; the ratio is then to one machine's ``dedup``.
 
 Records: the shared corpus's wiki paragraphs and laws, cut into pieces of about
 ``--chars`` characters, and one edited copy of every third piece (near-duplicates), until
@@ -177,10 +182,16 @@ def drop_database(admin: str, name: str) -> None:
 
 
 def clusters_of(url: str) -> str:
-    """The clusters a store keeps, as text to compare: (id, key, cluster) of every document, and the heads."""
+    """What a store keeps, as text to compare: every document (id, key, fingerprint, digest, length,
+    cluster, arrival, keep value), and the heads."""
     engine = create_engine(url)
     with engine.connect() as connection:
-        documents = connection.execute(text("SELECT id, key, cluster FROM simhash.documents ORDER BY id")).all()
+        documents = connection.execute(
+            text(
+                "SELECT id, key, fingerprint, digest, length, cluster, arrival, keep_value "
+                "FROM simhash.documents ORDER BY id"
+            )
+        ).all()
         heads = connection.execute(text("SELECT * FROM simhash.cluster_heads ORDER BY cluster")).all()
     engine.dispose()
     return repr((documents, heads))
@@ -203,6 +214,12 @@ def main() -> None:
     )
     parser.add_argument("--skip-fingerprinting", action="store_true", help="measure dedup only")
     parser.add_argument("--skip-dedup", action="store_true", help="measure fingerprinting only")
+    parser.add_argument(
+        "--skip-join", action="store_true", help="no block-key join on the workers (pairs on the driver)"
+    )
+    parser.add_argument(
+        "--skip-batches", action="store_true", help="dedup on Ray in memory only (not batch by batch through the store)"
+    )
     parser.add_argument(
         "--citus",
         action="store_true",
@@ -290,34 +307,32 @@ def main() -> None:
 
         if options.skip_dedup:
             return
-        # 2. Dedup, each into a fresh database: one machine; on Ray, the current path and the join.
+        # 2. Dedup, each into a fresh database: on Ray, batch by batch and in memory; one machine.
         results: dict[str, tuple[float, list]] = {}
         names = []
         stored = []
         try:
-            name, url = fresh_database(options.db)
-            names.append(name)
-            started = time.perf_counter()
-            with Store(url) as store:
-                rows = [{**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)]
-            results["dedup (one machine, one process)"] = (time.perf_counter() - started, rows)
-            stored.append(clusters_of(url))
-            print(f"load average {os.getloadavg()[0]:.1f}")
-
             started = time.perf_counter()
             fingerprinted = _materialized(fingerprint_dataset(ray.data.from_items(data)))
             fingerprint_seconds = time.perf_counter() - started
-            started = time.perf_counter()
-            near = near_fingerprints(fingerprinted, options.k)
-            join_seconds = time.perf_counter() - started
-            print(
-                f"Ray: fingerprinted in {fingerprint_seconds:.1f} s; the join alone {join_seconds:.1f} s "
-                f"({sum(map(len, near.values())) // 2:,} pairs of distinct fingerprints within {options.k})"
-            )
-            for label, join in (
-                ("dedup_dataset decisions, current path", False),
-                ("dedup_dataset decisions, block-key join", True),
-            ):
+            print(f"Ray: fingerprinted in {fingerprint_seconds:.1f} s", flush=True)
+            if not options.skip_join:
+                started = time.perf_counter()
+                near = near_fingerprints(fingerprinted, options.k)
+                print(
+                    f"the join alone {time.perf_counter() - started:.1f} s "
+                    f"({sum(map(len, near.values())) // 2:,} pairs of distinct fingerprints within {options.k})",
+                    flush=True,
+                )
+            paths = [
+                ("dedup_dataset decisions, batches, current path", False, False),
+                ("dedup_dataset decisions, batches, block-key join", True, False),
+                ("dedup_dataset decisions in memory, pairs on the driver, one COPY", False, True),
+                ("dedup_dataset decisions in memory, pairs by the block-key join, one COPY", True, True),
+            ]
+            for label, join, in_memory in paths[2 if options.skip_batches else 0 :]:
+                if join and options.skip_join:
+                    continue
                 if citus is not None:  # a distributed store on the Citus cluster
                     name = f"ray_speed_{uuid.uuid4().hex[:8]}"
                     url = citus.create_database(name)
@@ -328,10 +343,21 @@ def main() -> None:
                     names.append(name)
                 started = time.perf_counter()
                 with Store(url) as store:
-                    rows = _dedup_fingerprinted(fingerprinted, store, store.init(), options.k, join=join)
+                    rows = _dedup_fingerprinted(
+                        fingerprinted, store, store.init(), options.k, join=join, in_memory=in_memory
+                    )
                 results[label] = (time.perf_counter() - started, rows)
                 stored.append(clusters_of(url))
-                print(f"load average {os.getloadavg()[0]:.1f}")
+                print(f"{label}: {results[label][0]:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
+            # One machine last: a run stopped before the end has the figures of the paths on Ray.
+            name, url = fresh_database(options.db)
+            names.append(name)
+            started = time.perf_counter()
+            with Store(url) as store:
+                rows = [{**r, **v.annotation()} for r, v in dedup(data, store=store, max_distance=options.k, jobs=1)]
+            results = {"dedup (one machine, one process)": (time.perf_counter() - started, rows), **results}
+            stored.insert(0, clusters_of(url))
+            print(f"one machine: {results['dedup (one machine, one process)'][0]:.1f} s", flush=True)
         finally:
             for name in names:
                 drop_database(options.db, name)
@@ -339,18 +365,21 @@ def main() -> None:
         print(
             f"dedup on Ray into {where}; representatives compared in memory up to {options.in_memory_representatives:,}"
         )
-        print(
-            f"| dedup, k = {options.k}, {len(data):,} records | seconds | records/s | duplicates | ratio to current path |"
-        )
+        print(f"| dedup, k = {options.k}, {len(data):,} records | seconds | records/s | duplicates | ratio |")
         print("|---|--:|--:|--:|--:|")
-        current = results["dedup_dataset decisions, current path"][0]
+        # The ratio to the batches' current path; without it (--skip-batches), to one machine's dedup.
+        baseline = results["dedup (one machine, one process)" if options.skip_batches else paths[0][0]][0]
         for label, (seconds, rows) in results.items():
             duplicates = sum(1 for r in rows if r["duplicate_of"])
-            ratio = f"{current / seconds:.2f}x" if label.startswith("dedup_dataset") else ""
+            ratio = f"{baseline / seconds:.2f}x" if label.startswith("dedup_dataset") or options.skip_batches else ""
             print(f"| {label} | {seconds:.1f} | {len(rows) / seconds:,.0f} | {duplicates:,} | {ratio} |")
+        print("ratio: " + ("to one machine's dedup" if options.skip_batches else "to the batches' current path"))
         outputs = [lines(rows) for _, rows in results.values()]
-        print(f"annotated outputs identical after ordering: {all(o == outputs[0] for o in outputs)}")
-        print(f"stored clusters identical: {all(c == stored[0] for c in stored)}")
+        for (label, _), output, clusters_stored in zip(results.items(), outputs, stored):
+            print(
+                f"{label}: annotated output identical to dedup's after ordering: {output == outputs[0]}; "
+                f"stored clusters identical: {clusters_stored == stored[0]}"
+            )
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:
         ray.shutdown()

@@ -493,11 +493,18 @@ def leaders(values: np.ndarray, k: int) -> np.ndarray:
     Each fingerprint joins the nearest earlier representative within ``k`` bits (ties: the
     earliest), else it is a representative itself. Exact: built on all pairs within ``k``.
     """
-    n = len(values)
+    if len(values) == 0:
+        return np.arange(0, dtype=np.int64)
+    return leaders_over_pairs(len(values), *near_pairs(values, k))
+
+
+def leaders_over_pairs(n: int, left: np.ndarray, right: np.ndarray, distance: np.ndarray) -> np.ndarray:
+    """:func:`leaders` of ``n`` fingerprints given every pair of positions within the distance
+    (each pair once, either way round) and their distances: the position of each one's representative."""
     representative = np.arange(n, dtype=np.int64)
-    if n == 0:
+    if n == 0 or len(left) == 0:
         return representative
-    left, right, distance = near_pairs(values, k)
+    left, right, distance = (np.asarray(a, dtype=np.int64) for a in (left, right, distance))
     # For each later document, its earlier neighbours, nearest first then earliest.
     low, high = np.minimum(left, right), np.maximum(left, right)
     order = np.lexsort((low, distance, high))
@@ -667,6 +674,7 @@ __all__ = [
     "allocate_ids",
     "assign",
     "leaders",
+    "leaders_over_pairs",
     "lock_for_write",
     "memberships",
     "keep_policy",

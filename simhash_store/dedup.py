@@ -513,7 +513,6 @@ class _Batching:
     def start(self, batch):
         """(outcomes so far, sources, collect) of one batch."""
         from .formats.html import field_text
-        from .store import validate_key
 
         outcomes: list[Verdict | _Stored | None] = [None] * len(batch)
         sources: list[tuple[int, Source, bytes, Any]] = []
@@ -521,27 +520,11 @@ class _Batching:
         for position, (where, record) in enumerate(batch):
             if self.policy.needs_every_record:
                 self.readings.append(_reading(record, key_field, text_field))
-            if isinstance(record, Skip):
-                outcomes[position] = Verdict(None, False, problem=str(record))
+            checked = check_record(where, record, key_field, text_field, self.seen)
+            if isinstance(checked, Verdict):
+                outcomes[position] = checked
                 continue
-            key, text = record.get(key_field), record.get(text_field)
-            if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
-                outcomes[position] = Verdict(
-                    None, False, problem=f"{where}: no {key_field!r} field with a string or integer"
-                )
-                continue
-            key = str(key)
-            if not isinstance(text, str):
-                outcomes[position] = Verdict(key, False, problem=f"{where}: no {text_field!r} field with a string")
-                continue
-            try:
-                validate_key(key)
-            except InvalidKeyError as exc:
-                outcomes[position] = Verdict(None, False, problem=f"{where}: {exc}")
-                continue
-            if key in self.seen:
-                outcomes[position] = Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
-                continue
+            key, text = checked, record.get(text_field)
             # A record the output cannot hold costs only itself: not stored, so it never represents others.
             problem = self.writable(record) if self.writable is not None else None
             if problem is not None:
@@ -586,6 +569,31 @@ class _Batching:
         self.counts.unchanged -= len(known)
         self.counts.fingerprinted -= len(sources) - len(known)
         return self._fingerprint(outcomes, sources)
+
+
+def check_record(
+    where: str, record: Mapping[str, Any] | Skip, key_field: str, text_field: str, seen: set[str]
+) -> str | Verdict:
+    """The key of a record ``dedup`` goes on with (its text a string), or the verdict of a bad record:
+    a reader's Skip, no key (a string or integer) or no text (a string), a key the store refuses,
+    a key among ``seen`` (repeated in the input)."""
+    from .store import validate_key
+
+    if isinstance(record, Skip):
+        return Verdict(None, False, problem=str(record))
+    key, text = record.get(key_field), record.get(text_field)
+    if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
+        return Verdict(None, False, problem=f"{where}: no {key_field!r} field with a string or integer")
+    key = str(key)
+    if not isinstance(text, str):
+        return Verdict(key, False, problem=f"{where}: no {text_field!r} field with a string")
+    try:
+        validate_key(key)
+    except InvalidKeyError as exc:
+        return Verdict(None, False, problem=f"{where}: {exc}")
+    if key in seen:
+        return Verdict(key, False, problem=f"{where}: key {key!r} repeated in the input")
+    return key
 
 
 def _stored_digests(store: Store, keys: list[str]) -> dict[str, tuple[bytes | None, int, int | None]]:

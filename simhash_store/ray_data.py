@@ -2,13 +2,17 @@
 
 The fingerprinting (the costly part: segmentation, about 1 MB/s a core) runs on the workers,
 each loading the scheme's dictionaries and weights once; the writes go from the workers to the
-store in parallel; deduplication decides on the driver with the very code of ``dedup``
-(:func:`dedup.dedup_rows`), its fingerprints taken from the workers, so its verdicts, cluster
-ids and annotations are those of the ``dedup`` command over the same records in the same order.
-At a distance where exact-match block tables have keys long enough (k up to 4), the workers can
-also join the fingerprints on those keys (:func:`near_fingerprints`), and each batch then reads
-the representatives near its records by key instead of comparing all of them or searching the
-store per record (``dedup_dataset(join=...)``).
+store in parallel; deduplication decides on the driver. With keep ``first`` into a store that
+holds no documents, it decides in memory over the run's pairs within k (:func:`clusters.leaders`,
+``dedup``'s rule) and stores the documents and clusters in one COPY, with the ids, clusters and
+arrivals ``dedup``'s batches give them; otherwise with the very code of ``dedup``
+(:func:`dedup.dedup_rows`), batch by batch through the store, its fingerprints taken from the
+workers. Either way its verdicts, cluster ids and annotations are those of the ``dedup`` command
+over the same records in the same order. At a distance where exact-match block tables have keys
+long enough (k up to 4), the workers can also join the fingerprints on those keys
+(:func:`near_fingerprints`): the pairs the in-memory decisions run over, or, batch by batch, the
+representatives each batch reads by key instead of comparing all of them or searching the store
+per record (``dedup_dataset(join=...)``).
 
 >>> import ray  # doctest: +SKIP
 >>> ds = ray.data.read_json("crawl/")  # doctest: +SKIP
@@ -27,8 +31,8 @@ import numpy as np
 
 from . import clusters, pairs
 from .clusters import KnownNeighbours
-from .corpus import Skip, Source
-from .dedup import DEFAULT_BATCH_SIZE, Verdict, dedup_rows
+from .corpus import DELIBERATE, Skip, Source
+from .dedup import DEFAULT_BATCH_SIZE, Verdict, check_record, dedup_rows
 from .dedup import _check_distance as check_distance
 from .errors import InputError
 from .ingest import Prepared, Progress, prepare
@@ -303,17 +307,21 @@ def dedup_dataset(
     batch_size: int = DEFAULT_BATCH_SIZE,
     concurrency: int | None = None,
     join: bool | None = None,
+    in_memory: bool = True,
 ) -> Dataset:
     """Every record of ``ds`` with the ``dedup --annotate`` fields added (``simhash``, ``cluster``,
     ``duplicate_of``, ``distance``, ``not_compared``), deduplicated against the store at ``url``
     (None: the default store) as the ``dedup`` command does: same keep rules (``keep``: ``first``,
     ``longest``, ``shortest``, ``field:NAME[:asc|desc]``; None: the store's policy), clusters and
     verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
-    made on the workers; the leader-based clustering (input order) is decided on the driver.
-    ``join``: the workers also join the fingerprints on exact-match block keys, and each batch reads
-    the representatives near its records by key (:func:`known_neighbours`); None: up to
-    ``JOIN_MAX_DISTANCE``, into a Citus store that will hold more documents than a batch compares in
-    memory (``clusters.IN_MEMORY_REPRESENTATIVES``), where it was measured to pay. Same verdicts either way.
+    made on the workers; the leader-based clustering (input order) is decided on the driver: with
+    keep ``first`` into a store holding no documents, in memory and stored in one COPY (a bad record,
+    or a store written meanwhile: batch by batch, as otherwise), else batch by batch through the store.
+    ``join``: the workers also join the fingerprints on exact-match block keys, for the pairs the
+    in-memory decisions run over, or for each batch to read the representatives near its records by
+    key (:func:`known_neighbours`); None: up to ``JOIN_MAX_DISTANCE``, into a Citus store that will
+    hold more documents than a batch compares in memory (``clusters.IN_MEMORY_REPRESENTATIVES``),
+    where it was measured to pay. ``in_memory``: False decides batch by batch always. Same verdicts either way.
     """
     from .store import Store
 
@@ -334,6 +342,7 @@ def dedup_dataset(
             key_field=key_field,
             batch_size=batch_size,
             join=join,
+            in_memory=in_memory,
         )
     return ray.data.from_items(out)
 
@@ -358,10 +367,24 @@ def _dedup_fingerprinted(
     key_field: str = "key",
     batch_size: int = DEFAULT_BATCH_SIZE,
     join: bool | None = None,
+    in_memory: bool = True,
 ) -> list[dict[str, Any]]:
     """The decisions of :func:`dedup_dataset` over records that went through :func:`fingerprint_dataset`
-    with the store's ``scheme``: each record with its annotations, in input order."""
+    with the store's ``scheme``: each record with its annotations, in input order. ``in_memory``:
+    with keep ``first`` into a store holding no documents, decide in memory and store in bulk
+    (:func:`_decided_in_memory`); False: batch by batch through the store, always."""
     policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
+    read: list[Mapping[str, Any]] | None = None  # the rows, once read by the in-memory path
+    if in_memory and not policy.needs_every_record:
+        if batch_size < 1:  # as dedup_rows says it, before anything is done
+            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+        check_distance(store, max_distance, policy)  # an empty store starts keeping clusters at the distance asked
+        if store.is_empty():
+            fingerprinted, decided, read = _decided_in_memory(
+                fingerprinted, store, key_field, text_field, batch_size, join
+            )
+            if decided is not None:
+                return decided
     known = None
     if join is not False:
         # What dedup_rows checks first (again there, then at no cost): an empty store starts keeping
@@ -369,17 +392,14 @@ def _dedup_fingerprinted(
         check_distance(store, max_distance, policy)
         k, _ = store.cluster_state()
         assert k is not None
-        if join or (k <= JOIN_MAX_DISTANCE and store.is_distributed()):
-            fingerprinted = _materialized(fingerprinted)  # read by the join, then by the decisions
-            count = fingerprinted.count()
-            large = store.count() + count > clusters.IN_MEMORY_REPRESENTATIVES
-            if join or (large and pairs.exact_layout_is_cheaper(count, k)):
-                known = known_neighbours(fingerprinted, store, k)
+        fingerprinted, joined = _uses_join(fingerprinted, store, k, join)
+        if joined:
+            known = known_neighbours(fingerprinted, store, k)
     if policy.needs_every_record:
         fingerprinted = _materialized(fingerprinted)  # read twice (a materialized dataset: at no cost)
 
     def computed() -> Iterator[Mapping[str, Any]]:
-        return fingerprinted.iter_rows()
+        return iter(read) if read is not None else fingerprinted.iter_rows()
 
     def rows() -> Iterator[tuple[str, Mapping[str, Any] | Skip]]:
         for number, row in enumerate(computed(), start=1):
@@ -403,6 +423,129 @@ def _dedup_fingerprinted(
         assert not isinstance(record, Skip)
         out.append({**record, **verdict.annotation()})
     return out
+
+
+def _uses_join(fingerprinted: Dataset, store: Store, k: int, join: bool | None) -> tuple[Dataset, bool]:
+    """(``fingerprinted``, materialized if it is to be read twice; whether to join it on the workers):
+    asked (``join``), or by default where it was measured to pay (see ``JOIN_MAX_DISTANCE``)."""
+    if join is False or not (join or (k <= JOIN_MAX_DISTANCE and store.is_distributed())):
+        return fingerprinted, False
+    fingerprinted = _materialized(fingerprinted)  # read by the join, then by the decisions
+    count = fingerprinted.count()
+    large = store.count() + count > clusters.IN_MEMORY_REPRESENTATIVES
+    return fingerprinted, bool(join or (large and pairs.exact_layout_is_cheaper(count, k)))
+
+
+def _decided_in_memory(
+    fingerprinted: Dataset, store: Store, key_field: str, text_field: str, batch_size: int, join: bool | None
+) -> tuple[Dataset, list[dict[str, Any]] | None, list[Mapping[str, Any]]]:
+    """With keep ``first``, into a store that keeps clusters and holds no documents: every record
+    decided in memory, in input order, and the documents and clusters stored in one COPY, each
+    with the id, cluster and arrival that :func:`dedup.dedup_rows` in batches of ``batch_size``
+    gives it. The rule is ``dedup``'s (``clusters._assign_in_order``): a record joins the cluster of
+    the nearest earlier representative within the store's distance k, ties to the earliest, else
+    founds one; with keep ``first`` representatives never change, so this is :func:`clusters.leaders`
+    over the run's pairs within k (from the workers' join, or ``pairs.near_pairs`` here).
+
+    Returns (``fingerprinted``, materialized if it was read twice; the annotated records, or None
+    where this path does not give ``dedup``'s answers, nothing stored: a bad record, whose fate
+    (an error, after the batches before it are stored) is the batches' to tell, or a store written
+    meanwhile; the fingerprinted rows as read, in order).
+    """
+    from .store import NewDocument
+
+    k, _ = store.cluster_state()
+    assert k is not None
+    fingerprinted, joined = _uses_join(fingerprinted, store, k, join)
+    near = near_fingerprints(fingerprinted, k) if joined else None
+    rows = _rows_of(fingerprinted)
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    documents: list[NewDocument] = []
+    batches: list[int] = []
+    placed: list[int] = []  # the position in ``out`` of each document
+    for number, row in enumerate(rows):
+        record = {name: value for name, value in row.items() if name not in _ADDED}
+        checked = check_record(f"record {number + 1}", record, key_field, text_field, seen)
+        if isinstance(checked, Verdict) or row[SIZE] is None:
+            return fingerprinted, None, rows
+        seen.add(checked)
+        if row[NOT_FINGERPRINTED] is not None:
+            reason = str(row[NOT_FINGERPRINTED]).split("\t", 1)[0]
+            if reason not in DELIBERATE:  # a record that failed: a bad record
+                return fingerprinted, None, rows
+            out.append({**record, **Verdict(checked, True, not_compared=reason).annotation()})
+            continue
+        placed.append(len(out))
+        out.append(record)
+        batches.append(number // batch_size)
+        documents.append(NewDocument(checked, int(row[SIMHASH], 16), bytes(row[DIGEST]), int(row[LENGTH])))
+    values = np.array([d.fingerprint for d in documents], dtype=np.uint64)
+    leader = _leaders(values, k, near)
+    ids = store.add_decided(documents, batches, leader.tolist(), k)
+    if ids is None:
+        return fingerprinted, None, rows
+    distances = np.bitwise_count(values ^ values[leader]).tolist()
+    for index, (position, document) in enumerate(zip(placed, documents)):
+        head = int(leader[index])
+        if head == index:
+            verdict = Verdict(document.key, True, document.fingerprint, ids[index], None, 0)
+        else:
+            verdict = Verdict(
+                document.key, False, document.fingerprint, ids[head], documents[head].key, distances[index]
+            )
+        out[position] = {**out[position], **verdict.annotation()}
+    return fingerprinted, out, rows
+
+
+def _rows_of(ds: Dataset) -> list[Mapping[str, Any]]:
+    """Every row of ``ds``, in order, as ``iter_rows`` gives them, read a block at a time: a column
+    of an Arrow block at once (``to_pylist``: each value ``Scalar.as_py()``, as Ray's ``ArrowRow``
+    gives it), several times faster than Ray's row by row. A block of another format, or a column
+    of an extension type (Ray's tensors, which ``ArrowRow`` builds otherwise): row by row, by Ray."""
+    import pyarrow
+
+    rows: list[Mapping[str, Any]] = []
+    for block in ds.iter_batches(batch_size=None, batch_format=None):
+        if not isinstance(block, pyarrow.Table) or any(
+            isinstance(field.type, pyarrow.ExtensionType) for field in block.schema
+        ):
+            return list(ds.iter_rows())
+        names = block.column_names
+        columns = [block.column(name).to_pylist() for name in names]
+        rows.extend(dict(zip(names, values)) for values in zip(*columns))
+    return rows
+
+
+def _leaders(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None) -> np.ndarray:
+    """:func:`clusters.leaders` of ``values`` at ``k`` (the position of each one's representative),
+    over their distinct values in order of first appearance: a value seen before joins what its
+    first copy joined (the nearest representative of the first copy is its own), at distance 0 of
+    it if that copy represents. ``near``: the pairs of distinct values within ``k`` (both ways),
+    from the workers' join; None: found here (``pairs.near_pairs``)."""
+    if len(values) == 0:
+        return np.arange(0, dtype=np.int64)
+    unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    by_arrival = np.argsort(first, kind="stable")  # the distinct values in order of first appearance
+    slot = np.empty(len(unique), dtype=np.int64)
+    slot[by_arrival] = np.arange(len(unique))
+    firsts = first[by_arrival]  # the position of each slot's first copy
+    distinct = values[firsts]
+    if near is None:
+        left, right, distance = pairs.near_pairs(distinct, k)
+    else:
+        where = {value: index for index, value in enumerate(distinct.tolist())}
+        found = [
+            (where[a], where[b])
+            for a, others in near.items()
+            for b in others
+            if a in where and where[a] < where.get(b, -1)
+        ]
+        left = np.array([a for a, _ in found], dtype=np.int64)
+        right = np.array([b for _, b in found], dtype=np.int64)
+        distance = np.bitwise_count(distinct[left] ^ distinct[right]).astype(np.int64)
+    lead = clusters.leaders_over_pairs(len(distinct), left, right, distance)
+    return firsts[lead[slot[inverse.ravel()]]].astype(np.int64)
 
 
 _BUCKET, _VALUE = "_bucket", "_value"

@@ -235,6 +235,128 @@ def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_s
     assert any(r["duplicate_of"] for r in expected) and any(r["not_compared"] for r in expected)
 
 
+def _walks() -> list[dict]:
+    """Near-duplicates of every shape dedup decides: random walks of edits over real paragraphs (two
+    characters changed a step, so that records drift apart: chains, A near B and B near C with A far
+    from C; and records between two representatives at the same distance: ties), shuffled; exact
+    copies under other keys; a wordless text; keys that sort apart in C and in other collations."""
+    rng = random.Random(3)
+    texts = [
+        json.loads(line)["text"] for line in (DATA / "wiki-paragraphs.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    records = []
+    for number, base in enumerate(texts[:12]):
+        text = base[:200]
+        for step in range(20):
+            records.append({"key": f"{'Ww'[step % 2]}-{number}.{step}", "text": text})
+            for _ in range(2):
+                position = rng.randrange(len(text))
+                text = text[:position] + text[rng.randrange(len(text))] + text[position + 1 :]
+    rng.shuffle(records)
+    records += [{"key": f"copy {r['key']}", "text": r["text"]} for r in records[:30:3]]  # exact copies
+    records.insert(17, {"key": "wordless", "text": "。。。！"})
+    return records
+
+
+def _shapes(annotated: list[dict], k: int) -> tuple[int, int, int]:
+    """(ties, chains, exact copies) in an annotated run, in input order: a duplicate with two earlier
+    representatives at its distance; a duplicate whose representative is farther than k from a
+    record near it; a duplicate at distance 0."""
+    value = {r["key"]: int(r["simhash"], 16) for r in annotated if r["simhash"]}
+    heads: list[int] = []
+    ties = chains = 0
+    for record in annotated:
+        if not record["simhash"]:
+            continue
+        mine = value[record["key"]]
+        if record["duplicate_of"] is None:
+            heads.append(mine)
+            continue
+        ties += sum(1 for h in heads if (h ^ mine).bit_count() == record["distance"]) > 1
+        head = value[record["duplicate_of"]]
+        chains += any((v ^ mine).bit_count() <= k < (v ^ head).bit_count() for v in value.values())
+    return ties, chains, sum(1 for r in annotated if r["distance"] == 0 and r["duplicate_of"])
+
+
+def _icu_database(pg_server) -> str:
+    """A database whose text sorts by ICU's English collation ('a-b' after 'ab', 'B' after 'a'), not by bytes."""
+    import sqlalchemy
+
+    name = f"simhash_test_icu_{uuid.uuid4().hex[:12]}"
+    try:
+        pg_server._execute(
+            f"CREATE DATABASE \"{name}\" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en' LOCALE 'C.UTF-8'"
+        )
+    except sqlalchemy.exc.NotSupportedError as exc:
+        if "ICU is not supported in this build" not in str(exc):
+            raise
+        pytest.skip("this server is built without ICU")
+    return name
+
+
+def _batch_path_refused(*arguments, **options):
+    raise AssertionError("dedup_dataset decided batch by batch through the store: the in-memory path was not taken")
+
+
+@pytest.mark.parametrize(("join", "collation"), [(False, "C"), (True, "C"), (False, "icu")])
+def test_dedup_dataset_decided_in_memory_equals_single_machine_dedup(
+    connected, database_url, pg_server, monkeypatch, join, collation
+):
+    """keep first into an empty store: decided in memory (leaders over the run's pairs: the workers'
+    join, or the all-pairs search on the driver) and stored in one COPY. Output and stored clusters
+    (ids numbered by key within each batch, in the database's collation; arrivals; heads) are those of
+    dedup in batches, with ties, chains, exact copies and a wordless record in the input."""
+    from simhash_store import ray_data
+
+    records = _walks()
+    names = [_icu_database(pg_server), _icu_database(pg_server)] if collation == "icu" else []
+    other, other_url = _second_database(pg_server)
+    try:
+        url = database_url.render_as_string(hide_password=False)
+        if names:
+            url, other_url = (pg_server.url(n).render_as_string(hide_password=False) for n in names)
+        with monkeypatch.context() as patch:
+            patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+            ds = ray.data.from_items(records).repartition(5)
+            annotated = dedup_dataset(ds, url, 4, join=join, batch_size=13).take_all()
+        with Store(other_url) as store:
+            expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=13)]
+        stored = [_clusters_of(u) for u in (url, other_url)]
+    finally:
+        for name in [other, *names]:
+            pg_server.drop_database(name)
+    assert _lines(annotated) == _lines(expected)
+    assert stored[0] == stored[1]
+    ties, chains, copies = _shapes(expected, 4)
+    assert ties and chains and copies and any(r["not_compared"] for r in expected)
+
+
+@pytest.mark.parametrize("bad", ["repeated key", "no text"])
+def test_dedup_dataset_with_a_bad_record_fails_as_dedup_does(connected, database_url, pg_server, bad):
+    """A bad record: the in-memory path stores nothing and leaves it to the batches, which store
+    the batches before it and raise at it, as dedup_dataset always did."""
+    from simhash_store.errors import InputError
+
+    records = _walks()[:60]
+    records.insert(
+        40, {"key": records[3]["key"], "text": "另一段文字"} if bad == "repeated key" else {"key": "x", "text": None}
+    )
+    other, other_url = _second_database(pg_server)
+    try:
+        url = database_url.render_as_string(hide_password=False)
+        with pytest.raises(InputError) as raised:
+            dedup_dataset(ray.data.from_items(records), url, 4, batch_size=13)
+        with Store(other_url) as store:
+            problem = next(
+                v.problem for _, v in dedup(records, store=store, max_distance=4, batch_size=13) if v.problem
+            )
+        stored = [_clusters_of(u) for u in (url, other_url)]
+    finally:
+        pg_server.drop_database(other)
+    assert str(raised.value) == problem and "record 41" in problem
+    assert stored[0] == stored[1] and json.loads(stored[0]["documents"])  # the batches before it, stored alike
+
+
 def test_near_fingerprints_are_every_pair_within_k(connected):
     """The workers' block-key join finds exactly the pairs of the library's all-pairs search."""
     import numpy as np
@@ -475,10 +597,14 @@ def test_the_readme_dedup_on_ray_into_citus_writes_what_one_server_writes(ray_ad
         assert any(r["duplicate_of"] is None and r["not_compared"] is None for r in rows), name
 
 
-def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, citus, tmp_path, monkeypatch):
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, citus, tmp_path, monkeypatch, in_memory):
     """Into a Citus store holding more documents than a batch compares in memory (the bound lowered
-    here), dedup_dataset joins on the workers by default and reads the representatives by key:
-    the verdicts and clusters of dedup into a one-node store, and no search of the shards."""
+    here), dedup_dataset joins on the workers by default: batch by batch, it reads the representatives
+    by key; in memory, it decides over the join's pairs and stores in one COPY into the shards. The
+    verdicts and clusters of dedup into a one-node store, and no search of the shards."""
+    from simhash_store import ray_data
+
     lines = _crawls(tmp_path)[1].read_text(encoding="utf-8").splitlines()
     # Every record with the same fields (Ray Data gives a record without one of them the field, as None).
     records = [{"title": "", **json.loads(line)} for line in lines] + _records()
@@ -494,7 +620,11 @@ def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, cit
             expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=9)]
         with monkeypatch.context() as patch:
             patch.setattr(clusters, "_stored_candidates", _no_search)
-            annotated = dedup_dataset(ray.data.from_items(records), citus_url, 4, batch_size=9).take_all()
+            if in_memory:
+                patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+            annotated = dedup_dataset(
+                ray.data.from_items(records), citus_url, 4, batch_size=9, in_memory=in_memory
+            ).take_all()
         stored = [_clusters_of(url) for url in (citus_url, single_url)]
     finally:
         citus.drop_database(f"ray_join_{suffix}")

@@ -323,6 +323,23 @@ class Store:
         return found, replaced
 
     @_database_errors
+    def add_decided(
+        self, documents: Sequence[NewDocument], batches: Sequence[int], leaders: Sequence[int], distance: int
+    ) -> list[int] | None:
+        """Store, in one COPY, the documents of a ``dedup`` run (keep ``first``) whose clusters were decided
+        in memory (``leaders``: the position of each one's representative, by :func:`clusters.leaders`),
+        with the ids, clusters and arrivals its batches of ``batches`` (each document's batch number)
+        would have stored: into a store that holds no documents and keeps clusters at ``distance``
+        with keep ``first``. Returns each document's id; None, writing nothing, if the store is not so.
+        """
+        self._prepare(record=True)
+        ids = writes.add_decided(self.engine, documents, batches, leaders, distance)
+        if ids:
+            self._upkeep.changes += len(ids)
+            self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
+        return ids
+
+    @_database_errors
     def remove(self, keys: str | Iterable[str]) -> RemoveResult:
         """Delete documents by key (a string is one key); says which were removed and which were not stored.
         Their ids are never given to another document (``store_info.highest_retired_id``).

@@ -290,6 +290,81 @@ def _add_new_and_cluster(
     return found, len(new), replaced
 
 
+def add_decided(
+    engine: Engine, documents: Sequence[NewDocument], batches: Sequence[int], leaders: Sequence[int], distance: int
+) -> list[int] | None:
+    """Store the documents of a ``dedup`` run whose clusters were decided in memory, in one COPY, into a
+    store that holds no documents and keeps clusters at ``distance`` with keep ``first``: each document's
+    id, cluster and arrival are those the run's batches would have given them (``batches``: each
+    document's batch number, in input order; ``leaders``: the position of each one's representative).
+    Returns each document's id; None, writing nothing, if the store (under the cluster lock) is not so."""
+    checked = list(map(validated, documents))
+    return retry(engine, lambda: _add_decided(engine, checked, batches, leaders, distance))
+
+
+def _add_decided(
+    engine: Engine, documents: list[NewDocument], batches: Sequence[int], leaders: Sequence[int], distance: int
+) -> list[int] | None:
+    with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+        if clusters.lock_for_write(cursor) != distance or clusters.keep_policy(cursor).kind != "first":
+            return None
+        if cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.documents)").fetchone()[0]:
+            return None
+        if not documents:
+            return []
+        # Each batch numbers its new documents in the order of their keys (_NEW_ROWS), in the
+        # database's collation: asked of the database, in one statement for every batch.
+        cursor.execute(
+            "CREATE TEMP TABLE pg_temp.simhash_decided (position bigint, batch bigint, key pg_catalog.text) "
+            "ON COMMIT DROP"
+        )
+        with cursor.copy("COPY pg_temp.simhash_decided (position, batch, key) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "int8", "text"])
+            for position, (document, batch) in enumerate(zip(documents, batches)):
+                copy.write_row((position, batch, document.key))
+        order = [row[0] for row in cursor.execute("SELECT position FROM pg_temp.simhash_decided ORDER BY batch, key")]
+        first_id = clusters.allocate_ids(cursor, len(documents))
+        ids = [0] * len(documents)
+        for rank, position in enumerate(order, start=first_id + 1):
+            ids[position] = rank
+        # Each batch arrives after every arrival and id stored before it (clusters._LAST_ARRIVAL).
+        arrivals: list[int] = []
+        last_arrival, last_id, start = 0, 0, 0
+        for end in [*(i for i in range(1, len(batches)) if batches[i] != batches[i - 1]), len(batches)]:
+            first = max(last_arrival, last_id) + 1
+            arrivals.extend(range(first, first + end - start))
+            last_arrival, last_id, start = first + end - start - 1, max(ids[start:end]), end
+        statement = (
+            "COPY simhash.documents (id, key, fingerprint, digest, length, metadata, stamp, keep_value, cluster, arrival) "
+            "FROM STDIN (FORMAT BINARY)"
+        )
+        with cursor.copy(statement) as copy:
+            copy.set_types(["int8", "text", "int8", "bytea", "int4", "jsonb", "text", "jsonb", "int8", "int8"])
+            for position in order:  # in id order, as the batches insert them
+                d = documents[position]
+                metadata = Jsonb(d.metadata) if d.metadata is not None else None
+                keep_value = Jsonb(d.keep_value) if d.keep_value is not None else None
+                copy.write_row(
+                    (
+                        ids[position],
+                        d.key,
+                        to_signed(d.fingerprint),
+                        d.digest,
+                        d.length,
+                        metadata,
+                        d.stamp,
+                        keep_value,
+                        ids[leaders[position]],
+                        arrivals[position],
+                    )
+                )
+        with cursor.copy("COPY simhash.cluster_heads (cluster, representative_id) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "int8"])
+            for position in sorted((p for p, leader in enumerate(leaders) if leader == p), key=ids.__getitem__):
+                copy.write_row((ids[position], ids[position]))
+    return ids
+
+
 def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
     """The documents into this transaction's staging table (emptied at commit)."""
     cursor.execute(
