@@ -894,8 +894,13 @@ def _reserve_owner_connections(connection, owner: str) -> None:
     if version < 160000:
         return
     connection.execute(sql.SQL("GRANT pg_use_reserved_connections TO {}").format(sql.Identifier(owner)))
-    if connection.execute("SHOW reserved_connections").fetchone()[0] != str(OWNER_RESERVED_CONNECTIONS):
-        connection.execute(f"ALTER SYSTEM SET reserved_connections = {OWNER_RESERVED_CONNECTIONS}")
+    # Fewer where initdb gave the server few connections (it sizes them to the machine): the
+    # server refuses to start unless some remain for everyone else.
+    most = int(connection.execute("SHOW max_connections").fetchone()[0])
+    for_superusers = int(connection.execute("SHOW superuser_reserved_connections").fetchone()[0])
+    reserved = max(0, min(OWNER_RESERVED_CONNECTIONS, most - for_superusers - 5))
+    if connection.execute("SHOW reserved_connections").fetchone()[0] != str(reserved):
+        connection.execute(f"ALTER SYSTEM SET reserved_connections = {reserved}")
     if version >= 170000 and connection.execute("SHOW max_notify_queue_pages").fetchone()[0] != str(NOTIFY_QUEUE_PAGES):
         connection.execute(f"ALTER SYSTEM SET max_notify_queue_pages = {NOTIFY_QUEUE_PAGES}")
 

@@ -242,9 +242,16 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled as Ctrl-C is: ``finally`` blocks and exit handlers run."""
 
 
+# The interrupts this process was sent, in order: Python drops an exception raised where it
+# cannot be handled (a garbage collector's callback, a __del__), so a Ctrl-C arriving there
+# would be lost, and the run would finish and replace its output. See :func:`raise_if_interrupted`.
+_interrupted: list[type[KeyboardInterrupt]] = []
+
+
 def interrupt_on_sigterm() -> None:
     """Raise :class:`Terminated` in this process on SIGTERM (the default kills it on the spot,
-    leaving its temporary files). A forked worker that inherits the handler dies as before."""
+    leaving its temporary files), and remember it and Ctrl-C for :func:`raise_if_interrupted`.
+    A forked worker that inherits the handler dies as before."""
     owner = os.getpid()
 
     def handler(number: int, frame: object) -> None:
@@ -253,9 +260,23 @@ def interrupt_on_sigterm() -> None:
             os.kill(os.getpid(), number)
             return
         signal.signal(number, signal.SIG_IGN)  # once: a second SIGTERM must not cut the clean-up short
+        _interrupted.append(Terminated)
         raise Terminated
 
+    def on_ctrl_c(number: int, frame: object) -> None:
+        _interrupted.append(KeyboardInterrupt)
+        raise KeyboardInterrupt
+
     signal.signal(signal.SIGTERM, handler)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, on_ctrl_c)
+
+
+def raise_if_interrupted() -> None:
+    """Raise the first interrupt this process was sent, if any (it may have been raised where
+    Python drops exceptions): called before a run makes its work final."""
+    if _interrupted:
+        raise _interrupted[0]()
 
 
 def known_scheme(name: str):

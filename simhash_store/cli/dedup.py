@@ -28,6 +28,7 @@ from .common import (
     keep_policy,
     opened_store,
     out,
+    raise_if_interrupted,
     stored_keep_policy,
     warn,
 )
@@ -168,6 +169,21 @@ def recluster(
     )
 
 
+class _Interruptible:
+    """An output writer that is not made final (closed, renamed into place) after an interrupt,
+    even one Python dropped: the run then ends as interrupted, its files removed."""
+
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+    def close(self) -> None:
+        raise_if_interrupted()
+        self._writer.close()
+
+
 def dedup_command(
     inputs: Annotated[
         list[str],
@@ -260,7 +276,7 @@ def dedup_command(
     writer = None
     try:  # from the moment the output is claimed: a signal at any point removes its files
         try:
-            writer = dedup_output(inputs, input_formats, output, written, annotate=annotate)
+            writer = _Interruptible(dedup_output(inputs, input_formats, output, written, annotate=annotate))
         except SimhashStoreError as exc:
             fail(str(exc))
         fingerprinter: Any  # an ingest.Fingerprinter, or its stand-in on a Ray cluster
