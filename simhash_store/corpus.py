@@ -343,3 +343,15 @@ def read_up_to(handle: IO[bytes], size: int) -> bytes:
         parts.append(part)
         remaining -= len(part)
     return b"".join(parts)
+
+
+def written_inside(output: str, directory: str) -> bool:
+    """Whether a file written at ``output`` would be under ``directory`` (an input directory
+    walked for files), so that this or a later run would read it as an input."""
+    try:
+        if not os.path.isdir(directory):
+            return False
+        where = os.path.realpath(os.path.dirname(os.path.abspath(output)))
+        return os.path.commonpath([where, os.path.realpath(directory)]) == os.path.realpath(directory)
+    except (OSError, ValueError):
+        return False

@@ -22,7 +22,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .corpus import DELIBERATE, Skip, Source, digest
+from .corpus import DELIBERATE, Skip, Source, digest, written_inside
 from .errors import InputError, InvalidKeyError, OutputError, SimhashStoreError
 from .keep import KeepPolicy
 from .progress import OnProgress
@@ -288,7 +288,7 @@ def dedup_output(
                     raise OutputError(
                         f"the output {visible(output)} is the input {visible(path)}: write to another file"
                     )
-            if path != "-" and _inside(output, path):
+            if path != "-" and written_inside(output, path):
                 raise OutputError(
                     f"the output {visible(output)} is inside the input directory {visible(path)}, where this and "
                     "later runs would read it (and its temporary file) as input: write it elsewhere"
@@ -432,17 +432,6 @@ def _reading(record, key_field: str, text_field: str) -> tuple:
     value = record.get(text_field)
     text = digest(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else repr(type(value))
     return (repr(record.get(key_field)), text)
-
-
-def _inside(output: str, directory: str) -> bool:
-    """Whether ``output`` would be written under ``directory`` (an input directory walked for files)."""
-    try:
-        if not os.path.isdir(directory):
-            return False
-        where = os.path.realpath(os.path.dirname(os.path.abspath(output)))
-        return os.path.commonpath([where, os.path.realpath(directory)]) == os.path.realpath(directory)
-    except (OSError, ValueError):
-        return False
 
 
 def _stored_policy(store: Store) -> KeepPolicy | None:

@@ -11,8 +11,6 @@ record where it breaks, after the pages before it.
 
 from __future__ import annotations
 
-import io
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -79,19 +77,19 @@ def is_warc_name(name: str) -> bool:
     return name.lower().endswith(_SUFFIXES)
 
 
-def read_pages(
-    stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: int | None = None, size: int | None = None
-) -> Iterator[WarcPage]:
+def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: int | None = None) -> Iterator[WarcPage]:
     """The HTML pages of a WARC stream, in the archive's order. ``max_bytes``: the most of one
     record's body that is read, at most :data:`MAX_PAGE_BYTES` (a longer one comes out
-    ``too_large``, without its body). ``size``: the archive's size on disk (else the stream's
-    file's, if it has one): its pages may inflate to :data:`INFLATION_RATIO` times that, plus one
-    page's bound, in all; later pages come out ``too_large`` too."""
+    ``too_large``, without its body). The pages read so far may inflate to at most
+    :data:`INFLATION_RATIO` times the archive's bytes read so far, plus one page's bound: a page
+    past that is not decompressed, and comes out ``too_large`` and ``over_budget`` (from a pipe
+    as from a file)."""
     ArchiveIterator, ArchiveLoadFailed = _warcio()
     max_bytes = page_bound(max_bytes)
-    budget = _inflation_budget(stream, size)
+    counted = _Counted(stream)
+    inflated = 0  # the bytes of the pages' bodies read so far
     counts = counts if counts is not None else WarcCounts()
-    archive = ArchiveIterator(stream)
+    archive = ArchiveIterator(counted)
     # warcio writes a warning of several lines to stderr where a record is not followed by its
     # blank lines (a wrong Content-Length); the reader's one-line error says it instead.
     archive.INC_RECORD = ""
@@ -118,10 +116,25 @@ def read_pages(
             elif record.http_headers is None:
                 # warcio parses the HTTP head only under an http: or https: target URI (an empty
                 # one, or another scheme, leaves it in the body): parsed here, the page is read as any.
-                content_type, body = _own_http_head(record.raw_stream, max_bytes)
+                room = MAX_PAGE_BYTES + INFLATION_RATIO * counted.count - inflated
+                content_type, body = _own_http_head(record.raw_stream, max(0, min(max_bytes, room)))
+                if body is None and room < max_bytes:
+                    yield WarcPage(uri, content_type, b"", too_large=True, over_budget=True)
+                    continue
             else:
                 content_type = record.http_headers.get_header("Content-Type")
-                body = _read_at_most(record.content_stream(), max_bytes)
+                room = MAX_PAGE_BYTES + INFLATION_RATIO * counted.count - inflated
+                if room <= 0 or (content_type and not _is_html(content_type, b"")):
+                    body = None if room <= 0 else b""  # past the budget, or not a page: not decompressed
+                else:
+                    body = _read_at_most(record.content_stream(), min(max_bytes, room))
+                    if body is None and room < max_bytes:
+                        room = 0  # over the budget, not over the page's bound
+                if body is None and room <= 0:
+                    missing = _missing_bytes(record.raw_stream)
+                    if not missing:
+                        yield WarcPage(uri, content_type, b"", too_large=True, over_budget=True)
+                        continue
             missing = _missing_bytes(record.raw_stream)
         except StopIteration:
             return
@@ -144,11 +157,7 @@ def read_pages(
         if not _is_html(content_type, body):
             counts.not_html += 1
             continue
-        if budget is not None:
-            budget -= len(body)
-            if budget < 0:
-                yield WarcPage(uri, content_type, b"", too_large=True, over_budget=True)
-                continue
+        inflated += len(body)
         yield WarcPage(uri, content_type, body)
 
 
@@ -210,14 +219,24 @@ def _bound_lines(reader: Any) -> Callable[[], None]:
     return next_record
 
 
-def _inflation_budget(stream: IO[bytes], size: int | None) -> int | None:
-    """The bytes of pages an archive may give (None for a stream of unknown size: a pipe)."""
-    if size is None:
-        try:
-            size = os.fstat(stream.fileno()).st_size
-        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-            return None
-    return MAX_PAGE_BYTES + INFLATION_RATIO * size if size > 0 else None
+class _Counted:
+    """A stream that counts the bytes read from it (what the inflation budget is measured against)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream, self.count = stream, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.count += len(data)
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self._stream.readline(size)
+        self.count += len(data)
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def page_bound(max_bytes: int | None) -> int:

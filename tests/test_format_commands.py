@@ -207,6 +207,10 @@ def test_an_output_that_is_an_input_of_query_or_calibrate_is_refused_before_any_
         assert result.stderr.startswith(f"Error: the output {output} is the input "), result.stderr
     assert {path: path.read_bytes() for path in (stored, page)} == before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["link.jsonl", "page.txt", "stored.jsonl"]
+    # An output inside an input directory: a later run read the answers as a query.
+    inside = invoke(database_url, "query", str(tmp_path), "-o", str(tmp_path / "q.jsonl"), "--output-format", "jsonl")
+    assert (inside.exit_code, inside.stdout) == (1, ""), inside.stderr
+    assert "inside the input directory" in inside.stderr and not (tmp_path / "q.jsonl").exists()
 
 
 def test_query_key_finds_what_is_near_a_stored_document(database_url, tmp_path):

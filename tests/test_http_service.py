@@ -249,6 +249,14 @@ def test_a_role_that_may_create_roles_is_refused_like_a_superuser(database_url, 
         open_service(url, token_directory=tmp_path)
 
 
+def test_a_role_that_may_alter_a_setting_of_the_system_is_refused(database_url, make_role, tmp_path):
+    # ALTER SYSTEM on archive_command writes a command the server's account runs: a superuser's reach.
+    role = make_role(database_url, "GRANT ALTER SYSTEM ON PARAMETER archive_command TO {role}", prefix="simhash_http")
+    url = database_url.set(username=role, password=None).render_as_string(hide_password=False)
+    with pytest.raises(PermissionDeniedError, match="ALTER SYSTEM on archive_command"):
+        open_service(url, token_directory=tmp_path)
+
+
 def test_tokens_are_kept_private_and_not_through_links(tmp_path):
     first = http_service.tokens(tmp_path / "keep")
     again = http_service.tokens(tmp_path / "keep")

@@ -1095,8 +1095,24 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         (["ALTER ROLE {role} CREATEROLE"], "has CREATEROLE"),  # on PostgreSQL 15 it may grant itself a server role
         (["GRANT USAGE ON SCHEMA simhash TO {role}", "GRANT UPDATE (key) ON simhash.documents TO {role}"], "may write"),
         (["GRANT pg_write_server_files TO {role}"], "is a member of pg_write_server_files"),
+        (["ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT INSERT, DELETE ON TABLES TO {role}"], "gets "),
+        (["GRANT CREATE ON DATABASE {database} TO {role}"], "may create in the database"),
+        (["GRANT TEMPORARY ON DATABASE {database} TO {role}"], "holds TEMPORARY on the database"),
+        (["GRANT EXECUTE ON FUNCTION lo_from_bytea(oid, bytea) TO {role}"], "may call lo_from_bytea"),
+        (["GRANT USAGE ON SCHEMA simhash TO {role} WITH GRANT OPTION"], "may grant USAGE on schema simhash"),
+        (["GRANT SET ON PARAMETER temp_file_limit TO {role}"], "may SET temp_file_limit"),
     ],
-    ids=["createrole", "column", "server-files"],
+    ids=[
+        "createrole",
+        "column",
+        "server-files",
+        "default-privileges",
+        "create-db",
+        "temp",
+        "lo",
+        "grant-option",
+        "set",
+    ],
 )
 def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, make_role, grants, reason):
     with Store(database_url) as store:

@@ -424,8 +424,9 @@ def test_read_only_roles_over_tcp_cannot_lock_the_owner_out_or_write_outside_the
             "is a member of {role}_w",  # not inherited, but SET ROLE reaches it
         ),
         (['ALTER ROLE "{role}" CREATEDB'], "is a role with more rights than reading"),
+        (['GRANT MAINTAIN ON simhash.documents TO "{role}"'], "may maintain simhash.documents"),
     ],
-    ids=["table", "column", "superuser-member", "server-program", "signal", "noinherit-writer", "createdb"],
+    ids=["table", "column", "superuser-member", "server-program", "signal", "noinherit-writer", "createdb", "maintain"],
 )
 def test_grant_read_refuses_a_role_that_could_write_and_sets_no_password(data_dir, grants, reason):
     # grant-read printed "it cannot write" for a role holding INSERT and DELETE on the documents

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import formats
-from ..corpus import Pattern, Skip, Source
+from ..corpus import Pattern, Skip, Source, written_inside
 from ..errors import SimhashStoreError
 from ..progress import OnProgress
 from .common import fail
@@ -153,6 +153,10 @@ def refuse_output_onto_input(output: str | os.PathLike[str] | None, inputs: Iter
         with contextlib.suppress(OSError):  # an input or output that does not exist yet is not the same file
             if str(path) != "-" and os.path.samefile(path, output):
                 fail(f"the output {output} is the input {path}: write to another file")
+        if str(path) != "-" and written_inside(str(output), str(path)):
+            fail(
+                f"the output {output} is inside the input directory {path}, where a later run would read it: write it elsewhere"
+            )
 
 
 def open_writer(path: str, format: str, **given: Any) -> formats.RecordWriter:

@@ -8,7 +8,6 @@ breaks part way gives the pages before the damage, then a Skip saying so. Needs 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ _GZIP_START = b"\x1f\x8b"
 def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, Any] | Skip]]:
     """The HTML pages of the archive, in its order."""
     with source.open() as stream:
-        pages = read_pages(stream, max_bytes=options.max_bytes, size=_size_on_disk(source.path))
+        pages = read_pages(stream, max_bytes=options.max_bytes)
         while True:
             try:
                 page = next(pages)
@@ -56,13 +55,6 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 yield where, text
             else:
                 yield where, {options.key_field: page.uri, options.text_field: text}
-
-
-def _size_on_disk(path: str | None) -> int | None:
-    try:
-        return os.stat(path).st_size if path is not None else None
-    except OSError:
-        return None
 
 
 def _over_the_bound(max_bytes: int | None) -> str:

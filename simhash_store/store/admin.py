@@ -29,7 +29,16 @@ def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
         "ORDER BY r.rolname <> current_user, r.rolname",
         (list(SERVER_ROLES),),
     )
-    return [name for (name,) in cursor.fetchall()]
+    reach = [name for (name,) in cursor.fetchall()]
+    if cursor.connection.info.server_version >= 150000:
+        # ALTER SYSTEM on a setting (archive_command runs a program as the server's account)
+        cursor.execute(
+            "SELECT DISTINCT 'ALTER SYSTEM on ' || p.parname FROM pg_catalog.pg_parameter_acl p, "
+            "pg_catalog.aclexplode(p.paracl) a WHERE a.privilege_type = 'ALTER SYSTEM' AND a.grantee <> 0 "
+            "AND pg_catalog.pg_has_role(current_user, a.grantee, 'MEMBER') ORDER BY 1"
+        )
+        reach += [name for (name,) in cursor.fetchall()]
+    return reach
 
 
 # Predefined roles a read-only role may be a member of: they read, and change nothing.
@@ -72,7 +81,53 @@ UNION ALL
 SELECT 'may change the sequence simhash.' || c.relname FROM pg_catalog.pg_class c
     WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace)
       AND CASE WHEN c.relkind = 'S' THEN pg_catalog.has_sequence_privilege(%(role)s, c.oid, 'USAGE, UPDATE') END
+UNION ALL
+SELECT 'may create in the database' WHERE pg_catalog.has_database_privilege(%(role)s, pg_catalog.current_database(), 'CREATE')
+UNION ALL
+SELECT 'holds ' || a.privilege_type || ' on the database' FROM pg_catalog.pg_database d, pg_catalog.aclexplode(d.datacl) a
+    WHERE d.datname = pg_catalog.current_database() AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+      AND a.privilege_type = 'TEMPORARY'
+UNION ALL
+SELECT 'may call ' || CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text) FROM pg_catalog.pg_proc p,
+    pg_catalog.aclexplode(p.proacl) a
+    WHERE p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname LIKE 'lo\\_%%'
+      AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+UNION ALL
+SELECT 'may grant ' || a.privilege_type || ' on simhash.' || c.relname FROM pg_catalog.pg_class c,
+    pg_catalog.aclexplode(c.relacl) a
+    WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND a.is_grantable
+      AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+UNION ALL
+SELECT 'may grant ' || a.privilege_type || ' on schema simhash' FROM pg_catalog.pg_namespace n,
+    pg_catalog.aclexplode(n.nspacl) a
+    WHERE n.nspname = 'simhash' AND a.is_grantable AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+UNION ALL
+SELECT 'gets ' || a.privilege_type || ' on what is made later' FROM pg_catalog.pg_default_acl d,
+    pg_catalog.aclexplode(d.defaclacl) a
+    WHERE a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+      AND (d.defaclnamespace = 0 OR d.defaclnamespace = CAST('simhash' AS pg_catalog.regnamespace))
+      AND (a.is_grantable OR a.privilege_type NOT IN ('SELECT', 'EXECUTE', 'USAGE'))
 """
+# Added on servers that have them: per-table MAINTAIN (PostgreSQL 17: VACUUM FULL, LOCK ... ACCESS
+# EXCLUSIVE, REINDEX) and privileges on settings (PostgreSQL 15: SET temp_file_limit = -1 undid
+# the reader's bound; ALTER SYSTEM on archive_command runs a program as the server's account).
+_MAINTAIN = """
+UNION ALL
+SELECT 'may maintain simhash.' || c.relname FROM pg_catalog.pg_class c
+    WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'm')
+      AND pg_catalog.has_table_privilege(%(role)s, c.oid, 'MAINTAIN')
+"""
+_SETTINGS = """
+UNION ALL
+SELECT 'may ' || a.privilege_type || ' ' || p.parname FROM pg_catalog.pg_parameter_acl p,
+    pg_catalog.aclexplode(p.paracl) a
+    WHERE pg_catalog.pg_has_role(%(role)s, a.grantee, 'MEMBER') AND a.grantee <> 0
+"""
+
+
+def _writes_or_more(raw: psycopg.Connection) -> str:
+    version = raw.info.server_version
+    return _WRITES_OR_MORE + (_MAINTAIN if version >= 170000 else "") + (_SETTINGS if version >= 150000 else "")
 
 
 def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = None) -> None:
@@ -135,7 +190,8 @@ def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = N
             f"role {me} may not grant read access to the store ({missing[0][0]} not granted; "
             f"PostgreSQL granted nothing): run grant-read as the store's owner ({owner}) or a superuser"
         )
-    writes = raw.execute(_WRITES_OR_MORE, {"role": role, "read_only_roles": list(READ_ONLY_MEMBERSHIPS)}).fetchall()
+    query = _writes_or_more(raw)
+    writes = raw.execute(query, {"role": role, "read_only_roles": list(READ_ONLY_MEMBERSHIPS)}).fetchall()
     if writes:  # the caller's transaction is rolled back: nothing granted
         raise PermissionDeniedError(
             f"role {role!r} {writes[0][0]}: it could write the store, so it is not made a read-only role "
