@@ -220,20 +220,27 @@ class _Nesting:
 def _shallow(html: str) -> str:
     """The page as lxml parses it, with the descendants of elements :data:`MAX_DEPTH` deep
     stripped of their tags (their text and order kept), written out again; the page itself if
-    nothing nests that deep."""
+    nothing nests that deep. Checked on what is written: parsed again, a page written out can
+    nest a level deeper (an `<li>` among `<div>`), and is then cut again."""
     import lxml.html
     from lxml import etree
 
-    try:
-        tree = lxml.html.document_fromstring(html)
-    except (etree.ParserError, ValueError):  # nothing a parser keeps: the extractors say so
-        return html
-    deepest = tree.xpath("/*" + "/*" * (MAX_DEPTH - 1) + "[*]")
-    if not deepest:
-        return html
-    for element in deepest:
-        etree.strip_tags(element, "*")
-    return str(lxml.html.tostring(tree, encoding="unicode"))
+    for _ in range(_CUTS):
+        try:
+            tree = lxml.html.document_fromstring(html)
+        except (etree.ParserError, ValueError):  # nothing a parser keeps: the extractors say so
+            return html
+        deepest = tree.xpath("/*" + "/*" * (MAX_DEPTH - 1) + "[*]")
+        if not deepest:
+            return html
+        for element in deepest:
+            etree.strip_tags(element, "*")
+        html = str(lxml.html.tostring(tree, encoding="unicode"))
+    return html
+
+
+# Cuts tried before the page is taken as it is (one has always been enough but for a level or two).
+_CUTS = 4
 
 
 def _attributes(written: str) -> tuple[str, int]:

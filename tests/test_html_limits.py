@@ -7,7 +7,7 @@ from pathlib import Path
 
 import lxml.html
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -180,6 +180,7 @@ def test_end_tags_a_parser_ignores_do_not_hide_nesting_from_the_bound(unit):
 
 
 @settings(max_examples=500, deadline=None)
+@example(["<div>"] * 59 + ["</div>", "<li>", "</li>"] + ["<div>"] * 35)  # parsed again, one level deeper
 @given(
     st.lists(
         st.sampled_from(

@@ -84,10 +84,18 @@ class OutputFile:
         except BaseException:
             self._lock.release()
             raise
-        self._identity = _identity(os.fstat(descriptor))
-        self.file: IO[Any] = (
-            os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
-        )
+        try:
+            self._identity = _identity(os.fstat(descriptor))
+            self.file: IO[Any] = (
+                os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8", newline="")
+            )
+        except BaseException:  # a signal here: the file made is removed, and the lock released
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+            with contextlib.suppress(OSError):
+                os.unlink(self.temporary)
+            self._lock.release()
+            raise
         self._done = False
 
     def commit(self) -> None:
@@ -272,24 +280,34 @@ def _create(
             descriptor = os.open(temporary, flags, 0o666 if previous is None else 0o600)
         except FileExistsError:
             continue
-        if previous is not None and os.name == "posix":
-            mode = stat.S_IMODE(previous.st_mode) & 0o777
-            try:
-                if os.fstat(descriptor).st_gid != previous.st_gid:
-                    os.fchown(descriptor, -1, previous.st_gid)
-            except OSError:
-                mode &= ~0o070  # another group than the file had: none of the group's rights
-                acl = None
-            if acl == b"":
-                mode &= ~0o070  # an ACL that cannot be read: none of the group's rights
-            os.fchmod(descriptor, mode)
-            if acl:
-                try:
-                    os.setxattr(descriptor, _ACL, acl)
-                except OSError:
-                    os.fchmod(descriptor, mode & ~0o070)
+        try:
+            if previous is not None and os.name == "posix":
+                _keep_permissions(descriptor, previous, acl)
+        except BaseException:  # a signal or an error here: the file made is removed, not left behind
+            os.close(descriptor)
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
         return temporary, descriptor
     raise OutputError(f"cannot find a free temporary name in {directory}")
+
+
+def _keep_permissions(descriptor: int, previous: os.stat_result, acl: bytes | None) -> None:
+    mode = stat.S_IMODE(previous.st_mode) & 0o777
+    try:
+        if os.fstat(descriptor).st_gid != previous.st_gid:
+            os.fchown(descriptor, -1, previous.st_gid)
+    except OSError:
+        mode &= ~0o070  # another group than the file had: none of the group's rights
+        acl = None
+    if acl == b"":
+        mode &= ~0o070  # an ACL that cannot be read: none of the group's rights
+    os.fchmod(descriptor, mode)
+    if acl:
+        try:
+            os.setxattr(descriptor, _ACL, acl)
+        except OSError:
+            os.fchmod(descriptor, mode & ~0o070)
 
 
 def _remove_stale(directory: str, stem: str) -> None:
