@@ -72,6 +72,8 @@ def main() -> None:
     # A connection cut off by Ctrl-C or SIGTERM in the middle of a statement cannot be reset, and
     # SQLAlchemy's pool logs that with a traceback; the command says "Interrupted" in one line.
     logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
+    # psycopg logs the rollback it could not send on such a connection ("error ignored in rollback").
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
     try:
         app()
     finally:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -270,6 +271,18 @@ def interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, on_ctrl_c)
+    previous_hook = sys.unraisablehook
+
+    def unraisable(found: Any) -> None:
+        # An interrupt Python dropped is remembered above and ends the run in one line: its
+        # "Exception ignored in ..." traceback is not printed.
+        if isinstance(found.exc_value, KeyboardInterrupt):
+            if not _interrupted:
+                _interrupted.append(type(found.exc_value))
+            return
+        previous_hook(found)
+
+    sys.unraisablehook = unraisable
 
 
 def raise_if_interrupted() -> None:
