@@ -32,6 +32,8 @@ from .ownership import group_may_be_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
+    import pwd
+
     from sqlalchemy.engine import URL
 
 _log = logging.getLogger(__name__)
@@ -103,6 +105,36 @@ def _open_only_what_the_server_user_needs(package_module) -> None:
 
     package_module.find_suitable_socket_dir = socket_directory
     package_module.ensure_prefix_permissions = pass_through_parents
+    package_module.ensure_user_exists = _ensure_server_user
+
+
+# Where useradd lives when the caller's PATH leaves out the administrator's directories (a root
+# shell started with a plain PATH, `env -i`, cron): the package ran "useradd" from PATH only, and
+# the first command on a fresh machine failed with "No such file or directory: 'useradd'".
+_ADMIN_DIRECTORIES = ("/usr/sbin", "/sbin", "/usr/local/sbin")
+
+
+def _ensure_server_user(name: str) -> pwd.struct_passwd:
+    """The server's system account, made as the package makes it (``useradd``) if it is missing,
+    with useradd looked up in the administrator's directories too."""
+    import pwd  # noqa: F811 (POSIX only: imported where it is used)
+
+    with contextlib.suppress(KeyError):
+        return pwd.getpwnam(name)
+    search = os.pathsep.join([os.environ.get("PATH", ""), *_ADMIN_DIRECTORIES])
+    useradd = shutil.which("useradd", path=search)
+    if useradd is None:
+        raise PermissionDeniedError(
+            f"run as root, the embedded server needs a system account {name!r}, and useradd was not found "
+            f"to make it: create it (useradd {name}), or run simhash-store as another user"
+        )
+    made = subprocess.run([useradd, "-s", "/bin/bash", name], capture_output=True, text=True, check=False)
+    with contextlib.suppress(KeyError):
+        return pwd.getpwnam(name)  # made (or made by another process at the same moment)
+    detail = (made.stderr or made.stdout).strip().splitlines()
+    raise PermissionDeniedError(
+        f"could not create the embedded server's system account {name!r}: {detail[-1] if detail else made.returncode}"
+    )
 
 
 def pass_through_parents(path: Path) -> None:

@@ -982,3 +982,26 @@ def test_a_long_data_directory_opens_neither_its_parents_nor_its_socket_director
         assert not mode & 0o044, f"{parent} may be listed by others: {oct(mode)}"
         if os.geteuid() == 0:  # the server's own user must pass through: search only
             assert mode & 0o011 == 0o011, f"{parent}: {oct(mode)}"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can make a system account")
+def test_the_server_account_is_made_with_useradd_outside_the_callers_path(monkeypatch):
+    # Run as root on a fresh machine, the server package made its system account with "useradd"
+    # looked up on PATH only: from a shell whose PATH leaves out /usr/sbin (env -i, cron), the
+    # README's first command failed with "No such file or directory: 'useradd'".
+    import pwd
+
+    from simhash_store.errors import PermissionDeniedError
+
+    name = f"simhash_t{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    try:
+        entry = embedded._ensure_server_user(name)
+        assert entry.pw_name == name and pwd.getpwnam(name).pw_uid == entry.pw_uid
+        assert embedded._ensure_server_user(name).pw_uid == entry.pw_uid  # there already: kept
+    finally:
+        subprocess.run(["/usr/sbin/userdel", name], check=False, capture_output=True)
+    # Nowhere to be found: one line saying what to do, not a traceback from inside the package.
+    monkeypatch.setattr(embedded, "_ADMIN_DIRECTORIES", ())
+    with pytest.raises(PermissionDeniedError, match=r"useradd was not found.*create it"):
+        embedded._ensure_server_user(name)
