@@ -76,7 +76,7 @@ def print_add_summary(summary: ingest.IngestSummary, elapsed: float) -> None:
     out.print(
         f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
         f"skipped {len(summary.deliberate)}, failed {len(summary.failures)}{near} "
-        f"(of {counted(summary.inputs, 'input')}) in {elapsed:.1f} s ({rate:,.0f} documents/s, "
+        f"(of {counted(summary.inputs, 'input')}) in {elapsed:.1f} s ({rate:,.{0 if rate >= 10 else 1}f} documents/s, "
         f"{summary.bytes / elapsed / 1e6 if elapsed > 0 else 0:.2f} MB/s)",
         markup=False,
     )
