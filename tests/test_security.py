@@ -1129,3 +1129,32 @@ def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, ma
             (role,),
         ).fetchone()[0]
     assert granted == 0
+
+
+def test_grant_read_checks_a_role_whose_name_needs_quotes_and_not_its_lower_case_namesake(database_url, make_role):
+    """A role name is taken as it is, never as an identifier: "Simhash_Reader_..." was read as
+    simhash_reader_... by part of the check (a traceback when no such role exists; that other
+    role's privileges checked when it does)."""
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    url = database_url.render_as_string(hide_password=False)
+    reader = make_role(database_url, prefix="Simhash_Reader")
+    result = CliRunner().invoke(app, ["--db", url, "grant-read", reader])
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    with _as(database_url, reader) as connection:
+        assert connection.execute("SELECT count(*) FROM simhash.documents").fetchone()[0] == 1
+    writer = make_role(
+        database_url,
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT INSERT, DELETE ON TABLES TO {role}",
+        prefix="Simhash_Notreader",
+    )
+    namesake = make_role(database_url, prefix="x")
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:  # the twin: the name in lower case
+        connection.execute(f'ALTER ROLE "{namesake}" RENAME TO "{writer.lower()}"')
+    try:
+        result = CliRunner().invoke(app, ["--db", url, "grant-read", writer])
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert f"role '{writer}' gets INSERT on what is made later" in result.output
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER ROLE "{writer.lower()}" RENAME TO "{namesake}"')

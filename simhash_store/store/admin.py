@@ -53,7 +53,8 @@ READ_ONLY_MEMBERSHIPS = (
 # reach past the store, membership in any role but the read-only ones above (whether or not it
 # inherits: SET ROLE switches to it), owning the database or anything in the schema, CREATE on
 # the schema, and any write privilege on its tables (to the role or to PUBLIC, whole or on a
-# column) or sequences.
+# column) or sequences. The role is found by its name as it is, never cast to regrole, which
+# reads it as an identifier: "NewsReader" became newsreader (a traceback, or another role's check).
 _WRITES_OR_MORE = """
 SELECT 'has ' || a.attribute FROM pg_catalog.pg_roles r,
     LATERAL (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole), ('CREATEDB', r.rolcreatedb),
@@ -65,13 +66,13 @@ SELECT 'is a member of ' || m.rolname FROM pg_catalog.pg_roles m
       AND pg_catalog.pg_has_role(%(role)s, m.oid, 'MEMBER')
 UNION ALL
 SELECT 'owns the database' FROM pg_catalog.pg_database d
-    WHERE d.datname = pg_catalog.current_database() AND d.datdba = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE d.datname = pg_catalog.current_database() AND d.datdba = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may create in schema simhash' WHERE pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'CREATE')
 UNION ALL
 SELECT 'owns simhash.' || c.relname FROM pg_catalog.pg_class c
     WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace)
-      AND c.relowner = CAST(%(role)s AS pg_catalog.regrole)
+      AND c.relowner = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may write simhash.' || c.relname FROM pg_catalog.pg_class c
     WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -85,26 +86,26 @@ UNION ALL
 SELECT 'may create in the database' WHERE pg_catalog.has_database_privilege(%(role)s, pg_catalog.current_database(), 'CREATE')
 UNION ALL
 SELECT 'holds ' || a.privilege_type || ' on the database' FROM pg_catalog.pg_database d, pg_catalog.aclexplode(d.datacl) a
-    WHERE d.datname = pg_catalog.current_database() AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE d.datname = pg_catalog.current_database() AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
       AND a.privilege_type = 'TEMPORARY'
 UNION ALL
 SELECT 'may call ' || CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text) FROM pg_catalog.pg_proc p,
     pg_catalog.aclexplode(p.proacl) a
     WHERE p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname LIKE 'lo\\_%%'
-      AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+      AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may grant ' || a.privilege_type || ' on simhash.' || c.relname FROM pg_catalog.pg_class c,
     pg_catalog.aclexplode(c.relacl) a
     WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND a.is_grantable
-      AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+      AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may grant ' || a.privilege_type || ' on schema simhash' FROM pg_catalog.pg_namespace n,
     pg_catalog.aclexplode(n.nspacl) a
-    WHERE n.nspname = 'simhash' AND a.is_grantable AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE n.nspname = 'simhash' AND a.is_grantable AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'gets ' || a.privilege_type || ' on what is made later' FROM pg_catalog.pg_default_acl d,
     pg_catalog.aclexplode(d.defaclacl) a
-    WHERE a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
       AND (d.defaclnamespace = 0 OR d.defaclnamespace = CAST('simhash' AS pg_catalog.regnamespace))
       AND (a.is_grantable OR a.privilege_type NOT IN ('SELECT', 'EXECUTE', 'USAGE'))
 """
