@@ -1101,6 +1101,7 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         (["GRANT EXECUTE ON FUNCTION lo_from_bytea(oid, bytea) TO {role}"], "may call lo_from_bytea"),
         (["GRANT USAGE ON SCHEMA simhash TO {role} WITH GRANT OPTION"], "may grant USAGE on schema simhash"),
         (["GRANT SET ON PARAMETER temp_file_limit TO {role}"], "may SET temp_file_limit"),
+        (["GRANT pg_read_all_data TO {role}"], "is a member of pg_read_all_data"),  # reads pg_authid's verifiers
     ],
     ids=[
         "createrole",
@@ -1112,6 +1113,7 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         "lo",
         "grant-option",
         "set",
+        "read-all-data",
     ],
 )
 def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, make_role, grants, reason):
@@ -1158,3 +1160,23 @@ def test_grant_read_checks_a_role_whose_name_needs_quotes_and_not_its_lower_case
     finally:
         with psycopg.connect(_plain(database_url), autocommit=True) as connection:
             connection.execute(f'ALTER ROLE "{writer.lower()}" RENAME TO "{namesake}"')
+
+
+def test_the_embedded_superusers_statements_never_show_in_pg_stat_activity(pg_server, make_role):
+    """serve --listen and grant-read --password send SCRAM verifiers (ALTER ROLE ... PASSWORD) over the
+    embedded superuser's connection; a reader in pg_monitor polling pg_stat_activity caught 5 of 6."""
+    from simhash_store.embedded import Address, _superuser
+
+    if pg_server.admin_url.host:
+        pytest.skip("this backend is the external server")
+    url = pg_server.admin_url
+    watcher = make_role(url, "GRANT pg_read_all_stats TO {role}", prefix="simhash_watcher")
+    address = Address(host=url.query["host"], port=int(url.query["port"]), user=url.username, database="postgres")
+    with _superuser(address) as connection:
+        connection.execute("SELECT 'SCRAM-SHA-256$4096:marker'")
+        pid = connection.info.backend_pid
+        with _as(url, watcher) as watching:
+            shown = watching.execute(
+                "SELECT coalesce(query, '') FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone()[0]
+    assert "SCRAM" not in shown

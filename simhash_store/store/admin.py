@@ -41,9 +41,11 @@ def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
     return reach
 
 
-# Predefined roles a read-only role may be a member of: they read, and change nothing.
+# Predefined roles a read-only role may be a member of: they read, and change nothing. Not
+# pg_read_all_data: it reads pg_authid too, every role's SCRAM verifier (the store owner's
+# included), with which a listener on the port of a stopped server passes for it to the owner's
+# clients (they send it their statements and data), and with one such exchange logs in as them.
 READ_ONLY_MEMBERSHIPS = (
-    "pg_read_all_data",
     "pg_read_all_settings",
     "pg_read_all_stats",
     "pg_stat_scan_tables",
