@@ -1180,3 +1180,44 @@ def test_the_embedded_superusers_statements_never_show_in_pg_stat_activity(pg_se
                 "SELECT coalesce(query, '') FROM pg_stat_activity WHERE pid = %s", (pid,)
             ).fetchone()[0]
     assert "SCRAM" not in shown
+
+
+def test_grant_read_with_a_password_shows_no_verifier_in_pg_stat_activity(database_url, make_role):
+    """grant-read --password on a server of one's own sends ALTER ROLE ... PASSWORD 'SCRAM-SHA-256$...';
+    while it runs (here: held up by another transaction that changed the same role), a role in
+    pg_read_all_stats read it in pg_stat_activity. As a superuser the statement is not shown."""
+    import threading
+
+    reader = make_role(database_url, prefix="simhash_reader")
+    watcher = make_role(database_url, "GRANT pg_read_all_stats TO {role}", prefix="simhash_watcher")
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    with psycopg.connect(_plain(database_url)) as holder:
+        holder.execute(f'ALTER ROLE "{reader}" CONNECTION LIMIT 3')  # holds the role's row until rolled back
+        holder_pid = holder.info.backend_pid
+        done: list[BaseException | None] = []
+
+        def grant() -> None:
+            try:
+                with Store(database_url) as store:
+                    store.grant_read_only(reader, password="a-password-nobody-may-see")
+                done.append(None)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test below
+                done.append(exc)
+
+        thread = threading.Thread(target=grant)
+        thread.start()
+        with _as(database_url, watcher) as watching:
+            while True:  # the grant's ALTER ROLE waits for the holder
+                waiting = watching.execute(
+                    "SELECT coalesce(query, '') FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                    (holder_pid,),
+                ).fetchall()
+                if waiting or not thread.is_alive():
+                    break
+                time.sleep(0.05)
+        holder.rollback()
+        thread.join(60)
+    assert done == [None]
+    assert waiting, "the grant never waited for the holder"
+    assert not any("SCRAM" in query for (query,) in waiting), waiting

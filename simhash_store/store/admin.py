@@ -197,11 +197,20 @@ def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = N
     writes = raw.execute(query, {"role": role, "read_only_roles": list(READ_ONLY_MEMBERSHIPS)}).fetchall()
     if writes:  # the caller's transaction is rolled back: nothing granted
         raise PermissionDeniedError(
-            f"role {role!r} {writes[0][0]}: it could write the store, so it is not made a read-only role "
+            f"role {role!r} {writes[0][0]}: it could do more than read the store, so it is not made a read-only role "
             "(nothing granted, no password set): revoke that first, or use a role of its own"
         )
     if password is not None:
-        # A verifier, not the password: it never reaches the server or its log.
+        # A verifier, not the password: it never reaches the server or its log. Nor is the statement
+        # shown in pg_stat_activity, where a role in pg_read_all_stats (pg_monitor) would read the
+        # verifier, when this session may say so (a superuser): SET LOCAL, for this transaction only.
+        granted = " OR pg_catalog.has_parameter_privilege('track_activities', 'SET')"  # PostgreSQL 15
+        may_hide = raw.execute(
+            "SELECT pg_catalog.current_setting('is_superuser') = 'on'"
+            + (granted if raw.info.server_version >= 150000 else "")
+        ).fetchone()[0]
+        if may_hide:
+            raw.execute("SET LOCAL track_activities = off")
         verifier = sql.Literal(password_verifier(raw, role, password))
         try:
             raw.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(who, verifier))
