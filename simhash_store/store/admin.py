@@ -205,10 +205,10 @@ def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = N
         # shown in pg_stat_activity, where a role in pg_read_all_stats (pg_monitor) would read the
         # verifier, when this session may say so (a superuser): SET LOCAL, for this transaction only.
         granted = " OR pg_catalog.has_parameter_privilege('track_activities', 'SET')"  # PostgreSQL 15
-        may_hide = raw.execute(
+        (may_hide,) = raw.execute(
             "SELECT pg_catalog.current_setting('is_superuser') = 'on'"
             + (granted if raw.info.server_version >= 150000 else "")
-        ).fetchone()[0]
+        ).fetchone() or (False,)
         if may_hide:
             raw.execute("SET LOCAL track_activities = off")
         verifier = sql.Literal(password_verifier(raw, role, password))
