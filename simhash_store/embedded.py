@@ -601,10 +601,12 @@ def socket_address(server, database: str, user: str | None = None) -> Address:
 
 def _superuser(address: Address, lock_timeout: int = 0):
     """A connection as the server's superuser, resolving names in the system catalog only: it
-    reads catalogs and runs DDL, and no object another role created can stand in for one."""
+    reads catalogs and runs DDL, and no object another role created can stand in for one. Its
+    statements are not shown in pg_stat_activity: they carry SCRAM verifiers (ALTER ROLE ...
+    PASSWORD), which a reader in pg_read_all_stats or pg_monitor caught there by polling."""
     import psycopg
 
-    options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000}"
+    options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000} -c track_activities=off"
     return psycopg.connect(address.libpq(), autocommit=True, connect_timeout=10, options=options)
 
 

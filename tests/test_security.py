@@ -1101,6 +1101,8 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         (["GRANT EXECUTE ON FUNCTION lo_from_bytea(oid, bytea) TO {role}"], "may call lo_from_bytea"),
         (["GRANT USAGE ON SCHEMA simhash TO {role} WITH GRANT OPTION"], "may grant USAGE on schema simhash"),
         (["GRANT SET ON PARAMETER temp_file_limit TO {role}"], "may SET temp_file_limit"),
+        (["GRANT pg_read_all_data TO {role}"], "is a member of pg_read_all_data"),  # reads pg_authid's verifiers
+        (["GRANT pg_monitor TO {role}"], "is a member of pg_monitor"),  # every session's statement, secret settings
     ],
     ids=[
         "createrole",
@@ -1112,6 +1114,8 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         "lo",
         "grant-option",
         "set",
+        "read-all-data",
+        "monitor",
     ],
 )
 def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, make_role, grants, reason):
@@ -1129,3 +1133,93 @@ def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, ma
             (role,),
         ).fetchone()[0]
     assert granted == 0
+
+
+def test_grant_read_checks_a_role_whose_name_needs_quotes_and_not_its_lower_case_namesake(database_url, make_role):
+    """A role name is taken as it is, never as an identifier: "Simhash_Reader_..." was read as
+    simhash_reader_... by part of the check (a traceback when no such role exists; that other
+    role's privileges checked when it does)."""
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    url = database_url.render_as_string(hide_password=False)
+    reader = make_role(database_url, prefix="Simhash_Reader")
+    result = CliRunner().invoke(app, ["--db", url, "grant-read", reader])
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    with _as(database_url, reader) as connection:
+        assert connection.execute("SELECT count(*) FROM simhash.documents").fetchone()[0] == 1
+    writer = make_role(
+        database_url,
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT INSERT, DELETE ON TABLES TO {role}",
+        prefix="Simhash_Notreader",
+    )
+    namesake = make_role(database_url, prefix="x")
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:  # the twin: the name in lower case
+        connection.execute(f'ALTER ROLE "{namesake}" RENAME TO "{writer.lower()}"')
+    try:
+        result = CliRunner().invoke(app, ["--db", url, "grant-read", writer])
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert f"role '{writer}' gets INSERT on what is made later" in result.output
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER ROLE "{writer.lower()}" RENAME TO "{namesake}"')
+
+
+def test_the_embedded_superusers_statements_never_show_in_pg_stat_activity(pg_server, make_role):
+    """serve --listen and grant-read --password send SCRAM verifiers (ALTER ROLE ... PASSWORD) over the
+    embedded superuser's connection; a reader in pg_monitor polling pg_stat_activity caught 5 of 6."""
+    from simhash_store.embedded import Address, _superuser
+
+    if pg_server.admin_url.host:
+        pytest.skip("this backend is the external server")
+    url = pg_server.admin_url
+    watcher = make_role(url, "GRANT pg_read_all_stats TO {role}", prefix="simhash_watcher")
+    address = Address(host=url.query["host"], port=int(url.query["port"]), user=url.username, database="postgres")
+    with _superuser(address) as connection:
+        connection.execute("SELECT 'SCRAM-SHA-256$4096:marker'")
+        pid = connection.info.backend_pid
+        with _as(url, watcher) as watching:
+            shown = watching.execute(
+                "SELECT coalesce(query, '') FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone()[0]
+    assert "SCRAM" not in shown
+
+
+def test_grant_read_with_a_password_shows_no_verifier_in_pg_stat_activity(database_url, make_role):
+    """grant-read --password on a server of one's own sends ALTER ROLE ... PASSWORD 'SCRAM-SHA-256$...';
+    while it runs (here: held up by another transaction that changed the same role), a role in
+    pg_read_all_stats read it in pg_stat_activity. As a superuser the statement is not shown."""
+    import threading
+
+    reader = make_role(database_url, prefix="simhash_reader")
+    watcher = make_role(database_url, "GRANT pg_read_all_stats TO {role}", prefix="simhash_watcher")
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    with psycopg.connect(_plain(database_url)) as holder:
+        holder.execute(f'ALTER ROLE "{reader}" CONNECTION LIMIT 3')  # holds the role's row until rolled back
+        holder_pid = holder.info.backend_pid
+        done: list[BaseException | None] = []
+
+        def grant() -> None:
+            try:
+                with Store(database_url) as store:
+                    store.grant_read_only(reader, password="a-password-nobody-may-see")
+                done.append(None)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test below
+                done.append(exc)
+
+        thread = threading.Thread(target=grant)
+        thread.start()
+        with _as(database_url, watcher) as watching:
+            while True:  # the grant's ALTER ROLE waits for the holder
+                waiting = watching.execute(
+                    "SELECT coalesce(query, '') FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                    (holder_pid,),
+                ).fetchall()
+                if waiting or not thread.is_alive():
+                    break
+                time.sleep(0.05)
+        holder.rollback()
+        thread.join(60)
+    assert done == [None]
+    assert waiting, "the grant never waited for the holder"
+    assert not any("SCRAM" in query for (query,) in waiting), waiting

@@ -41,19 +41,20 @@ def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
     return reach
 
 
-# Predefined roles a read-only role may be a member of: they read, and change nothing.
-READ_ONLY_MEMBERSHIPS = (
-    "pg_read_all_data",
-    "pg_read_all_settings",
-    "pg_read_all_stats",
-    "pg_stat_scan_tables",
-    "pg_monitor",
-)
+# Predefined roles a read-only role may be a member of: they read statistics of tables only.
+# Not pg_read_all_data: it reads pg_authid too, every role's SCRAM verifier (the store owner's
+# included), with which a listener on the port of a stopped server passes for it to the owner's
+# clients (they send it their statements and data), and with one such exchange logs in as them.
+# Not pg_monitor, pg_read_all_stats or pg_read_all_settings either: they read every session's
+# statement in pg_stat_activity (the owner's documents, a password being set) and settings only a
+# superuser may read (on a standby, primary_conninfo may hold the replication password).
+READ_ONLY_MEMBERSHIPS = ("pg_stat_scan_tables",)
 # What makes a role more than a reader of the store, the first reason found: attributes that
 # reach past the store, membership in any role but the read-only ones above (whether or not it
 # inherits: SET ROLE switches to it), owning the database or anything in the schema, CREATE on
 # the schema, and any write privilege on its tables (to the role or to PUBLIC, whole or on a
-# column) or sequences.
+# column) or sequences. The role is found by its name as it is, never cast to regrole, which
+# reads it as an identifier: "NewsReader" became newsreader (a traceback, or another role's check).
 _WRITES_OR_MORE = """
 SELECT 'has ' || a.attribute FROM pg_catalog.pg_roles r,
     LATERAL (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole), ('CREATEDB', r.rolcreatedb),
@@ -65,13 +66,13 @@ SELECT 'is a member of ' || m.rolname FROM pg_catalog.pg_roles m
       AND pg_catalog.pg_has_role(%(role)s, m.oid, 'MEMBER')
 UNION ALL
 SELECT 'owns the database' FROM pg_catalog.pg_database d
-    WHERE d.datname = pg_catalog.current_database() AND d.datdba = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE d.datname = pg_catalog.current_database() AND d.datdba = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may create in schema simhash' WHERE pg_catalog.has_schema_privilege(%(role)s, 'simhash', 'CREATE')
 UNION ALL
 SELECT 'owns simhash.' || c.relname FROM pg_catalog.pg_class c
     WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace)
-      AND c.relowner = CAST(%(role)s AS pg_catalog.regrole)
+      AND c.relowner = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may write simhash.' || c.relname FROM pg_catalog.pg_class c
     WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -85,26 +86,26 @@ UNION ALL
 SELECT 'may create in the database' WHERE pg_catalog.has_database_privilege(%(role)s, pg_catalog.current_database(), 'CREATE')
 UNION ALL
 SELECT 'holds ' || a.privilege_type || ' on the database' FROM pg_catalog.pg_database d, pg_catalog.aclexplode(d.datacl) a
-    WHERE d.datname = pg_catalog.current_database() AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE d.datname = pg_catalog.current_database() AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
       AND a.privilege_type = 'TEMPORARY'
 UNION ALL
 SELECT 'may call ' || CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text) FROM pg_catalog.pg_proc p,
     pg_catalog.aclexplode(p.proacl) a
     WHERE p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname LIKE 'lo\\_%%'
-      AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+      AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may grant ' || a.privilege_type || ' on simhash.' || c.relname FROM pg_catalog.pg_class c,
     pg_catalog.aclexplode(c.relacl) a
     WHERE c.relnamespace = CAST('simhash' AS pg_catalog.regnamespace) AND a.is_grantable
-      AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+      AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'may grant ' || a.privilege_type || ' on schema simhash' FROM pg_catalog.pg_namespace n,
     pg_catalog.aclexplode(n.nspacl) a
-    WHERE n.nspname = 'simhash' AND a.is_grantable AND a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE n.nspname = 'simhash' AND a.is_grantable AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
 UNION ALL
 SELECT 'gets ' || a.privilege_type || ' on what is made later' FROM pg_catalog.pg_default_acl d,
     pg_catalog.aclexplode(d.defaclacl) a
-    WHERE a.grantee = CAST(%(role)s AS pg_catalog.regrole)
+    WHERE a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
       AND (d.defaclnamespace = 0 OR d.defaclnamespace = CAST('simhash' AS pg_catalog.regnamespace))
       AND (a.is_grantable OR a.privilege_type NOT IN ('SELECT', 'EXECUTE', 'USAGE'))
 """
@@ -194,11 +195,20 @@ def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = N
     writes = raw.execute(query, {"role": role, "read_only_roles": list(READ_ONLY_MEMBERSHIPS)}).fetchall()
     if writes:  # the caller's transaction is rolled back: nothing granted
         raise PermissionDeniedError(
-            f"role {role!r} {writes[0][0]}: it could write the store, so it is not made a read-only role "
+            f"role {role!r} {writes[0][0]}: it could do more than read the store, so it is not made a read-only role "
             "(nothing granted, no password set): revoke that first, or use a role of its own"
         )
     if password is not None:
-        # A verifier, not the password: it never reaches the server or its log.
+        # A verifier, not the password: it never reaches the server or its log. Nor is the statement
+        # shown in pg_stat_activity, where a role in pg_read_all_stats (pg_monitor) would read the
+        # verifier, when this session may say so (a superuser): SET LOCAL, for this transaction only.
+        granted = " OR pg_catalog.has_parameter_privilege('track_activities', 'SET')"  # PostgreSQL 15
+        (may_hide,) = raw.execute(
+            "SELECT pg_catalog.current_setting('is_superuser') = 'on'"
+            + (granted if raw.info.server_version >= 150000 else "")
+        ).fetchone() or (False,)
+        if may_hide:
+            raw.execute("SET LOCAL track_activities = off")
         verifier = sql.Literal(password_verifier(raw, role, password))
         try:
             raw.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(who, verifier))
