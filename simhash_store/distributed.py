@@ -350,9 +350,10 @@ def distribute(cursor: Cursor) -> None:
             "this store keeps segments for containment search (init --segments), which a distributed "
             "store cannot keep yet; distribute a store without them"
         )
-    if _layout(cursor) != "four16":
+    layout = _layout(cursor)
+    if layout != "four16":
         raise NotDistributableError(
-            f"this store has the {_layout(cursor)} layout (init --layout), which is for one server: "
+            f"this store has the {layout} layout (init --layout), which is for one server: "
             "run `simhash-store init --layout four16` first, then distribute it"
         )
     # The segments table (empty: segments are off) stays a local table, which may not reference a

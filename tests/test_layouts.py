@@ -17,13 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
-from typer.testing import CliRunner
-
-from simhash_store import migrate, to_signed
-from simhash_store.cli import app
-from simhash_store.errors import InvalidValueError
-from simhash_store.store import NewDocument, Store
-
 from test_search import (  # tests/test_search.py: the same oracle and cases as the four16 tests
     DB_SETTINGS,
     _nested_plans,
@@ -33,6 +26,12 @@ from test_search import (  # tests/test_search.py: the same oracle and cases as 
     brute_force,
     clustered,
 )
+from typer.testing import CliRunner
+
+from simhash_store import migrate, to_signed
+from simhash_store.cli import app
+from simhash_store.errors import InvalidValueError
+from simhash_store.store import NewDocument, Store
 
 WIDE3_INDEXES = ["ix_documents_wide0", "ix_documents_wide1", "ix_documents_wide2"]
 BLOCK_INDEXES = [f"ix_documents_block{n}" for n in range(4)]
@@ -221,7 +220,14 @@ def test_persistent_clusters_search_wide3_in_sql_as_in_memory(pg_server, monkeyp
         finally:
             pg_server.drop_database(name)
     assert results[0] == results[1]
-    assert sum(1 for key, cluster in results[1].items() if key.startswith("c") and cluster == results[1]["o" + key[1:].split("-")[0]]) >= 30
+    assert (
+        sum(
+            1
+            for key, cluster in results[1].items()
+            if key.startswith("c") and cluster == results[1]["o" + key[1:].split("-")[0]]
+        )
+        >= 30
+    )
 
 
 def test_wide3_probes_are_index_only_scans_of_its_indexes_after_a_bulk_load(wide3):
@@ -297,3 +303,14 @@ def test_wide_masks_hold_every_mask_of_up_to_five_bits(database_url):
     from math import comb
 
     assert rows == [(w, comb(22, w), True, True) for w in range(6)]
+
+
+def test_the_functions_a_wide3_store_runs_are_the_checked_in_snapshot(wide3):
+    """docs/sql-functions.wide3.sql shows every function a wide3 store runs (regenerated here when it changes)."""
+    import sql_snapshot  # tests/sql_snapshot.py
+
+    with psycopg.connect(_plain(wide3.engine.url)) as connection:
+        rendered = sql_snapshot.render(
+            connection, migrate.HEAD_REVISION, "tests/test_layouts.py", where=" of layout wide3 (init --layout wide3)"
+        )
+    sql_snapshot.check("sql-functions.wide3.sql", rendered)
