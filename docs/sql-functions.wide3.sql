@@ -209,15 +209,16 @@ BEGIN
             chosen := 'scan';  -- radii past 5 bits: simhash.wide_masks holds none
         ELSIF method = 'auto' AND probes <= 3 THEN
             chosen := 'probe';  -- at most three exact lookups: always cheaper than a scan
+        -- A probe (an index descent) costs about as much as scanning 20 rows, an index entry 3.
         ELSIF method = 'auto' AND 3 * probes < 2097152
               AND pg_relation_size('simhash.documents'::regclass) / current_setting('block_size')::integer
-                  >= 2.0 * probes / (1 - 3.0 * probes / 2097152) THEN
+                  >= 20.0 * probes / (1 - 3.0 * probes / 2097152) THEN
             chosen := 'probe';
         ELSIF method = 'auto' THEN
             SELECT CASE WHEN c.reltuples > 0 AND c.relpages > 0 THEN c.reltuples / c.relpages ELSE 80 END
                    * (pg_relation_size(c.oid) / current_setting('block_size')::integer)
             INTO estimated_rows FROM pg_class c WHERE c.oid = 'simhash.documents'::regclass;
-            chosen := CASE WHEN probes * (3.0 * estimated_rows / 2097152 + 2) > estimated_rows THEN 'scan' ELSE 'probe' END;
+            chosen := CASE WHEN probes * (3.0 * estimated_rows / 2097152 + 20) > estimated_rows THEN 'scan' ELSE 'probe' END;
         ELSE
             chosen := method;
         END IF;
@@ -344,15 +345,16 @@ BEGIN
         chosen := 'scan';  -- radii past 5 bits: simhash.wide_masks holds none
     ELSIF method = 'auto' AND probes <= 3 THEN
         chosen := 'probe';  -- at most three exact lookups: always cheaper than a scan
+    -- A probe (an index descent) costs about as much as scanning 20 rows, an index entry 3.
     ELSIF method = 'auto' AND 3 * probes < 2097152
           AND pg_relation_size('simhash.documents'::regclass) / current_setting('block_size')::integer
-              >= 2.0 * probes / (1 - 3.0 * probes / 2097152) THEN
+              >= 20.0 * probes / (1 - 3.0 * probes / 2097152) THEN
         chosen := 'probe';
     ELSIF method = 'auto' THEN
         SELECT CASE WHEN c.reltuples > 0 AND c.relpages > 0 THEN c.reltuples / c.relpages ELSE 80 END
                * (pg_relation_size(c.oid) / current_setting('block_size')::integer)
         INTO estimated_rows FROM pg_class c WHERE c.oid = 'simhash.documents'::regclass;
-        chosen := CASE WHEN probes * (3.0 * estimated_rows / 2097152 + 2) > estimated_rows THEN 'scan' ELSE 'probe' END;
+        chosen := CASE WHEN probes * (3.0 * estimated_rows / 2097152 + 20) > estimated_rows THEN 'scan' ELSE 'probe' END;
     ELSE
         chosen := method;
     END IF;

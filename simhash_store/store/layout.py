@@ -65,6 +65,8 @@ def switch(cursor: psycopg.Cursor, layout: str, lock_timeout: float) -> bool:
         )
     cursor.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true)")
     maintenance.lock_exclusively(cursor, lock_timeout, f"a change of layout to {layout}")
+    if stored_layout(cursor) == layout:  # another init changed it while this one waited for the lock
+        return False
     for name, indexed in INDEXES[layout].items():
         cursor.execute(f"CREATE INDEX {name} ON simhash.documents ({indexed}) INCLUDE (fingerprint, id)")
     for other in LAYOUTS:
