@@ -350,6 +350,12 @@ def distribute(cursor: Cursor) -> None:
             "this store keeps segments for containment search (init --segments), which a distributed "
             "store cannot keep yet; distribute a store without them"
         )
+    layout = _layout(cursor)
+    if layout != "four16":
+        raise NotDistributableError(
+            f"this store has the {layout} layout (init --layout), which is for one server: "
+            "run `simhash-store init --layout four16` first, then distribute it"
+        )
     # The segments table (empty: segments are off) stays a local table, which may not reference a
     # distributed one: its foreign key goes.
     cursor.execute("ALTER TABLE IF EXISTS simhash.segments DROP CONSTRAINT IF EXISTS fk_segments_document_id_documents")
@@ -378,6 +384,16 @@ def _keeps_segments(cursor: Cursor) -> bool:
     return bool(
         has_column and cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.store_info WHERE segments)").fetchone()[0]
     )
+
+
+def _layout(cursor: Cursor) -> str:
+    """The store's block layout (revision 0011; four16 before it)."""
+    has_column = cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass('simhash.store_info') "
+        "AND attname = 'layout' AND NOT attisdropped)"
+    ).fetchone()[0]
+    row = cursor.execute("SELECT layout FROM simhash.store_info").fetchone() if has_column else None
+    return row[0] if row else "four16"
 
 
 def _drop_local_copy(cursor: Cursor, table: str) -> None:

@@ -32,14 +32,16 @@ SQL_FILES_SHA256 = {
     "from_hex.v1.sql": "613f3c28afb1d33c3ade1da1b2f4e0e029fb19a47849eb807e6c5c9dd10f950e",
     "near.v3.citus.sql": "2b1917a5837ff2e8fe5a06aa1e7c7ffb1dabc45195f7a9f41f4ec85999feeafa",
     "near.v3.sql": "a21570eda7b9cde412aecf49b86d6de080755175f873eb83561142ca17a7a78a",
+    "near.wide3.v1.sql": "904999a352b418db6cb951f33e54e70c572c19223fa0b93f91544864f9ce7de3",
     "near_many.v1.citus.sql": "60db165f4faaab18cb854028723a9ab85476f4b64cbbd9d415d88993d1edda11",
     "near_many.v1.sql": "6c106b1a9e6a71d5c70e87413a9c1d9cb986730fa5940da3a5697456c4238f8c",
+    "near_many.wide3.v1.sql": "6b0ca265c391b9200ea24ccb405dc6f2b69526f6fa3faa540fff2d1682a53703",
     "to_hex.v1.sql": "a9fe9ef27415c1a564564f45c7615f5c19064df010f949569e31f0710603f76e",
 }
 # The functions revision 0008 adds; every other one it re-creates from files exactly as 0007 left it.
 NEW_IN_0008 = {"simhash.from_hex(text)", "simhash.to_hex(bigint)"}
 NEW_IN_0009 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010"]
+REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011"]
 
 CHECKSUM = (
     "SELECT count(*), md5(string_agg(md5(ROW(id, key, fingerprint, block0, block1, block2, block3, digest, "
@@ -105,6 +107,7 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
     assert [f for f in functions["0008"] if f[0] not in NEW_IN_0008] == functions["0007"]
     assert [f for f in functions["0009"] if f[0] not in NEW_IN_0009] == functions["0008"]  # 0009 only adds
     assert functions["0010"] == functions["0009"]  # 0010 adds columns, no function
+    assert functions["0011"] == functions["0010"]  # 0011 adds the layouts' table and column: four16 keeps its functions
     with Store(empty_database_url) as store:  # the library reads the upgraded store
         assert [m.key for m in store.query(query, 7)] == [key for key, _ in states["0001"][1]]
         assert [len(found) for found in store.query_many([query, query ^ 1], 2)] == [3, 4]

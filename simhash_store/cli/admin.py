@@ -43,17 +43,28 @@ def init(
             "dups --containment (about 3x the space and 1.5x to 2x the add time; not on a distributed store).",
         ),
     ] = False,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout",
+            metavar="four16|wide3",
+            help="Block layout of the search indexes: four16 (a new store's: four 16-bit blocks, best up to "
+            "about 10-20M documents) or wide3 (three blocks of 21-22 bits, faster from about 30M; one server "
+            "only). Changing it rebuilds the search indexes, locking the table meanwhile. Default: keep the store's.",
+        ),
+    ] = None,
 ) -> None:
     """Create or upgrade the schema and record the fingerprint scheme.
 
     Example: simhash-store --db postgresql://localhost/news init --scheme zh-jieba-v1
     """
     with opened_store(scheme) as store:
-        recorded = store.init(distributed=distributed, segments=segments)
-        layout = (", distributed" if distributed else "") + (", keeping segments" if store.keeps_segments else "")
+        recorded = store.init(distributed=distributed, segments=segments, layout=layout)
+        shape = (", distributed" if distributed else "") + (", keeping segments" if store.keeps_segments else "")
+        shape += f", layout {store.layout}"
         out.print(
             visible(
-                f"store ready at {store.display_url}{layout}: scheme {recorded.label}, {counted(store.count(), 'document')}"
+                f"store ready at {store.display_url}{shape}: scheme {recorded.label}, {counted(store.count(), 'document')}"
             )
         )
 
@@ -88,6 +99,7 @@ def stats(as_json: JsonFlag = False) -> None:
     recommended, clustered = info["recommended_max_distance"], info["cluster_max_distance"]
     table.add_row("recommended max distance", "-" if recommended is None else f"{recommended} (calibrate --apply)")
     table.add_row("cluster max distance", "- (no clusters kept)" if clustered is None else str(clustered))
+    table.add_row("layout", info["layout"])
     table.add_row("table + indexes", megabytes(info["table_bytes"]))
     table.add_row("database size", megabytes(info["database_bytes"]))
     for block, buckets in info["largest_block_buckets"].items():

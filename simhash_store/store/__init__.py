@@ -56,6 +56,7 @@ from ..validation import (
 )
 from ..validation import validate_seconds as _validate_seconds
 from . import admin, allpairs, connection, containment, reads, schema, writes
+from . import layout as store_layout
 from .connection import database_errors as _database_errors
 from .documents import (
     AddResult,
@@ -134,14 +135,31 @@ class Store:
     # ------------------------------------------------------------ schema and scheme
 
     @_database_errors
-    def init(self, scheme: Scheme | str | None = None, *, distributed: bool = False, segments: bool = False) -> Scheme:
+    def init(
+        self,
+        scheme: Scheme | str | None = None,
+        *,
+        distributed: bool = False,
+        segments: bool = False,
+        layout: str | None = None,
+    ) -> Scheme:
         """Create or upgrade the schema and record the scheme (idempotent); returns the store's scheme.
 
         ``distributed``: on a Citus coordinator, spread the store over the workers (see
         :mod:`simhash_store.distributed`); a server without Citus is refused before anything changes.
         ``segments``: from now on every write keeps the fingerprints of each document's segments,
         for :meth:`query_containment` (refused on a distributed store; see docs/containment.md).
+        ``layout``: the block layout of the search indexes, ``"four16"`` (a new store's) or
+        ``"wide3"`` (faster from about 30M documents; one server only); None keeps the store's.
+        Changing it rebuilds the search indexes under an exclusive lock (see
+        :mod:`simhash_store.store.layout`).
         """
+        if layout is not None:
+            layout = store_layout.validate_layout(layout)
+            if distributed and layout != store_layout.DEFAULT_LAYOUT:
+                raise InvalidValueError(
+                    f"the {layout} layout is for one server: a distributed (Citus) store keeps the four16 layout"
+                )
         if scheme is not None:
             self._requested_scheme = get_scheme(scheme)
         self._ready = False
@@ -155,7 +173,16 @@ class Store:
         if segments:
             with self.engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
                 containment.switch_on(cursor, citus.is_distributed(cursor))
+        if layout is not None:
+            with self.engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+                store_layout.switch(cursor, layout, DEFAULT_LOCK_TIMEOUT)
         return recorded
+
+    @property
+    def layout(self) -> str:
+        """The block layout of the store's search indexes, ``"four16"`` or ``"wide3"``: a read."""
+        self._prepare(record=False)
+        return self._read(store_layout.stored_layout)
 
     @property
     def keeps_segments(self) -> bool:
@@ -691,6 +718,7 @@ class Store:
             "default_max_distance": DEFAULT_MAX_DISTANCE,
             "recommended_max_distance": self.recommended_distance(),  # calibrate --apply; None: not recorded
             "cluster_max_distance": self._read(clusters.max_distance),  # None: the store keeps no clusters
+            "layout": self._read(store_layout.stored_layout),  # four16 or wide3: the search indexes
             **{name: found[name] for name in ("table_bytes", "heap_bytes", "database_bytes", "largest_block_buckets")},
         }
 

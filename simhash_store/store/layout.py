@@ -1,0 +1,79 @@
+"""The store's block layout (``store_info.layout``, revision 0011): which indexes a search probes.
+
+* ``four16``, the default: the four 16-bit block columns' indexes, INCLUDE (fingerprint, id).
+  A probe reads N / 65,536 index entries; right up to about 10-20M documents a node.
+* ``wide3``: three blocks of 21, 21 and 22 bits as expression indexes on the fingerprint,
+  INCLUDE (fingerprint, id) like the block indexes, in their place. A probe reads N / 2^21
+  entries, for more probes (25 at k = 3 against 4, 4,918 at k = 11 against 548): faster from
+  about 30M documents a node (docs/store_speed.md). Expression indexes leave the table as it
+  is (no column added), so rows written in plain SQL are indexed as always.
+
+Each layout has its own ``simhash.near`` and ``simhash.near_many`` (``migrations/sql``), both
+exact for every k. :func:`switch` changes indexes, functions and the record in the caller's
+transaction. Raw psycopg.
+
+>>> validate_layout("wide3")
+'wide3'
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from .. import maintenance
+from ..distributed import NotDistributableError, is_distributed
+from ..errors import InvalidValueError
+from ..migrations import sqlfiles
+
+DEFAULT_LAYOUT = "four16"
+LAYOUTS = ("four16", "wide3")
+# Each layout's search indexes on simhash.documents: name -> indexed column or expression. The
+# expressions are the ones near.wide3.v1.sql probes, written the same way so the planner matches them.
+INDEXES = {
+    "four16": {f"ix_documents_block{n}": f"block{n}" for n in range(4)},
+    "wide3": {
+        "ix_documents_wide0": "(((fingerprint >> 43) & 2097151)::integer)",
+        "ix_documents_wide1": "(((fingerprint >> 22) & 2097151)::integer)",
+        "ix_documents_wide2": "((fingerprint & 4194303)::integer)",
+    },
+}
+
+
+def validate_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise InvalidValueError(f"layout must be {' or '.join(LAYOUTS)}, not {layout!r}")
+    return layout
+
+
+def stored_layout(cursor: psycopg.Cursor) -> str:
+    """The layout the store records (four16 before its first write: the indexes revision 0001 made)."""
+    row = cursor.execute("SELECT layout FROM simhash.store_info").fetchone()
+    return row[0] if row else DEFAULT_LAYOUT
+
+
+def switch(cursor: psycopg.Cursor, layout: str, lock_timeout: float) -> bool:
+    """Give the store ``layout``'s indexes and functions, in the caller's transaction; whether it changed.
+
+    On a store that holds documents the new indexes are built under an exclusive lock of the
+    table (readers and writers wait): minutes for tens of millions of rows.
+    """
+    if stored_layout(cursor) == layout:
+        return False
+    if layout != DEFAULT_LAYOUT and is_distributed(cursor):
+        raise NotDistributableError(
+            f"the {layout} layout is for one server: a distributed (Citus) store keeps the four16 layout"
+        )
+    cursor.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true)")
+    maintenance.lock_exclusively(cursor, lock_timeout, f"a change of layout to {layout}")
+    if stored_layout(cursor) == layout:  # another init changed it while this one waited for the lock
+        return False
+    for name, indexed in INDEXES[layout].items():
+        cursor.execute(f"CREATE INDEX {name} ON simhash.documents ({indexed}) INCLUDE (fingerprint, id)")
+    for other in LAYOUTS:
+        if other != layout:
+            for name in INDEXES[other]:
+                cursor.execute(f"DROP INDEX IF EXISTS simhash.{name}")
+    for version in sqlfiles.LAYOUT_FUNCTIONS[layout]:
+        cursor.execute(sqlfiles.read(version))
+    cursor.execute("UPDATE simhash.store_info SET layout = %s", (layout,))
+    return True

@@ -1,0 +1,316 @@
+"""Block layouts (init --layout): a wide3 store answers exactly as brute force, like a four16 one.
+
+Every search of a store of layout wide3 (three expression indexes of 21, 21 and 22 bits in
+place of the four 16-bit block indexes) equals numpy or Python brute force for every k:
+simhash.near and simhash.near_many called in SQL, Store.query and query_many, the all-pairs
+searches and clustering; its probes are index-only scans of its own indexes; switching the
+layout back and forth, bulk loads and the migration's downgrade keep every row and answer.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, text
+from test_search import (  # tests/test_search.py: the same oracle and cases as the four16 tests
+    DB_SETTINGS,
+    _nested_plans,
+    _plain,
+    _plant,
+    attacker,  # noqa: F401 - a fixture
+    brute_force,
+    clustered,
+)
+from typer.testing import CliRunner
+
+from simhash_store import migrate, to_signed
+from simhash_store.cli import app
+from simhash_store.errors import InvalidValueError
+from simhash_store.store import NewDocument, Store
+
+WIDE3_INDEXES = ["ix_documents_wide0", "ix_documents_wide1", "ix_documents_wide2"]
+BLOCK_INDEXES = [f"ix_documents_block{n}" for n in range(4)]
+# Bits at the edges of the wide3 blocks (63..43, 42..22, 21..0) and of the four16 ones.
+EDGES = [0, 15, 16, 21, 22, 31, 32, 42, 43, 47, 48, 63]
+
+
+@pytest.fixture
+def wide3(database_url):
+    with Store(database_url) as opened:
+        opened.init(layout="wide3")
+        yield opened
+
+
+def _search_indexes(url) -> list[str]:
+    with psycopg.connect(_plain(url)) as connection:
+        return [
+            row[0]
+            for row in connection.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = 'simhash' AND tablename = 'documents' "
+                "AND (indexname LIKE 'ix_documents_block%' OR indexname LIKE 'ix_documents_wide%') ORDER BY 1"
+            )
+        ]
+
+
+def _planted(rng: np.random.Generator, count: int, centres: int) -> tuple[dict[str, int], list[int]]:
+    """Random fingerprints, and near copies of ``centres`` random points at 0..24 bits, their
+    flips spread over the blocks or gathered at block edges."""
+    stored = {f"r{i}": int(v) for i, v in enumerate(rng.integers(0, 2**64, size=count, dtype=np.uint64))}
+    points = [int(v) for v in rng.integers(0, 2**64, size=centres, dtype=np.uint64)]
+    for c, point in enumerate(points):
+        for distance in range(25):
+            bits = rng.choice(EDGES, min(distance, len(EDGES)), replace=False).tolist() if distance % 3 == 0 else []
+            bits += rng.choice([b for b in range(64) if b not in bits], distance - len(bits), replace=False).tolist()
+            value = point
+            for bit in bits:
+                value ^= 1 << bit
+            stored[f"p{c}-d{distance}"] = value
+    return stored, points
+
+
+def _numpy_brute_force(keys: list[str], values: np.ndarray, point: int, k: int) -> list[tuple[int, str]]:
+    distances = np.bitwise_count(values ^ np.uint64(point))
+    return sorted((int(distances[i]), keys[i]) for i in np.flatnonzero(distances <= k))
+
+
+def test_init_records_the_layout_and_swaps_the_indexes(database_url):
+    with Store(database_url) as store:
+        store.init()
+        assert store.layout == "four16" and store.stats()["layout"] == "four16"
+        assert _search_indexes(database_url) == BLOCK_INDEXES
+        store.add([NewDocument("a", 0b1011), NewDocument("b", 2**64 - 1)])
+        store.init(layout="wide3")
+        assert store.layout == "wide3" and store.stats()["layout"] == "wide3"
+        assert _search_indexes(database_url) == WIDE3_INDEXES
+        store.init()  # no layout: the store keeps its own
+        assert store.layout == "wide3"
+        with psycopg.connect(_plain(database_url)) as connection:
+            assert connection.execute("SELECT layout FROM simhash.store_info").fetchone() == ("wide3",)
+        assert [(m.key, m.distance) for m in store.query(0b1001, 3)] == [("a", 1)]
+        store.init(layout="four16")
+        assert _search_indexes(database_url) == BLOCK_INDEXES
+        assert [(m.key, m.distance) for m in store.query(0b1001, 3)] == [("a", 1)]
+        assert store.count() == 2
+
+
+def test_a_bad_layout_and_wide3_on_citus_are_refused_before_anything_changes(empty_database_url):
+    with Store(empty_database_url) as store:
+        with pytest.raises(InvalidValueError, match="layout must be four16 or wide3, not 'wide4'"):
+            store.init(layout="wide4")
+        with pytest.raises(InvalidValueError, match="the wide3 layout is for one server"):
+            store.init(layout="wide3", distributed=True)
+    assert migrate.current_revision(create_engine(empty_database_url)) is None  # nothing was created
+    env = {"SIMHASH_STORE_URL": _plain(empty_database_url)}
+    result = CliRunner().invoke(app, ["init", "--layout", "wide3", "--distributed"], env=env)
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: the wide3 layout is for one server: a distributed (Citus) store keeps the four16 layout"
+    ]
+    result = CliRunner().invoke(app, ["init", "--layout", "wide3"], env=env)
+    assert result.exit_code == 0 and ", layout wide3: scheme" in result.stdout
+    result = CliRunner().invoke(app, ["stats", "--json"], env=env)
+    assert json.loads(result.stdout)["layout"] == "wide3"
+
+
+def test_sql_near_and_near_many_are_exact_for_every_distance_on_wide3(wide3):
+    """k = 0..64, every method, with and without max_results, against numpy brute force."""
+    rng = np.random.default_rng(21)
+    stored, points = _planted(rng, 400, 3)
+    wide3.add(NewDocument(k, v) for k, v in stored.items())
+    keys = list(stored)
+    values = np.array([stored[k] for k in keys], dtype=np.uint64)
+    queries = [*points, stored["p1-d6"], int(rng.integers(0, 2**64, dtype=np.uint64))]
+    signed = [to_signed(q) for q in queries]
+    with psycopg.connect(_plain(wide3.engine.url), autocommit=True) as connection:
+        for k in range(65):
+            expected = [_numpy_brute_force(keys, values, q, k) for q in queries]
+            for method in ("auto", "probe", "scan"):
+                for s, want in zip(signed, expected):
+                    rows = connection.execute(
+                        "SELECT distance, key FROM simhash.near(%s, %s, %s)", (s, k, method)
+                    ).fetchall()
+                    assert rows == want, (k, method)
+                    limited = connection.execute(
+                        "SELECT distance, key FROM simhash.near(%s, %s, %s, max_results => 3)", (s, k, method)
+                    ).fetchall()
+                    assert limited == want[:3], (k, method)
+                rows = connection.execute(
+                    "SELECT query_index, distance, key FROM simhash.near_many(%s, %s, %s)", (signed, k, method)
+                ).fetchall()
+                assert rows == [(i + 1, d, key) for i, want in enumerate(expected) for d, key in want], (k, method)
+                rows = connection.execute(
+                    "SELECT query_index, distance, key FROM simhash.near_many(%s, %s, %s, 2)", (signed, k, method)
+                ).fetchall()
+                assert rows == [(i + 1, d, key) for i, want in enumerate(expected) for d, key in want[:2]], (k, method)
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="max_distance must be between 0 and 64"):
+            connection.execute("SELECT * FROM simhash.near(0, 65)")
+
+
+@DB_SETTINGS
+@given(
+    case=clustered(),
+    k=st.integers(0, 64),
+    method=st.sampled_from(["auto", "probe", "scan"]),
+    limit=st.sampled_from([None, 1, 3]),
+)
+def test_store_query_and_query_many_equal_brute_force_on_wide3(wide3, case, k, method, limit):
+    stored, queries = case
+    with wide3.engine.begin() as connection:
+        connection.execute(text("TRUNCATE simhash.documents CASCADE"))
+    wide3.add(NewDocument(key, value) for key, value in stored.items())
+    expected = [brute_force(stored, q, k)[:limit] for q in queries]
+    assert [[(m.distance, m.key) for m in wide3.query(q, k, method=method, limit=limit)] for q in queries] == expected
+    many = wide3.query_many(queries, k, method=method, limit=limit)
+    assert [[(m.distance, m.key) for m in found] for found in many] == expected
+
+
+def test_all_pairs_clusters_and_skipping_near_duplicates_on_wide3(wide3):
+    rng = np.random.default_rng(22)
+    stored, _ = _planted(rng, 300, 4)
+    keys = sorted(stored)
+    values = {k: stored[k] for k in keys}
+    wide3.add(NewDocument(k, v) for k, v in values.items())
+    for k in (0, 3, 8, 11):
+        expected = sorted(
+            (a, b, (values[a] ^ values[b]).bit_count())
+            for i, a in enumerate(keys)
+            for b in keys[i + 1 :]
+            if (values[a] ^ values[b]).bit_count() <= k
+        )
+        assert sorted((min(p.a, p.b), max(p.a, p.b), p.distance) for p in wide3.pairs(k)) == expected, k
+    # --skip-near-duplicates searches the store with near_many: a copy within k of a stored one is skipped.
+    result = wide3.add(
+        [NewDocument("new-near", values["p0-d0"] ^ (1 << 21) ^ (1 << 43)), NewDocument("new-far", 0)],
+        skip_near_duplicates=True,
+        max_distance=3,
+    )
+    assert [s.key for s in result.near_duplicates] == ["new-near"]
+    assert wide3.get("new-far") is not None and wide3.get("new-near") is None
+
+
+def test_persistent_clusters_search_wide3_in_sql_as_in_memory(pg_server, monkeypatch):
+    """A write clusters its documents by simhash.near when there are many clusters: same clusters as four16."""
+    from simhash_store import clusters as clustering
+
+    rng = np.random.default_rng(23)
+    originals = [int(v) for v in rng.integers(0, 2**64, 30, dtype=np.uint64)]
+    copies = [
+        NewDocument(f"c{i}-{j}", v ^ sum(1 << int(b) for b in rng.choice(64, 2 + 3 * j, replace=False)))
+        for i, v in enumerate(originals)
+        for j in range(3)
+    ]
+    monkeypatch.setattr(clustering, "IN_MEMORY_REPRESENTATIVES", 0)  # a radius search per document
+    results = []
+    for layout in ("four16", "wide3"):
+        name = pg_server.create_database()
+        try:
+            url = pg_server.url(name)
+            with Store(url) as store:
+                store.init(layout=layout)
+                store.recluster(8)
+                store.add([NewDocument(f"o{i}", v) for i, v in enumerate(originals)])
+                store.add(copies, batch_size=20)
+            with psycopg.connect(_plain(url)) as connection:
+                results.append(dict(connection.execute("SELECT key, cluster FROM simhash.documents").fetchall()))
+        finally:
+            pg_server.drop_database(name)
+    assert results[0] == results[1]
+    assert (
+        sum(
+            1
+            for key, cluster in results[1].items()
+            if key.startswith("c") and cluster == results[1]["o" + key[1:].split("-")[0]]
+        )
+        >= 30
+    )
+
+
+def test_wide3_probes_are_index_only_scans_of_its_indexes_after_a_bulk_load(wide3):
+    values = np.random.default_rng(24).integers(0, 2**64, size=20_000, dtype=np.uint64).tolist()
+    wide3.load(NewDocument(f"k{i}", v) for i, v in enumerate(values))  # drops and rebuilds every index
+    assert _search_indexes(wide3.engine.url) == WIDE3_INDEXES
+    query = to_signed(values[3])
+    plans = _nested_plans(
+        wide3.engine.url,
+        [
+            ("SELECT * FROM simhash.near(%s, 3)", (query,)),
+            ("SELECT * FROM simhash.near(%s, 11, 'probe')", (query,)),
+            ("SELECT * FROM simhash.near(%s, 7, max_results => 2)", (query,)),
+            ("SELECT * FROM simhash.near_many(%s, 3)", ([query, query ^ 1],)),
+        ],
+    )
+    for name in WIDE3_INDEXES:
+        assert f"Index Only Scan using {name}" in plans, plans
+    assert "Seq Scan on documents" not in plans and "Bitmap Heap Scan on documents" not in plans, plans
+    assert [m.key for m in wide3.query(values[3], 3)] == ["k3"]
+
+
+def test_objects_planted_on_the_search_path_never_run_in_wide3_functions(empty_database_url, attacker):  # noqa: F811
+    with Store(empty_database_url) as store:
+        store.init(layout="wide3")
+        store.add([NewDocument("a", 0b1011), NewDocument("b", 2**64 - 1)])
+    _plant(empty_database_url, attacker)
+    with psycopg.connect(_plain(empty_database_url), autocommit=True) as connection:
+        for method in ("auto", "probe", "scan"):
+            rows = connection.execute("SELECT key, distance FROM simhash.near(%s, 8, %s)", (0b1001, method))
+            assert rows.fetchall() == [("a", 1)]
+            rows = connection.execute("SELECT query_index, key FROM simhash.near_many(%s, 8, %s)", ([0b1001], method))
+            assert rows.fetchall() == [(1, "a")]
+
+
+def test_a_wide3_store_downgrades_to_four16_and_upgrades_again(empty_database_url):
+    engine = create_engine(empty_database_url)
+    migrate.upgrade(engine, "0010")
+    with Store(empty_database_url) as store:
+        rng = np.random.default_rng(25)
+        stored, points = _planted(rng, 500, 2)
+        # A store of revision 0010 upgrades in place (init) and takes the layout.
+        store.init(layout="wide3")
+        store.add(NewDocument(k, v) for k, v in stored.items())
+        expected = [brute_force(stored, p, 9) for p in points]
+        assert [[(m.distance, m.key) for m in store.query(p, 9)] for p in points] == expected
+    url = _plain(empty_database_url)
+    with psycopg.connect(url) as connection:
+        four16_functions = connection.execute(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('near', 'near_many') AND prosrc LIKE '%block0%'"
+        ).fetchone()
+    assert four16_functions == (0,)
+    migrate.downgrade(engine, "0010")
+    assert _search_indexes(empty_database_url) == BLOCK_INDEXES
+    with psycopg.connect(url, autocommit=True) as connection:
+        for point, want in zip(points, expected):
+            rows = connection.execute("SELECT distance, key FROM simhash.near(%s, 9, 'probe')", (to_signed(point),))
+            assert rows.fetchall() == want
+        assert connection.execute("SELECT to_regclass('simhash.wide_masks')").fetchone() == (None,)
+    migrate.upgrade(engine)
+    with Store(empty_database_url) as store:
+        assert store.layout == "four16"
+        assert [[(m.distance, m.key) for m in store.query(p, 9)] for p in points] == expected
+    engine.dispose()
+
+
+def test_wide_masks_hold_every_mask_of_up_to_five_bits(database_url):
+    with psycopg.connect(_plain(database_url)) as connection:
+        rows = connection.execute(
+            "SELECT weight, count(*), bool_and(bit_count(mask::bit(22)) = weight), max(mask) < 4194304 "
+            "FROM simhash.wide_masks GROUP BY weight ORDER BY weight"
+        ).fetchall()
+    from math import comb
+
+    assert rows == [(w, comb(22, w), True, True) for w in range(6)]
+
+
+def test_the_functions_a_wide3_store_runs_are_the_checked_in_snapshot(wide3):
+    """docs/sql-functions.wide3.sql shows every function a wide3 store runs (regenerated here when it changes)."""
+    import sql_snapshot  # tests/sql_snapshot.py
+
+    with psycopg.connect(_plain(wide3.engine.url)) as connection:
+        rendered = sql_snapshot.render(
+            connection, migrate.HEAD_REVISION, "tests/test_layouts.py", where=" of layout wide3 (init --layout wide3)"
+        )
+    sql_snapshot.check("sql-functions.wide3.sql", rendered)
