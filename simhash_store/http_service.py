@@ -55,6 +55,7 @@ from .errors import (
     WorkerDiedError,
 )
 from .fingerprint import fingerprint_if_any, no_features_message
+from .http_connections import HEAD_SECONDS, REQUESTS_AT_ONCE, RequestsAtOnce, protocol
 from .ingest import PARALLEL_THRESHOLD, Fingerprinter, prepare
 from .ownership import writable_by_others
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
@@ -74,12 +75,14 @@ _WARM_UP = "中华人民共和国宪法保护公民的合法权利。 The servic
 @dataclass(frozen=True)
 class Limits:
     """Bounds on one request: its body (bytes), the texts or documents in it, the seconds a
-    client may take to send the body, and the seconds any one database statement may take."""
+    client may take to send the body, the seconds any one database statement may take, and the
+    seconds a connection may take to send a request's head (:mod:`simhash_store.http_connections`)."""
 
     max_body_bytes: int = 16 << 20
     max_texts: int = 1000
     body_seconds: float = 30.0
     statement_seconds: float = 30.0
+    head_seconds: float = HEAD_SECONDS  # to send a request's head, from opening or from the last response
 
     def __post_init__(self) -> None:
         validate_integer(self.max_body_bytes, "the maximum body size", 1, 1 << 34)
@@ -586,20 +589,24 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
     """A uvicorn server for ``service`` (``.run()`` blocks; ``.should_exit = True`` stops it),
     over HTTPS with ``tls``.
 
-    Timeouts: an idle keep-alive connection is closed after 5 s; at most 100 connections are
-    served at once (503 past that); a graceful stop waits 10 s for requests under way.
+    Timeouts: an idle keep-alive connection is closed after 5 s, and one that holds no request
+    under way ``limits.head_seconds`` after it opened or after its last response (it sent nothing,
+    or part of a request's head); at most 100 requests are answered at once (503 past that:
+    connections that send nothing take no request's place); a graceful stop waits 10 s for
+    requests under way.
     """
     import uvicorn
 
     config = uvicorn.Config(
-        application(service),
+        RequestsAtOnce(application(service), REQUESTS_AT_ONCE),
         host=host,
         port=port,
+        http=protocol(service.limits.head_seconds),
         log_level="warning",
         access_log=False,
         server_header=False,
         timeout_keep_alive=5,
-        limit_concurrency=100,
+        limit_concurrency=None,  # it counts open connections: silent ones took every request's place
         timeout_graceful_shutdown=10,
         lifespan="off",
         ssl_certfile=str(tls.certificate) if tls else None,

@@ -97,7 +97,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     # as well as any, but refuses it after its first record, since a whole-file gzip cannot be
     # seeked into by replay tools. Read here from start to end, it is read whole.
     archive._raise_invalid_gzip_err = lambda: None
-    next_record = _bound_lines(archive.reader)
+    next_record = _bound_lines(archive.reader, counted)
     records = iter(archive)
     body: bytes | None
     while True:
@@ -172,21 +172,41 @@ MAX_HEADER_LINE = 1 << 20
 MAX_HEADER_BYTES = 8 << 20
 
 
-def _bound_lines(reader: Any) -> Callable[[], None]:
+class ArchiveInflationError(InputError):
+    """The archive inflates (its gzip, records read or passed over alike) past :data:`INFLATION_RATIO`
+    times its bytes read so far plus :data:`MAX_PAGE_BYTES`: not read on."""
+
+
+def _bound_lines(reader: Any, counted: _Counted) -> Callable[[], None]:
     """Make every line warcio reads from ``reader`` (its decompressing reader, which the record's
     own readers read through) end within :data:`MAX_HEADER_LINE` bytes, and lines read one after
-    another stop at :data:`MAX_HEADER_BYTES`, or fail as damage. Returns what to call before each
-    record is read: its lines count from there (records without a body follow one another)."""
+    another stop at :data:`MAX_HEADER_BYTES`, or fail as damage; and everything read from it
+    stay within :data:`INFLATION_RATIO` times the archive's bytes read (``counted``) plus
+    :data:`MAX_PAGE_BYTES`, or raise :class:`ArchiveInflationError`: a record that is no page, or a
+    page past its bound, is still inflated to its end to reach the next one (a 1 MB .warc.gz of a
+    metadata record of 1 GB of zeros took 66 s). Returns what to call before each record is read:
+    its lines count from there (records without a body follow one another)."""
     whole, body = reader.readline, reader.read
     run = [0]  # bytes of lines since the last read of a body
+    out = [0]  # bytes read from the decompressing reader, in all
+
+    def inflated(data: bytes) -> bytes:
+        out[0] += len(data)
+        if out[0] > INFLATION_RATIO * counted.count + MAX_PAGE_BYTES:
+            raise ArchiveInflationError(
+                f"the archive inflates past {INFLATION_RATIO} times its size (a decompression bomb, or records "
+                f"padded with what compresses to nothing): not read past {out[0]:,} bytes inflated from "
+                f"{counted.count:,}"
+            )
+        return data
 
     def read(*arguments: Any, **options: Any) -> bytes:
         run[0] = 0
         data: bytes = body(*arguments, **options)
-        return data
+        return inflated(data)
 
     def readline(length: int | None = None) -> bytes:
-        line = _line(length)
+        line = inflated(_line(length))
         run[0] += len(line)
         if run[0] > MAX_HEADER_BYTES:
             raise ValueError(f"header lines of more than {MAX_HEADER_BYTES:,} bytes in a row")

@@ -730,3 +730,51 @@ def test_explain_refuses_a_fifo_and_a_stream_without_end_in_one_line(tmp_path):
         timeout=120,
     )
     assert done.returncode == 1 and "not a regular file (a named pipe)" in done.stderr and done.stderr.count("\n") == 1
+
+
+def _run_with_stdout(url, stdout, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["SIMHASH_STORE_URL"] = url_text(url)
+    return subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", *args],
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_an_output_that_cannot_be_written_is_one_line_and_keeps_what_was_stored(database_url, tmp_path):
+    """`query --json > /dev/full` (a full disk) printed a traceback of rich's; `dedup -o -` with
+    standard output closed an AttributeError's. Now one line, exit 1, and an add's rows stored."""
+    records = tmp_path / "records.jsonl"
+    texts = [f"第{i}号通知：{TRADITIONAL[i:]}编号{i * 7919}" for i in range(5)]
+    write(
+        records,
+        "".join(json.dumps({"key": f"r{i}", "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)),
+    )
+    closed = _run_with_stdout(database_url, subprocess.DEVNULL, "dedup", str(records), "-o", "-")
+    assert closed.returncode == 0  # the same command with standard output open (into an empty store: it keeps clusters)
+    shut = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "dedup", str(records), "-o", "-"],
+        env={**os.environ, "SIMHASH_STORE_URL": url_text(database_url)},
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+        preexec_fn=lambda: os.close(1),  # started as with `>&-`: no standard output at all
+    )
+    assert shut.returncode == 1 and shut.stderr.splitlines() == ["Error: standard output is closed: give -o FILE"]
+    with open("/dev/full", "w") as full:
+        results = {
+            "add --json": _run_with_stdout(database_url, full, "add", str(records), "--json", "--prefix", "full/"),
+            "query --json": _run_with_stdout(database_url, full, "query", str(records), "--json"),
+            "query": _run_with_stdout(database_url, full, "query", str(records)),
+            "dups --json": _run_with_stdout(database_url, full, "dups", "--json"),
+            "fingerprint": _run_with_stdout(database_url, full, "fingerprint", str(records)),
+        }
+    for command, result in results.items():
+        assert result.returncode == 1, (command, result.stderr)
+        assert result.stderr.splitlines() == ["Error: cannot write the output: No space left on device"], command
+    assert {key for key in stored(database_url) if key.startswith("full/")} == {f"full/r{i}" for i in range(5)}

@@ -575,6 +575,44 @@ def test_dedup_of_a_directory_reads_its_pages_for_their_main_content(database_ur
     assert ARTICLE_ZH in kept["zh.html"] and "<div" not in kept["zh.html"]
 
 
+def test_records_passed_over_inflate_to_the_archives_bound_too(tmp_path):
+    # A record that is no page (metadata here), or a page past its bound, is still inflated to its
+    # end to reach the next record: a 1 MB .warc.gz holding a metadata record of 1 GB of zeros took
+    # 66 s, 4 MB 148 s, and the inflation budget (pages only) never saw those bytes. Now everything
+    # read from the archive's gzip counts; past the budget the archive is not read on.
+    import zlib
+
+    from simhash_store.corpus import TOO_LARGE, Skip
+    from simhash_store.formats import ReadOptions, read_records
+    from simhash_store.warc import INFLATION_RATIO, MAX_PAGE_BYTES, ArchiveInflationError
+
+    zeros = 200 << 20
+    head = (
+        "WARC/1.0\r\nWARC-Type: metadata\r\nWARC-Target-URI: http://e/meta\r\nWARC-Record-ID: <urn:uuid:m>\r\n"
+        f"Content-Type: application/octet-stream\r\nContent-Length: {zeros}\r\n\r\n"
+    ).encode()
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"\0" * (1 << 20)
+    bomb = packer.compress(head) + b"".join(packer.compress(block) for _ in range(zeros >> 20))
+    bomb += packer.compress(b"\r\n\r\n") + packer.flush()
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    archive = tmp_path / "bomb.warc.gz"
+    archive.write_bytes(
+        gzip.compress(_raw_response("http://e/before", zh)) + bomb + gzip.compress(_raw_response("http://e/after", zh))
+    )
+    size = archive.stat().st_size
+    assert zeros > INFLATION_RATIO * size + MAX_PAGE_BYTES  # the record alone is past the budget
+    pages = []
+    with archive.open("rb") as stream, pytest.raises(ArchiveInflationError, match="inflates past"):
+        for found in read_pages(stream):
+            pages.append(found)
+    assert [p.uri for p in pages] == ["http://e/before"] and pages[0].body
+    records = [record for _, record in read_records(str(archive), options=ReadOptions())]
+    assert isinstance(records[0], dict) and records[0]["key"] == "http://e/before"
+    assert len(records) == 2 and isinstance(records[1], Skip) and records[1].reason == TOO_LARGE
+    assert f"inflates past {INFLATION_RATIO} times its size" in str(records[1])
+
+
 def test_the_pages_of_an_archive_inflate_to_a_bound_tied_to_its_size(tmp_path):
     # A body gzipped inside its record's gzip made 500 bytes of archive into 8.9 MB of page (33 s
     # to extract), once per record: every record of a small archive could cost a page's bound.

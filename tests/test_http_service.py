@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
@@ -180,6 +181,68 @@ def test_oversized_bodies_and_lists_are_refused(service, base):
     assert streamed.status_code == 413
     assert many.status_code == 413 and "at most 50" in many.json()["error"]
     assert after.status_code == 200  # the server still answers
+
+
+def test_connections_that_send_no_request_take_no_requests_place_and_are_closed(writer_url, tmp_path):
+    """100 connections that send nothing (no token needed) made every request 503 for as long as
+    they were held, and they, a half-sent head and a body left unsent after a refusal were never
+    closed: the bound counted connections, and nothing timed a connection before its first request."""
+    opened = open_service(writer_url, token_directory=tmp_path / "tokens", limits=Limits(head_seconds=1.0))
+    try:
+        with running(opened) as base:
+            port = int(base.rsplit(":", 1)[1])
+            silent = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(101)]
+            partial = socket.create_connection(("127.0.0.1", port), timeout=60)
+            partial.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            refused = socket.create_connection(("127.0.0.1", port), timeout=60)
+            refused.sendall(b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+            try:
+                with _client(base, opened.tokens.read_only) as client:
+                    answered = client.get("/health")
+                assert answered.status_code == 200, answered.text
+                assert refused.recv(1 << 16).startswith(b"HTTP/1.1 401")
+                for connection in [*silent, partial, refused]:
+                    while connection.recv(1 << 16):  # what was answered, then the server's close (b"")
+                        pass
+            finally:
+                for connection in [*silent, partial, refused]:
+                    connection.close()
+    finally:
+        opened.close()
+
+
+def test_requests_past_the_bound_at_once_are_503_in_one_line():
+    """The bound counts requests under way (the middleware), not connections."""
+    from simhash_store.http_connections import RequestsAtOnce
+
+    release = anyio.Event()
+    sent: list[dict] = []
+
+    async def slow(scope, receive, send):
+        await release.wait()
+
+    async def run() -> None:
+        bounded = RequestsAtOnce(slow, limit=2)
+
+        async def send(message):
+            sent.append(message)
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        scope = {"type": "http", "method": "GET", "path": "/health", "headers": []}
+        async with anyio.create_task_group() as group:
+            group.start_soon(bounded, scope, receive, send)
+            group.start_soon(bounded, scope, receive, send)
+            await anyio.wait_all_tasks_blocked()
+            await bounded(scope, receive, send)  # the third, at once
+            assert [m.get("status") for m in sent if m["type"] == "http.response.start"] == [503]
+            release.set()
+        assert bounded.active == 0
+
+    anyio.run(run)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    assert b"answering 2 requests already" in body and body.count(b"\n") == 0
 
 
 def test_malformed_requests_get_one_line_of_json(service, base):

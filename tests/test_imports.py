@@ -92,7 +92,15 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     ),
     5: (
         "pipelines over files and records, the HTTP fingerprint service, and the package's public names",
-        ("ingest.py", "dedup.py", "calibrate.py", "http_service.py", "ray_data.py", "__init__.py"),
+        (
+            "ingest.py",
+            "dedup.py",
+            "calibrate.py",
+            "http_service.py",
+            "http_connections.py",
+            "ray_data.py",
+            "__init__.py",
+        ),
     ),
     6: (
         "the command line: parses, calls the library, renders; chooses between Lookup and Store",

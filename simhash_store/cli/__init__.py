@@ -8,8 +8,10 @@ and what they print in ``render.py``.
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
+import os
 import sys
 
 from . import add, admin, calibrate, dedup, query
@@ -34,6 +36,28 @@ app.command("grant-read")(admin.grant_read)
 app.command()(admin.schemes)
 app.command()(admin.serve)
 app.command()(admin.url)
+
+
+# What writing standard output (or an unnamed temporary file) can fail with once a command is
+# under way: a full disk (`> /dev/full`), a quota, a file too large, an I/O error, a closed pipe.
+_OUTPUT_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE})
+
+
+def _output_failed(error: OSError) -> None:
+    """One line for an output that could not be written (``query --json > /dev/full`` printed a
+    traceback of rich's), exit status 1; what was stored stays stored. Standard output is pointed
+    at /dev/null, so that the interpreter's last flush of it does not fail again on the way out."""
+    from .common import err
+
+    err.print(f"Error: cannot write the output: {error.strerror or error}", markup=False)
+    try:
+        if sys.stdout is not None:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(1)
 
 
 def hide_secrets_from_process_list(arguments: list[str]) -> None:
@@ -76,6 +100,10 @@ def main() -> None:
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     try:
         app()
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _OUTPUT_FULL:
+            raise
+        _output_failed(exc)
     finally:
         # The interpreter's teardown collects garbage over every object the imports made
         # (SQLAlchemy, pydantic, rich: some 90,000), which takes longer than many a command;

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..corpus import TOO_LARGE, UNREADABLE, Skip
 from ..errors import InputError
-from ..warc import INFLATION_RATIO, page_bound, read_pages
+from ..warc import INFLATION_RATIO, ArchiveInflationError, page_bound, read_pages
 from .html import page_text
 from .registry import Input, InputFormat, ReadOptions, register_input
 
@@ -29,6 +29,9 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
             try:
                 page = next(pages)
             except StopIteration:
+                return
+            except ArchiveInflationError as exc:  # a bomb: the pages before stay read
+                yield source.name, Skip(source.name, TOO_LARGE, str(exc))
                 return
             except InputError as exc:  # damaged, or the html extra is missing: the pages before stay read
                 yield source.name, Skip(source.name, UNREADABLE, str(exc))

@@ -121,6 +121,8 @@ class RecordWriter:
         self.path = path
         if path == "-" and not self.to_stdout:
             raise FormatError(self.stdout_refusal)
+        if path == "-" and sys.stdout is None:  # started with standard output closed (`>&-`)
+            raise FormatError("standard output is closed: give -o FILE")
         self.prepare()
         # Arrow types given beforehand: a Parquet input's columns, the annotation fields.
         self._given: dict[str, Any] = {}
