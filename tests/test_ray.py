@@ -402,36 +402,63 @@ def test_write_dataset_twice_writes_nothing_twice(connected, database_url):
         assert store.get(law["key"]).fingerprint == fingerprint(law["text"])
 
 
-def test_dedup_command_on_ray_writes_what_it_writes_alone(connected, database_url, pg_server, tmp_path):
+@pytest.mark.parametrize("bad", [False, True])
+def test_dedup_command_on_ray_writes_what_it_writes_alone(connected, database_url, pg_server, tmp_path, bad):
+    """`dedup --ray` into an empty store decides in memory, as dedup_dataset does (no batch stored
+    through the store); with a bad record in the input, batch by batch. Either way the output and
+    the stored clusters are those of `dedup` without --ray, and a rerun writes the same output."""
+    import importlib
+
+    from simhash_store.dedup import _finish_batch
+
+    records = edit_walks() + _records()
+    if bad:
+        records.insert(70, {"key": records[5]["key"], "text": "另一段文字"})  # a key repeated
     source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _records()), encoding="utf-8")
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     ray.shutdown()  # the command connects by the address itself
     other, other_url = _second_database(pg_server)
+    batches_stored = []
+
+    def finish_batch(*arguments):
+        batches_stored.append(1)
+        return _finish_batch(*arguments)
+
     try:
-        outputs = []
-        for url, extra in ((database_url, ["--ray", connected]), (other_url, [])):
+        outputs, stored = [], []
+        for url, extra in ((database_url, ["--ray", connected]), (other_url, []), (database_url, ["--ray", connected])):
             target = tmp_path / f"out{len(outputs)}.jsonl"
-            result = CliRunner().invoke(
-                app,
-                [
-                    "--db",
-                    url.render_as_string(hide_password=False),
-                    "dedup",
-                    str(source),
-                    "--annotate",
-                    "-k",
-                    "6",
-                    "-o",
-                    str(target),
-                    *extra,
-                ],
-            )
-            assert result.exit_code == 0, result.output
+            with pytest.MonkeyPatch.context() as patch:
+                # The module (simhash_store.dedup, the name, is the function).
+                patch.setattr(importlib.import_module("simhash_store.dedup"), "_finish_batch", finish_batch)
+                result = CliRunner().invoke(
+                    app,
+                    [
+                        "--db",
+                        url.render_as_string(hide_password=False),
+                        "dedup",
+                        str(source),
+                        "--annotate",
+                        "-k",
+                        "4",
+                        "--batch-size",
+                        "13",
+                        "-o",
+                        str(target),
+                        *extra,
+                    ],
+                )
+            assert result.exit_code == (1 if bad else 0), result.output
             outputs.append(target.read_bytes())
+            stored.append(stored_clusters(url))
+            if not outputs[1:]:
+                on_ray_batches, batches_stored[:] = len(batches_stored), []
     finally:
         pg_server.drop_database(other)
         ray.shutdown()
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert stored[0] == stored[1] == stored[2]
+    assert (on_ray_batches > 0) == bad  # in memory unless a record is bad
     assert b'"duplicate_of": "' in outputs[0]
 
 
