@@ -76,11 +76,10 @@ def _fresh_ray_data(ray: Any) -> None:
     except ImportError:
         return
     connection = ray.get_runtime_context().get_job_id()  # a new one at each ray.init
-    if getattr(StatsManager, "_simhash_connection", None) != connection and hasattr(
-        StatsManager, "_stats_actor_handle"
-    ):
-        StatsManager._stats_actor_handle = None
-        StatsManager._simhash_connection = connection
+    manager: Any = StatsManager  # Ray's singleton, given a mark of ours (not among its typed attributes)
+    if getattr(manager, "_simhash_connection", None) != connection and hasattr(manager, "_stats_actor_handle"):
+        manager._stats_actor_handle = None
+        manager._simhash_connection = connection
 
 
 def _key_of(value: Any) -> str | None:
