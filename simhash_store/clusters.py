@@ -498,6 +498,37 @@ def leaders(values: np.ndarray, k: int) -> np.ndarray:
     return leaders_over_pairs(len(values), *near_pairs(values, k))
 
 
+def leaders_with_copies(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None = None) -> np.ndarray:
+    """:func:`leaders` of ``values`` at ``k`` (the position of each one's representative), over their
+    distinct values in order of first appearance: a value seen before joins what its first copy
+    joined (the nearest representative of the first copy is its own), at distance 0 of it if that
+    copy represents. ``near``: the pairs of distinct values within ``k`` (both ways), found by a
+    caller (a join on Ray's workers); None: found here (:func:`pairs.near_pairs`)."""
+    if len(values) == 0:
+        return np.arange(0, dtype=np.int64)
+    unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    by_arrival = np.argsort(first, kind="stable")  # the distinct values in order of first appearance
+    slot = np.empty(len(unique), dtype=np.int64)
+    slot[by_arrival] = np.arange(len(unique))
+    firsts = first[by_arrival]  # the position of each slot's first copy
+    distinct = values[firsts]
+    if near is None:
+        left, right, distance = near_pairs(distinct, k)
+    else:
+        where = {value: index for index, value in enumerate(distinct.tolist())}
+        found = [
+            (where[a], where[b])
+            for a, others in near.items()
+            for b in others
+            if a in where and where[a] < where.get(b, -1)
+        ]
+        left = np.array([a for a, _ in found], dtype=np.int64)
+        right = np.array([b for _, b in found], dtype=np.int64)
+        distance = np.bitwise_count(distinct[left] ^ distinct[right]).astype(np.int64)
+    lead = leaders_over_pairs(len(distinct), left, right, distance)
+    return firsts[lead[slot[inverse.ravel()]]].astype(np.int64)
+
+
 def leaders_over_pairs(n: int, left: np.ndarray, right: np.ndarray, distance: np.ndarray) -> np.ndarray:
     """:func:`leaders` of ``n`` fingerprints given every pair of positions within the distance
     (each pair once, either way round) and their distances: the position of each one's representative."""

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .clusters import KnownNeighbours
     from .formats import RecordWriter
     from .ingest import Fingerprinter
-    from .store import Store
+    from .store import NewDocument, Store
 
 DEFAULT_BATCH_SIZE = 1000
 
@@ -159,6 +159,7 @@ def dedup_rows(
     writable: Callable[[Mapping[str, Any]], str | None] | None = None,
     counts: DedupCounts | None = None,
     known: KnownNeighbours | None = None,
+    in_memory: bool = False,
 ) -> Iterator[tuple[str, Mapping[str, Any] | Skip, Verdict]]:
     """:func:`dedup` over ``(where, record or Skip)`` rows as the file readers give them.
 
@@ -168,6 +169,10 @@ def dedup_rows(
     ``writable``: why the output could not hold a record (None: it can); such a record is a bad
     record, neither stored nor compared. ``known``: the stored documents near each record, found in
     advance by a caller that saw every fingerprint first (:class:`clusters.KnownNeighbours`).
+    ``in_memory``: with keep ``first`` into a store that holds no documents, read and fingerprint
+    every record first, then decide them all in memory and store them in one COPY
+    (:func:`decide_in_memory`; the same verdicts, ids and clusters); where a record is bad, or the
+    store was written meanwhile, nothing is stored that way and the batches decide, as without it.
     """
     from .ingest import Fingerprinter
     from .ingest import batches as in_batches
@@ -199,6 +204,21 @@ def dedup_rows(
             if fingerprinter.scheme != scheme:
                 fingerprinter.scheme = scheme
                 pending = [(batch, context.refingerprint(started)) for batch, started in pending]
+            if in_memory and not policy.needs_every_record and opened.is_empty():
+                # Every batch started and fingerprinted (the workers one batch ahead of the reading).
+                started = []
+                for batch in batches:
+                    pending.append((batch, context.start(batch)))
+                    started.append(_collected(*pending.pop(0)))
+                started += [_collected(*done) for done in pending]
+                k, _ = opened.cluster_state()
+                assert k is not None  # _check_distance made the store keep clusters
+                decided = _decided_batches(opened, started, k)
+                if decided is not None:
+                    for (batch, _), verdicts in zip(started, decided):
+                        yield from zip(*zip(*batch), verdicts)
+                    return
+                pending, batches = started, iter(())  # the batches decide, their fingerprints already made
             # While the workers fingerprint one batch, the one before is stored and resolved.
             outcomes: list = []
             for batch in batches:
@@ -317,6 +337,7 @@ def dedup_files(
     on_failure: Callable[[str], None] = lambda message: None,
     on_progress: OnProgress | None = None,
     html: bool = False,
+    in_memory: bool = False,
 ) -> FileCounts:
     """:func:`dedup_rows` over the records of inputs of any format (``input_formats``: registered
     names, see :mod:`~simhash_store.formats`; ``-``: standard input), writing the kept records (every record with ``annotate``, with its
@@ -327,6 +348,7 @@ def dedup_files(
     any work, and a record holding a field of such a name is a bad record: nothing is written over.
     ``html``: the ``text`` field holds a web page's HTML. ``on_progress(done, total)`` is told the
     bytes of the inputs read so far, and their total size (None when one is standard input).
+    ``in_memory``: decide in memory where :func:`dedup_rows` can (every record held until the end).
     """
     from . import formats
 
@@ -391,6 +413,7 @@ def dedup_files(
         html=html,
         writable=writable,
         counts=rerun,
+        in_memory=in_memory,
     ):
         if verdict.problem is not None or isinstance(record, Skip):  # a Skip always has its problem
             counts.bad += 1
@@ -647,6 +670,90 @@ def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted, n
             for o in outcomes
         ]
     return outcomes, memberships
+
+
+def decide_in_memory(
+    store: Store,
+    documents: Sequence[NewDocument],
+    batches: Sequence[int],
+    k: int,
+    near: Mapping[int, Sequence[int]] | None = None,
+) -> list[Verdict] | None:
+    """The verdicts of a ``dedup`` run (keep ``first``, into a store that holds no documents and keeps
+    clusters at ``k``) over its fingerprinted ``documents`` in input order (``batches``: each one's batch
+    number), decided in memory and stored in one COPY (:meth:`Store.add_decided`), each with the id,
+    cluster and arrival :func:`dedup_rows` gives it. The rule is ``dedup``'s: a record joins the cluster
+    of the nearest earlier representative within ``k``, ties to the earliest, else founds one; with keep
+    ``first`` representatives never change, so this is :func:`clusters.leaders_with_copies` over the
+    run's pairs within ``k`` (``near``: found by the caller; None: here). None, nothing stored, where
+    the store is not so any more (written meanwhile): the batches then decide."""
+    import numpy as np
+
+    from .clusters import leaders_with_copies
+
+    values = np.array([document.fingerprint for document in documents], dtype=np.uint64)
+    leader = leaders_with_copies(values, k, near)
+    ids = store.add_decided(documents, batches, leader.tolist(), k)
+    if ids is None:
+        return None
+    distances = np.bitwise_count(values ^ values[leader]).tolist()
+    verdicts = []
+    for index, document in enumerate(documents):
+        head = int(leader[index])
+        if head == index:
+            verdicts.append(Verdict(document.key, True, document.fingerprint, ids[index], None, 0))
+        else:
+            verdicts.append(
+                Verdict(document.key, False, document.fingerprint, ids[head], documents[head].key, distances[index])
+            )
+    return verdicts
+
+
+def _decided_batches(store: Store, started: list, k: int) -> list[list[Verdict]] | None:
+    """The verdicts of every record of batches started and fingerprinted (:func:`_collected`),
+    decided in memory (:func:`decide_in_memory`); None, nothing stored, where the batches must
+    decide: a bad record (whose fate is theirs to tell) or a store written meanwhile."""
+    from .ingest import Prepared
+    from .store import NewDocument
+
+    verdicts: list[list[Verdict | None]] = []
+    documents: list[NewDocument] = []
+    numbers: list[int] = []
+    places: list[tuple[int, int]] = []  # (batch, position) of each document
+    for number, (_, (outcomes, sources, known, collect)) in enumerate(started):
+        if any(isinstance(outcome, Verdict) and outcome.problem is not None for outcome in outcomes):
+            return None
+        decided: list[Verdict | None] = list(outcomes)
+        prepared = iter(collect(None))
+        for index, (position, source, content, keep_value) in enumerate(sources):
+            if index in known:
+                fingerprint, length = known[index]
+                item = Prepared(source.key, source.size, fingerprint=fingerprint, digest=content, length=length)
+            else:
+                item = next(prepared)
+            if item.skip is not None:
+                if item.skip.reason not in DELIBERATE:
+                    return None
+                decided[position] = Verdict(source.key, True, not_compared=item.skip.reason)
+                continue
+            assert item.fingerprint is not None
+            documents.append(NewDocument(source.key, item.fingerprint, item.digest, item.length, keep_value=keep_value))
+            numbers.append(number)
+            places.append((number, position))
+        verdicts.append(decided)
+    found = decide_in_memory(store, documents, numbers, k)
+    if found is None:
+        return None
+    for (number, position), verdict in zip(places, found):
+        verdicts[number][position] = verdict
+    return verdicts  # type: ignore[return-value]  # every place filled
+
+
+def _collected(batch, started) -> tuple:
+    """A started batch with its fingerprints collected: ``collect`` hands them out again at no cost."""
+    outcomes, sources, known, collect = started
+    done = collect(None)
+    return batch, (outcomes, sources, known, lambda progress: done)
 
 
 def _stored_keys(outcomes: list[Verdict | _Stored]) -> list[str]:

@@ -32,7 +32,7 @@ import numpy as np
 from . import clusters, pairs
 from .clusters import KnownNeighbours
 from .corpus import DELIBERATE, Skip, Source
-from .dedup import DEFAULT_BATCH_SIZE, Verdict, check_record, dedup_rows
+from .dedup import DEFAULT_BATCH_SIZE, Verdict, check_record, decide_in_memory, dedup_rows
 from .dedup import _check_distance as check_distance
 from .errors import InputError
 from .ingest import Prepared, Progress, prepare
@@ -76,11 +76,10 @@ def _fresh_ray_data(ray: Any) -> None:
     except ImportError:
         return
     connection = ray.get_runtime_context().get_job_id()  # a new one at each ray.init
-    if getattr(StatsManager, "_simhash_connection", None) != connection and hasattr(
-        StatsManager, "_stats_actor_handle"
-    ):
-        StatsManager._stats_actor_handle = None
-        StatsManager._simhash_connection = connection
+    manager: Any = StatsManager  # Ray's singleton, given a mark of ours (not among its typed attributes)
+    if getattr(manager, "_simhash_connection", None) != connection and hasattr(manager, "_stats_actor_handle"):
+        manager._stats_actor_handle = None
+        manager._simhash_connection = connection
 
 
 def _key_of(value: Any) -> str | None:
@@ -442,10 +441,7 @@ def _decided_in_memory(
     """With keep ``first``, into a store that keeps clusters and holds no documents: every record
     decided in memory, in input order, and the documents and clusters stored in one COPY, each
     with the id, cluster and arrival that :func:`dedup.dedup_rows` in batches of ``batch_size``
-    gives it. The rule is ``dedup``'s (``clusters._assign_in_order``): a record joins the cluster of
-    the nearest earlier representative within the store's distance k, ties to the earliest, else
-    founds one; with keep ``first`` representatives never change, so this is :func:`clusters.leaders`
-    over the run's pairs within k (from the workers' join, or ``pairs.near_pairs`` here).
+    gives it (:func:`dedup.decide_in_memory`, over the pairs from the workers' join, or found on the driver).
 
     Returns (``fingerprinted``, materialized if it was read twice; the annotated records, or None
     where this path does not give ``dedup``'s answers, nothing stored: a bad record, whose fate
@@ -480,20 +476,10 @@ def _decided_in_memory(
         out.append(record)
         batches.append(number // batch_size)
         documents.append(NewDocument(checked, int(row[SIMHASH], 16), bytes(row[DIGEST]), int(row[LENGTH])))
-    values = np.array([d.fingerprint for d in documents], dtype=np.uint64)
-    leader = _leaders(values, k, near)
-    ids = store.add_decided(documents, batches, leader.tolist(), k)
-    if ids is None:
+    verdicts = decide_in_memory(store, documents, batches, k, near)
+    if verdicts is None:
         return fingerprinted, None, rows
-    distances = np.bitwise_count(values ^ values[leader]).tolist()
-    for index, (position, document) in enumerate(zip(placed, documents)):
-        head = int(leader[index])
-        if head == index:
-            verdict = Verdict(document.key, True, document.fingerprint, ids[index], None, 0)
-        else:
-            verdict = Verdict(
-                document.key, False, document.fingerprint, ids[head], documents[head].key, distances[index]
-            )
+    for position, verdict in zip(placed, verdicts):
         out[position] = {**out[position], **verdict.annotation()}
     return fingerprinted, out, rows
 
@@ -515,37 +501,6 @@ def _rows_of(ds: Dataset) -> list[Mapping[str, Any]]:
         columns = [block.column(name).to_pylist() for name in names]
         rows.extend(dict(zip(names, values)) for values in zip(*columns))
     return rows
-
-
-def _leaders(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None) -> np.ndarray:
-    """:func:`clusters.leaders` of ``values`` at ``k`` (the position of each one's representative),
-    over their distinct values in order of first appearance: a value seen before joins what its
-    first copy joined (the nearest representative of the first copy is its own), at distance 0 of
-    it if that copy represents. ``near``: the pairs of distinct values within ``k`` (both ways),
-    from the workers' join; None: found here (``pairs.near_pairs``)."""
-    if len(values) == 0:
-        return np.arange(0, dtype=np.int64)
-    unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-    by_arrival = np.argsort(first, kind="stable")  # the distinct values in order of first appearance
-    slot = np.empty(len(unique), dtype=np.int64)
-    slot[by_arrival] = np.arange(len(unique))
-    firsts = first[by_arrival]  # the position of each slot's first copy
-    distinct = values[firsts]
-    if near is None:
-        left, right, distance = pairs.near_pairs(distinct, k)
-    else:
-        where = {value: index for index, value in enumerate(distinct.tolist())}
-        found = [
-            (where[a], where[b])
-            for a, others in near.items()
-            for b in others
-            if a in where and where[a] < where.get(b, -1)
-        ]
-        left = np.array([a for a, _ in found], dtype=np.int64)
-        right = np.array([b for _, b in found], dtype=np.int64)
-        distance = np.bitwise_count(distinct[left] ^ distinct[right]).astype(np.int64)
-    lead = clusters.leaders_over_pairs(len(distinct), left, right, distance)
-    return firsts[lead[slot[inverse.ravel()]]].astype(np.int64)
 
 
 _BUCKET, _VALUE = "_bucket", "_value"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 from functools import cache
 from pathlib import Path
 
@@ -54,3 +55,23 @@ def documents(count: int, long: bool = False) -> list[tuple[str, str]]:
             extra = law[start : start + 400]
         result.append((f"mixed-{number:04}", records[number % len(records)]["text"] + "\n" + extra))
     return result
+
+
+def edit_walks() -> list[dict]:
+    """Near-duplicates of every shape dedup decides: random walks of edits over real paragraphs (two
+    characters changed a step, so that records drift apart: chains, A near B and B near C with A far
+    from C; and records between two representatives at the same distance: ties), shuffled; exact
+    copies under other keys; a wordless text; keys that sort apart in C and in other collations."""
+    rng = random.Random(3)
+    records = []
+    for number, base in enumerate(paragraphs()[:12]):
+        text = base[:200]
+        for step in range(20):
+            records.append({"key": f"{'Ww'[step % 2]}-{number}.{step}", "text": text})
+            for _ in range(2):
+                position = rng.randrange(len(text))
+                text = text[:position] + text[rng.randrange(len(text))] + text[position + 1 :]
+    rng.shuffle(records)
+    records += [{"key": f"copy {r['key']}", "text": r["text"]} for r in records[:30:3]]  # exact copies
+    records.insert(17, {"key": "wordless", "text": "。。。！"})
+    return records

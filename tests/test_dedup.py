@@ -1267,3 +1267,62 @@ def test_an_output_inside_an_input_directory_is_refused_before_any_work(database
         assert not output.exists()
     elsewhere = CliRunner().invoke(app, ["dedup", str(folder), "-o", str(tmp_path / "out.jsonl")], env=env)
     assert elsewhere.exit_code == 0, elsewhere.output
+
+
+def _dedup_file(url, source: Path, output: Path, *, in_memory: bool):
+    """``dedup_files`` over one JSONL file, annotated, k = 4, batches of 13: (counts, output bytes)."""
+    from simhash_store.dedup import dedup_files, dedup_output
+
+    writer = dedup_output([str(source)], ["jsonl"], str(output), "jsonl", annotate=True)
+    with Store(url) as store:
+        counts = dedup_files(
+            [str(source)],
+            ["jsonl"],
+            writer,
+            store=store,
+            max_distance=4,
+            annotate=True,
+            batch_size=13,
+            in_memory=in_memory,
+        )
+    return counts, output.read_bytes()
+
+
+def _batches_refused(*arguments):
+    raise AssertionError("a batch was stored through the store: the in-memory decisions were not taken")
+
+
+@pytest.mark.parametrize("bad", [None, "repeated key", "a text the output cannot hold"])
+def test_dedup_decided_in_memory_writes_and_stores_what_the_batches_do(pg_server, tmp_path, monkeypatch, bad):
+    """``dedup_files(in_memory=True)`` (``dedup --ray``): keep first into an empty store, every record
+    decided in memory and stored in one COPY, with the output and the stored clusters (ids, arrivals,
+    heads) of the batches, over ties, chains, exact copies and a wordless text. A bad record: the
+    batches decide, as without it; a rerun into the filled store: the batches, the same output."""
+    from sample_text import edit_walks
+    from stored_clusters import stored_clusters
+
+    records = edit_walks()
+    if bad == "repeated key":
+        records.insert(40, {"key": records[3]["key"], "text": "另一段文字"})
+    elif bad is not None:  # a lone surrogate: checked before it is stored, it costs its record
+        records.insert(40, {"key": "bad", "text": "\ud800孤立的代理项"})
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    names = [pg_server.create_database(), pg_server.create_database()]
+    urls = [pg_server.url(name) for name in names]
+    try:
+        with monkeypatch.context() as patch:
+            if bad is None:
+                # The module (simhash_store.dedup, the name, is the function).
+                patch.setattr(importlib.import_module("simhash_store.dedup"), "_finish_batch", _batches_refused)
+            decided = _dedup_file(urls[0], source, tmp_path / "memory.jsonl", in_memory=True)
+        batches = _dedup_file(urls[1], source, tmp_path / "batches.jsonl", in_memory=False)
+        stored = [stored_clusters(url) for url in urls]
+        again = _dedup_file(urls[0], source, tmp_path / "again.jsonl", in_memory=True)
+    finally:
+        for name in names:
+            pg_server.drop_database(name)
+    assert decided[1] == batches[1] == again[1]
+    assert decided[0] == batches[0]
+    assert stored[0] == stored[1]
+    assert decided[0].duplicates and decided[0].not_compared and decided[0].bad == (bad is not None)

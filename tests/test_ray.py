@@ -25,6 +25,9 @@ from simhash_store import clusters, dedup, fingerprint
 from simhash_store.cli import app
 from simhash_store.fingerprint import fingerprint_if_any
 
+from sample_text import edit_walks  # tests/sample_text.py
+from stored_clusters import stored_clusters  # tests/stored_clusters.py
+
 # The README's test command installs the test extra only: there these tests skip, saying why. CI
 # installs the ray extra, so there they run (a skip for this reason fails CI's strict-skips rule).
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test,ray]' to run these")
@@ -227,35 +230,12 @@ def test_dedup_dataset_equals_single_machine_dedup(connected, database_url, pg_s
             expected = [
                 {**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=6, keep=keep, batch_size=9)
             ]
-        stored = [_clusters_of(u) for u in (url, other_url)]
+        stored = [stored_clusters(u) for u in (url, other_url)]
     finally:
         pg_server.drop_database(other)
     assert _lines(annotated) == _lines(expected)
     assert stored[0] == stored[1]
     assert any(r["duplicate_of"] for r in expected) and any(r["not_compared"] for r in expected)
-
-
-def _walks() -> list[dict]:
-    """Near-duplicates of every shape dedup decides: random walks of edits over real paragraphs (two
-    characters changed a step, so that records drift apart: chains, A near B and B near C with A far
-    from C; and records between two representatives at the same distance: ties), shuffled; exact
-    copies under other keys; a wordless text; keys that sort apart in C and in other collations."""
-    rng = random.Random(3)
-    texts = [
-        json.loads(line)["text"] for line in (DATA / "wiki-paragraphs.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
-    records = []
-    for number, base in enumerate(texts[:12]):
-        text = base[:200]
-        for step in range(20):
-            records.append({"key": f"{'Ww'[step % 2]}-{number}.{step}", "text": text})
-            for _ in range(2):
-                position = rng.randrange(len(text))
-                text = text[:position] + text[rng.randrange(len(text))] + text[position + 1 :]
-    rng.shuffle(records)
-    records += [{"key": f"copy {r['key']}", "text": r["text"]} for r in records[:30:3]]  # exact copies
-    records.insert(17, {"key": "wordless", "text": "。。。！"})
-    return records
 
 
 def _shapes(annotated: list[dict], k: int) -> tuple[int, int, int]:
@@ -308,7 +288,7 @@ def test_dedup_dataset_decided_in_memory_equals_single_machine_dedup(
     dedup in batches, with ties, chains, exact copies and a wordless record in the input."""
     from simhash_store import ray_data
 
-    records = _walks()
+    records = edit_walks()
     names = [_icu_database(pg_server), _icu_database(pg_server)] if collation == "icu" else []
     other, other_url = _second_database(pg_server)
     try:
@@ -321,7 +301,7 @@ def test_dedup_dataset_decided_in_memory_equals_single_machine_dedup(
             annotated = dedup_dataset(ds, url, 4, join=join, batch_size=13).take_all()
         with Store(other_url) as store:
             expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=13)]
-        stored = [_clusters_of(u) for u in (url, other_url)]
+        stored = [stored_clusters(u) for u in (url, other_url)]
     finally:
         for name in [other, *names]:
             pg_server.drop_database(name)
@@ -337,7 +317,7 @@ def test_dedup_dataset_with_a_bad_record_fails_as_dedup_does(connected, database
     the batches before it and raise at it, as dedup_dataset always did."""
     from simhash_store.errors import InputError
 
-    records = _walks()[:60]
+    records = edit_walks()[:60]
     records.insert(
         40, {"key": records[3]["key"], "text": "另一段文字"} if bad == "repeated key" else {"key": "x", "text": None}
     )
@@ -350,7 +330,7 @@ def test_dedup_dataset_with_a_bad_record_fails_as_dedup_does(connected, database
             problem = next(
                 v.problem for _, v in dedup(records, store=store, max_distance=4, batch_size=13) if v.problem
             )
-        stored = [_clusters_of(u) for u in (url, other_url)]
+        stored = [stored_clusters(u) for u in (url, other_url)]
     finally:
         pg_server.drop_database(other)
     assert str(raised.value) == problem and "record 41" in problem
@@ -398,7 +378,7 @@ def test_dedup_dataset_with_the_join_into_a_store_holding_documents(connected, d
             annotated = dedup_dataset(ray.data.from_items(records + later), url, join=True, batch_size=7).take_all()
         with Store(other_url) as store:
             expected = [{**r, **v.annotation()} for r, v in dedup(records + later, store=store, batch_size=7)]
-        stored = [_clusters_of(u) for u in (url, other_url)]
+        stored = [stored_clusters(u) for u in (url, other_url)]
     finally:
         pg_server.drop_database(other)
     assert _lines(annotated) == _lines(expected)
@@ -422,36 +402,63 @@ def test_write_dataset_twice_writes_nothing_twice(connected, database_url):
         assert store.get(law["key"]).fingerprint == fingerprint(law["text"])
 
 
-def test_dedup_command_on_ray_writes_what_it_writes_alone(connected, database_url, pg_server, tmp_path):
+@pytest.mark.parametrize("bad", [False, True])
+def test_dedup_command_on_ray_writes_what_it_writes_alone(connected, database_url, pg_server, tmp_path, bad):
+    """`dedup --ray` into an empty store decides in memory, as dedup_dataset does (no batch stored
+    through the store); with a bad record in the input, batch by batch. Either way the output and
+    the stored clusters are those of `dedup` without --ray, and a rerun writes the same output."""
+    import importlib
+
+    from simhash_store.dedup import _finish_batch
+
+    records = edit_walks() + _records()
+    if bad:
+        records.insert(70, {"key": records[5]["key"], "text": "另一段文字"})  # a key repeated
     source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _records()), encoding="utf-8")
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     ray.shutdown()  # the command connects by the address itself
     other, other_url = _second_database(pg_server)
+    batches_stored = []
+
+    def finish_batch(*arguments):
+        batches_stored.append(1)
+        return _finish_batch(*arguments)
+
     try:
-        outputs = []
-        for url, extra in ((database_url, ["--ray", connected]), (other_url, [])):
+        outputs, stored = [], []
+        for url, extra in ((database_url, ["--ray", connected]), (other_url, []), (database_url, ["--ray", connected])):
             target = tmp_path / f"out{len(outputs)}.jsonl"
-            result = CliRunner().invoke(
-                app,
-                [
-                    "--db",
-                    url.render_as_string(hide_password=False),
-                    "dedup",
-                    str(source),
-                    "--annotate",
-                    "-k",
-                    "6",
-                    "-o",
-                    str(target),
-                    *extra,
-                ],
-            )
-            assert result.exit_code == 0, result.output
+            with pytest.MonkeyPatch.context() as patch:
+                # The module (simhash_store.dedup, the name, is the function).
+                patch.setattr(importlib.import_module("simhash_store.dedup"), "_finish_batch", finish_batch)
+                result = CliRunner().invoke(
+                    app,
+                    [
+                        "--db",
+                        url.render_as_string(hide_password=False),
+                        "dedup",
+                        str(source),
+                        "--annotate",
+                        "-k",
+                        "4",
+                        "--batch-size",
+                        "13",
+                        "-o",
+                        str(target),
+                        *extra,
+                    ],
+                )
+            assert result.exit_code == (1 if bad else 0), result.output
             outputs.append(target.read_bytes())
+            stored.append(stored_clusters(url))
+            if not outputs[1:]:
+                on_ray_batches, batches_stored[:] = len(batches_stored), []
     finally:
         pg_server.drop_database(other)
         ray.shutdown()
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert stored[0] == stored[1] == stored[2]
+    assert (on_ray_batches > 0) == bad  # in memory unless a record is bad
     assert b'"duplicate_of": "' in outputs[0]
 
 
@@ -529,24 +536,6 @@ def _run(url: str, *arguments: object) -> None:
     assert done.returncode == 0, (arguments, done.stdout[-2000:], done.stderr[-4000:])
 
 
-def _clusters_of(url) -> dict[str, str]:
-    """What the store keeps of the clusters, ordered, as text to compare byte for byte."""
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    url = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-    statements = {
-        "documents": "SELECT id, key, fingerprint, cluster, arrival, length FROM simhash.documents ORDER BY id",
-        "heads": "SELECT cluster, representative_id FROM simhash.cluster_heads ORDER BY cluster",
-        "store": "SELECT cluster_max_distance, keep_policy FROM simhash.store_info",
-    }
-    with psycopg.connect(url) as connection:
-        return {
-            name: json.dumps(connection.execute(sql).fetchall(), ensure_ascii=False) for name, sql in statements.items()
-        }
-
-
 def test_the_readme_dedup_on_ray_into_citus_writes_what_one_server_writes(ray_address, citus, tmp_path, monkeypatch):
     """The README's commands on the local clusters: `init --distributed` on the Citus coordinator, then
     `dedup --ray` into it. Output files and the clusters kept are byte for byte those of `dedup` into
@@ -564,13 +553,13 @@ def test_the_readme_dedup_on_ray_into_citus_writes_what_one_server_writes(ray_ad
         _run(citus_url, "dedup", crawls[0], "--ray", ray_address, "-o", tmp_path / "clean.jsonl")
         _run(single_url, "dedup", crawls[0], "-o", tmp_path / "clean-one.jsonl", "-j", "1")
         assert (tmp_path / "clean.jsonl").read_bytes() == (tmp_path / "clean-one.jsonl").read_bytes()
-        assert _clusters_of(citus_url) == _clusters_of(single_url)
+        assert stored_clusters(citus_url) == stored_clusters(single_url)
 
         small = ["--annotate", "--batch-size", "7"]
         _run(citus_url, "dedup", crawls[1], "--ray", ray_address, *small, "-o", tmp_path / "second.jsonl")
         _run(single_url, "dedup", crawls[1], *small, "-j", "1", "-o", tmp_path / "second-one.jsonl")
         assert (tmp_path / "second.jsonl").read_bytes() == (tmp_path / "second-one.jsonl").read_bytes()
-        assert _clusters_of(citus_url) == _clusters_of(single_url)
+        assert stored_clusters(citus_url) == stored_clusters(single_url)
 
         # Beyond IN_MEMORY_REPRESENTATIVES stored clusters, each batch finds the stored representatives
         # near its records by radius search (on Citus: probes of every shard) instead of in memory.
@@ -582,7 +571,7 @@ def test_the_readme_dedup_on_ray_into_citus_writes_what_one_server_writes(ray_ad
             ray.shutdown()
             assert result.exit_code == 0, result.output
         assert (tmp_path / "third.jsonl").read_bytes() == (tmp_path / "third-one.jsonl").read_bytes()
-        assert _clusters_of(citus_url) == _clusters_of(single_url)
+        assert stored_clusters(citus_url) == stored_clusters(single_url)
         layout = citus.execute("SELECT logicalrelid::text, partmethod FROM pg_dist_partition", f"ray_citus_{suffix}")
     finally:
         citus.drop_database(f"ray_citus_{suffix}")
@@ -625,7 +614,7 @@ def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, cit
             annotated = dedup_dataset(
                 ray.data.from_items(records), citus_url, 4, batch_size=9, in_memory=in_memory
             ).take_all()
-        stored = [_clusters_of(url) for url in (citus_url, single_url)]
+        stored = [stored_clusters(url) for url in (citus_url, single_url)]
     finally:
         citus.drop_database(f"ray_join_{suffix}")
         citus.execute(f'DROP DATABASE IF EXISTS "ray_join_single_{suffix}" WITH (FORCE)')

@@ -309,6 +309,7 @@ def dedup_command(
                     html=html_field is not None,
                     on_failure=lambda message: warn(f"failed: {message}"),
                     on_progress=on_progress,
+                    in_memory=ray_address is not None,  # the decisions of dedup_dataset (docs/scale-out.md)
                 )
             if not quiet:
                 note = dedup_distance_note(store, max_distance)
