@@ -582,12 +582,57 @@ def tls(certificate: Path, key: Path) -> Tls:
     return Tls(certificate, key)
 
 
-def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 8080, *, tls: Tls | None = None) -> Any:
+# Seconds a connection has to send a request's headers, from its start or from the end of its last
+# response (the body then has Limits.body_seconds, 408 past it). uvicorn closes a connection idle
+# between requests (timeout_keep_alive) but waits for ever on one that sent part of its headers, or
+# nothing: another local user with no token held 400 such connections open, and every client with a
+# token got 503 (the 100 connections at once) for as long as they liked.
+REQUEST_SECONDS = 10.0
+
+
+def _protocol_with_a_request_deadline(seconds: float) -> type:
+    """uvicorn's HTTP protocol, closing a connection whose request's headers are not in ``seconds``
+    after the connection or its last response (a request being read or answered is the application's)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    base: Any = AutoHTTPProtocol
+
+    class RequestDeadlineProtocol(base):  # type: ignore[misc]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._request_deadline = self.loop.call_later(seconds, self._request_overdue)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._request_deadline.cancel()
+            self._request_deadline = self.loop.call_later(seconds, self._request_overdue)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._request_deadline.cancel()
+            super().connection_lost(exc)
+
+        def _request_overdue(self) -> None:
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:  # no request's headers since
+                self.transport.close()
+
+    return RequestDeadlineProtocol
+
+
+def server(
+    service: FingerprintService,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    tls: Tls | None = None,
+    request_seconds: float = REQUEST_SECONDS,
+) -> Any:
     """A uvicorn server for ``service`` (``.run()`` blocks; ``.should_exit = True`` stops it),
     over HTTPS with ``tls``.
 
-    Timeouts: an idle keep-alive connection is closed after 5 s; at most 100 connections are
-    served at once (503 past that); a graceful stop waits 10 s for requests under way.
+    Timeouts: a request's headers must arrive within ``request_seconds`` (10 s) of its connection or
+    of the last response on it, its body within ``Limits.body_seconds``; an idle keep-alive connection is closed after 5 s; at most 100
+    connections are served at once (503 past that); a graceful stop waits 10 s for requests under way.
     """
     import uvicorn
 
@@ -598,6 +643,7 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
         log_level="warning",
         access_log=False,
         server_header=False,
+        http=_protocol_with_a_request_deadline(request_seconds),
         timeout_keep_alive=5,
         limit_concurrency=100,
         timeout_graceful_shutdown=10,
