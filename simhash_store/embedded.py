@@ -599,14 +599,32 @@ def socket_address(server, database: str, user: str | None = None) -> Address:
     return Address(host=str(info.socket_dir), port=info.port, user=user or server.postgres_user, database=database)
 
 
+# Settings under which a statement is neither shown nor kept where other roles read it: for
+# statements carrying a SCRAM verifier (ALTER ROLE ... PASSWORD). A reader in pg_read_all_stats or
+# pg_monitor caught them in pg_stat_activity by polling, and read them in pg_stat_statements (which
+# keeps utility statements' text as sent); log_statement = 'ddl', a failed statement
+# (log_min_error_statement) or a slow or sampled one wrote them into the server's log. Each may be
+# set by a superuser (or a role granted SET on it); pg_stat_statements' only where it is loaded.
+UNSEEN_STATEMENT_SETTINGS = {
+    "track_activities": "off",
+    "pg_stat_statements.track_utility": "off",
+    "log_statement": "none",
+    "log_min_error_statement": "panic",
+    "log_min_duration_statement": "-1",
+    "log_min_duration_sample": "-1",
+    "log_transaction_sample_rate": "0",
+}
+
+
 def _superuser(address: Address, lock_timeout: int = 0):
     """A connection as the server's superuser, resolving names in the system catalog only: it
     reads catalogs and runs DDL, and no object another role created can stand in for one. Its
-    statements are not shown in pg_stat_activity: they carry SCRAM verifiers (ALTER ROLE ...
-    PASSWORD), which a reader in pg_read_all_stats or pg_monitor caught there by polling."""
+    statements are neither shown nor kept where others read them (:data:`UNSEEN_STATEMENT_SETTINGS`):
+    they carry SCRAM verifiers (ALTER ROLE ... PASSWORD)."""
     import psycopg
 
-    options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000} -c track_activities=off"
+    unseen = " ".join(f"-c {name}={value}" for name, value in UNSEEN_STATEMENT_SETTINGS.items())
+    options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000} {unseen}"
     return psycopg.connect(address.libpq(), autocommit=True, connect_timeout=10, options=options)
 
 

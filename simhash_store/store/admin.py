@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 
 from .. import distributed as citus
 from .. import maintenance
-from ..embedded import SERVER_ROLES, password_verifier
+from ..embedded import SERVER_ROLES, UNSEEN_STATEMENT_SETTINGS, password_verifier
 from ..errors import PermissionDeniedError, SimhashStoreWarning
 from .connection import with_cursor
 from .reads import count
@@ -131,6 +131,23 @@ def _writes_or_more(raw: psycopg.Connection) -> str:
     return _WRITES_OR_MORE + (_MAINTAIN if version >= 170000 else "") + (_SETTINGS if version >= 150000 else "")
 
 
+def _hide_this_transactions_statements(raw: psycopg.Connection) -> None:
+    """SET LOCAL each of UNSEEN_STATEMENT_SETTINGS the server has and this session may set."""
+    may_set = "pg_catalog.current_setting('is_superuser') = 'on'"
+    if raw.info.server_version >= 150000:  # privileges on settings
+        may_set += " OR pg_catalog.has_parameter_privilege(s.name, 'SET')"
+    names = raw.execute(
+        f"SELECT s.name FROM pg_catalog.pg_settings s WHERE s.name = ANY(%s) AND ({may_set}) ORDER BY s.name",
+        (list(UNSEEN_STATEMENT_SETTINGS),),
+    ).fetchall()
+    for (name,) in names:
+        raw.execute(
+            sql.SQL("SET LOCAL {} = {}").format(
+                sql.Identifier(*name.split(".")), sql.Literal(UNSEEN_STATEMENT_SETTINGS[name])
+            )
+        )
+
+
 def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = None) -> None:
     """Grant ``role`` search and read access (in the caller's transaction); see Store.grant_read_only.
 
@@ -199,16 +216,10 @@ def grant_read_only(raw: psycopg.Connection, role: str, password: str | None = N
             "(nothing granted, no password set): revoke that first, or use a role of its own"
         )
     if password is not None:
-        # A verifier, not the password: it never reaches the server or its log. Nor is the statement
-        # shown in pg_stat_activity, where a role in pg_read_all_stats (pg_monitor) would read the
-        # verifier, when this session may say so (a superuser): SET LOCAL, for this transaction only.
-        granted = " OR pg_catalog.has_parameter_privilege('track_activities', 'SET')"  # PostgreSQL 15
-        (may_hide,) = raw.execute(
-            "SELECT pg_catalog.current_setting('is_superuser') = 'on'"
-            + (granted if raw.info.server_version >= 150000 else "")
-        ).fetchone() or (False,)
-        if may_hide:
-            raw.execute("SET LOCAL track_activities = off")
+        # A verifier, not the password: it never reaches the server. Nor is the statement shown or
+        # kept where others read it (pg_stat_activity, pg_stat_statements, the server's log), as far
+        # as this session may say so: a superuser may; another role only the settings granted to it.
+        _hide_this_transactions_statements(raw)
         verifier = sql.Literal(password_verifier(raw, role, password))
         try:
             raw.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(who, verifier))
