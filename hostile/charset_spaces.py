@@ -23,16 +23,26 @@ for n in (2000, 4000, 8000):
     print(f"{n:>6} spaces: meta {meta:.3f} s, header {header:.3f} s")
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-body = b"<html><body><article><p>" + b"Some words of a page that is long enough. " * 40 + b"</p></article></body></html>"
+body = (
+    b"<html><body><article><p>" + b"Some words of a page that is long enough. " * 40 + b"</p></article></body></html>"
+)
 http = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=" + b" " * 20000 + b"\r\n"
-    + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset="
+    + b" " * 20000
+    + b"\r\n"
+    + b"Content-Length: "
+    + str(len(body)).encode()
+    + b"\r\n\r\n"
+    + body
 )
 record = (
     b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.com/\r\n"
     b"WARC-Date: 2026-11-26T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:12345678-1234-1234-1234-123456789abc>\r\n"
-    b"Content-Type: application/http; msgtype=response\r\nContent-Length: " + str(len(http)).encode()
-    + b"\r\n\r\n" + http + b"\r\n\r\n"
+    b"Content-Type: application/http; msgtype=response\r\nContent-Length: "
+    + str(len(http)).encode()
+    + b"\r\n\r\n"
+    + http
+    + b"\r\n\r\n"
 )
 (out / "spaces.warc").write_bytes(record)
 print("wrote", out / "spaces.warc")

@@ -51,7 +51,9 @@ with conn.cursor() as c:
         for k in (0, 1, 2, 3, 5, 7, 11, 13, 17, 18, 20):
             for method in ("auto", "probe", "scan"):
                 for mr in (None, 3):
-                    got = c.execute("SELECT id, distance FROM simhash.near(%s, %s, %s, %s)", (g, k, method, mr)).fetchall()
+                    got = c.execute(
+                        "SELECT id, distance FROM simhash.near(%s, %s, %s, %s)", (g, k, method, mr)
+                    ).fetchall()
                     checked += 1
                     if got != brute(g, k, mr):
                         bad += 1
