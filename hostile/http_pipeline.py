@@ -4,7 +4,6 @@ connections trickling a declared body while a token holder asks. Usage: python h
 
 import socket
 import sys
-import threading
 import time
 
 port, token = int(sys.argv[1]), sys.argv[2]
