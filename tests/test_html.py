@@ -650,7 +650,21 @@ def test_the_pages_of_an_archive_inflate_to_a_bound_tied_to_its_size(tmp_path):
     assert f"inflate past {INFLATION_RATIO} times its size" in str(records[2])
 
 
-_PIECES = [b"<meta", b"<META ", b">", b"charset", b"CharSet = ", b'"', b"'", b" ", b" \t\n" * 5, b"gbk", b"utf-8", b"x", b"\xb1"]
+_PIECES = [
+    b"<meta",
+    b"<META ",
+    b">",
+    b"charset",
+    b"CharSet = ",
+    b'"',
+    b"'",
+    b" ",
+    b" \t\n" * 5,
+    b"gbk",
+    b"utf-8",
+    b"x",
+    b"\xb1",
+]
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=40))
