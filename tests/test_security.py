@@ -1103,6 +1103,8 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         (["GRANT SET ON PARAMETER temp_file_limit TO {role}"], "may SET temp_file_limit"),
         (["GRANT pg_read_all_data TO {role}"], "is a member of pg_read_all_data"),  # reads pg_authid's verifiers
         (["GRANT pg_monitor TO {role}"], "is a member of pg_monitor"),  # every session's statement, secret settings
+        (["GRANT SELECT (rolname, rolpassword) ON pg_authid TO {role}"], "may read pg_catalog.pg_authid"),  # verifiers
+        (["GRANT EXECUTE ON FUNCTION pg_read_file(text) TO {role}"], "may call pg_read_file(text)"),  # server files
     ],
     ids=[
         "createrole",
@@ -1116,6 +1118,8 @@ def test_a_group_this_user_is_not_in_is_no_group_of_one_even_when_it_lists_no_on
         "set",
         "read-all-data",
         "monitor",
+        "authid",
+        "read-file",
     ],
 )
 def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, make_role, grants, reason):

@@ -53,7 +53,9 @@ READ_ONLY_MEMBERSHIPS = ("pg_stat_scan_tables",)
 # reach past the store, membership in any role but the read-only ones above (whether or not it
 # inherits: SET ROLE switches to it), owning the database or anything in the schema, CREATE on
 # the schema, and any write privilege on its tables (to the role or to PUBLIC, whole or on a
-# column) or sequences. The role is found by its name as it is, never cast to regrole, which
+# column) or sequences, and a catalog column or function of pg_catalog that PUBLIC is not given
+# (SELECT on pg_authid reads every role's SCRAM verifier, as pg_read_all_data does; EXECUTE on
+# pg_read_file reads the server's files). The role is found by its name as it is, never cast to regrole, which
 # reads it as an identifier: "NewsReader" became newsreader (a traceback, or another role's check).
 _WRITES_OR_MORE = """
 SELECT 'has ' || a.attribute FROM pg_catalog.pg_roles r,
@@ -93,6 +95,17 @@ SELECT 'may call ' || CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.
     pg_catalog.aclexplode(p.proacl) a
     WHERE p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname LIKE 'lo\\_%%'
       AND a.grantee = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)
+UNION ALL
+SELECT DISTINCT 'may read pg_catalog.' || c.relname FROM pg_catalog.pg_class c, pg_catalog.pg_attribute t
+    WHERE c.relnamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND c.relkind IN ('r', 'v', 'm')
+      AND t.attrelid = c.oid AND t.attnum > 0 AND NOT t.attisdropped
+      AND pg_catalog.has_column_privilege(%(role)s, c.oid, t.attnum, 'SELECT')
+      AND NOT pg_catalog.has_column_privilege('public', c.oid, t.attnum, 'SELECT')
+UNION ALL
+SELECT 'may call ' || CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text) FROM pg_catalog.pg_proc p
+    WHERE p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname NOT LIKE 'lo\\_%%'
+      AND pg_catalog.has_function_privilege(%(role)s, p.oid, 'EXECUTE')
+      AND NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')
 UNION ALL
 SELECT 'may grant ' || a.privilege_type || ' on simhash.' || c.relname FROM pg_catalog.pg_class c,
     pg_catalog.aclexplode(c.relacl) a
