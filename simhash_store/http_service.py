@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -366,6 +366,8 @@ async def _body(request: Request, limits: Limits) -> bytes:
                 chunks.append(chunk)
     except TimeoutError:
         raise _Refused(408, f"the request body took more than {limits.body_seconds:g} s to arrive") from None
+    except ClientDisconnect:  # the client is gone: nothing to answer, nothing failed here
+        raise _Refused(400, "the client closed the connection before its body arrived") from None
     return b"".join(chunks)
 
 

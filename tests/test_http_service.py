@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -729,3 +730,20 @@ def test_a_link_of_another_users_between_two_links_of_ones_own_is_refused(tmp_pa
     assert http_service.tls(mine / "cert.pem", key).certificate == mine / "cert.pem"
     with http_service.listen_unix(mine / "socket" / "http.sock"):
         assert (real / "http.sock").exists()
+
+
+def test_a_client_gone_mid_body_is_no_failure_in_the_services_log(service, base, caplog):
+    # A token holder that hung up before its body arrived put a ClientDisconnect traceback in the
+    # service's log under "failed" (found by a hostile pass): nothing failed on the service's side.
+    port = int(base.rsplit(":", 1)[1])
+    head = (
+        f"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {service.tokens.read_only}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 48\r\n\r\n"
+    )
+    with caplog.at_level(logging.ERROR, logger=http_service.__name__):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+            connection.sendall(head.encode() + b'{"texts": [')
+            time.sleep(0.5)  # the request reaches the endpoint before the hang-up (not a measure)
+        with _client(base, service.tokens.read_only) as client:  # answered after it, as ever
+            assert client.post("/fingerprint", json={"texts": ["hello world"]}).status_code == 200
+    assert not [r for r in caplog.records if "failed" in r.getMessage()], [r.getMessage() for r in caplog.records]
