@@ -329,7 +329,12 @@ def dedup_command(
     except KeyboardInterrupt as exc:
         if writer is not None:
             writer.abandon()
-        warn("Interrupted: every finished batch is stored; run the same command again for the same output.")
+        stored = (
+            "what was stored stays stored (into an empty store, --ray stores its decisions at the end: nothing yet)"
+            if ray_address is not None
+            else "every finished batch is stored"
+        )
+        warn(f"Interrupted: {stored}; run the same command again for the same output.")
         raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
     except OSError as exc:  # an input that cannot be read, an output that cannot be written
         if writer is not None:
