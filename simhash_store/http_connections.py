@@ -9,11 +9,18 @@ lines of any language) made the service answer every request 503 for as long as 
 Here a connection that has not sent a whole request head within :data:`HEAD_SECONDS` of opening,
 or of its last response, is closed (:func:`protocol`), and the service's bound counts requests
 under way (:class:`RequestsAtOnce`), so connections that send nothing take no request's place.
+
+Open connections are bounded too (:data:`OPEN_CONNECTIONS`, below the process's open-files
+limit): one who opens connections faster than :data:`HEAD_SECONDS` closes them would otherwise
+use up the service's file descriptors, and then no client is accepted. Past the bound, a new
+connection closes the one that has waited longest without a request under way (a connection
+answering a request is never cut: at most :data:`REQUESTS_AT_ONCE` are).
 """
 
 from __future__ import annotations
 
 import asyncio
+import resource
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -23,13 +30,44 @@ from starlette.responses import JSONResponse
 HEAD_SECONDS = 10.0
 # Requests answered at once; past it a request is 503 at once.
 REQUESTS_AT_ONCE = 100
+# Connections open at once; past it the longest-waiting connection without a request under way is closed.
+OPEN_CONNECTIONS = 1000
+# Connections asyncio accepts in one turn of its loop (uvicorn's ``backlog``, also the listen queue).
+# They are counted against the bound only a turn or two later: the bound leaves room for three turns.
+ACCEPTS_AT_ONCE = 100
+# Descriptors kept for everything else the service opens (its database connections, files, logs).
+_SPARE_DESCRIPTORS = 128
+# The open-files limit the service raises its own to, where the hard limit allows.
+_WANTED_OPEN_FILES = 65536
 
 
-def protocol(head_seconds: float = HEAD_SECONDS) -> type[asyncio.Protocol]:
+def open_connections_bound(wanted: int = OPEN_CONNECTIONS) -> int:
+    """``wanted``, lowered so that connections accepted before they are counted and
+    :data:`_SPARE_DESCRIPTORS` for everything else fit in the process's open-files limit
+    (``ulimit -n``, first raised towards its hard limit); at least one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < _WANTED_OPEN_FILES:
+        raised = _WANTED_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, _WANTED_OPEN_FILES)
+        if raised > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+                soft = raised
+            except (ValueError, OSError):
+                pass  # the limit stays; the bound fits it
+        wanted = min(wanted, soft - _SPARE_DESCRIPTORS - 3 * ACCEPTS_AT_ONCE)
+    return max(wanted, 1)
+
+
+def protocol(head_seconds: float = HEAD_SECONDS, open_connections: int = OPEN_CONNECTIONS) -> type[asyncio.Protocol]:
     """uvicorn's HTTP/1.1 protocol (h11, or httptools where installed: uvicorn's own choice),
     closing a connection that holds no request under way ``head_seconds`` after it opened or after
-    its last response: one that has sent nothing, part of a head, or a body past a refusal."""
+    its last response: one that has sent nothing, part of a head, or a body past a refusal. With
+    more than ``open_connections`` open, a new one closes the connection that has waited longest
+    without a request under way."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    # Every open connection, the longest waiting for a request's head first (one event loop: no lock).
+    waiting: dict[Any, None] = {}
 
     class HeadBounded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         _head_deadline: asyncio.TimerHandle | None = None
@@ -37,6 +75,11 @@ def protocol(head_seconds: float = HEAD_SECONDS) -> type[asyncio.Protocol]:
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._await_head()
+            if len(waiting) > open_connections:
+                for other in waiting:
+                    if other is not self and not other._under_way():
+                        other._close_idle()
+                        break
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -44,12 +87,25 @@ def protocol(head_seconds: float = HEAD_SECONDS) -> type[asyncio.Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_waiting()
+            waiting.pop(self, None)
             super().connection_lost(exc)
 
         def _await_head(self) -> None:
             self._stop_waiting()
+            waiting.pop(self, None)
             if not self.transport.is_closing():
+                waiting[self] = None  # to the end: the newest to start waiting
                 self._head_deadline = self.loop.call_later(head_seconds, self._head_overdue)
+
+        def _under_way(self) -> bool:
+            cycle = getattr(self, "cycle", None)
+            return cycle is not None and not cycle.response_complete
+
+        def _close_idle(self) -> None:
+            self._stop_waiting()
+            waiting.pop(self, None)
+            if not self.transport.is_closing():
+                self.transport.close()
 
         def _stop_waiting(self) -> None:
             if self._head_deadline is not None:
@@ -58,10 +114,8 @@ def protocol(head_seconds: float = HEAD_SECONDS) -> type[asyncio.Protocol]:
 
         def _head_overdue(self) -> None:
             self._head_deadline = None
-            cycle = getattr(self, "cycle", None)
-            under_way = cycle is not None and not cycle.response_complete
-            if not under_way and not self.transport.is_closing():
-                self.transport.close()  # nothing is being answered: nothing is cut short
+            if not self._under_way():
+                self._close_idle()  # nothing is being answered: nothing is cut short
 
     return HeadBounded
 
@@ -91,4 +145,12 @@ class RequestsAtOnce:
             self.active -= 1
 
 
-__all__ = ["HEAD_SECONDS", "REQUESTS_AT_ONCE", "RequestsAtOnce", "protocol"]
+__all__ = [
+    "ACCEPTS_AT_ONCE",
+    "HEAD_SECONDS",
+    "OPEN_CONNECTIONS",
+    "REQUESTS_AT_ONCE",
+    "RequestsAtOnce",
+    "open_connections_bound",
+    "protocol",
+]

@@ -55,7 +55,15 @@ from .errors import (
     WorkerDiedError,
 )
 from .fingerprint import fingerprint_if_any, no_features_message
-from .http_connections import HEAD_SECONDS, REQUESTS_AT_ONCE, RequestsAtOnce, protocol
+from .http_connections import (
+    ACCEPTS_AT_ONCE,
+    HEAD_SECONDS,
+    OPEN_CONNECTIONS,
+    REQUESTS_AT_ONCE,
+    RequestsAtOnce,
+    open_connections_bound,
+    protocol,
+)
 from .ingest import PARALLEL_THRESHOLD, Fingerprinter, prepare
 from .ownership import writable_by_others
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
@@ -83,10 +91,12 @@ class Limits:
     body_seconds: float = 30.0
     statement_seconds: float = 30.0
     head_seconds: float = HEAD_SECONDS  # to send a request's head, from opening or from the last response
+    open_connections: int = OPEN_CONNECTIONS  # past it the longest-waiting idle connection is closed
 
     def __post_init__(self) -> None:
         validate_integer(self.max_body_bytes, "the maximum body size", 1, 1 << 34)
         validate_integer(self.max_texts, "the maximum number of texts per request", 1, 1_000_000)
+        validate_integer(self.open_connections, "the maximum number of open connections", 1, 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -594,8 +604,9 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
     Timeouts: an idle keep-alive connection is closed after 5 s, and one that holds no request
     under way ``limits.head_seconds`` after it opened or after its last response (it sent nothing,
     or part of a request's head); at most 100 requests are answered at once (503 past that:
-    connections that send nothing take no request's place); a graceful stop waits 10 s for
-    requests under way.
+    connections that send nothing take no request's place); past ``limits.open_connections``
+    open connections (lowered to fit ``ulimit -n``), a new one closes the one that has waited
+    longest without a request under way; a graceful stop waits 10 s for requests under way.
     """
     import uvicorn
 
@@ -603,13 +614,14 @@ def server(service: FingerprintService, host: str = "127.0.0.1", port: int = 808
         RequestsAtOnce(application(service), REQUESTS_AT_ONCE),
         host=host,
         port=port,
-        http=protocol(service.limits.head_seconds),
+        http=protocol(service.limits.head_seconds, open_connections_bound(service.limits.open_connections)),
         log_level="warning",
         access_log=False,
         server_header=False,
         timeout_keep_alive=5,
         limit_concurrency=None,  # it counts open connections: silent ones took every request's place
         timeout_graceful_shutdown=10,
+        backlog=ACCEPTS_AT_ONCE,  # asyncio accepts this many a turn, before any is counted
         lifespan="off",
         ssl_certfile=str(tls.certificate) if tls else None,
         ssl_keyfile=str(tls.key) if tls else None,

@@ -212,6 +212,48 @@ def test_connections_that_send_no_request_take_no_requests_place_and_are_closed(
         opened.close()
 
 
+def test_past_the_open_connections_bound_the_longest_idle_connection_is_closed(writer_url, tmp_path):
+    """A client opening connections faster than they were closed used up the service's open
+    files, and then no client was accepted: past the bound, a new connection closes the one that
+    has waited longest without a request, so a client with a token still gets in."""
+    opened = open_service(
+        writer_url, token_directory=tmp_path / "tokens", limits=Limits(head_seconds=60.0, open_connections=5)
+    )
+    try:
+        with running(opened) as base:
+            port = int(base.rsplit(":", 1)[1])
+            silent = []
+            for _ in range(20):
+                silent.append(socket.create_connection(("127.0.0.1", port), timeout=60))
+                time.sleep(0.02)  # accepted in this order
+            try:
+                with _client(base, opened.tokens.read_only) as client:
+                    answered = client.get("/health")
+                assert answered.status_code == 200, answered.text
+                for connection in silent[:15]:  # the oldest: closed by the service long before 60 s
+                    assert connection.recv(1 << 16) == b""
+                newest = silent[-1]
+                newest.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert newest.recv(1 << 16).startswith(b"HTTP/1.1 401")  # still open, still answered
+            finally:
+                for connection in silent:
+                    connection.close()
+    finally:
+        opened.close()
+
+
+def test_the_open_connections_bound_fits_the_open_files_limit():
+    import resource
+
+    from simhash_store.http_connections import open_connections_bound
+
+    bound = open_connections_bound(10**6)  # may raise the soft limit first
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    room = 10**6 if soft == resource.RLIM_INFINITY else max(soft - 128 - 300, 1)
+    assert bound == min(10**6, room)
+    assert open_connections_bound(7) == min(7, room)
+
+
 def test_requests_past_the_bound_at_once_are_503_in_one_line():
     """The bound counts requests under way (the middleware), not connections."""
     from simhash_store.http_connections import RequestsAtOnce
