@@ -1326,3 +1326,64 @@ def test_dedup_decided_in_memory_writes_and_stores_what_the_batches_do(pg_server
     assert decided[0] == batches[0]
     assert stored[0] == stored[1]
     assert decided[0].duplicates and decided[0].not_compared and decided[0].bad == (bad is not None)
+
+
+_INDEXES = (
+    "SELECT c.relname, c.oid::bigint, pg_catalog.pg_get_indexdef(c.oid) FROM pg_catalog.pg_index i "
+    "JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'simhash.documents'::regclass ORDER BY 1"
+)
+
+
+@pytest.mark.parametrize("layout", ["four16", "wide3"])
+def test_decided_documents_go_into_the_bare_table_unless_another_session_holds_it(pg_server, layout):
+    """``Store.add_decided`` (``dedup --ray`` into an empty store) writes as ``Store.load`` does:
+    COPY FREEZE into the bare table, every index built after (3.5x the indexed COPY). When another
+    session holds the table (here a reader's open transaction), it writes into the indexed table
+    within a bounded wait instead: the same rows, ids, clusters and arrivals either way, and the
+    same indexes."""
+    import numpy as np
+    import psycopg
+
+    from simhash_store.clusters import leaders_with_copies
+
+    from stored_clusters import stored_clusters
+
+    values = [
+        0x5A5A_0000_FFFF_1234 ^ (1 << (n % 64)) if n % 3 else (n * 0x9E37_79B9_7F4A_7C15) % (1 << 64)
+        for n in range(300)
+    ]
+    documents = [NewDocument(f"r{n:03}", value, length=100 + n) for n, value in enumerate(values)]
+    batches = [n // 50 for n in range(len(documents))]
+    leaders = leaders_with_copies(np.array(values, dtype=np.uint64), 4).tolist()
+    names = [pg_server.create_database(), pg_server.create_database()]
+    urls = [pg_server.url(name) for name in names]
+    found: dict[str, dict] = {}
+    try:
+        for way, url in zip(("bare", "held"), urls):
+            with Store(url) as store:
+                store.init(layout=layout)
+                store.recluster(4)
+                plain = url.set(drivername="postgresql").render_as_string(hide_password=False)
+                with psycopg.connect(plain) as reader:
+                    before = reader.execute(_INDEXES).fetchall()
+                    reader.commit()
+                    if way == "held":  # a reader's transaction left open holds ACCESS SHARE
+                        reader.execute("SELECT count(*) FROM simhash.documents").fetchone()
+                    ids = store.add_decided(documents, batches, leaders, 4)
+                    reader.rollback()
+                    after = reader.execute(_INDEXES).fetchall()
+                assert ids is not None and sorted(ids) == list(range(1, len(documents) + 1))
+                assert [(name, definition) for name, _, definition in after] == [
+                    (name, definition) for name, _, definition in before
+                ]
+                rebuilt = {oid for _, oid, _ in after}.isdisjoint(oid for _, oid, _ in before)
+                assert rebuilt == (way == "bare"), way
+                near = store.query(values[1], 4)
+                assert {m.key for m in near} == {
+                    d.key for d in documents if bin(d.fingerprint ^ values[1]).count("1") <= 4
+                }
+            found[way] = stored_clusters(url)
+    finally:
+        for name in names:
+            pg_server.drop_database(name)
+    assert found["bare"] == found["held"]

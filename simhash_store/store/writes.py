@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from typing import TypeVar
 
 import numpy as np
@@ -30,13 +31,17 @@ from ..validation import (
     validate_optional_bytes,
     validate_optional_text,
 )
-from . import reads
+from . import reads, rebuild
 from .documents import AddResult, Match, NewDocument, RemoveResult, SkippedNearDuplicate
 
 T = TypeVar("T")
 documents_table = Document.__table__
 
 DEFAULT_BATCH_SIZE = 5000
+# The decided documents of a dedup into an empty store go into the bare table, its indexes built after,
+# if its exclusive lock is had within this; else into the indexed table (3.5x slower: docs/scale-out.md).
+DECIDED_LOCK_SECONDS = 2.0
+DECIDED_INDEX_MEMORY = "256MB"  # maintenance_work_mem of those index builds
 # Advisory locks of the project: the two-integer key space, first key "SIMH", so no other
 # application's single-bigint locks (or hashtext() keys) collide with ours by chance.
 ADVISORY_LOCK_SPACE = 0x53494D48  # "SIMH"
@@ -312,6 +317,9 @@ def _add_decided(
             return None
         if not documents:
             return []
+        bare = _may_rebuild(cursor)
+        if bare is None:  # someone wrote while this waited for the table
+            return None
         # Each batch numbers its new documents in the order of their keys (_NEW_ROWS), in the
         # database's collation: asked of the database, in one statement for every batch.
         cursor.execute(
@@ -336,9 +344,12 @@ def _add_decided(
             last_arrival, last_id, start = first + end - start - 1, max(ids[start:end]), end
         statement = (
             "COPY simhash.documents (id, key, fingerprint, digest, length, metadata, stamp, keep_value, cluster, arrival) "
-            "FROM STDIN (FORMAT BINARY)"
+            f"FROM STDIN (FORMAT BINARY{', FREEZE' if bare else ''})"
         )
-        with cursor.copy(statement) as copy:
+        with (
+            rebuild.indexes_dropped(cursor, DECIDED_INDEX_MEMORY) if bare else nullcontext(),
+            cursor.copy(statement) as copy,
+        ):
             copy.set_types(["int8", "text", "int8", "bytea", "int4", "jsonb", "text", "jsonb", "int8", "int8"])
             for position in order:  # in id order, as the batches insert them
                 d = documents[position]
@@ -363,6 +374,23 @@ def _add_decided(
             for position in sorted((p for p, leader in enumerate(leaders) if leader == p), key=ids.__getitem__):
                 copy.write_row((ids[position], ids[position]))
     return ids
+
+
+def _may_rebuild(cursor: psycopg.Cursor) -> bool | None:
+    """Whether the decided documents may go into the bare table, its indexes built after
+    (:mod:`.rebuild`): with its exclusive lock had within :data:`DECIDED_LOCK_SECONDS` and nothing
+    referencing it. False: into the indexed table, as the batches write (another session holds
+    the table, or something hangs off it). None: someone stored documents meanwhile."""
+    if maintenance.rebuild_blockers(cursor):
+        return False
+    try:
+        maintenance.lock_exclusively(cursor, DECIDED_LOCK_SECONDS, "the decided documents")
+    except LockTimeoutError:
+        return False
+    blockers = maintenance.rebuild_blockers(cursor)
+    if any(blocker.endswith("holds documents") for blocker in blockers):
+        return None
+    return not blockers
 
 
 def _stage(cursor: psycopg.Cursor, documents: Iterable[NewDocument]) -> None:
