@@ -629,21 +629,30 @@ def _finish_batch(store: Store, batch, started, policy: KeepPolicy, kept_outcome
         kept_outcomes.extend(outcomes)
 
 
-def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted, neighbours=None):
-    """Store the fingerprinted records of one batch (one transaction, which also reads back where
-    each sits): (outcomes, with a final verdict for records that cannot be stored; memberships)."""
+def _prepared_items(sources, known, fingerprinted):
+    """(position, source, keep value, :class:`ingest.Prepared`) of each record of a batch that reached
+    the fingerprint: from what the store already had (``known``: by index, (fingerprint, length)), else
+    the next of ``fingerprinted``."""
     from .ingest import Prepared
-    from .store import NewDocument
 
-    documents = []
     prepared = iter(fingerprinted)
     for index, (position, source, content, keep_value) in enumerate(sources):
-        where = batch[position][0]
         if index in known:
             fingerprint, length = known[index]
             item = Prepared(source.key, source.size, fingerprint=fingerprint, digest=content, length=length)
         else:
             item = next(prepared)
+        yield position, source, keep_value, item
+
+
+def _store_batch(store: Store, batch, outcomes, sources, known, fingerprinted, neighbours=None):
+    """Store the fingerprinted records of one batch (one transaction, which also reads back where
+    each sits): (outcomes, with a final verdict for records that cannot be stored; memberships)."""
+    from .store import NewDocument
+
+    documents = []
+    for position, source, keep_value, item in _prepared_items(sources, known, fingerprinted):
+        where = batch[position][0]
         if item.skip is not None:
             # Empty or wordless text cannot be compared: passed through as kept, not stored, and said so.
             deliberate = item.skip.reason in DELIBERATE
@@ -713,7 +722,6 @@ def _decided_batches(store: Store, started: list, k: int) -> list[list[Verdict]]
     """The verdicts of every record of batches started and fingerprinted (:func:`_collected`),
     decided in memory (:func:`decide_in_memory`); None, nothing stored, where the batches must
     decide: a bad record (whose fate is theirs to tell) or a store written meanwhile."""
-    from .ingest import Prepared
     from .store import NewDocument
 
     verdicts: list[list[Verdict | None]] = []
@@ -724,13 +732,7 @@ def _decided_batches(store: Store, started: list, k: int) -> list[list[Verdict]]
         if any(isinstance(outcome, Verdict) and outcome.problem is not None for outcome in outcomes):
             return None
         decided: list[Verdict | None] = list(outcomes)
-        prepared = iter(collect(None))
-        for index, (position, source, content, keep_value) in enumerate(sources):
-            if index in known:
-                fingerprint, length = known[index]
-                item = Prepared(source.key, source.size, fingerprint=fingerprint, digest=content, length=length)
-            else:
-                item = next(prepared)
+        for position, source, keep_value, item in _prepared_items(sources, known, collect(None)):
             if item.skip is not None:
                 if item.skip.reason not in DELIBERATE:
                     return None
