@@ -577,6 +577,52 @@ def test_a_store_of_another_owner_is_used_once_that_owner_is_trusted(database_ur
         assert result.exit_code == 0 and '"a"' in result.output, result.output
 
 
+def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(database_url):
+    # A writer granted ALL on the store's tables (TRIGGER included) adds a trigger whose function is
+    # a built-in (so its owner is a superuser) and whose WHEN condition calls its own function: the
+    # condition ran, during the owner's next add, with the owner's rights (here a superuser's).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    grants = (
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT ALL ON ALL TABLES IN SCHEMA simhash TO {role}",
+    )
+    with _other_role(database_url, *grants) as (role, admin):
+        with _as(database_url, role) as writer:
+            writer.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            writer.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            writer.execute(
+                "CREATE FUNCTION app.cond() RETURNS boolean LANGUAGE sql VOLATILE "
+                "AS $$ INSERT INTO app.stolen VALUES (current_user) RETURNING false $$"
+            )
+            writer.execute(
+                "CREATE TRIGGER zz_when BEFORE INSERT OR UPDATE ON simhash.documents FOR EACH ROW "
+                "WHEN (app.cond()) EXECUTE FUNCTION pg_catalog.suppress_redundant_updates_trigger()"
+            )
+        runner = CliRunner()
+        # While it may create triggers: refused, naming the grant.
+        for args in (["add", "--jsonl", "-"], ["query", "-f", "0000000000000005"], ["init"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+            assert f"lets {role} create triggers" in line and "REVOKE TRIGGER ON ALL TABLES IN SCHEMA simhash" in line
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE TRIGGER ON ALL TABLES IN SCHEMA simhash FROM "{role}"'))
+        # The trigger it left: its condition is still that role's code.
+        line = _one_error_line(
+            runner.invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
+        )
+        assert "the condition of trigger zz_when on documents: function app.cond() belongs to role " + role in line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_when"):
+            store.add([NewDocument("b", 6)])
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP TRIGGER zz_when ON simhash.documents"))
+    with Store(database_url) as store:
+        store.add([NewDocument("b", 6)])
+        assert store.count() == 2
+
+
 # ------------------------------------------------------------ a search_path in the URL
 
 # Look-alikes of every function, aggregate, operator and type name the library's statements
