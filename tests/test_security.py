@@ -1185,6 +1185,34 @@ def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, ma
     assert granted == 0
 
 
+def test_grant_read_refuses_a_role_that_may_call_an_extensions_c_function_public_may_not(database_url, make_role):
+    # dblink_connect_u (revoked from PUBLIC by the extension) connects without a password check as
+    # any role the server trusts: granted to a role, grant-read called it read-only, and it connected
+    # as a superuser and deleted the store. pgstattuple's functions, given to pg_stat_scan_tables
+    # (a membership a reader may have), still pass.
+    url = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("CREATE SCHEMA h11ext"))
+            connection.execute(text("CREATE EXTENSION dblink SCHEMA h11ext"))
+            connection.execute(text("CREATE EXTENSION pgstattuple SCHEMA h11ext"))
+        role = make_role(database_url, "GRANT EXECUTE ON FUNCTION h11ext.dblink_connect_u(text, text) TO {role}")
+        line = _one_error_line(CliRunner().invoke(app, ["--db", url, "grant-read", role]))
+        assert "may call h11ext.dblink_connect_u(text,text)" in line and "nothing granted" in line, line
+        with _as(database_url, role) as connection:  # nothing was granted
+            assert connection.execute("SELECT has_schema_privilege('simhash', 'USAGE')").fetchone() == (False,)
+        scanner = make_role(database_url, "GRANT pg_stat_scan_tables TO {role}")
+        result = CliRunner().invoke(app, ["--db", url, "grant-read", scanner])
+        assert result.exit_code == 0, result.output
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA h11ext CASCADE"))
+        admin.dispose()
+
+
 def test_grant_read_checks_a_role_whose_name_needs_quotes_and_not_its_lower_case_namesake(database_url, make_role):
     """A role name is taken as it is, never as an identifier: "Simhash_Reader_..." was read as
     simhash_reader_... by part of the check (a traceback when no such role exists; that other
