@@ -37,7 +37,7 @@ with scenario("inherit", ["owner", "reader", "w"]) as (db, (owner, reader, w)):
         c.execute(f'CREATE TABLE "s_{w}".log (who text)')
         c.execute(f'GRANT INSERT ON "s_{w}".log TO PUBLIC')
         c.execute(f'CREATE TABLE "s_{w}".ref (k text REFERENCES simhash.documents(key) ON DELETE CASCADE)')
-        c.execute(f'INSERT INTO "s_{w}".ref VALUES (\'a\')')
+        c.execute(f"INSERT INTO \"s_{w}\".ref VALUES ('a')")
         c.execute(
             f'CREATE FUNCTION "s_{w}".rec() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN '
             f'INSERT INTO "s_{w}".log VALUES (current_user); RETURN OLD; END $$'

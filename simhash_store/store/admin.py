@@ -58,8 +58,9 @@ READ_ONLY_MEMBERSHIPS = ("pg_stat_scan_tables",)
 # pg_read_file reads the server's files), or a function in C of any other schema PUBLIC is not
 # given (an extension's: dblink_connect_u connects as any role the server trusts without a
 # password, a superuser too; pageinspect's get_raw_page reads pg_authid's pages), unless the
-# read-only roles above are (pgstattuple's, given to pg_stat_scan_tables). The role is found by its name as it is, never cast to regrole, which
-# reads it as an identifier: "NewsReader" became newsreader (a traceback, or another role's check).
+# read-only roles above are (pgstattuple's, given to pg_stat_scan_tables). The role is found by
+# its name as it is, never cast to regrole, which reads it as an identifier: "NewsReader" became
+# newsreader (a traceback, or another role's check).
 _WRITES_OR_MORE = """
 SELECT 'has ' || a.attribute FROM pg_catalog.pg_roles r,
     LATERAL (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole), ('CREATEDB', r.rolcreatedb),
