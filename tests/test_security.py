@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
+from simhash_store.errors import DatabaseError
 from simhash_store.ownership import group_of_one
 from simhash_store.store import NewDocument, Store
 from simhash_store.trust import CITUS_FUNCTIONS, LIBRARY_FUNCTIONS
@@ -621,6 +622,32 @@ def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(data
     with Store(database_url) as store:
         store.add([NewDocument("b", 6)])
         assert store.count() == 2
+
+
+def test_another_applications_foreign_key_that_blocks_a_remove_is_one_line(database_url):
+    # A role granted REFERENCES (part of ALL) keeps rows of its own pointing at a document, ON DELETE
+    # RESTRICT: the owner's remove ended in a ForeignKeyViolation traceback.
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5), NewDocument("b", 6)])
+    grants = (
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT REFERENCES ON simhash.documents TO {role}",
+    )
+    with _other_role(database_url, *grants) as (role, admin):
+        with _as(database_url, role) as other:
+            other.execute("CREATE SCHEMA app")
+            other.execute("CREATE TABLE app.ref (k text REFERENCES simhash.documents (key) ON DELETE RESTRICT)")
+            other.execute("INSERT INTO app.ref VALUES ('a')")
+        line = _one_error_line(CliRunner().invoke(app, ["--db", plain, "remove", "b", "a"]))
+        assert "foreign key constraint" in line and "this transaction was rolled back" in line, line
+        with Store(database_url) as store:
+            with pytest.raises(DatabaseError, match="foreign key constraint"):
+                store.remove(["a"])
+            assert store.count() == 2  # b too: one transaction
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA app CASCADE"))
 
 
 # ------------------------------------------------------------ a search_path in the URL
