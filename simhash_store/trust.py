@@ -16,8 +16,10 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   role that writes the table, whoever made the trigger (PostgreSQL does not record who);
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
-  tables, and every function, operator and type a trigger's WHEN condition uses belongs to
-  the schema's owner, a member of it, or a superuser.
+  tables, and every function, operator, type and relation a trigger's WHEN condition names
+  belongs to the schema's owner, a member of it, or a superuser. (A condition that reaches
+  another role's function through SQL text, query_to_xml('SELECT f()', ...), names nothing:
+  such a trigger left by a role that held TRIGGER is not seen once the grant is revoked.)
 
 The query also says whether the version table exists, which the revision check asked before:
 a read pays no extra round trip. It runs under the session's pinned ``search_path`` and names
@@ -114,6 +116,10 @@ objects (what, owner) AS (
         SELECT t.typowner FROM pg_catalog.pg_type t
         WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass
           AND t.oid OPERATOR(pg_catalog.=) d.refobjid
+        UNION ALL  -- a view named as a regclass constant (table_to_xml('app.v'::regclass, ...) runs its functions)
+        SELECT r.relowner FROM pg_catalog.pg_class r
+        WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+          AND r.oid OPERATOR(pg_catalog.=) d.refobjid
     ) AS u (owner) ON true
     WHERE NOT g.tgisinternal
 )
@@ -179,7 +185,8 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
         raise UntrustedSchemaError(
             f"schema {schema} in database {where} (owner {owner}) lets {triggerers} create triggers on its "
             "tables, whose WHEN conditions run with the rights of whoever writes them (yours): have "
-            f"{owner} run REVOKE TRIGGER ON ALL TABLES IN SCHEMA {schema} FROM {triggerers}"
+            f"{owner} run REVOKE TRIGGER ON ALL TABLES IN SCHEMA {schema} FROM {triggerers}, then drop the "
+            "triggers on them it did not make"
         )
     raise UntrustedSchemaError(
         f"schema {schema} in database {where} (owner {owner}) holds objects another role made: {foreign}, "
