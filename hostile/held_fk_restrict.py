@@ -12,7 +12,9 @@ with scenario("fkr", ["owner", "w"]) as (db, (owner, w)):
         c.execute(f'GRANT SELECT, REFERENCES ON ALL TABLES IN SCHEMA simhash TO "{w}"')
     with as_role(w, db) as c:
         c.execute("CREATE SCHEMA ws")
-        c.execute("CREATE TABLE ws.ref (k text REFERENCES simhash.documents(key) ON DELETE RESTRICT ON UPDATE RESTRICT)")
+        c.execute(
+            "CREATE TABLE ws.ref (k text REFERENCES simhash.documents(key) ON DELETE RESTRICT ON UPDATE RESTRICT)"
+        )
         c.execute("INSERT INTO ws.ref VALUES ('a')")
     rc, out, err = cli("remove", "a", db=url(owner, db))
     say("owner's remove:", rc, (out + err).strip()[:400])
