@@ -32,6 +32,9 @@ def library_error(
         return DatabaseError(f"{message} (SIMHASH_STORE_STATEMENT_TIMEOUT or the server's statement_timeout)")
     if sqlstate == "42501":
         return PermissionDeniedError(message)
+    # Another application's foreign key to simhash.documents (NO ACTION: 23503; RESTRICT, PostgreSQL 18: 23001).
+    if sqlstate in ("23503", "23001"):
+        return DatabaseError(f"{message} (rows of that table refer to them; this transaction was rolled back)")
     if lost:
         return DatabaseUnavailableError(f"{message} (connection lost)")
     if unavailable:

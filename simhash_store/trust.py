@@ -11,10 +11,16 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   session never chose: before PostgreSQL 16 any role could grant itself to anyone), a
   superuser, or a role named in ``SIMHASH_STORE_TRUSTED_OWNERS`` (the owner of a store that
   other roles read or write through ``grant-read`` or grants of their own);
-- no other role (PUBLIC included) holds CREATE on the schema, except members of its owner;
+- no other role (PUBLIC included) holds CREATE on the schema, except members of its owner,
+  nor TRIGGER on one of its tables: a trigger's WHEN condition runs with the rights of the
+  role that writes the table, whoever made the trigger (PostgreSQL does not record who);
 - every relation in it (tables, sequences, indexes, views, composite types), every function
-  the library calls in it (any overload of those names) and every trigger function on its
-  tables belongs to the schema's owner, a member of it, or a superuser.
+  the library calls in it (any overload of those names), every trigger function on its
+  tables, and every function, operator, type and relation a trigger's WHEN condition names
+  belongs to the schema's owner, a member of it, or a superuser;
+- no trigger condition runs SQL given as text through pg_catalog's functions
+  (query_to_xml('SELECT f()', ...) names nothing the check could follow). One that calls a
+  superuser's own function running SQL text is not seen (docs/limitations.md).
 
 The query also says whether the version table exists, which the revision check asked before:
 a read pays no extra round trip. It runs under the session's pinned ``search_path`` and names
@@ -46,6 +52,12 @@ LIBRARY_FUNCTIONS = (
     "containment_pairs",
     *CITUS_FUNCTIONS,
 )
+
+# The WHEN condition in pg_get_triggerdef's text, and the pg_catalog functions that run SQL given as
+# text or as a name (a query, a cursor, a table or view, a schema, the database; ts_stat and
+# ts_rewrite take a query's text): through them a condition reaches functions it does not name.
+_TRIGGER_CONDITION = r"WHEN \((.*)\) EXECUTE (?:FUNCTION|PROCEDURE) "
+_RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite"
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
 # Owners and CREATE grantees are compared with the schema owner's own members (who may act as
@@ -88,6 +100,35 @@ objects (what, owner) AS (
     JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) g.tgfoid
     JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
     WHERE NOT g.tgisinternal
+    UNION ALL
+    -- What a trigger's WHEN condition calls (recorded as the trigger's dependencies, its function too).
+    SELECT 'the condition of trigger ' OPERATOR(pg_catalog.||) g.tgname OPERATOR(pg_catalog.||) ' on '
+           OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': '
+           OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object(d.refclassid, d.refobjid, 0),
+           u.owner
+    FROM pg_catalog.pg_trigger g
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
+    JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
+    JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
+                                AND d.objid OPERATOR(pg_catalog.=) g.oid
+    JOIN LATERAL (
+        SELECT p.proowner FROM pg_catalog.pg_proc p
+        WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+          AND p.oid OPERATOR(pg_catalog.=) d.refobjid
+        UNION ALL
+        SELECT o.oprowner FROM pg_catalog.pg_operator o
+        WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass
+          AND o.oid OPERATOR(pg_catalog.=) d.refobjid
+        UNION ALL
+        SELECT t.typowner FROM pg_catalog.pg_type t
+        WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass
+          AND t.oid OPERATOR(pg_catalog.=) d.refobjid
+        UNION ALL  -- a view named as a regclass constant (table_to_xml('app.v'::regclass, ...) runs its functions)
+        SELECT r.relowner FROM pg_catalog.pg_class r
+        WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+          AND r.oid OPERATOR(pg_catalog.=) d.refobjid
+    ) AS u (owner) ON true
+    WHERE NOT g.tgisinternal
 )
 SELECT
     CURRENT_USER,
@@ -100,8 +141,20 @@ SELECT
      FROM pg_catalog.aclexplode(s.nspacl) a
      WHERE a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
        AND NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) a.grantee)),
+    (SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                                ELSE pg_catalog.pg_get_userbyid(a.grantee) END, ', ')
+     FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND a.privilege_type OPERATOR(pg_catalog.=) 'TRIGGER'
+       AND NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) a.grantee)),
     (SELECT o.what OPERATOR(pg_catalog.||) ' belongs to role ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_userbyid(o.owner)
      FROM objects o WHERE NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) o.owner) LIMIT 1),
+    -- A condition that runs SQL given as text or a name (query_to_xml('SELECT app.f()', ...)) records
+    -- no dependency on what that SQL calls: whoever made such a trigger, it is refused.
+    (SELECT pg_catalog.string_agg(g.tgname OPERATOR(pg_catalog.||) ' on ' OPERATOR(pg_catalog.||) c.relname, ', ')
+     FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND NOT g.tgisinternal AND g.tgqual IS NOT NULL
+       AND pg_catalog.substring(pg_catalog.pg_get_triggerdef(g.oid), %(condition)s)
+           OPERATOR(pg_catalog.~*) %(runs_sql_text)s),
     pg_catalog.to_regclass(%(version_table)s) IS NOT NULL
 FROM (SELECT) AS one LEFT JOIN schema s ON true
 """
@@ -121,12 +174,14 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             "trusted": trusted_owners(),
             "version_table": f"{schema}.alembic_version",
             "functions": list(LIBRARY_FUNCTIONS),
+            "condition": _TRIGGER_CONDITION,
+            "runs_sql_text": _RUNS_SQL_TEXT,
         },
     ).fetchone()
-    me, owner, owner_trusted, creators, foreign, versioned = row
+    me, owner, owner_trusted, creators, triggerers, foreign, sql_text, versioned = row
     if owner is None:
         return False
-    if owner_trusted and not creators and not foreign:
+    if owner_trusted and not creators and not triggerers and not foreign and not sql_text:
         return bool(versioned)
     where = where() if callable(where) else where
     if not owner_trusted:
@@ -141,6 +196,19 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             f"schema {schema} in database {where} (owner {owner}) lets {creators} create objects in it, who could "
             f"then replace the functions this store runs: have {owner} run REVOKE CREATE ON SCHEMA {schema} "
             f"FROM {creators}"
+        )
+    if triggerers:
+        raise UntrustedSchemaError(
+            f"schema {schema} in database {where} (owner {owner}) lets {triggerers} create triggers on its "
+            "tables, whose WHEN conditions run with the rights of whoever writes them (yours): have "
+            f"{owner} run REVOKE TRIGGER ON ALL TABLES IN SCHEMA {schema} FROM {triggerers}, then drop the "
+            "triggers on them it did not make"
+        )
+    if sql_text and not foreign:
+        raise UntrustedSchemaError(
+            f"schema {schema} in database {where} (owner {owner}) has a trigger whose condition runs SQL given as "
+            f"text ({sql_text}): what that SQL calls cannot be checked, and it would run with your rights when you "
+            f"write: have {owner} (or a superuser) drop it, or move the condition into the trigger's function"
         )
     raise UntrustedSchemaError(
         f"schema {schema} in database {where} (owner {owner}) holds objects another role made: {foreign}, "

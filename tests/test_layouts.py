@@ -98,6 +98,24 @@ def test_init_records_the_layout_and_swaps_the_indexes(database_url):
         assert store.count() == 2
 
 
+def test_a_layout_record_that_lies_about_the_indexes_is_switched_without_a_traceback(database_url):
+    # A role that may update store_info (a writer) rewrites the record: the owner's next
+    # `init --layout four16` failed with a DuplicateTable traceback (the block indexes were there).
+    plain = _plain(database_url)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 0b1011)])
+    with psycopg.connect(plain, autocommit=True) as connection:
+        connection.execute("UPDATE simhash.store_info SET layout = 'wide3'")
+    result = CliRunner().invoke(
+        app, ["--db", database_url.render_as_string(hide_password=False), "init", "--layout", "four16"]
+    )
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert _search_indexes(database_url) == BLOCK_INDEXES
+    with Store(database_url) as store:
+        assert store.layout == "four16"
+        assert [(m.key, m.distance) for m in store.query(0b1001, 3)] == [("a", 1)]
+
+
 def test_a_bad_layout_and_wide3_on_citus_are_refused_before_anything_changes(empty_database_url):
     with Store(empty_database_url) as store:
         with pytest.raises(InvalidValueError, match="layout must be four16 or wide3, not 'wide4'"):

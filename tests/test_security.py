@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
+from simhash_store.errors import DatabaseError
 from simhash_store.ownership import group_of_one
 from simhash_store.store import NewDocument, Store
 from simhash_store.trust import CITUS_FUNCTIONS, LIBRARY_FUNCTIONS
@@ -575,6 +576,126 @@ def test_a_store_of_another_owner_is_used_once_that_owner_is_trusted(database_ur
         monkeypatch.setenv("SIMHASH_STORE_TRUSTED_OWNERS", f"someone_else, {owner}")
         result = CliRunner().invoke(app, ["--db", reader, "query", "-f", "0000000000000005", "-k", "0", "--json"])
         assert result.exit_code == 0 and '"a"' in result.output, result.output
+
+
+def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(database_url):
+    # A writer granted ALL on the store's tables (TRIGGER included) adds a trigger whose function is
+    # a built-in (so its owner is a superuser) and whose WHEN condition calls its own function: the
+    # condition ran, during the owner's next add, with the owner's rights (here a superuser's).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    grants = (
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT ALL ON ALL TABLES IN SCHEMA simhash TO {role}",
+    )
+    with _other_role(database_url, *grants) as (role, admin):
+        with _as(database_url, role) as writer:
+            writer.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            writer.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            writer.execute(
+                "CREATE FUNCTION app.cond() RETURNS boolean LANGUAGE sql VOLATILE "
+                "AS $$ INSERT INTO app.stolen VALUES (current_user) RETURNING false $$"
+            )
+            writer.execute(
+                "CREATE TRIGGER zz_when BEFORE INSERT OR UPDATE ON simhash.documents FOR EACH ROW "
+                "WHEN (app.cond()) EXECUTE FUNCTION pg_catalog.suppress_redundant_updates_trigger()"
+            )
+        runner = CliRunner()
+        # While it may create triggers: refused, naming the grant.
+        for args in (["add", "--jsonl", "-"], ["query", "-f", "0000000000000005"], ["init"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+            assert f"lets {role} create triggers" in line and "REVOKE TRIGGER ON ALL TABLES IN SCHEMA simhash" in line
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE TRIGGER ON ALL TABLES IN SCHEMA simhash FROM "{role}"'))
+        # The trigger it left: its condition is still that role's code.
+        line = _one_error_line(
+            runner.invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
+        )
+        assert "the condition of trigger zz_when on documents: function app.cond() belongs to role " + role in line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_when"):
+            store.add([NewDocument("b", 6)])
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP TRIGGER zz_when ON simhash.documents"))
+    with Store(database_url) as store:
+        store.add([NewDocument("b", 6)])
+        assert store.count() == 2
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "query_to_xml('SELECT app.cond()', false, false, '') IS NULL",
+        "pg_catalog.ts_rewrite('a'::tsquery, 'SELECT app.query(), app.query()') IS NULL",
+    ],
+)
+def test_a_trigger_condition_that_runs_sql_text_is_refused_whoever_made_it(database_url, condition):
+    # A condition that runs SQL given as text names no function the check can follow: a trigger a
+    # writer left (its grant of TRIGGER since revoked) ran app.cond() with the owner's rights.
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(database_url, role) as writer:
+            writer.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            writer.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            writer.execute(
+                "CREATE FUNCTION app.cond() RETURNS boolean LANGUAGE sql VOLATILE "
+                "AS $$ INSERT INTO app.stolen VALUES (current_user) RETURNING false $$"
+            )
+            writer.execute(
+                "CREATE FUNCTION app.query() RETURNS tsquery LANGUAGE sql VOLATILE "
+                "AS $$ INSERT INTO app.stolen VALUES (current_user) RETURNING 'a'::tsquery $$"
+            )
+            writer.execute("GRANT USAGE ON SCHEMA app TO PUBLIC")
+        with admin.connect() as connection:  # as the trigger the writer left looks: no dependency on app
+            connection.execute(
+                text(
+                    "CREATE TRIGGER zz_text BEFORE INSERT OR UPDATE ON simhash.documents FOR EACH ROW "
+                    f"WHEN ({condition}) EXECUTE FUNCTION pg_catalog.suppress_redundant_updates_trigger()"
+                )
+            )
+        line = _one_error_line(
+            CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
+        )
+        assert "has a trigger whose condition runs SQL given as text (zz_text on documents)" in line, line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_text"):
+            store.add([NewDocument("b", 6)])
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP TRIGGER zz_text ON simhash.documents"))
+            connection.execute(text("DROP SCHEMA app CASCADE"))
+    with Store(database_url) as store:
+        store.add([NewDocument("b", 6)])
+        assert store.count() == 2
+
+
+def test_another_applications_foreign_key_that_blocks_a_remove_is_one_line(database_url):
+    # A role granted REFERENCES (part of ALL) keeps rows of its own pointing at a document, ON DELETE
+    # RESTRICT: the owner's remove ended in a ForeignKeyViolation traceback.
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5), NewDocument("b", 6)])
+    grants = (
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT REFERENCES ON simhash.documents TO {role}",
+    )
+    with _other_role(database_url, *grants) as (role, admin):
+        with _as(database_url, role) as other:
+            other.execute("CREATE SCHEMA app")
+            other.execute("CREATE TABLE app.ref (k text REFERENCES simhash.documents (key) ON DELETE RESTRICT)")
+            other.execute("INSERT INTO app.ref VALUES ('a')")
+        line = _one_error_line(CliRunner().invoke(app, ["--db", plain, "remove", "b", "a"]))
+        assert "foreign key constraint" in line and "this transaction was rolled back" in line, line
+        with Store(database_url) as store:
+            with pytest.raises(DatabaseError, match="foreign key constraint"):
+                store.remove(["a"])
+            assert store.count() == 2  # b too: one transaction
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA app CASCADE"))
 
 
 # ------------------------------------------------------------ a search_path in the URL
@@ -1137,6 +1258,34 @@ def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, ma
             (role,),
         ).fetchone()[0]
     assert granted == 0
+
+
+def test_grant_read_refuses_a_role_that_may_call_an_extensions_c_function_public_may_not(database_url, make_role):
+    # dblink_connect_u (revoked from PUBLIC by the extension) connects without a password check as
+    # any role the server trusts: granted to a role, grant-read called it read-only, and it connected
+    # as a superuser and deleted the store. pgstattuple's functions, given to pg_stat_scan_tables
+    # (a membership a reader may have), still pass.
+    url = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("CREATE SCHEMA h11ext"))
+            connection.execute(text("CREATE EXTENSION dblink SCHEMA h11ext"))
+            connection.execute(text("CREATE EXTENSION pgstattuple SCHEMA h11ext"))
+        role = make_role(database_url, "GRANT EXECUTE ON FUNCTION h11ext.dblink_connect_u(text, text) TO {role}")
+        line = _one_error_line(CliRunner().invoke(app, ["--db", url, "grant-read", role]))
+        assert "may call h11ext.dblink_connect_u(text,text)" in line and "nothing granted" in line, line
+        with _as(database_url, role) as connection:  # nothing was granted
+            assert connection.execute("SELECT has_schema_privilege('simhash', 'USAGE')").fetchone() == (False,)
+        scanner = make_role(database_url, "GRANT pg_stat_scan_tables TO {role}")
+        result = CliRunner().invoke(app, ["--db", url, "grant-read", scanner])
+        assert result.exit_code == 0, result.output
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA h11ext CASCADE"))
+        admin.dispose()
 
 
 def test_grant_read_checks_a_role_whose_name_needs_quotes_and_not_its_lower_case_namesake(database_url, make_role):

@@ -55,8 +55,12 @@ READ_ONLY_MEMBERSHIPS = ("pg_stat_scan_tables",)
 # the schema, and any write privilege on its tables (to the role or to PUBLIC, whole or on a
 # column) or sequences, and a catalog column or function of pg_catalog that PUBLIC is not given
 # (SELECT on pg_authid reads every role's SCRAM verifier, as pg_read_all_data does; EXECUTE on
-# pg_read_file reads the server's files). The role is found by its name as it is, never cast to regrole, which
-# reads it as an identifier: "NewsReader" became newsreader (a traceback, or another role's check).
+# pg_read_file reads the server's files), or a function in C of any other schema PUBLIC is not
+# given (an extension's: dblink_connect_u connects as any role the server trusts without a
+# password, a superuser too; pageinspect's get_raw_page reads pg_authid's pages), unless the
+# read-only roles above are (pgstattuple's, given to pg_stat_scan_tables). The role is found by
+# its name as it is, never cast to regrole, which reads it as an identifier: "NewsReader" became
+# newsreader (a traceback, or another role's check).
 _WRITES_OR_MORE = """
 SELECT 'has ' || a.attribute FROM pg_catalog.pg_roles r,
     LATERAL (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole), ('CREATEDB', r.rolcreatedb),
@@ -103,9 +107,13 @@ SELECT DISTINCT 'may read pg_catalog.' || c.relname FROM pg_catalog.pg_class c, 
       AND NOT pg_catalog.has_column_privilege('public', c.oid, t.attnum, 'SELECT')
 UNION ALL
 SELECT 'may call ' || CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text) FROM pg_catalog.pg_proc p
-    WHERE p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname NOT LIKE 'lo\\_%%'
+    WHERE (p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname NOT LIKE 'lo\\_%%'
+           OR p.pronamespace <> CAST('pg_catalog' AS pg_catalog.regnamespace)
+              AND p.prolang IN (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname IN ('c', 'internal')))
       AND pg_catalog.has_function_privilege(%(role)s, p.oid, 'EXECUTE')
       AND NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')
+      AND NOT EXISTS (SELECT FROM pg_catalog.unnest(CAST(%(read_only_roles)s AS pg_catalog.text[])) AS o (name)
+                      WHERE pg_catalog.has_function_privilege(o.name, p.oid, 'EXECUTE'))
 UNION ALL
 SELECT 'may grant ' || a.privilege_type || ' on simhash.' || c.relname FROM pg_catalog.pg_class c,
     pg_catalog.aclexplode(c.relacl) a

@@ -67,8 +67,10 @@ def switch(cursor: psycopg.Cursor, layout: str, lock_timeout: float) -> bool:
     maintenance.lock_exclusively(cursor, lock_timeout, f"a change of layout to {layout}")
     if stored_layout(cursor) == layout:  # another init changed it while this one waited for the lock
         return False
+    # IF NOT EXISTS: the record may be wrong (any role that may update store_info can rewrite it), and
+    # the indexes of the layout asked for already there; the switch then completes the store to it.
     for name, indexed in INDEXES[layout].items():
-        cursor.execute(f"CREATE INDEX {name} ON simhash.documents ({indexed}) INCLUDE (fingerprint, id)")
+        cursor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON simhash.documents ({indexed}) INCLUDE (fingerprint, id)")
     for other in LAYOUTS:
         if other != layout:
             for name in INDEXES[other]:
