@@ -226,7 +226,7 @@ class FingerprintService:
             try:
                 ready.append(self._document(document, seen))
             except SimhashStoreError as exc:
-                failed.append({"index": index, "key": key if isinstance(key, str) else None, "error": str(exc)})
+                failed.append({"index": index, "key": _printable_key(key), "error": str(exc)})
         result = (
             self.store.add(ready, skip_near_duplicates=skip_near_duplicates, max_distance=max_distance)
             if ready
@@ -283,6 +283,20 @@ class FingerprintService:
         assert prepared.fingerprint is not None
         seen.add(key)
         return NewDocument(key, prepared.fingerprint, prepared.digest, prepared.length, metadata=metadata)
+
+
+def _printable_key(key: object) -> str | None:
+    """A failed document's key as the answer can hold it: None for no string, and a key that is
+    not valid Unicode (a lone surrogate, sent as the escape ``\\ud800``) escaped as Python writes
+    it. The answer is UTF-8, which cannot hold a lone surrogate: such a key raised while the answer
+    was written, after the request's other documents were stored, and the client got a 500."""
+    if not isinstance(key, str):
+        return None
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return key.encode("utf-8", "backslashreplace").decode("utf-8")
+    return key
 
 
 def open_service(

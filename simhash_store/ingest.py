@@ -229,7 +229,14 @@ class Fingerprinter:
         are no workers: everything runs in this process.
         """
         if self.jobs > 1:
-            self._get_pool(workers).submit(int)  # the executor starts its processes with the first task
+            try:
+                self._get_pool(workers).submit(int)  # the executor starts its processes with the first task
+            except BaseException:
+                # An interrupt (Ctrl-C, SIGTERM) while the executor forks its processes, before its
+                # manager thread runs: nothing would tell them to exit, and at exit multiprocessing
+                # waits for them forever (the command hung after its one line).
+                self.terminate()
+                raise
 
     def _get_pool(self, workers: int | None = None):
         if self._pool is None:

@@ -247,3 +247,39 @@ def test_add_json_gives_one_line_per_skipped_or_failed_record(database_url, tmp_
     assert [line["input"] for line in by_status["skipped"]] == [f"{path}:4"]
     [summary] = by_status["summary"]
     assert summary["added"] == 1 and summary["failed"] == 2
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_sigterm_or_ctrl_c_during_query_output_removes_its_files_and_keeps_the_previous_output(
+    database_url, tmp_path, how
+):
+    # SIGTERM killed `query -o OUT` on the spot: its `.OUT.xxxxxxxx.partial` and `.OUT.lock` stayed
+    # until the next run for that output (and Ctrl-C ended it without a word).
+    import signal
+    import subprocess
+    import time
+
+    from test_reliability import cli, finish, url_text
+
+    with Store(database_url) as store:
+        store.init()
+    out = tmp_path / "q.jsonl"
+    out.write_text("the previous output\n", encoding="utf-8")
+    before = set(tmp_path.iterdir())
+    # Records come from a pipe kept open: the run is surely under way, its output claimed, when signalled.
+    process = cli("query", "--jsonl", "-", "-o", str(out), url=url_text(database_url), stdin=subprocess.PIPE)
+    process.stdin.write(json.dumps(wiki()[0], ensure_ascii=False) + "\n")
+    process.stdin.flush()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(
+        p.name.endswith(".partial") for p in set(tmp_path.iterdir()) - before
+    ):
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    assert {p.name for p in set(tmp_path.iterdir()) - before} >= {".q.jsonl.lock"}
+    process.send_signal(getattr(signal, how))
+    code, _, err = finish(process, timeout=120)
+    assert code == (143 if how == "SIGTERM" else 130), err
+    assert "Traceback" not in err and err.startswith("Interrupted:") and err.count("\n") == 1, (code, err)
+    assert set(tmp_path.iterdir()) == before  # its temporary and lock files gone
+    assert out.read_text(encoding="utf-8") == "the previous output\n"

@@ -789,3 +789,20 @@ def test_a_client_gone_mid_body_is_no_failure_in_the_services_log(service, base,
         with _client(base, service.tokens.read_only) as client:  # answered after it, as ever
             assert client.post("/fingerprint", json={"texts": ["hello world"]}).status_code == 200
     assert not [r for r in caplog.records if "failed" in r.getMessage()], [r.getMessage() for r in caplog.records]
+
+
+def test_a_key_that_is_not_valid_unicode_is_a_failed_document_and_the_others_are_answered(service, base, writer_url):
+    # The answer is UTF-8, which cannot hold the lone surrogate a client sends as the escape \ud800:
+    # the failed document's key was put in the answer as given, writing the answer raised after the
+    # good document was stored, and the client got a 500 (a traceback in the log) for a request
+    # that had stored something.
+    body = {"documents": [{"key": "good", "text": "保护人民的合法权利"}, {"key": "bad\ud800", "text": "保护人民"}]}
+    with _client(base, service.tokens.read_write) as client:
+        answer = client.post("/add", content=json.dumps(body).encode())  # ASCII JSON: the escape travels
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert result["added"] == 1
+    assert [(f["index"], f["key"]) for f in result["failed"]] == [(1, "bad\\ud800")]
+    assert "lone surrogate" in result["failed"][0]["error"]
+    with Store(writer_url) as store:
+        assert store.count() == 1 and store.get("good") is not None

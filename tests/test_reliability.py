@@ -381,3 +381,47 @@ def test_fingerprinting_workers_exit_when_the_add_is_killed(database_url, tmp_pa
         worker.kill()
     process.communicate()
     assert not alive, f"workers outlived the add: {[w.pid for w in alive]}"
+
+
+_INTERRUPTED_WHILE_WORKERS_START = """
+import sys
+from concurrent.futures import process
+
+from simhash_store import ingest
+
+launch = process.ProcessPoolExecutor._launch_processes
+
+
+def interrupted(self):
+    launch(self)  # the workers are forked; the executor's manager thread is not started yet
+    raise KeyboardInterrupt
+
+
+process.ProcessPoolExecutor._launch_processes = interrupted
+try:
+    ingest.early_fingerprinter(None, 2, None)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_an_interrupt_while_the_workers_start_ends_the_process_instead_of_hanging():
+    # Ctrl-C or SIGTERM (handled as Ctrl-C by query -o, dedup) landing while the executor forks
+    # its workers, before its manager thread runs: the command printed its one line, then at exit
+    # multiprocessing waited for workers nobody would ever stop (seen with `query --jsonl - -o OUT`
+    # signalled as it claimed OUT). The interrupt arrives at that point here, every time.
+    process = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_WHILE_WORKERS_START],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("the process waited forever for its workers after the interrupt")
+    assert (process.returncode, out) == (130, "interrupted\n"), err

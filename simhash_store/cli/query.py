@@ -25,11 +25,14 @@ from .common import (
     JsonFlag,
     MinScore,
     SchemeOption,
+    Terminated,
     err,
     fail,
+    interrupt_on_sigterm,
     known_scheme,
     opened_store,
     out,
+    raise_if_interrupted,
     warn,
 )
 from .inputs import (
@@ -117,10 +120,15 @@ def query(
     for name, kind in zip(names, kinds):
         resolved(name, kind, "text")  # a format named wrong is a usage error, before any work
     refuse_output_onto_input(output, names)
-    writer = open_writer(output, written) if output is not None and written is not None else None
+    if output is not None:
+        interrupt_on_sigterm()  # SIGTERM, like Ctrl-C, removes the output's temporary and lock files
+    writer = None
     failures: list[corpus.Skip] = []
-    fingerprinter = ingest.early_fingerprinter(scheme, jobs, len(files or []) if jsonl is None else None, few_too=True)
-    try:
+    try:  # from the moment the output is claimed: a signal at any point removes its files
+        writer = open_writer(output, written) if output is not None and written is not None else None
+        fingerprinter = ingest.early_fingerprinter(
+            scheme, jobs, len(files or []) if jsonl is None else None, few_too=True
+        )
         with fingerprinter, opened_store(scheme, lookup=True) as store:
             stored = store.fingerprints(key) if key else {}
             for name in key or []:
@@ -148,7 +156,15 @@ def query(
                     if writer is None or as_json and output != "-":
                         print_matches(name, value, matches, max_distance, as_json)
         if writer is not None:
+            raise_if_interrupted()  # one Python dropped (in a callback) must not make the output final
             writer.close()
+    except KeyboardInterrupt as exc:
+        if output is None:
+            raise
+        if writer is not None:
+            writer.abandon()
+        warn(f"Interrupted: nothing was written to {output}; run the same command again for it.")
+        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
     except BaseException:
         if writer is not None:
             writer.abandon()
