@@ -9,9 +9,9 @@ A third block layout a store may choose (``simhash-store init --layout lean``):
 * ``lean``: the four 16-bit block columns, each indexed without ``INCLUDE (fingerprint, id)``
   (``ix_documents_lean0..3``). Without INCLUDE columns B-tree deduplication packs the rows of
   one block value into a posting list: about 8 bytes a row an index against about 41, so a
-  document costs about 200 bytes instead of about 330 at 1M (docs/store_speed.md). A probe
+  document costs about 203 bytes instead of about 331 at 1M (docs/store_speed.md). A probe
   reads each candidate's fingerprint from the table (an index scan, not an index-only one):
-  searches at large distances are slower. The store runs four16's functions, ``near.v3`` and
+  about 2x the time at k = 3 and 2.5-4x at k = 11 (measured at 1M). The store runs four16's functions, ``near.v3`` and
   ``near_many.v1``: they name the block columns, which every layout keeps.
 
 This revision only lets ``store_info.layout`` record ``lean`` and changes no store's layout.
