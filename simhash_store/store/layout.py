@@ -14,7 +14,7 @@
   the time at k = 3, 2.5-4x at k = 11 at 1M (docs/store_speed.md). The block columns stay, so switching
   to and from lean only rebuilds indexes, and lean runs four16's functions unchanged.
 
-Each layout has its own ``simhash.near`` and ``simhash.near_many`` (``migrations/sql``), both
+Each layout has its own ``simhash.near`` and ``simhash.near_many`` (``migrations/sql``; lean shares four16's), all
 exact for every k. :func:`switch` changes indexes, functions and the record in the caller's
 transaction. Raw psycopg.
 
