@@ -11,7 +11,7 @@ A third block layout a store may choose (``simhash-store init --layout lean``):
   one block value into a posting list: about 8 bytes a row an index against about 41, so a
   document costs about 203 bytes instead of about 331 at 1M (docs/store_speed.md). A probe
   reads each candidate's fingerprint from the table (an index scan, not an index-only one):
-  about 2x the time at k = 3 and 2.5-4x at k = 11 (measured at 1M). The store runs four16's functions, ``near.v3`` and
+  2-2.6x the time at k = 3, 2.5-4x at k = 11 at 1M and 8.7x at 2M (measured). The store runs four16's functions, ``near.v3`` and
   ``near_many.v1``: they name the block columns, which every layout keeps.
 
 This revision only lets ``store_info.layout`` record ``lean`` and changes no store's layout.

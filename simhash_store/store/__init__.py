@@ -151,7 +151,7 @@ class Store:
         for :meth:`query_containment` (refused on a distributed store; see docs/containment.md).
         ``layout``: the block layout of the search indexes, ``"four16"`` (a new store's) or
         ``"wide3"`` (faster from about 30M documents; one server only) or ``"lean"`` (about 60% of
-        four16's bytes a document, searches 2-4x slower; one server only); None
+        four16's bytes a document, searches 2-9x slower; one server only); None
         keeps the store's.
         Changing it rebuilds the search indexes under an exclusive lock (see
         :mod:`simhash_store.store.layout`).

@@ -10,8 +10,8 @@
 * ``lean`` (revision 0012): the four16 blocks, their indexes without INCLUDE columns
   (``ix_documents_lean0..3``). B-tree deduplication packs the entries of one block value, about
   8 bytes a row an index against about 41: a document costs about 60% of four16's bytes. A probe
-  reads each candidate's fingerprint from the table (an index scan, not index-only): about 2x
-  the time at k = 3, 2.5-4x at k = 11 at 1M (docs/store_speed.md). The block columns stay, so switching
+  reads each candidate's fingerprint from the table (an index scan, not index-only): 2-2.6x
+  the time at k = 3, 2.5-4x at k = 11 at 1M and 8.7x at 2M (docs/store_speed.md). The block columns stay, so switching
   to and from lean only rebuilds indexes, and lean runs four16's functions unchanged.
 
 Each layout has its own ``simhash.near`` and ``simhash.near_many`` (``migrations/sql``; lean shares four16's), all
