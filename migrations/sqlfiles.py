@@ -25,7 +25,12 @@ SQL_DIRECTORY = Path(__file__).with_name("sql")
 # The versions of near and near_many a store of each block layout (store_info.layout, revision
 # 0011) runs at the newest revision. A revision that brings a new version of either replaces
 # the one of the store's layout, and updates this.
-LAYOUT_FUNCTIONS = {"four16": ("near.v3", "near_many.v1"), "wide3": ("near.wide3.v1", "near_many.wide3.v1")}
+# lean (revision 0012) keeps four16's block columns: it runs four16's functions.
+LAYOUT_FUNCTIONS = {
+    "four16": ("near.v3", "near_many.v1"),
+    "wide3": ("near.wide3.v1", "near_many.wide3.v1"),
+    "lean": ("near.v3", "near_many.v1"),
+}
 VERSIONS_DIRECTORY = Path(__file__).with_name("versions")
 CITUS_SUFFIX = ".citus.sql"
 

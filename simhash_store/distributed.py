@@ -387,7 +387,7 @@ def _keeps_segments(cursor: Cursor) -> bool:
 
 
 def _layout(cursor: Cursor) -> str:
-    """The store's block layout (revision 0011; four16 before it)."""
+    """The store's block layout (revisions 0011 and 0012; four16 before them)."""
     has_column = cursor.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass('simhash.store_info') "
         "AND attname = 'layout' AND NOT attisdropped)"

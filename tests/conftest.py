@@ -48,6 +48,10 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"
 TEST_URL_VARIABLE = "SIMHASH_STORE_TEST_URL"
 STRICT_SKIPS_VARIABLE = "SIMHASH_STORE_STRICT_SKIPS"
+# SIMHASH_STORE_TEST_LAYOUT=lean (or wide3): the migrated databases tests start from get that
+# block layout's search indexes and functions, so the search tests run against it. Tests that
+# name four16's indexes or plans fail there by design.
+LAYOUT_VARIABLE = "SIMHASH_STORE_TEST_LAYOUT"
 
 # The only reasons a test may be skipped in CI (prefixes of the skip message), and why each
 # is acceptable. Anything else (a missing file, a missing corpus, a missing library) means a
@@ -201,6 +205,8 @@ class Server:
             engine = create_engine(self.url(name))
             migrate.upgrade(engine)
             engine.dispose()
+            if os.environ.get(LAYOUT_VARIABLE):  # every test's store with that layout's indexes and functions
+                _give_layout(self.url(name), os.environ[LAYOUT_VARIABLE])
             self._template = name
         return self._template
 
@@ -219,6 +225,21 @@ class Server:
         if self._template:
             self.drop_database(self._template)
         self._admin.dispose()
+
+
+def _give_layout(url: URL, layout: str) -> None:
+    """Give the migrated (still empty, unrecorded) store at ``url`` the search indexes and functions of ``layout``."""
+    import psycopg
+
+    from simhash_store.store import layout as store_layout
+
+    with psycopg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False)) as connection:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO simhash.store_info (singleton, scheme_name, scheme) VALUES (true, 'pending', '{}'::jsonb)"
+            )
+            store_layout.switch(cursor, store_layout.validate_layout(layout), 10.0)
+            cursor.execute("DELETE FROM simhash.store_info")
 
 
 def _embedded_server(directory: Path):

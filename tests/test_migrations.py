@@ -41,7 +41,7 @@ SQL_FILES_SHA256 = {
 # The functions revision 0008 adds; every other one it re-creates from files exactly as 0007 left it.
 NEW_IN_0008 = {"simhash.from_hex(text)", "simhash.to_hex(bigint)"}
 NEW_IN_0009 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011"]
+REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012"]
 
 CHECKSUM = (
     "SELECT count(*), md5(string_agg(md5(ROW(id, key, fingerprint, block0, block1, block2, block3, digest, "
@@ -108,6 +108,7 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
     assert [f for f in functions["0009"] if f[0] not in NEW_IN_0009] == functions["0008"]  # 0009 only adds
     assert functions["0010"] == functions["0009"]  # 0010 adds columns, no function
     assert functions["0011"] == functions["0010"]  # 0011 adds the layouts' table and column: four16 keeps its functions
+    assert functions["0012"] == functions["0011"]  # 0012 lets a store record the lean layout, no function
     with Store(empty_database_url) as store:  # the library reads the upgraded store
         assert [m.key for m in store.query(query, 7)] == [key for key, _ in states["0001"][1]]
         assert [len(found) for found in store.query_many([query, query ^ 1], 2)] == [3, 4]

@@ -150,7 +150,9 @@ class Store:
         ``segments``: from now on every write keeps the fingerprints of each document's segments,
         for :meth:`query_containment` (refused on a distributed store; see docs/containment.md).
         ``layout``: the block layout of the search indexes, ``"four16"`` (a new store's) or
-        ``"wide3"`` (faster from about 30M documents; one server only); None keeps the store's.
+        ``"wide3"`` (faster from about 30M documents; one server only) or ``"lean"`` (about 60% of
+        four16's bytes a document, searches 2-9x slower; one server only); None
+        keeps the store's.
         Changing it rebuilds the search indexes under an exclusive lock (see
         :mod:`simhash_store.store.layout`).
         """
@@ -180,7 +182,7 @@ class Store:
 
     @property
     def layout(self) -> str:
-        """The block layout of the store's search indexes, ``"four16"`` or ``"wide3"``: a read."""
+        """The block layout of the store's search indexes, ``"four16"``, ``"wide3"`` or ``"lean"``: a read."""
         self._prepare(record=False)
         return self._read(store_layout.stored_layout)
 
@@ -718,7 +720,7 @@ class Store:
             "default_max_distance": DEFAULT_MAX_DISTANCE,
             "recommended_max_distance": self.recommended_distance(),  # calibrate --apply; None: not recorded
             "cluster_max_distance": self._read(clusters.max_distance),  # None: the store keeps no clusters
-            "layout": self._read(store_layout.stored_layout),  # four16 or wide3: the search indexes
+            "layout": self._read(store_layout.stored_layout),  # four16, wide3 or lean: the search indexes
             **{name: found[name] for name in ("table_bytes", "heap_bytes", "database_bytes", "largest_block_buckets")},
         }
 

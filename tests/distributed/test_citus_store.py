@@ -124,24 +124,27 @@ def test_an_existing_store_is_distributed_in_place(citus_url):
     assert shell == (0, 0)  # the original rows are not left behind on the coordinator
 
 
-def test_the_wide3_layout_is_refused_on_citus_in_one_line(citus_url):
-    """A distributed store keeps the four16 layout: wide3 is refused before it is distributed, and after."""
-    result = cli(citus_url, "init", "--layout", "wide3", "--distributed")
+@pytest.mark.parametrize("layout", ["wide3", "lean"])
+def test_one_server_layouts_are_refused_on_citus_in_one_line(citus_url, layout):
+    """A distributed store keeps the four16 layout: wide3 and lean are refused before it is distributed, and after."""
+    result = cli(citus_url, "init", "--layout", layout, "--distributed")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
-        "Error: the wide3 layout is for one server: a distributed (Citus) store keeps the four16 layout"
+        f"Error: the {layout} layout is for one server: a distributed (Citus) store keeps the four16 layout"
     ]
     with Store(citus_url) as store:
-        store.init(layout="wide3")  # one server first (Citus installed, not used)
+        store.init(layout=layout)  # one server first (Citus installed, not used)
         store.add(random_documents(20, 11))
     result = cli(citus_url, "init", "--distributed")
     assert result.exit_code == 1
-    assert "this store has the wide3 layout (init --layout), which is for one server" in result.stderr
+    assert f"this store has the {layout} layout (init --layout), which is for one server" in result.stderr
     assert cli(citus_url, "init", "--layout", "four16").exit_code == 0
     assert cli(citus_url, "init", "--distributed").exit_code == 0
-    result = cli(citus_url, "init", "--layout", "wide3")
+    result = cli(citus_url, "init", "--layout", layout)
     assert result.exit_code == 1
-    assert "the wide3 layout is for one server: a distributed (Citus) store keeps the four16 layout" in result.stderr
+    assert (
+        f"the {layout} layout is for one server: a distributed (Citus) store keeps the four16 layout" in result.stderr
+    )
     with Store(citus_url) as store:
         assert store.layout == "four16" and store.count() == 20
         query = store.get("doc/7").fingerprint
