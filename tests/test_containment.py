@@ -137,17 +137,26 @@ def _brute_force(
     return found
 
 
+@pytest.mark.parametrize("copies", [1, 8, 300])
 @pytest.mark.parametrize("k", [0, 1, 3])
-def test_sql_functions_equal_brute_force(database_url, k):
-    # Segment fingerprints near each other at every distance 0..5, in planted groups, and unrelated ones.
+def test_sql_functions_equal_brute_force(database_url, k, copies):
+    # Segment fingerprints near each other at every distance 0..5, in planted groups, and unrelated
+    # ones; some repeated ``copies`` times in a document and in the query (a paragraph repeated on a
+    # page): each copy counts, and 300 copies answer in time in proportion to them, not their square.
     base = [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0x0F0F_F0F0_1234_8765]
     stored = {
-        "a": (base[0], base[1] ^ 0b111, 0x1111_2222_3333_4444),
-        "b": (base[0] ^ 1, base[2] ^ (1 << 63), base[1] ^ 0b1111),
-        "c": (base[2] ^ 0b11 << 20, 0x5555_6666_7777_8888),
+        "a": (base[0], base[1] ^ 0b111, 0x1111_2222_3333_4444, *[base[0]] * (copies - 1)),
+        "b": (base[0] ^ 1, base[2] ^ (1 << 63), base[1] ^ 0b1111, *[base[0] ^ 1] * (copies - 1)),
+        "c": (base[2] ^ 0b11 << 20, 0x5555_6666_7777_8888, *[base[2] ^ 0b11 << 20] * (copies // 2)),
         "d": (base[1] ^ 0b11111,),
     }
-    query = (base[0] ^ (1 << 40), base[1], base[2] ^ 0b101, 0x9999_AAAA_BBBB_CCCC)
+    query = (
+        base[0] ^ (1 << 40),
+        base[1],
+        base[2] ^ 0b101,
+        0x9999_AAAA_BBBB_CCCC,
+        *[base[0] ^ (1 << 40)] * (copies - 1),
+    )
     with Store(database_url) as store:
         store.init(segments=True)
         store.add([NewDocument(key, values[0], segments=values) for key, values in stored.items()])

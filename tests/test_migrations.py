@@ -25,7 +25,9 @@ SQL_FILES = VERSIONS.parent / "sql"
 # changes; a new version is a new file (with its Citus variant beside it when Citus needs one).
 SQL_FILES_SHA256 = {
     "contained.v1.sql": "25e77ac54b6d02c6d663e8a86d44eb84f830c94a4fb75d846a2f86f671c66b1c",
+    "contained.v2.sql": "c28607f888f7a3eff554bb7684ad34906b66aee48a98fb1df837aad6c078e342",
     "containment_pairs.v1.sql": "87ff9df0b43bd888671146e8c0613281d8de06e35301e0210cd02c63c5ce83ed",
+    "containment_pairs.v2.sql": "7ece8faf4deb1d7449bbf8b97f57aae3f079bebf2576f9fb6d15c969dcacaa65",
     "cluster_of.v1.sql": "8c604662d29125fd24c243d7ef756a647e9f2d29950d1916cc8039e34e26ec36",
     "distance.v2.sql": "b5df71bde275490a5f1610ee424dcb690064b14c90b58fd2890f282405e0d57d",
     "documents_shard_bytes.v1.citus.sql": "6c170cd10e07f820a404c41ecdab2cce7f89f79c3e0bbcc06a0496964579101a",
@@ -41,7 +43,9 @@ SQL_FILES_SHA256 = {
 # The functions revision 0008 adds; every other one it re-creates from files exactly as 0007 left it.
 NEW_IN_0008 = {"simhash.from_hex(text)", "simhash.to_hex(bigint)"}
 NEW_IN_0009 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012"]
+REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012", "0013"]
+# The functions revision 0013 gives a new version (containment counted per distinct fingerprint); the rest it keeps.
+CHANGED_IN_0013 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
 
 CHECKSUM = (
     "SELECT count(*), md5(string_agg(md5(ROW(id, key, fingerprint, block0, block1, block2, block3, digest, "
@@ -109,6 +113,8 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
     assert functions["0010"] == functions["0009"]  # 0010 adds columns, no function
     assert functions["0011"] == functions["0010"]  # 0011 adds the layouts' table and column: four16 keeps its functions
     assert functions["0012"] == functions["0011"]  # 0012 lets a store record the lean layout, no function
+    kept = [[f for f in functions[r] if f[0] not in CHANGED_IN_0013] for r in ("0012", "0013")]
+    assert kept[0] == kept[1] and functions["0013"] != functions["0012"]
     with Store(empty_database_url) as store:  # the library reads the upgraded store
         assert [m.key for m in store.query(query, 7)] == [key for key, _ in states["0001"][1]]
         assert [len(found) for found in store.query_many([query, query ^ 1], 2)] == [3, 4]
