@@ -23,6 +23,7 @@ per record (``dedup_dataset(join=...)``).
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -626,6 +627,59 @@ def _check_reachable(address: str | None) -> None:
         raise InputError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
 
 
+def ray_address_file() -> str:
+    """Where ``ray start`` records the address of the cluster it started, which Ray's ``auto``
+    reads: ``ray_current_cluster`` in Ray's temporary directory (``RAY_TMPDIR``, else ``TMPDIR``,
+    else ``/tmp``, then ``ray``), as Ray finds it."""
+    base = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(base, "ray", "ray_current_cluster")
+
+
+def resolved_address(address: str | None) -> str:
+    """The head's address to connect to for ``address`` (``None`` or ``"auto"``: the cluster of
+    yours this machine runs). Ray's own ``auto`` reads the address file in a temporary directory
+    every user may write (``/tmp/ray``, made 0777 by Ray), and failing that joins any Ray node
+    running on the machine, whoever started it: another user's cluster would get every text to
+    fingerprint, send back the fingerprints (the verdicts) and data this process unpickles. So
+    ``auto`` is ``RAY_ADDRESS`` where set, else the address file, read only if it is a regular
+    file of this user's (opened without following a link); else one line (:class:`InputError`)."""
+    import stat
+
+    if address is not None and address != "auto":
+        return address
+    if os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"]
+    path = ray_address_file()
+    name_it = "start one (ray start --head) or give its head's address: --ray HOST:PORT"
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise InputError(f"--ray auto found no Ray cluster started on this machine ({path}): {name_it}") from None
+    except OSError as exc:
+        raise InputError(f"--ray auto cannot read {path}: {exc.strerror}; {name_it}") from None
+    with os.fdopen(descriptor, "rb") as file:
+        found = os.fstat(file.fileno())
+        if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid():
+            raise InputError(
+                f"--ray auto: {path} was not written by you (owner {_user_name(found.st_uid)}): the cluster it "
+                "names may be another user's, whose workers would read your texts and choose the verdicts; "
+                f"{name_it}"
+            )
+        recorded = file.read(4096).decode("utf-8", "replace").strip()
+    if not recorded:
+        raise InputError(f"--ray auto: {path} names no cluster; {name_it}")
+    return recorded
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 class RayFingerprinter:
     """:class:`ingest.Fingerprinter` on a Ray cluster: each batch split over one actor per CPU,
     each with the scheme loaded once. For :func:`dedup.dedup_files` (``dedup --ray``)."""
@@ -633,6 +687,7 @@ class RayFingerprinter:
     def __init__(self, scheme: Scheme, address: str | None) -> None:
         ray = _ray()
         if not ray.is_initialized():
+            address = resolved_address(address)
             _check_reachable(address)
             try:
                 ray.init(address=address, log_to_driver=False, logging_level="ERROR")

@@ -1413,3 +1413,38 @@ def test_grant_read_with_a_password_leaves_no_verifier_in_pg_stat_statements_or_
         assert admin.execute(
             "SELECT rolpassword LIKE 'SCRAM-SHA-256$%' FROM pg_authid WHERE rolname = 'simhash_reader'"
         ).fetchone() == (True,)
+
+
+def test_ray_auto_joins_only_a_cluster_you_started(tmp_path, monkeypatch):
+    """Ray's own ``auto`` reads /tmp/ray/ray_current_cluster (a directory Ray makes 0777), else joins
+    any Ray node on the machine: another user's cluster would get every text and choose the verdicts.
+    ``dedup --ray auto`` takes RAY_ADDRESS, else that file only if it is a regular file of yours."""
+    from simhash_store.errors import InputError
+    from simhash_store.ray_data import ray_address_file, resolved_address
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    recorded = Path(ray_address_file())
+    assert recorded == tmp_path / "ray" / "ray_current_cluster"
+    assert resolved_address("10.1.2.3:6380") == "10.1.2.3:6380"  # named: taken as given
+    with pytest.raises(InputError, match="found no Ray cluster started on this machine"):
+        resolved_address("auto")
+    recorded.parent.mkdir(mode=0o777)
+    recorded.write_text("127.0.0.1:6411\n")
+    assert resolved_address("auto") == resolved_address(None) == "127.0.0.1:6411"
+    monkeypatch.setenv("RAY_ADDRESS", "10.9.8.7:6379")
+    assert resolved_address("auto") == "10.9.8.7:6379"
+    monkeypatch.delenv("RAY_ADDRESS")
+    recorded.unlink()
+    planted = tmp_path / "elsewhere"
+    planted.write_text("203.0.113.9:6379")
+    recorded.symlink_to(planted)  # a link another user put there
+    with pytest.raises(InputError, match="cannot read"):
+        resolved_address("auto")
+    recorded.unlink()
+    if os.geteuid() == 0:  # a file another user wrote (staged as root)
+        recorded.write_text("203.0.113.9:6379")
+        os.chown(recorded, 65534, 65534)
+        with pytest.raises(InputError, match="was not written by you") as refused:
+            resolved_address("auto")
+        assert "\n" not in str(refused.value)

@@ -234,8 +234,9 @@ def dedup_command(
         typer.Option(
             "--ray",
             metavar="ADDRESS",
-            help="Fingerprint on the Ray cluster at ADDRESS (host:port of its head, or 'auto') instead of --jobs "
-            "local processes; the verdicts are the same (needs simhash-store[ray]).",
+            help="Fingerprint on the Ray cluster at ADDRESS (host:port of its head, or 'auto': RAY_ADDRESS, else the "
+            "cluster you started on this machine) instead of --jobs local processes; the verdicts are the same "
+            "(needs simhash-store[ray]).",
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
