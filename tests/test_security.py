@@ -1288,6 +1288,42 @@ def test_grant_read_refuses_a_role_that_may_call_an_extensions_c_function_public
         admin.dispose()
 
 
+def test_grant_read_refuses_a_role_that_may_call_another_roles_security_definer_function(database_url, make_role):
+    # A SECURITY DEFINER function of the owner's (or a superuser's) that deletes documents, granted to
+    # the role and not to PUBLIC: grant-read called the role read-only, and it wrote through it.
+    url = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("CREATE SCHEMA h12app"))
+            connection.execute(
+                text(
+                    "CREATE FUNCTION h12app.purge() RETURNS void LANGUAGE sql SECURITY DEFINER "
+                    "SET search_path = pg_catalog AS $$ DELETE FROM simhash.documents $$"
+                )
+            )
+            connection.execute(text("REVOKE EXECUTE ON FUNCTION h12app.purge() FROM PUBLIC"))
+            connection.execute(text("GRANT USAGE ON SCHEMA h12app TO PUBLIC"))
+        role = make_role(database_url, "GRANT EXECUTE ON FUNCTION h12app.purge() TO {role}")
+        line = _one_error_line(CliRunner().invoke(app, ["--db", url, "grant-read", role]))
+        assert "may call h12app.purge()" in line and "nothing granted" in line, line
+        with Store(database_url) as store:
+            assert store.count() == 1
+        invoker = make_role(database_url)  # one of its own, SECURITY DEFINER or not: its own rights
+        with _as(database_url, invoker) as connection:
+            connection.execute(
+                "CREATE FUNCTION pg_temp.mine() RETURNS int LANGUAGE sql SECURITY DEFINER AS $$ SELECT 1 $$"
+            )
+        result = CliRunner().invoke(app, ["--db", url, "grant-read", invoker])
+        assert result.exit_code == 0, result.output
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA h12app CASCADE"))
+        admin.dispose()
+
+
 def test_grant_read_checks_a_role_whose_name_needs_quotes_and_not_its_lower_case_namesake(database_url, make_role):
     """A role name is taken as it is, never as an identifier: "Simhash_Reader_..." was read as
     simhash_reader_... by part of the check (a traceback when no such role exists; that other

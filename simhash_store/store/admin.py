@@ -57,8 +57,10 @@ READ_ONLY_MEMBERSHIPS = ("pg_stat_scan_tables",)
 # (SELECT on pg_authid reads every role's SCRAM verifier, as pg_read_all_data does; EXECUTE on
 # pg_read_file reads the server's files), or a function in C of any other schema PUBLIC is not
 # given (an extension's: dblink_connect_u connects as any role the server trusts without a
-# password, a superuser too; pageinspect's get_raw_page reads pg_authid's pages), unless the
-# read-only roles above are (pgstattuple's, given to pg_stat_scan_tables). The role is found by
+# password, a superuser too; pageinspect's get_raw_page reads pg_authid's pages) or a SECURITY
+# DEFINER function of another role's (it runs with that role's rights: one of the owner's that
+# deletes documents made the "read-only" role a writer), unless the read-only roles above are
+# (pgstattuple's, given to pg_stat_scan_tables). The role is found by
 # its name as it is, never cast to regrole, which reads it as an identifier: "NewsReader" became
 # newsreader (a traceback, or another role's check).
 _WRITES_OR_MORE = """
@@ -109,7 +111,8 @@ UNION ALL
 SELECT 'may call ' || CAST(CAST(p.oid AS pg_catalog.regprocedure) AS pg_catalog.text) FROM pg_catalog.pg_proc p
     WHERE (p.pronamespace = CAST('pg_catalog' AS pg_catalog.regnamespace) AND p.proname NOT LIKE 'lo\\_%%'
            OR p.pronamespace <> CAST('pg_catalog' AS pg_catalog.regnamespace)
-              AND p.prolang IN (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname IN ('c', 'internal')))
+              AND (p.prolang IN (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname IN ('c', 'internal'))
+                   OR p.prosecdef AND NOT pg_catalog.pg_has_role(%(role)s, p.proowner, 'USAGE')))
       AND pg_catalog.has_function_privilege(%(role)s, p.oid, 'EXECUTE')
       AND NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')
       AND NOT EXISTS (SELECT FROM pg_catalog.unnest(CAST(%(read_only_roles)s AS pg_catalog.text[])) AS o (name)
