@@ -19,7 +19,9 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   tables, and every function, operator, type and relation a trigger's WHEN condition names
   belongs to the schema's owner, a member of it, or a superuser;
 - no trigger condition runs SQL given as text through pg_catalog's functions
-  (query_to_xml('SELECT f()', ...) names nothing the check could follow). One that calls a
+  (query_to_xml('SELECT f()', ...) names nothing the check could follow), nor calls set_config
+  (a search_path it sets for the session makes the writer's next statements call another
+  role's operators). One that calls a
   superuser's own function running SQL text is not seen (docs/limitations.md).
 
 The query also says whether the version table exists, which the revision check asked before:
@@ -56,8 +58,11 @@ LIBRARY_FUNCTIONS = (
 # The WHEN condition in pg_get_triggerdef's text, and the pg_catalog functions that run SQL given as
 # text or as a name (a query, a cursor, a table or view, a schema, the database; ts_stat and
 # ts_rewrite take a query's text): through them a condition reaches functions it does not name.
+# set_config too: a condition that sets search_path (for the session, not only the statement) puts
+# another role's schema first, and its operators (= on bigint, on text) then run in the writer's
+# next statements, which name no schema for an operator.
 _TRIGGER_CONDITION = r"WHEN \((.*)\) EXECUTE (?:FUNCTION|PROCEDURE) "
-_RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite"
+_RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite|set_config"
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
 # Owners and CREATE grantees are compared with the schema owner's own members (who may act as
@@ -207,8 +212,9 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
     if sql_text and not foreign:
         raise UntrustedSchemaError(
             f"schema {schema} in database {where} (owner {owner}) has a trigger whose condition runs SQL given as "
-            f"text ({sql_text}): what that SQL calls cannot be checked, and it would run with your rights when you "
-            f"write: have {owner} (or a superuser) drop it, or move the condition into the trigger's function"
+            f"text or changes settings ({sql_text}): what that SQL calls, or what a changed search_path makes your "
+            f"next statements call, cannot be checked, and it would run with your rights when you write: have "
+            f"{owner} (or a superuser) drop it, or move the condition into the trigger's function"
         )
     raise UntrustedSchemaError(
         f"schema {schema} in database {where} (owner {owner}) holds objects another role made: {foreign}, "
