@@ -629,6 +629,8 @@ def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(data
     [
         "query_to_xml('SELECT app.cond()', false, false, '') IS NULL",
         "pg_catalog.ts_rewrite('a'::tsquery, 'SELECT app.query(), app.query()') IS NULL",
+        # a volatile function of pg_catalog's acting with the writer's rights (a server file for a superuser)
+        "pg_catalog.lo_unlink(pg_catalog.lo_from_bytea(0, 'x'::bytea)) IS NULL",
     ],
 )
 def test_a_trigger_condition_that_runs_sql_text_is_refused_whoever_made_it(database_url, condition):
@@ -661,7 +663,8 @@ def test_a_trigger_condition_that_runs_sql_text_is_refused_whoever_made_it(datab
             CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
         )
         assert (
-            "has a trigger whose condition runs SQL given as text or changes settings (zz_text on documents)" in line
+            "has a trigger whose condition runs SQL given as text or calls a volatile function (zz_text on documents)"
+            in line
         ), line
         with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_text"):
             store.add([NewDocument("b", 6)])
@@ -703,8 +706,9 @@ def test_a_trigger_condition_that_sets_the_search_path_is_refused_whoever_made_i
         line = _one_error_line(
             CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
         )
-        assert "has a trigger whose condition runs SQL given as text or changes settings (zz_path on documents)" in (
-            line
+        assert (
+            "has a trigger whose condition runs SQL given as text or calls a volatile function (zz_path on documents)"
+            in (line)
         ), line
         with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_path"):
             store.add([NewDocument("b", 6)])
