@@ -19,7 +19,9 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   tables, and every function, operator, type and relation a trigger's WHEN condition names
   belongs to the schema's owner, a member of it, or a superuser;
 - no trigger condition runs SQL given as text through pg_catalog's functions
-  (query_to_xml('SELECT f()', ...) names nothing the check could follow). One that calls a
+  (query_to_xml('SELECT f()', ...) names nothing the check could follow), nor calls a volatile
+  function (set_config: a search_path it sets for the session makes the writer's next
+  statements call another role's operators; lo_export, setval, ...). One that calls a
   superuser's own function running SQL text is not seen (docs/limitations.md).
 
 The query also says whether the version table exists, which the revision check asked before:
@@ -56,8 +58,14 @@ LIBRARY_FUNCTIONS = (
 # The WHEN condition in pg_get_triggerdef's text, and the pg_catalog functions that run SQL given as
 # text or as a name (a query, a cursor, a table or view, a schema, the database; ts_stat and
 # ts_rewrite take a query's text): through them a condition reaches functions it does not name.
+# A condition calling a volatile function is refused too (found in the condition's node tree: the
+# functions of its calls and operators): set_config('search_path', 'app, pg_catalog', false) put
+# another role's schema first for the session, and its operators (= on bigint, on text) then ran in
+# the writer's next statements, which name no schema for an operator; lo_export, setval, ... act
+# with the writer's rights.
 _TRIGGER_CONDITION = r"WHEN \((.*)\) EXECUTE (?:FUNCTION|PROCEDURE) "
-_RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite"
+_RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite|set_config"
+_CALLED = r":(?:op)?funcid ([0-9]+)"
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
 # Owners and CREATE grantees are compared with the schema owner's own members (who may act as
@@ -153,8 +161,13 @@ SELECT
     (SELECT pg_catalog.string_agg(g.tgname OPERATOR(pg_catalog.||) ' on ' OPERATOR(pg_catalog.||) c.relname, ', ')
      FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
      WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND NOT g.tgisinternal AND g.tgqual IS NOT NULL
-       AND pg_catalog.substring(pg_catalog.pg_get_triggerdef(g.oid), %(condition)s)
-           OPERATOR(pg_catalog.~*) %(runs_sql_text)s),
+       AND (pg_catalog.substring(pg_catalog.pg_get_triggerdef(g.oid), %(condition)s)
+            OPERATOR(pg_catalog.~*) %(runs_sql_text)s
+            -- or calls a volatile function (pg_catalog's own too, which pg_depend does not list):
+            -- set_config (a search_path for the session), lo_export, setval, ...
+            OR EXISTS (SELECT FROM pg_catalog.regexp_matches(g.tgqual::pg_catalog.text, %(called)s, 'g') AS m (a)
+                       JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) (m.a[1])::pg_catalog.oid
+                       WHERE p.provolatile OPERATOR(pg_catalog.=) 'v'))),
     pg_catalog.to_regclass(%(version_table)s) IS NOT NULL
 FROM (SELECT) AS one LEFT JOIN schema s ON true
 """
@@ -176,6 +189,7 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             "functions": list(LIBRARY_FUNCTIONS),
             "condition": _TRIGGER_CONDITION,
             "runs_sql_text": _RUNS_SQL_TEXT,
+            "called": _CALLED,
         },
     ).fetchone()
     me, owner, owner_trusted, creators, triggerers, foreign, sql_text, versioned = row
@@ -207,8 +221,9 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
     if sql_text and not foreign:
         raise UntrustedSchemaError(
             f"schema {schema} in database {where} (owner {owner}) has a trigger whose condition runs SQL given as "
-            f"text ({sql_text}): what that SQL calls cannot be checked, and it would run with your rights when you "
-            f"write: have {owner} (or a superuser) drop it, or move the condition into the trigger's function"
+            f"text or calls a volatile function ({sql_text}): what that SQL calls, or what a changed search_path makes your "
+            f"next statements call, cannot be checked, and it would run with your rights when you write: have "
+            f"{owner} (or a superuser) drop it, or move the condition into the trigger's function"
         )
     raise UntrustedSchemaError(
         f"schema {schema} in database {where} (owner {owner}) holds objects another role made: {foreign}, "

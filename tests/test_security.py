@@ -629,6 +629,8 @@ def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(data
     [
         "query_to_xml('SELECT app.cond()', false, false, '') IS NULL",
         "pg_catalog.ts_rewrite('a'::tsquery, 'SELECT app.query(), app.query()') IS NULL",
+        # a volatile function of pg_catalog's acting with the writer's rights (a server file for a superuser)
+        "pg_catalog.lo_unlink(pg_catalog.lo_from_bytea(0, 'x'::bytea)) IS NULL",
     ],
 )
 def test_a_trigger_condition_that_runs_sql_text_is_refused_whoever_made_it(database_url, condition):
@@ -660,12 +662,61 @@ def test_a_trigger_condition_that_runs_sql_text_is_refused_whoever_made_it(datab
         line = _one_error_line(
             CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
         )
-        assert "has a trigger whose condition runs SQL given as text (zz_text on documents)" in line, line
+        assert (
+            "has a trigger whose condition runs SQL given as text or calls a volatile function (zz_text on documents)"
+            in line
+        ), line
         with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_text"):
             store.add([NewDocument("b", 6)])
         with admin.connect() as connection:
             assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
             connection.execute(text("DROP TRIGGER zz_text ON simhash.documents"))
+            connection.execute(text("DROP SCHEMA app CASCADE"))
+    with Store(database_url) as store:
+        store.add([NewDocument("b", 6)])
+        assert store.count() == 2
+
+
+def test_a_trigger_condition_that_sets_the_search_path_is_refused_whoever_made_it(database_url):
+    # A condition calling only pg_catalog's set_config put a writer's schema first on the owner's
+    # session path: its = on bigint and on text then ran, with the owner's rights, in the statements
+    # of the same write that name no schema for an operator (and on the pooled connection after it).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(database_url, role) as writer:
+            writer.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            writer.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            for type_ in ("bigint", "text"):
+                writer.execute(
+                    f"CREATE FUNCTION app.eq({type_}, {type_}) RETURNS boolean LANGUAGE plpgsql "
+                    "SET search_path = pg_catalog AS $$ BEGIN INSERT INTO app.stolen VALUES (current_user); "
+                    "RETURN $1 OPERATOR(pg_catalog.=) $2; END $$"
+                )
+                writer.execute(f"CREATE OPERATOR app.= (LEFTARG = {type_}, RIGHTARG = {type_}, FUNCTION = app.eq)")
+        with admin.connect() as connection:  # as the trigger the writer left looks: no dependency on app
+            connection.execute(
+                text(
+                    "CREATE TRIGGER zz_path BEFORE INSERT OR UPDATE ON simhash.documents FOR EACH ROW "
+                    "WHEN (pg_catalog.set_config('search_path', 'app, pg_catalog, pg_temp', false) IS NULL) "
+                    "EXECUTE FUNCTION pg_catalog.suppress_redundant_updates_trigger()"
+                )
+            )
+        line = _one_error_line(
+            CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
+        )
+        assert (
+            "has a trigger whose condition runs SQL given as text or calls a volatile function (zz_path on documents)"
+            in (line)
+        ), line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_path"):
+            store.add([NewDocument("b", 6)])
+            store.add([NewDocument("c", 7)])
+            store.remove(["c"])
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP TRIGGER zz_path ON simhash.documents"))
             connection.execute(text("DROP SCHEMA app CASCADE"))
     with Store(database_url) as store:
         store.add([NewDocument("b", 6)])
