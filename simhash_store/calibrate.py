@@ -250,6 +250,15 @@ def plot(calibration: Calibration, path: str, title: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # matplotlib reads a matplotlibrc in the working directory when it is imported: in a directory
+    # others may write (/tmp, a shared folder) another user's file would set the plot's settings
+    # (a savefig.dpi that made savefig fail with a traceback, curves drawn invisible, figure hooks).
+    # The plot is drawn with matplotlib's own defaults, whatever file was read.
+    with plt.style.context("default"):
+        _draw(calibration, path, title, plt)
+
+
+def _draw(calibration: Calibration, path: str, title: str, plt: Any) -> None:
     ks = [row.k for row in calibration.rows]
     figure, recall_axes = plt.subplots(figsize=(8, 4.8), dpi=110)
     for values in calibration.light_by_kind.values():

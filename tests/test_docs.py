@@ -80,3 +80,14 @@ def test_the_map_of_where_to_add_things_matches_the_code():
         "output format",
     ):
         assert f"| a {room} " in section or f"| an {room} " in section, f"the map has no row for {room}"
+
+
+def test_no_example_puts_a_token_on_a_command_line():
+    """A command's arguments are readable by every local user (``ps``, /proc/PID/cmdline): a curl
+    example with ``-H "Authorization: Bearer $TOKEN"`` gave the token to anyone watching. Shell
+    examples send it on curl's standard input instead."""
+    pages = [REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    for page in pages:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if "curl" in line or line.lstrip().startswith(("-H", "--header")):
+                assert not re.search(r"-H\s+['\"]?Authorization", line), f"{page.name}:{number}: {line}"

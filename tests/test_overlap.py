@@ -259,3 +259,28 @@ def test_calibrate_plot_is_written_whole_under_its_name(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "k.svg").read_text().lstrip().startswith("<?xml")  # the format its name says
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "k.svg"]  # no temporary file left
+
+
+def test_calibrate_plot_ignores_a_matplotlibrc_in_the_working_directory(tmp_path):
+    """matplotlib reads ./matplotlibrc on import: in a directory others may write (/tmp, a shared
+    folder), another user's file set the plot's settings; a savefig.dpi of theirs made the run end
+    in a traceback (std::bad_alloc) with no plot. The plot is drawn with matplotlib's defaults."""
+    pytest.importorskip("matplotlib")
+    import struct
+
+    texts = _write_jsonl(tmp_path / "docs.jsonl", _laws()[:12])
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "matplotlibrc").write_text("savefig.dpi: 11\nlines.linewidth: 0\n")
+    plot = tmp_path / "k.png"
+    result = subprocess.run(
+        [sys.executable, "-c", "from simhash_store.cli import main; main()", "calibrate", "--scheme", SCHEME]
+        + ["--jsonl", str(texts), "--plot", str(plot), "--sample", "12"],
+        cwd=shared,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    width, height = struct.unpack(">II", plot.read_bytes()[16:24])  # the PNG header's size
+    assert (width, height) == (880, 528)  # 8 x 4.8 inches at 110 dpi, not at the planted 11 dpi
