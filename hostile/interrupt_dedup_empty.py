@@ -40,7 +40,9 @@ def state(db):
 
 
 def run(db, out):
-    return subprocess.run([exe, "dedup", inp, "-o", out, "-q", "-j", "2", "--db", f"{base}/{db}"], capture_output=True, text=True)
+    return subprocess.run(
+        [exe, "dedup", inp, "-o", out, "-q", "-j", "2", "--db", f"{base}/{db}"], capture_output=True, text=True
+    )
 
 
 fresh("h12_ref")
@@ -48,12 +50,16 @@ r = run("h12_ref", TMP + "/h12_ref.jsonl")
 print("reference", r.returncode, state("h12_ref")[0], r.stderr.strip()[-200:])
 ref_idx = state("h12_ref")[1]
 reference = open(TMP + "/h12_ref.jsonl").read()
-for trial in range(trials):
+for _trial in range(trials):
     fresh("h12_int")
     sig = rng.choice([signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
     delay = rng.uniform(0.5, 12)
-    p = subprocess.Popen([exe, "dedup", inp, "-o", TMP + "/h12_int_out.jsonl", "-q", "-j", "2", "--db", f"{base}/h12_int"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [exe, "dedup", inp, "-o", TMP + "/h12_int_out.jsonl", "-q", "-j", "2", "--db", f"{base}/h12_int"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(delay)
     p.send_signal(sig)
     out, err = p.communicate()
@@ -61,5 +67,7 @@ for trial in range(trials):
     r = run("h12_int", TMP + "/h12_int_out.jsonl")
     same = r.returncode == 0 and open(TMP + "/h12_int_out.jsonl").read() == reference
     n2, idx2 = state("h12_int")
-    print(f"{sig.name} at {delay:.1f}s: rc={p.returncode} err={err.strip()[-160:]!r} store={n} idx_ok={idx == ref_idx or idx == []}"
-          f" | rerun rc={r.returncode} same_output={same} store={n2} idx_ok={idx2 == ref_idx} {r.stderr.strip()[-200:]}")
+    print(
+        f"{sig.name} at {delay:.1f}s: rc={p.returncode} err={err.strip()[-160:]!r} store={n} idx_ok={idx == ref_idx or idx == []}"
+        f" | rerun rc={r.returncode} same_output={same} store={n2} idx_ok={idx2 == ref_idx} {r.stderr.strip()[-200:]}"
+    )
