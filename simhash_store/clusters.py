@@ -495,7 +495,32 @@ def leaders(values: np.ndarray, k: int) -> np.ndarray:
     """
     if len(values) == 0:
         return np.arange(0, dtype=np.int64)
-    return leaders_over_pairs(len(values), *near_pairs(values, k))
+    return leaders_over_pairs(len(values), *_pairs_with_first_copies(values, k))
+
+
+def _pairs_with_first_copies(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs within ``k`` that :func:`leaders_over_pairs` needs, without the n² / 2 pairs of n
+    identical fingerprints: only a value's first copy can represent (a later copy has it at
+    distance 0, or the representative it joined at the same distance, earlier), so each position is
+    paired with the first copy of every value within ``k`` of its own (its own value's included)."""
+    unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    positions = np.arange(len(values), dtype=np.int64)
+    copies = positions != first[inverse]
+    lefts, rights, distances = [first[inverse[copies]]], [positions[copies]], [np.zeros(int(copies.sum()), np.int64)]
+    a, b, distance = near_pairs(unique, k)  # between distinct values
+    if len(a):
+        order = np.argsort(inverse, kind="stable")  # positions grouped by value
+        starts = np.searchsorted(inverse[order], np.arange(len(unique)))
+        sizes = np.bincount(inverse, minlength=len(unique))
+        for this, other in ((a, b), (b, a)):
+            counts = sizes[this]
+            pair = np.repeat(np.arange(len(this)), counts)
+            within = np.arange(len(pair)) - np.repeat(np.cumsum(counts) - counts, counts)
+            lefts.append(order[starts[this][pair] + within])
+            rights.append(first[other][pair])
+            distances.append(distance[pair])
+    return np.concatenate(lefts), np.concatenate(rights), np.concatenate(distances)
 
 
 def leaders_with_copies(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None = None) -> np.ndarray:
