@@ -92,8 +92,13 @@ def data_dir():
 
 
 def _postmaster_pid(data_dir: Path) -> int | None:
-    pid_file = data_dir / "pgdata" / "postmaster.pid"
-    return int(pid_file.read_text().split("\n", 1)[0]) if pid_file.exists() else None
+    """The server's pid from its postmaster.pid; None while there is none, or while the server is
+    still writing it (read empty or cut short: a test polling it once failed on int(''))."""
+    try:
+        first = (data_dir / "pgdata" / "postmaster.pid").read_text().split("\n", 1)[0].strip()
+    except FileNotFoundError:
+        return None
+    return int(first) if first.isdigit() else None
 
 
 def test_serve_prints_a_url_that_psql_psycopg_and_sqlalchemy_take(data_dir):
@@ -735,9 +740,10 @@ def test_embedded_server_killed_mid_command_is_one_line():
         stored = False
         while not stored and time.time() < deadline:  # until the first record is in
             time.sleep(0.5)
-            lines = (
-                (data_dir / "pgdata" / "postmaster.pid").read_text().split("\n") if _postmaster_pid(data_dir) else []
-            )
+            try:
+                lines = (data_dir / "pgdata" / "postmaster.pid").read_text().split("\n")
+            except FileNotFoundError:  # not started yet
+                lines = []
             if len(lines) > 7 and lines[7].strip() == "ready":
                 try:
                     with psycopg.connect(host=lines[4], port=lines[3], user="postgres", dbname="simhash_store") as db:
