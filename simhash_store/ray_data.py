@@ -668,7 +668,50 @@ def resolved_address(address: str | None) -> str:
         recorded = file.read(4096).decode("utf-8", "replace").strip()
     if not recorded:
         raise InputError(f"--ray auto: {path} names no cluster; {name_it}")
+    served_by = _other_users_listening(recorded)
+    if served_by:
+        raise InputError(
+            f"--ray auto: the port of the cluster {path} names ({recorded}) is held by user "
+            f"{', '.join(sorted(map(_user_name, served_by)))}, not you (a cluster of yours that stopped left the file, "
+            f"and someone else listens there now); {name_it}"
+        )
     return recorded
+
+
+def _other_users_listening(address: str) -> set[int]:
+    """The users other than this process's whose sockets listen on this machine at ``address``
+    (an IP literal and port, as Ray records its head; anything else: none found), from
+    /proc/net/tcp and tcp6, which name each socket's owner."""
+    import ipaddress
+
+    host, _, port_text = address.rpartition(":")
+    try:
+        wanted = ipaddress.ip_address(host.strip("[]"))
+        port = int(port_text)
+    except ValueError:
+        return set()
+    found: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as listing:
+                rows = listing.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 8 or fields[3] != "0A":  # 0A: LISTEN
+                continue
+            local, _, local_port = fields[1].rpartition(":")
+            if int(local_port, 16) != port:
+                continue
+            raw = bytes.fromhex(local)
+            # Each 32-bit word in the kernel's byte order (little-endian here).
+            ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
+            if ip.is_unspecified or ip == wanted or getattr(ip, "ipv4_mapped", None) == wanted:
+                uid = int(fields[7])
+                if uid != os.geteuid():
+                    found.add(uid)
+    return found
 
 
 def _user_name(uid: int) -> str:

@@ -6,6 +6,8 @@ import contextlib
 import json
 import os
 import pwd
+import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -1535,3 +1537,38 @@ def test_ray_auto_joins_only_a_cluster_you_started(tmp_path, monkeypatch):
         with pytest.raises(InputError, match="was not written by you") as refused:
             resolved_address("auto")
         assert "\n" not in str(refused.value)
+        recorded.unlink()
+        # A file of yours left by a cluster that stopped, its port now held by another user.
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        recorded.write_text(f"127.0.0.1:{port}")
+        listener.listen()
+        assert resolved_address("auto") == f"127.0.0.1:{port}"  # yours: taken
+        listener.close()
+        child = os.fork()
+        if child == 0:  # as nobody, listening on that port until killed
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                theirs = socket.socket()
+                theirs.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                theirs.bind(("0.0.0.0", port))
+                theirs.listen()
+                time.sleep(60)
+            finally:
+                os._exit(0)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    resolved_address("auto")
+                except InputError as exc:
+                    assert "is held by user nobody, not you" in str(exc), exc
+                    break
+                time.sleep(0.1)
+            else:
+                raise AssertionError("another user's listener on the recorded port was not seen")
+        finally:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
