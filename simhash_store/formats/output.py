@@ -82,6 +82,10 @@ class OutputFile:
             self._lock.release()
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         except BaseException:
+            # A signal between the file's creation and its name being kept here (in _create before
+            # its own guard, or on the way back): the file is found by its pattern, under the lock.
+            with contextlib.suppress(BaseException):
+                _remove_stale(self._directory, stem)
             self._lock.release()
             raise
         try:

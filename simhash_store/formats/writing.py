@@ -133,19 +133,19 @@ class RecordWriter:
         self._columns = Columns()
         self._columns.fields.update((name, None) for name in (schema.names if schema is not None else ()))
         self._output = None if path == "-" else OutputFile(path, binary=self.binary)
-        self._stream: IO = sys.stdout if self._output is None else self._output.file
-        self._spill: IO[bytes] | None = None
-        self._batch: list[dict] = []
-        self._count = 0
-        if self.spills:
-            try:
+        try:  # from here on, an error or a signal abandons the output (its file and lock go)
+            self._stream: IO = sys.stdout if self._output is None else self._output.file
+            self._spill: IO[bytes] | None = None
+            self._batch: list[dict] = []
+            self._count = 0
+            if self.spills:
                 directory = None if path == "-" else os.path.dirname(os.path.abspath(path))
                 # Unnamed (O_TMPFILE where the system has it), so no one can replace it under us.
                 self._spill = tempfile.TemporaryFile(dir=directory)
-            except BaseException:
-                if self._output is not None:
-                    self._output.abandon()
-                raise
+        except BaseException:
+            if self._output is not None:
+                self._output.abandon()
+            raise
 
     def prepare(self) -> None:
         """Check, before any file is made, that the format can be written here (its library is installed)."""
