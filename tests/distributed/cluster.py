@@ -181,7 +181,17 @@ class Cluster:
 
     def drop_database(self, name: str) -> None:
         for port in self.ports:
-            self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', port=port)
+            # WITH (FORCE) ends the sessions it finds, but one can connect meanwhile (Citus's
+            # maintenance daemon, a node's connection from the coordinator): "being accessed by
+            # other users" once failed a teardown. A few tries, 10 s at most.
+            for attempt in range(20):
+                try:
+                    self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', port=port)
+                    break
+                except psycopg.errors.ObjectInUse:
+                    if attempt == 19:
+                        raise
+                    time.sleep(0.5)
         if name in self._databases:
             self._databases.remove(name)
 
