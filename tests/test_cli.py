@@ -127,6 +127,20 @@ def test_unreachable_database_is_one_line_no_traceback():
     assert "Traceback" not in result.stderr
 
 
+def test_url_leaves_out_a_given_password_unless_asked():
+    given = "postgresql://me:hunter2@db.example:5433/corpus?sslmode=require"
+    shown = run_process(None, "--db", given, "url")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == "postgresql://me@db.example:5433/corpus?connect_timeout=10&sslmode=require"
+    assert "hunter2" not in shown.stdout + shown.stderr
+    assert "~/.pgpass" in shown.stderr
+    asked = run_process(None, "--db", given, "url", "--show-password")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.strip() == "postgresql://me:hunter2@db.example:5433/corpus?connect_timeout=10&sslmode=require"
+    plain = run_process(None, "--db", "postgresql://me@db.example/corpus", "url")
+    assert (plain.stdout.strip(), plain.stderr) == ("postgresql://me@db.example/corpus?connect_timeout=10", "")
+
+
 # ------------------------------------------------------------ with a database
 
 

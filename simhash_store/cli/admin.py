@@ -327,17 +327,29 @@ def serve(
             fail("the embedded server stopped (was it killed?)")
 
 
-def url() -> None:
+def url(
+    show_password: Annotated[
+        bool,
+        typer.Option(
+            "--show-password",
+            help="Print the password of a URL given in SIMHASH_STORE_URL or --db too (left out by default: "
+            "psql reads it from ~/.pgpass or PGPASSWORD).",
+        ),
+    ] = False,
+) -> None:
     """Print the URL of the store in use (the embedded server's too), in libpq form, for psql and other programs.
 
     While serve runs (else the embedded server stops when this command exits). The embedded
     server's URL is over the Unix socket only you can reach: as its superuser, or, once
     serve --listen has handed the store over, as the store's owner simhash_owner. Other
     applications get the owner from serve --listen, or a role of their own from
-    grant-read ROLE --password.
+    grant-read ROLE --password. A password in a URL you gave is left out, so that
+    psql "$(simhash-store url)" does not put it in a command line every local user can read.
 
     Example: simhash-store url   # then: psql "$(simhash-store url)"
     """
+    from sqlalchemy.engine import URL
+
     from ..config import EMBEDDED_DATABASE, data_dir, resolve_url, uses_embedded
 
     try:
@@ -347,7 +359,15 @@ def url() -> None:
             # Spelled as serve prints it: one store, one URL.
             shown = embedded.address(data_dir(), EMBEDDED_DATABASE).libpq()
         else:
-            shown = resolve_url(state.db).set(drivername="postgresql").render_as_string(hide_password=False)
+            given = resolve_url(state.db).set(drivername="postgresql")
+            if given.password is not None and not show_password:
+                warn(
+                    "the URL's password is left out: psql reads it from ~/.pgpass or PGPASSWORD (--show-password prints it)"
+                )
+                given = URL.create(
+                    given.drivername, given.username, None, given.host, given.port, given.database, given.query
+                )
+            shown = given.render_as_string(hide_password=False)
     except SimhashStoreError as exc:
         fail(str(exc))
     out.print(shown, markup=False)
