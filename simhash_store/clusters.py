@@ -37,7 +37,8 @@ import psycopg
 from . import distributed
 from .bits import from_signed
 from .keep import KeepPolicy, Representative, leaders_keeping
-from .pairs import near_pairs
+from .leaders import sequential_leaders
+from .pairs import TooManyPairs, distinct_pairs
 
 # Two-integer advisory lock: (project, purpose), the project constant of store.ADVISORY_LOCK_SPACE
 # ("SIMH"; purpose 1 is --skip-near-duplicates). The wait is bounded by the pinned lock_timeout.
@@ -495,7 +496,16 @@ def leaders(values: np.ndarray, k: int) -> np.ndarray:
     """
     if len(values) == 0:
         return np.arange(0, dtype=np.int64)
-    return leaders_over_pairs(len(values), *_pairs_with_first_copies(values, k))
+    try:
+        return leaders_over_pairs(len(values), *_pairs_with_first_copies(values, k))
+    except TooManyPairs:  # many distinct values near one another: the representatives alone are searched
+        return sequential_leaders(values, k)
+
+
+def _max_pairs(count: int) -> int:
+    """The pairs within k that the leader pass over ``count`` fingerprints holds at most (about 100
+    bytes each while it runs), before it searches the representatives alone (:mod:`leaders`)."""
+    return max(1 << 22, 4 * count)
 
 
 def _pairs_with_first_copies(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -508,11 +518,14 @@ def _pairs_with_first_copies(values: np.ndarray, k: int) -> tuple[np.ndarray, np
     positions = np.arange(len(values), dtype=np.int64)
     copies = positions != first[inverse]
     lefts, rights, distances = [first[inverse[copies]]], [positions[copies]], [np.zeros(int(copies.sum()), np.int64)]
-    a, b, distance = near_pairs(unique, k)  # between distinct values
+    max_pairs = _max_pairs(len(values))
+    a, b, distance = distinct_pairs(unique, k, max_pairs)  # between distinct values
     if len(a):
         order = np.argsort(inverse, kind="stable")  # positions grouped by value
         starts = np.searchsorted(inverse[order], np.arange(len(unique)))
         sizes = np.bincount(inverse, minlength=len(unique))
+        if int(copies.sum()) + int(sizes[a].sum()) + int(sizes[b].sum()) > max_pairs:
+            raise TooManyPairs(f"more than {max_pairs} pairs")
         for this, other in ((a, b), (b, a)):
             counts = sizes[this]
             pair = np.repeat(np.arange(len(this)), counts)
@@ -538,7 +551,10 @@ def leaders_with_copies(values: np.ndarray, k: int, near: Mapping[int, Sequence[
     firsts = first[by_arrival]  # the position of each slot's first copy
     distinct = values[firsts]
     if near is None:
-        left, right, distance = near_pairs(distinct, k)
+        try:
+            left, right, distance = distinct_pairs(distinct, k, _max_pairs(len(distinct)))
+        except TooManyPairs:  # many distinct values near one another: the representatives alone are searched
+            return firsts[sequential_leaders(distinct, k)[slot[inverse.ravel()]]].astype(np.int64)
     else:
         where = {value: index for index, value in enumerate(distinct.tolist())}
         found = [

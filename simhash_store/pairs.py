@@ -34,6 +34,21 @@ import numpy as np
 from .bits import block_radius, flip_masks
 
 _SHIFTS = (48, 32, 16, 0)
+
+
+class TooManyPairs(Exception):
+    """More pairs within the distance than the caller's ``max_pairs``: raised before they are all
+    held, for a caller that has a way without every pair (:mod:`leaders`). Never leaves the library."""
+
+
+def _counted(found: list[np.ndarray], max_pairs: int | None, total: int) -> int:
+    """``total`` with the newest found pairs added; :class:`TooManyPairs` past ``max_pairs``."""
+    total += len(found[-1])
+    if max_pairs is not None and total > max_pairs:
+        raise TooManyPairs(f"more than {max_pairs} pairs")
+    return total
+
+
 _CHUNK = 1 << 21  # candidate pairs handled at once: bounds memory at a few hundred MB
 
 
@@ -90,9 +105,12 @@ def _flipped_key_candidates(
         yield np.repeat(sources[piece], found[piece]), _expand(lo[piece], found[piece])
 
 
-def _flip_pairs(values: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _flip_pairs(
+    values: np.ndarray, max_distance: int, max_pairs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (a < b) of distinct values within ``max_distance``: four 16-bit blocks, flip masks."""
     radius = block_radius(max_distance)
+    total = 0
     limit = np.uint8(max_distance)
     found_left, found_right, found_distance = [], [], []
     for block_number, shift in enumerate(_SHIFTS):
@@ -118,6 +136,7 @@ def _flip_pairs(values: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.n
                 found_left.append(np.minimum(left, right))
                 found_right.append(np.maximum(left, right))
                 found_distance.append(distance[new].astype(np.int64))
+                total = _counted(found_distance, max_pairs, total)
     return _joined(found_left, found_right, found_distance)
 
 
@@ -152,7 +171,9 @@ def _table_mask(table: list[tuple[int, int]]) -> np.uint64:
     return mask
 
 
-def _exact_pairs(values: np.ndarray, max_distance: int, block_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _exact_pairs(
+    values: np.ndarray, max_distance: int, block_count: int, max_pairs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (a < b) of distinct values within ``max_distance``, each found once, by exact-match tables.
 
     Per table, the chosen blocks' bits are packed into one key (cut to the bits left beside the
@@ -166,6 +187,7 @@ def _exact_pairs(values: np.ndarray, max_distance: int, block_count: int) -> tup
     tables = _exact_tables(max_distance, block_count)
     masks = [_table_mask(table) for table in tables]
     found_left, found_right, found_distance = [], [], []
+    total = 0
     for number, table in enumerate(tables):
         key = np.zeros(count, dtype=np.uint64)
         key_bits = 0
@@ -192,6 +214,7 @@ def _exact_pairs(values: np.ndarray, max_distance: int, block_count: int) -> tup
             found_left.append(np.minimum(left, right))
             found_right.append(np.maximum(left, right))
             found_distance.append(distance[keep].astype(np.int64))
+            total = _counted(found_distance, max_pairs, total)
     return _joined(found_left, found_right, found_distance)
 
 
@@ -258,18 +281,26 @@ def same_key_candidates(sorted_keys: np.ndarray) -> Iterator[tuple[np.ndarray, n
 
 
 def _unique_pairs(
-    values: np.ndarray, max_distance: int, layout: int | None = None
+    values: np.ndarray, max_distance: int, layout: int | None = None, max_pairs: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (a < b) of distinct values within ``max_distance``, each found once.
 
     ``layout`` (chosen by cost when None): 0 for four 16-bit blocks with flip masks, else the
-    number of blocks of exact-match tables.
+    number of blocks of exact-match tables. ``max_pairs``: :class:`TooManyPairs` past that many.
     """
     if layout is None:
         layout = _layout(len(values), max_distance)
     if layout == 0:
-        return _flip_pairs(values, max_distance)
-    return _exact_pairs(values, max_distance, layout)
+        return _flip_pairs(values, max_distance, max_pairs)
+    return _exact_pairs(values, max_distance, layout, max_pairs)
+
+
+def distinct_pairs(
+    values: np.ndarray, max_distance: int, max_pairs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (a < b) of positions of distinct ``values`` within ``max_distance``, each once, in no
+    particular order. ``max_pairs``: :class:`TooManyPairs` as soon as more are found."""
+    return _unique_pairs(np.ascontiguousarray(values, dtype=np.uint64), max_distance, max_pairs=max_pairs)
 
 
 def _sorted_order(fingerprints: np.ndarray) -> np.ndarray:

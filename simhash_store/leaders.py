@@ -1,0 +1,160 @@
+"""Leader clustering of fingerprints in arrival order, exact, without every pair. Pure: no I/O.
+
+Each fingerprint joins the nearest earlier *representative* (leader) within ``k`` bits, ties to
+the earliest, else it is a representative itself. The fast way (:func:`clusters.leaders`) finds
+every pair within ``k`` first, which is linear for ordinary data but quadratic where many
+distinct fingerprints lie within ``k`` of one another (one template, a few words of its own in
+each copy): 10,000 of them are 50 million pairs. Only the pairs with a representative matter,
+and representatives lie more than ``k`` apart, so :func:`sequential_leaders` searches the
+representatives alone, batch by batch in arrival order:
+
+* the representatives so far sit in sorted tables (the pigeonhole layouts of :mod:`pairs`:
+  four 16-bit blocks with flip masks, or exact-match tables), kept as levels of doubling size
+  so that adding to them costs a sort of each value about log2(n) times in all;
+* the newest ones (up to ``_RECENT``) are compared with a batch directly;
+* inside a batch, the pairs among its own values are found with :func:`pairs.near_pairs`, and
+  only the values with an earlier neighbour in the batch are decided one by one.
+
+Memory grows with the number of fingerprints, never with the pairs among them.
+
+>>> import numpy as np
+>>> sequential_leaders(np.array([0b0000, 0b0001, 0b0011, 0xFF << 40], dtype=np.uint64), 1).tolist()
+[0, 0, 2, 3]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import pairs as pair_search
+from .bits import block_radius, flip_masks
+
+_BATCH = 1024  # fingerprints decided at once
+_RECENT = 1024  # the newest representatives, compared with each batch directly
+_NONE = np.iinfo(np.int64).max
+_POSITION_BITS = 40  # a candidate is (distance << 40) | position: the smallest is the nearest, then earliest
+
+
+@dataclass(frozen=True)
+class _Table:
+    """One pigeonhole table: which bits make its key, and the keys a query probes (``flips``)."""
+
+    mask: np.uint64  # the bits of the key (a block, or the blocks of an exact-match table)
+    flips: np.ndarray  # key ^ flip for each flip: 0 alone for exact-match tables
+
+
+def _tables(count: int, k: int) -> list[_Table]:
+    """The layout :mod:`pairs` would choose for ``count`` values at ``k``: two fingerprints within
+    ``k`` agree on a table's key up to one of its flips."""
+    layout = pair_search._layout(count, k)
+    if layout == 0:
+        radius = block_radius(k)
+        masks = np.array(flip_masks(radius), dtype=np.uint64)
+        return [_Table(np.uint64(0xFFFF << shift), masks << np.uint64(shift)) for shift in (48, 32, 16, 0)]
+    zero = np.zeros(1, dtype=np.uint64)
+    return [_Table(pair_search.table_mask(table), zero) for table in pair_search._exact_tables(k, layout)]
+
+
+@dataclass
+class _Level:
+    """Representatives in sorted tables: per table, the masked values sorted, and their positions."""
+
+    keys: list[np.ndarray]
+    positions: list[np.ndarray]
+    values: np.ndarray
+    size: int
+
+    @classmethod
+    def of(cls, values: np.ndarray, positions: np.ndarray, tables: list[_Table]) -> _Level:
+        keys, ordered = [], []
+        for table in tables:
+            masked = values & table.mask
+            order = np.argsort(masked, kind="stable")
+            keys.append(masked[order])
+            ordered.append(positions[order])
+        return cls(keys, ordered, values, len(values))
+
+    def nearest(self, query: np.ndarray, values_of: np.ndarray, k: int, tables: list[_Table]) -> np.ndarray:
+        """For each query value, the smallest (distance << 40 | position) of a representative here
+        within ``k``; ``_NONE`` where there is none."""
+        best = np.full(len(query), _NONE, dtype=np.int64)
+        for table, keys, positions in zip(tables, self.keys, self.positions):
+            probes = ((query & table.mask)[:, None] ^ table.flips[None, :]).ravel()
+            low = np.searchsorted(keys, probes, side="left")
+            high = np.searchsorted(keys, probes, side="right")
+            found = high - low
+            if not found.any():
+                continue
+            asking = np.repeat(np.arange(len(probes)) // len(table.flips), found)
+            at = pair_search._expand(low, found)
+            leader = positions[at]
+            distance = np.bitwise_count(query[asking] ^ values_of[leader]).astype(np.int64)
+            near = distance <= k
+            np.minimum.at(best, asking[near], (distance[near] << _POSITION_BITS) | leader[near])
+        return best
+
+
+def sequential_leaders(values: np.ndarray, k: int, *, batch: int = _BATCH, recent: int = _RECENT) -> np.ndarray:
+    """:func:`clusters.leaders` of ``values`` (distinct or not, in arrival order) at ``k``: the
+    position of each one's representative, found without every pair within ``k`` (see the module).
+    ``batch``: fingerprints decided at once; ``recent``: representatives compared directly."""
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    n = len(values)
+    lead = np.arange(n, dtype=np.int64)
+    if n == 0:
+        return lead
+    tables = _tables(n, k)
+    levels: list[_Level] = []
+    newest: list[int] = []  # positions of representatives not yet in a level
+    size = batch
+    for start in range(0, n, size):
+        batch_values = values[start : start + size]
+        best = np.full(len(batch_values), _NONE, dtype=np.int64)
+        for level in levels:
+            best = np.minimum(best, level.nearest(batch_values, values, k, tables))
+        if newest:
+            at = np.array(newest, dtype=np.int64)
+            distance = np.bitwise_count(batch_values[:, None] ^ values[at][None, :]).astype(np.int64)
+            code = np.where(distance <= k, (distance << _POSITION_BITS) | at[None, :], _NONE)
+            best = np.minimum(best, code.min(axis=1))
+        # Pairs inside the batch: a value with no earlier neighbour here is decided by the levels alone.
+        left, right, distance = pair_search.near_pairs(batch_values, k)
+        founded = best == _NONE
+        if len(left):
+            order = np.lexsort((left, distance, right))  # each value's earlier neighbours, nearest then earliest
+            earlier, later, apart = left[order].tolist(), right[order], distance[order].tolist()
+            starts = np.searchsorted(later, np.arange(len(batch_values))).tolist()
+            ends = np.searchsorted(later, np.arange(len(batch_values)), side="right").tolist()
+            best_list = best.tolist()
+            for index in np.flatnonzero(np.array(ends) > np.array(starts)).tolist():
+                chosen = best_list[index]
+                for slot in range(starts[index], ends[index]):
+                    neighbour = earlier[slot]
+                    if founded[neighbour]:
+                        chosen = min(chosen, (apart[slot] << _POSITION_BITS) | (start + neighbour))
+                        break  # the nearest, earliest representative in the batch
+                best_list[index] = chosen
+                founded[index] = chosen == _NONE
+            best = np.array(best_list, dtype=np.int64)
+        here = start + np.arange(len(batch_values))
+        lead[start : start + len(batch_values)] = np.where(founded, here, best & ((1 << _POSITION_BITS) - 1))
+        newest.extend(here[founded].tolist())
+        if len(newest) >= recent:
+            levels = _merged(levels, np.array(newest, dtype=np.int64), values, tables)
+            newest = []
+    return lead
+
+
+def _merged(levels: list[_Level], positions: np.ndarray, values: np.ndarray, tables: list[_Table]) -> list[_Level]:
+    """``levels`` with the representatives at ``positions`` added: a new level, merged with the
+    levels no larger than it (a binary counter), so each representative is sorted again about
+    log2(n / _RECENT) times."""
+    while levels and levels[-1].size <= len(positions):
+        positions = np.concatenate([_level_positions(levels.pop()), positions])
+    return [*levels, _Level.of(values[positions], positions, tables)]
+
+
+def _level_positions(level: _Level) -> np.ndarray:
+    return np.sort(level.positions[0])
