@@ -253,6 +253,35 @@ def test_rows_inserted_with_explicit_ids_do_not_break_a_later_add(store):
     assert result.added == 20 and store.count() == 25
 
 
+@pytest.mark.parametrize("clustered", [False, True])
+def test_ids_that_reach_the_largest_bigint_are_one_line_and_nothing_is_written(database_url, clustered):
+    # Another application (a writer, pg_write_all_data) stores a row with id 2**63 - 1, or sets
+    # store_info.highest_retired_id near it: new documents are numbered (and their arrival counted)
+    # after it, and the owner's next add ended in a NumericValueOutOfRange traceback.
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+        if clustered:
+            store.recluster(3)
+        with store.engine.begin() as connection:
+            if clustered:
+                connection.execute(text("UPDATE simhash.store_info SET highest_retired_id = 9223372036854775806"))
+            else:
+                connection.execute(
+                    text("INSERT INTO simhash.documents (id, key, fingerprint) VALUES (9223372036854775807, 'app', 2)")
+                )
+    records = "".join(f'{{"key": "k{i}", "text": "新闻 {i}"}}\n' for i in range(5))
+    result = CliRunner().invoke(
+        app, ["--db", plain(database_url), "add", "--jsonl", "-"], input=records, catch_exceptions=False
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: ") and "out of range" in line and "9223372036854775807" in line, result.output
+    with Store(database_url) as store:
+        with pytest.raises(DatabaseError, match="out of range"):
+            store.add([NewDocument(f"k{i}", 10 + i) for i in range(5)])
+        assert store.count() == (1 if clustered else 2)
+
+
 # ------------------------------------------------------------ reads never change the schema
 
 
