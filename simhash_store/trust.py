@@ -163,7 +163,12 @@ objects (what, owner) AS (
     FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
     WHERE EXISTS (SELECT FROM key_columns c JOIN pg_catalog.pg_type y ON y.oid OPERATOR(pg_catalog.=) c.type_oid
                   WHERE c.constraint_oid OPERATOR(pg_catalog.=) k.oid AND y.typtype OPERATOR(pg_catalog.<>) 'd'
-                    AND c.type_oid OPERATOR(pg_catalog.<>) c.operand)
+                    AND c.type_oid OPERATOR(pg_catalog.<>) c.operand
+                    -- a binary-coercible cast (varchar to text) runs nothing, and only a superuser makes one
+                    AND NOT EXISTS (SELECT FROM pg_catalog.pg_cast x
+                                    WHERE x.castsource OPERATOR(pg_catalog.=) c.type_oid
+                                      AND x.casttarget OPERATOR(pg_catalog.=) c.operand
+                                      AND x.castmethod OPERATOR(pg_catalog.=) 'b'))
 )
 SELECT
     CURRENT_USER,
