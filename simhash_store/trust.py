@@ -13,10 +13,14 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   other roles read or write through ``grant-read`` or grants of their own);
 - no other role (PUBLIC included) holds CREATE on the schema, except members of its owner,
   nor TRIGGER on one of its tables: a trigger's WHEN condition runs with the rights of the
-  role that writes the table, whoever made the trigger (PostgreSQL does not record who);
+  role that writes the table, whoever made the trigger (PostgreSQL does not record who); nor
+  REFERENCES on one of its tables or columns: PostgreSQL checks each row inserted into a
+  referencing table with a query run as the referenced table's owner, which casts the
+  referencing column with whatever cast its type has (a cast of the referencing role's own);
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
-  tables, and every function, operator, type and relation a trigger's WHEN condition names
+  tables, every function, operator, type and relation a trigger's WHEN condition names, and
+  every table holding a foreign key to one of its tables whose column is cast by a function,
   belongs to the schema's owner, a member of it, or a superuser;
 - no trigger condition runs SQL given as text through pg_catalog's functions
   (query_to_xml('SELECT f()', ...) names nothing the check could follow), nor calls a volatile
