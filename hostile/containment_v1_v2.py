@@ -1,6 +1,7 @@
 """Differential check: simhash.contained / containment_pairs (v2, revision 0013) against version 1 loaded
 beside them (schema h13r_v1), on documents whose segments repeat (> 8 copies: v2's grouped path) and lie
 within a few bits of one another. Run as a superuser against a scratch store database."""
+
 import random
 import sys
 
@@ -31,7 +32,9 @@ with psycopg.connect(url, autocommit=True) as c:
         b = c.execute(q.format("h13r_v1"), (k,)).fetchone()[0]
         bad += a != b
         for _ in range(10):
-            given = [random.choice(base) ^ (1 << random.randrange(63)) for _ in range(random.randint(1, 5))] * random.randint(1, 12)
+            given = [
+                random.choice(base) ^ (1 << random.randrange(63)) for _ in range(random.randint(1, 5))
+            ] * random.randint(1, 12)
             q = "SELECT array_agg(x::text ORDER BY x::text) FROM {}.contained(%s::bigint[], %s) x"
             a = c.execute(q.format("simhash"), (given, k)).fetchone()[0]
             b = c.execute(q.format("h13r_v1"), (given, k)).fetchone()[0]

@@ -1,5 +1,9 @@
 """Records for the hostile pass: near-duplicate groups, and pages repeating one paragraph more than 8 times."""
-import json, random, sys
+
+import json
+import random
+import sys
+
 random.seed(13)
 words = [f"w{i}" for i in range(3000)]
 out = open(sys.argv[1], "w")
