@@ -40,9 +40,10 @@ def library_error(
     # 2**63 - 1, or store_info.highest_retired_id rewritten near it), or the id sequence at its end.
     if sqlstate in ("22003", "2200H"):
         return DatabaseError(
-            f"{message} (new documents are numbered after the largest id, arrival and retired id the store "
-            "holds, which leave no room below 9223372036854775807: look for a row another application wrote "
-            "with such an id, or simhash.store_info.highest_retired_id; nothing of this write was stored)"
+            f"{message} (new documents are numbered after the largest id, cluster, arrival and retired id the "
+            "store holds, which leave no room below 9223372036854775807: look for a row another application "
+            "wrote with such an id in simhash.documents or simhash.cluster_heads, or "
+            "simhash.store_info.highest_retired_id; nothing of this write was stored)"
         )
     if lost:
         return DatabaseUnavailableError(f"{message} (connection lost)")
