@@ -35,6 +35,16 @@ def library_error(
     # Another application's foreign key to simhash.documents (NO ACTION: 23503; RESTRICT, PostgreSQL 18: 23001).
     if sqlstate in ("23503", "23001"):
         return DatabaseError(f"{message} (rows of that table refer to them; this transaction was rolled back)")
+    # Every value the library writes is checked against its column first: a bigint that overflows
+    # is an id or arrival numbered after the largest stored (another application's row with id
+    # 2**63 - 1, or store_info.highest_retired_id rewritten near it), or the id sequence at its end.
+    if sqlstate in ("22003", "2200H"):
+        return DatabaseError(
+            f"{message} (new documents are numbered after the largest id, cluster, arrival and retired id the "
+            "store holds, which leave no room below 9223372036854775807: look for a row another application "
+            "wrote with such an id in simhash.documents or simhash.cluster_heads, or "
+            "simhash.store_info.highest_retired_id; nothing of this write was stored)"
+        )
     if lost:
         return DatabaseUnavailableError(f"{message} (connection lost)")
     if unavailable:

@@ -13,10 +13,14 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   other roles read or write through ``grant-read`` or grants of their own);
 - no other role (PUBLIC included) holds CREATE on the schema, except members of its owner,
   nor TRIGGER on one of its tables: a trigger's WHEN condition runs with the rights of the
-  role that writes the table, whoever made the trigger (PostgreSQL does not record who);
+  role that writes the table, whoever made the trigger (PostgreSQL does not record who); nor
+  REFERENCES on one of its tables or columns: PostgreSQL checks each row inserted into a
+  referencing table with a query run as the referenced table's owner, which casts the
+  referencing column with whatever cast its type has (a cast of the referencing role's own);
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
-  tables, and every function, operator, type and relation a trigger's WHEN condition names
+  tables, every function, operator, type and relation a trigger's WHEN condition names, and
+  every table holding a foreign key to one of its tables whose column is cast by a function,
   belongs to the schema's owner, a member of it, or a superuser;
 - no trigger condition runs SQL given as text through pg_catalog's functions
   (query_to_xml('SELECT f()', ...) names nothing the check could follow), nor calls a volatile
@@ -57,14 +61,16 @@ LIBRARY_FUNCTIONS = (
 
 # The WHEN condition in pg_get_triggerdef's text, and the pg_catalog functions that run SQL given as
 # text or as a name (a query, a cursor, a table or view, a schema, the database; ts_stat and
-# ts_rewrite take a query's text): through them a condition reaches functions it does not name.
+# ts_rewrite take a query's text; PostgreSQL 16's pg_input_is_valid and pg_input_error_info read a
+# value as a type named in text, a domain's CHECK with it): through them a condition reaches
+# functions it does not name.
 # A condition calling a volatile function is refused too (found in the condition's node tree: the
 # functions of its calls and operators): set_config('search_path', 'app, pg_catalog', false) put
 # another role's schema first for the session, and its operators (= on bigint, on text) then ran in
 # the writer's next statements, which name no schema for an operator; lo_export, setval, ... act
 # with the writer's rights.
 _TRIGGER_CONDITION = r"WHEN \((.*)\) EXECUTE (?:FUNCTION|PROCEDURE) "
-_RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite|set_config"
+_RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite|set_config|pg_input_"
 _CALLED = r":(?:op)?funcid ([0-9]+)"
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
@@ -91,6 +97,25 @@ owners (role) AS (
     SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolsuper
     UNION
     SELECT m.member FROM pg_catalog.pg_auth_members m JOIN owners ON m.roleid OPERATOR(pg_catalog.=) owners.role
+),
+-- Each column of a foreign key to one of the schema's tables, its type followed through domains to the
+-- base type: a referencing type other than the right input of the key's equality operator is cast to it
+-- in the check PostgreSQL runs, as the owner of the referenced table, for every row the referencing
+-- table's owner inserts (a cast of that owner's own, from a type of its own: its code, with those rights).
+key_columns (constraint_oid, type_oid, operand) AS (
+    SELECT k.oid, a.atttypid, o.oprright
+    FROM pg_catalog.pg_constraint k
+    JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) k.confrelid
+    JOIN schema s ON t.relnamespace OPERATOR(pg_catalog.=) s.oid
+    CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(k.conkey), pg_catalog.unnest(k.conpfeqop)) AS u (attnum, operator)
+    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.conrelid
+                                  AND a.attnum OPERATOR(pg_catalog.=) u.attnum
+    JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) u.operator
+    WHERE k.contype OPERATOR(pg_catalog.=) 'f'
+    UNION
+    SELECT c.constraint_oid, y.typbasetype, c.operand
+    FROM key_columns c JOIN pg_catalog.pg_type y ON y.oid OPERATOR(pg_catalog.=) c.type_oid
+    WHERE y.typtype OPERATOR(pg_catalog.=) 'd'
 ),
 objects (what, owner) AS (
     SELECT 'relation ' OPERATOR(pg_catalog.||) c.relname, c.relowner
@@ -137,6 +162,17 @@ objects (what, owner) AS (
           AND r.oid OPERATOR(pg_catalog.=) d.refobjid
     ) AS u (owner) ON true
     WHERE NOT g.tgisinternal
+    UNION ALL
+    SELECT pg_catalog.format('foreign key %%I on %%s', k.conname, k.conrelid::pg_catalog.regclass), r.relowner
+    FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
+    WHERE EXISTS (SELECT FROM key_columns c JOIN pg_catalog.pg_type y ON y.oid OPERATOR(pg_catalog.=) c.type_oid
+                  WHERE c.constraint_oid OPERATOR(pg_catalog.=) k.oid AND y.typtype OPERATOR(pg_catalog.<>) 'd'
+                    AND c.type_oid OPERATOR(pg_catalog.<>) c.operand
+                    -- a binary-coercible cast (varchar to text) runs nothing, and only a superuser makes one
+                    AND NOT EXISTS (SELECT FROM pg_catalog.pg_cast x
+                                    WHERE x.castsource OPERATOR(pg_catalog.=) c.type_oid
+                                      AND x.casttarget OPERATOR(pg_catalog.=) c.operand
+                                      AND x.castmethod OPERATOR(pg_catalog.=) 'b'))
 )
 SELECT
     CURRENT_USER,
@@ -153,6 +189,14 @@ SELECT
                                                 ELSE pg_catalog.pg_get_userbyid(a.grantee) END, ', ')
      FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
      WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND a.privilege_type OPERATOR(pg_catalog.=) 'TRIGGER'
+       AND NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) a.grantee)),
+    (SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                                ELSE pg_catalog.pg_get_userbyid(a.grantee) END, ', ')
+     FROM pg_catalog.pg_class c
+     LEFT JOIN pg_catalog.pg_attribute t ON t.attrelid OPERATOR(pg_catalog.=) c.oid AND t.attacl IS NOT NULL
+     CROSS JOIN LATERAL (SELECT * FROM pg_catalog.aclexplode(c.relacl)
+                         UNION ALL SELECT * FROM pg_catalog.aclexplode(t.attacl)) a
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND a.privilege_type OPERATOR(pg_catalog.=) 'REFERENCES'
        AND NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) a.grantee)),
     (SELECT o.what OPERATOR(pg_catalog.||) ' belongs to role ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_userbyid(o.owner)
      FROM objects o WHERE NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) o.owner) LIMIT 1),
@@ -192,10 +236,10 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             "called": _CALLED,
         },
     ).fetchone()
-    me, owner, owner_trusted, creators, triggerers, foreign, sql_text, versioned = row
+    me, owner, owner_trusted, creators, triggerers, referencers, foreign, sql_text, versioned = row
     if owner is None:
         return False
-    if owner_trusted and not creators and not triggerers and not foreign and not sql_text:
+    if owner_trusted and not creators and not triggerers and not referencers and not foreign and not sql_text:
         return bool(versioned)
     where = where() if callable(where) else where
     if not owner_trusted:
@@ -217,6 +261,14 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             "tables, whose WHEN conditions run with the rights of whoever writes them (yours): have "
             f"{owner} run REVOKE TRIGGER ON ALL TABLES IN SCHEMA {schema} FROM {triggerers}, then drop the "
             "triggers on them it did not make"
+        )
+    if referencers:
+        raise UntrustedSchemaError(
+            f"schema {schema} in database {where} (owner {owner}) lets {referencers} make foreign keys to its "
+            f"tables, whose checks PostgreSQL runs with the rights of {owner} through casts the referencing role "
+            f"may write (its code, as {owner}, whenever it inserts a row of its own): have {owner} run REVOKE "
+            f"REFERENCES ON ALL TABLES IN SCHEMA {schema} FROM {referencers} (and any grant of it on columns), "
+            "then drop the foreign keys to them it did not make"
         )
     if sql_text and not foreign:
         raise UntrustedSchemaError(

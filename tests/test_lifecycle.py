@@ -22,6 +22,7 @@ from simhash_store import migrate
 from simhash_store.bits import to_signed
 from simhash_store.cli import app
 from simhash_store.errors import (
+    DatabaseError,
     LockTimeoutError,
     SimhashStoreWarning,
     StoreNotFoundError,
@@ -252,6 +253,35 @@ def test_rows_inserted_with_explicit_ids_do_not_break_a_later_add(store):
     assert result.added == 20 and store.count() == 25
 
 
+@pytest.mark.parametrize("clustered", [False, True])
+def test_ids_that_reach_the_largest_bigint_are_one_line_and_nothing_is_written(database_url, clustered):
+    # Another application (a writer, pg_write_all_data) stores a row with id 2**63 - 1, or sets
+    # store_info.highest_retired_id near it: new documents are numbered (and their arrival counted)
+    # after it, and the owner's next add ended in a NumericValueOutOfRange traceback.
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+        if clustered:
+            store.recluster(3)
+        with store.engine.begin() as connection:
+            if clustered:
+                connection.execute(text("UPDATE simhash.store_info SET highest_retired_id = 9223372036854775806"))
+            else:
+                connection.execute(
+                    text("INSERT INTO simhash.documents (id, key, fingerprint) VALUES (9223372036854775807, 'app', 2)")
+                )
+    records = "".join(f'{{"key": "k{i}", "text": "新闻 {i}"}}\n' for i in range(5))
+    result = CliRunner().invoke(
+        app, ["--db", plain(database_url), "add", "--jsonl", "-"], input=records, catch_exceptions=False
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: ") and "out of range" in line and "9223372036854775807" in line, result.output
+    with Store(database_url) as store:
+        with pytest.raises(DatabaseError, match="out of range"):
+            store.add([NewDocument(f"k{i}", 10 + i) for i in range(5)])
+        assert store.count() == (1 if clustered else 2)
+
+
 # ------------------------------------------------------------ reads never change the schema
 
 
@@ -318,6 +348,29 @@ def test_reads_of_an_older_store_ask_for_init_and_writes_upgrade_it(database_url
         assert invoke(database_url, "init").exit_code == 0
         with Store(database_url) as store:
             assert store.count() == 1
+
+
+def test_a_revision_record_older_than_the_tables_is_one_line_and_changes_nothing(database_url):
+    # Any role that may update the store's tables (pg_write_all_data, a writer granted UPDATE on ALL
+    # TABLES IN SCHEMA simhash) may rewrite simhash.alembic_version: at 0010, init (as the error of
+    # every other command says to run) ran revision 0011 again over its own tables and ended in a
+    # DuplicateColumn traceback.
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+        with store.engine.begin() as connection:
+            connection.execute(text("UPDATE simhash.alembic_version SET version_num = '0010'"))
+    result = invoke(database_url, "init")
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert result.output.startswith("Error: ") and "Traceback" not in result.output, result.output
+    assert "upgrading the store from revision 0010 failed" in result.output, result.output
+    assert "simhash.alembic_version" in result.output, result.output
+    with Store(database_url) as store, pytest.raises(DatabaseError, match="from revision 0010 failed"):
+        store.upgrade()
+    with psycopg.connect(plain(database_url)) as connection:
+        assert connection.execute("SELECT version_num FROM simhash.alembic_version").fetchone() == ("0010",)
+        connection.execute("UPDATE simhash.alembic_version SET version_num = %s", (migrate.HEAD_REVISION,))
+    with Store(database_url) as store:
+        assert store.count() == 1
 
 
 def test_a_store_written_by_a_newer_version_is_one_clear_line(database_url):

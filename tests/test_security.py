@@ -610,7 +610,7 @@ def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(data
             line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
             assert f"lets {role} create triggers" in line and "REVOKE TRIGGER ON ALL TABLES IN SCHEMA simhash" in line
         with admin.connect() as connection:
-            connection.execute(text(f'REVOKE TRIGGER ON ALL TABLES IN SCHEMA simhash FROM "{role}"'))
+            connection.execute(text(f'REVOKE TRIGGER, REFERENCES ON ALL TABLES IN SCHEMA simhash FROM "{role}"'))
         # The trigger it left: its condition is still that role's code.
         line = _one_error_line(
             runner.invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
@@ -679,6 +679,61 @@ def test_a_trigger_condition_that_runs_sql_text_is_refused_whoever_made_it(datab
         assert store.count() == 2
 
 
+def test_a_trigger_condition_that_reads_text_as_a_type_named_in_text_is_refused_whoever_made_it(database_url):
+    # PostgreSQL 16's pg_input_is_valid(text, type name) and pg_input_error_info read a value with the
+    # input of a type named in text, a domain's CHECK included: a condition calling it names no type
+    # and no function of the writer's, is not volatile, and ran the CHECK's function (here app.cond())
+    # with the rights of whoever wrote the table, once the writer's grant of TRIGGER was revoked.
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        present = connection.execute("SELECT pg_catalog.to_regproc('pg_catalog.pg_input_is_valid') IS NOT NULL")
+        if not present.fetchone()[0]:  # PostgreSQL 15 and older: no such function to reach a domain through
+            assert (
+                connection.execute("SELECT pg_catalog.current_setting('server_version_num')::int").fetchone()[0]
+                < 160000
+            )
+            return
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(database_url, role) as writer:
+            writer.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            writer.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            writer.execute(
+                "CREATE FUNCTION app.cond() RETURNS boolean LANGUAGE sql VOLATILE "
+                "AS $$ INSERT INTO app.stolen VALUES (current_user) RETURNING true $$"
+            )
+            writer.execute("CREATE DOMAIN app.dom AS text CHECK (app.cond())")
+        with admin.connect() as connection:  # as the trigger the writer left looks: no dependency on app
+            conditions = (  # false for the key given, so the write goes on
+                "pg_catalog.pg_input_is_valid(NEW.key, 'app.dom') IS NULL",
+                "(pg_catalog.pg_input_error_info(NEW.key, 'app.dom')).message IS NOT NULL",
+            )
+            for number, condition in enumerate(conditions):
+                connection.execute(
+                    text(
+                        f"CREATE TRIGGER zz_type{number} BEFORE INSERT OR UPDATE ON simhash.documents FOR EACH ROW "
+                        f"WHEN ({condition}) "
+                        "EXECUTE FUNCTION pg_catalog.suppress_redundant_updates_trigger()"
+                    )
+                )
+        line = _one_error_line(
+            CliRunner().invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
+        )
+        assert "has a trigger whose condition runs SQL given as text" in line and "zz_type0 on documents" in line, line
+        with admin.connect() as connection:
+            connection.execute(text("DROP TRIGGER zz_type0 ON simhash.documents"))
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="zz_type1"):
+            store.add([NewDocument("b", 6)])
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP TRIGGER zz_type1 ON simhash.documents"))
+            connection.execute(text("DROP SCHEMA app CASCADE"))
+    with Store(database_url) as store:
+        store.add([NewDocument("b", 6)])
+        assert store.count() == 2
+
+
 def test_a_trigger_condition_that_sets_the_search_path_is_refused_whoever_made_it(database_url):
     # A condition calling only pg_catalog's set_config put a writer's schema first on the owner's
     # session path: its = on bigint and on text then ran, with the owner's rights, in the statements
@@ -741,12 +796,60 @@ def test_another_applications_foreign_key_that_blocks_a_remove_is_one_line(datab
             other.execute("CREATE SCHEMA app")
             other.execute("CREATE TABLE app.ref (k text REFERENCES simhash.documents (key) ON DELETE RESTRICT)")
             other.execute("INSERT INTO app.ref VALUES ('a')")
+        with admin.connect() as connection:  # while it holds REFERENCES the store is refused (above)
+            connection.execute(text(f'REVOKE REFERENCES ON simhash.documents FROM "{role}"'))
         line = _one_error_line(CliRunner().invoke(app, ["--db", plain, "remove", "b", "a"]))
         assert "foreign key constraint" in line and "this transaction was rolled back" in line, line
         with Store(database_url) as store:
             with pytest.raises(DatabaseError, match="foreign key constraint"):
                 store.remove(["a"])
             assert store.count() == 2  # b too: one transaction
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA app CASCADE"))
+
+
+def test_a_foreign_key_whose_check_casts_through_another_roles_function_is_refused(database_url):
+    # A role granted REFERENCES on simhash.documents makes a foreign key from a column of an enum of
+    # its own, with an implicit cast of its own to bigint (text in the script). PostgreSQL checks each row it then
+    # inserts into its own table by a query on documents run as the owner of documents, casting the value to
+    # the id's type there: the cast (its code) ran with the owner's rights, here a superuser's, no command of
+    # the owner needed (hostile/fk_cast_runs_as_owner.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    grants = (
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT REFERENCES (id, key) ON simhash.documents TO {role}",
+    )
+    with _other_role(database_url, *grants) as (role, admin):
+        with _as(database_url, role) as other:
+            other.execute("CREATE SCHEMA app; CREATE TYPE app.k AS ENUM ('a')")
+            other.execute(
+                "CREATE FUNCTION app.k_id(app.k) RETURNS bigint LANGUAGE sql AS $$ SELECT pg_catalog.length($1::text) $$"
+            )
+            # To the id, not the key: PostgreSQL 18 refuses a key from a type that has no collation (an enum).
+            other.execute("CREATE CAST (app.k AS bigint) WITH FUNCTION app.k_id(app.k) AS IMPLICIT")
+            other.execute("CREATE TABLE app.r (k app.k REFERENCES simhash.documents (id))")
+            # A column cast without a function (varchar to text: binary-coercible) runs nothing of its.
+            other.execute("CREATE TABLE app.v (k varchar REFERENCES simhash.documents (key))")
+        runner = CliRunner()
+        # While it may make foreign keys to the store's tables: refused, naming the grant.
+        for args in (["add", "--jsonl", "-"], ["query", "-f", "0000000000000005"], ["init"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+            assert f"lets {role} make foreign keys" in line and "REVOKE REFERENCES" in line, line
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE REFERENCES (id, key) ON simhash.documents FROM "{role}"'))
+        # The foreign key it left still casts through its function.
+        line = _one_error_line(runner.invoke(app, ["--db", plain, "stats"]))
+        assert f"foreign key r_k_fkey on app.r belongs to role {role}" in line, line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="r_k_fkey"):
+            store.add([NewDocument("b", 6)])
+        with admin.connect() as connection:
+            connection.execute(text("DROP TABLE app.r"))
+        with Store(database_url) as store:  # app.v's foreign key stays
+            store.add([NewDocument("b", 6)])
+            assert store.count() == 2
         with admin.connect() as connection:
             connection.execute(text("DROP SCHEMA app CASCADE"))
 

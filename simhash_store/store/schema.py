@@ -3,13 +3,17 @@ record or compare the fingerprint scheme the store was created with."""
 
 from __future__ import annotations
 
+import psycopg
 from sqlalchemy import Engine, Text, cast, literal, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from .. import migrate
+from ..errors import DatabaseError
 from ..models import StoreInfo
 from ..scheme import Scheme
+from ..session import first_line
 from ..store_info import (
     check_same_scheme,
     recommended_distance,  # noqa: F401 - the store reads it as the lookup (query) does
@@ -20,11 +24,32 @@ store_info = StoreInfo.__table__
 
 
 def upgrade(engine: Engine, display_url: str) -> None:
-    """Create the schema, or bring it to the newest revision keeping every row."""
+    """Create the schema, or bring it to the newest revision keeping every row.
+
+    The revision is what ``simhash.alembic_version`` records, which any role that may update the
+    store's tables can rewrite: a revision whose objects exist already (or that a later one dropped)
+    fails in one transaction, so nothing changes, and is one line (:class:`DatabaseError`), not a
+    traceback.
+    """
     revision = migrate.current_revision(engine, display_url)
     migrate.check_upgradable(revision, display_url)
-    if revision != migrate.HEAD_REVISION:
+    if revision == migrate.HEAD_REVISION:
+        return
+    try:
         migrate.upgrade(engine)
+    except (DBAPIError, psycopg.Error) as exc:
+        error = exc.orig if isinstance(exc, DBAPIError) else exc
+        sqlstate = getattr(error, "sqlstate", None) or ""
+        # Class 42 (a table, column, function or constraint that exists already, or does not), not a permission.
+        if revision is None or not sqlstate.startswith("42") or sqlstate == "42501":
+            raise
+        raise DatabaseError(
+            f"database {display_url}: upgrading the store from revision {revision} failed: {first_line(error)} "
+            f"(nothing was changed): its tables are not those of revision {revision}, so the record in "
+            "simhash.alembic_version, which any role that may update the store's tables can change, is wrong: "
+            "have the store's owner put back the revision its tables are at (the newest a store of this "
+            f"version writes is {migrate.HEAD_REVISION})"
+        ) from None
 
 
 def prepare(engine: Engine, display_url: str, requested: Scheme | None, default: Scheme, record: bool) -> Scheme | None:
