@@ -685,6 +685,8 @@ def listen_on_every_address(host: str = "127.0.0.1", port: int = 8080) -> list[s
             try:
                 listening.append(listen(address, port))
             except ConfigError as exc:
+                if not _may_listen_at(address):
+                    continue  # ::1 named where IPv6 is off: no one can listen there
                 raise ConfigError(
                     f"cannot listen on {host}:{port}, which names {', '.join(dict.fromkeys(str(i[4][0]) for i in found))}: "
                     f"{exc} (a client of http://{host}:{port} may try any of them: listen on one address, 127.0.0.1:{port})"
@@ -694,7 +696,21 @@ def listen_on_every_address(host: str = "127.0.0.1", port: int = 8080) -> list[s
         for each in listening:
             each.close()
         raise
+    if not listening:
+        raise ConfigError(f"cannot listen on {host}:{port}: none of its addresses is this machine's")
     return listening
+
+
+def _may_listen_at(address: str) -> bool:
+    """Whether anyone could listen at ``address`` (false where it is not this machine's)."""
+    import errno
+
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError as exc:
+            return exc.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+    return True
 
 
 def listen_unix(path: Path) -> socket.socket:

@@ -719,7 +719,9 @@ def _owner_of_the_answer(connection: Any) -> int | None:
     ours, theirs = endpoint(connection.getsockname()), endpoint(connection.getpeername())
     if not (theirs[0].is_loopback or theirs[0] == ours[0]):
         return None  # another machine's: the kernel picks a local source address of another value
-    sockets = list(_tcp_sockets())
+    from .ownership import tcp_sockets
+
+    sockets = tcp_sockets()
     if not sockets:
         return None  # no /proc/net/tcp here
     owner, connected = -1, False
@@ -731,35 +733,13 @@ def _owner_of_the_answer(connection: Any) -> int | None:
     return owner if connected else -1
 
 
-def _tcp_sockets() -> Iterator[tuple[tuple[Any, int], tuple[Any, int], str, int]]:
-    """(local address and port, remote address and port, state, owner) of every TCP socket in
-    this network namespace, IPv4-mapped IPv6 addresses as IPv4."""
-    import ipaddress
-
-    def endpoint(field: str) -> tuple[Any, int]:
-        raw_address, _, raw_port = field.rpartition(":")
-        raw = bytes.fromhex(raw_address)
-        # Each 32-bit word in the kernel's byte order (little-endian here).
-        ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
-        return getattr(ip, "ipv4_mapped", None) or ip, int(raw_port, 16)
-
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as listing:
-                rows = listing.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) >= 8:
-                yield endpoint(fields[1]), endpoint(fields[2]), fields[3], int(fields[7])
-
-
 def _other_users_listening(address: str) -> set[int]:
     """The users other than this process's whose sockets listen on this machine at ``address``
     (an IP literal and port, as Ray records its head; anything else: none found), from
     /proc/net/tcp and tcp6, which name each socket's owner."""
     import ipaddress
+
+    from .ownership import tcp_sockets
 
     host, _, port_text = address.rpartition(":")
     try:
@@ -767,28 +747,12 @@ def _other_users_listening(address: str) -> set[int]:
         port = int(port_text)
     except ValueError:
         return set()
-    found: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as listing:
-                rows = listing.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) < 8 or fields[3] != "0A":  # 0A: LISTEN
-                continue
-            local, _, local_port = fields[1].rpartition(":")
-            if int(local_port, 16) != port:
-                continue
-            raw = bytes.fromhex(local)
-            # Each 32-bit word in the kernel's byte order (little-endian here).
-            ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
-            if ip.is_unspecified or ip == wanted or getattr(ip, "ipv4_mapped", None) == wanted:
-                uid = int(fields[7])
-                if uid != os.geteuid():
-                    found.add(uid)
-    return found
+    wanted = getattr(wanted, "ipv4_mapped", None) or wanted
+    return {
+        uid
+        for (ip, local_port), _, state, uid in tcp_sockets()
+        if state == "0A" and local_port == port and (ip.is_unspecified or ip == wanted) and uid != os.geteuid()
+    }
 
 
 def _user_name(uid: int) -> str:
