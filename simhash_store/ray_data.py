@@ -764,6 +764,24 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
+def _init_from_the_root_directory(ray: Any, address: str) -> None:
+    """``ray.init`` with / as the working directory, then back to the one we were in.
+
+    Ray puts the driver's working directory at the front of every worker's ``sys.path``: run
+    from a directory others may write (/tmp, a shared folder), a ``simhash_store`` package or a
+    ``numpy`` module another user put there was imported by the workers, as this user, when
+    they loaded the actor class (found by the hostile pass as a local user, 2026-11-26). / holds
+    no modules and only root may write it."""
+    # O_PATH: a working directory one may enter but not list is returned to as well.
+    here = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.chdir("/")
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    finally:
+        os.fchdir(here)
+        os.close(here)
+
+
 class RayFingerprinter:
     """:class:`ingest.Fingerprinter` on a Ray cluster: each batch split over one actor per CPU,
     each with the scheme loaded once. For :func:`dedup.dedup_files` (``dedup --ray``)."""
@@ -774,7 +792,7 @@ class RayFingerprinter:
             address = resolved_address(address)
             _check_reachable(address)
             try:
-                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+                _init_from_the_root_directory(ray, address)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise InputError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
         self._scheme = scheme

@@ -1565,6 +1565,39 @@ def test_ray_auto_refuses_a_port_another_user_takes_after_the_look_at_its_listen
             os.close(end)
 
 
+def test_ray_workers_get_no_directory_others_may_write_from_the_drivers_working_directory(tmp_path, monkeypatch):
+    """Ray puts the driver's working directory at the front of every worker's sys.path: run from a
+    directory others may write, a ``simhash_store`` package another user planted there was imported
+    by the workers, as the user, when they loaded the actor class (by hand as ``h13alice`` and
+    ``h13mallory`` with Ray 2.60: ``hostile/ray_cwd_import.sh``). The driver now calls ``ray.init``
+    from /, and comes back. Ray itself is stood in for (its tests run in their own lane): what
+    matters is the working directory it is called from."""
+    import types
+
+    from simhash_store.ray_data import RayFingerprinter
+    from simhash_store.scheme import get_scheme
+
+    seen = {}
+
+    def init(address, **options):
+        seen["working directory"] = os.getcwd()
+        seen["address"] = address
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(is_initialized=lambda: False, init=init))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # as /tmp: anyone may put a package here
+    monkeypatch.chdir(shared)
+    with socket.socket() as head:  # a head that answers
+        head.bind(("127.0.0.1", 0))
+        head.listen()
+        address = f"127.0.0.1:{head.getsockname()[1]}"
+        RayFingerprinter(get_scheme("multi-v2"), address)
+    assert seen["address"] == address
+    assert seen["working directory"] == "/"
+    assert os.getcwd() == str(shared)  # and back: relative inputs and outputs still mean what they meant
+
+
 def test_ray_auto_joins_only_a_cluster_you_started(tmp_path, monkeypatch):
     """Ray's own ``auto`` reads /tmp/ray/ray_current_cluster (a directory Ray makes 0777), else joins
     any Ray node on the machine: another user's cluster would get every text and choose the verdicts.
