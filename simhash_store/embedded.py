@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import fcntl
 import hashlib
 import logging
@@ -1066,6 +1067,7 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
                     f"could not restart the embedded server to listen on {host}:{port}: {exc}"
                 ) from None
             server.ensure_postgres_running()
+            _check_listening_on_every_address(server, host, port)
     return Address(host=_shown_host(host), port=port, user=STORE_OWNER, database=database, password=password), server
 
 
@@ -1138,16 +1140,85 @@ def tcp_address(directory: Path, database: str, user: str, password: str | None)
     return Address(host=_shown_host(listening), port=port, user=user, database=database, password=password)
 
 
-def _check_port_free(host: str, port: int) -> None:
+def _addresses_named(host: str) -> list[str]:
+    """The addresses a client of ``host`` may try: a name's every address (``localhost``: ::1 and
+    127.0.0.1 where /etc/hosts says so), an address itself; none for every address (``*``,
+    ``0.0.0.0``, ``::``) or a name that does not resolve (the server says so itself)."""
+    import ipaddress
     import socket
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    if host in ("*", "", "0.0.0.0", "::"):
+        return []
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    except socket.gaierror:
+        return []
+    return list(dict.fromkeys(str(info[4][0]) for info in found))
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """One line unless ``port`` is free on every address ``host`` names: PostgreSQL listens on
+    those it can bind and only warns about the others, where another local user's listener then
+    gets the clients of the name that try it first (a client of ``localhost`` on Debian tries ::1
+    first; one that does not insist on SCRAM sent it the password in clear, the server running)."""
+    import socket
+
+    for address in _addresses_named(host) or ["" if host == "*" else host]:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((address, port))
+            except OSError as exc:
+                if exc.errno in _NO_SUCH_ADDRESS and address != host:
+                    continue  # ::1 named where IPv6 is off: no one can listen there
+                where = f"{host}:{port}" if address in (host, "") else f"{host}:{port} (its address {address})"
+                raise DatabaseUnavailableError(f"cannot listen on {where}: {exc.strerror}") from None
+
+
+_NO_SUCH_ADDRESS = (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+
+
+def _may_listen(address: str, port: int) -> bool:
+    """Whether anyone could listen at ``address`` (false where it is not this machine's, as ::1
+    where IPv6 is off)."""
+    import socket
+
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("" if host == "*" else host, port))
+            probe.bind((address, port))
         except OSError as exc:
-            raise DatabaseUnavailableError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+            return exc.errno not in _NO_SUCH_ADDRESS
+    return True
+
+
+def _check_listening_on_every_address(server, host: str, port: int) -> None:
+    """After a restart to listen on ``host``: one line when the server does not listen on every
+    address ``host`` names (another process took one between the check above and the server's
+    start), as /proc/net/tcp and tcp6 tell, which name each listening socket's owner."""
+    from .ownership import tcp_sockets
+
+    try:
+        owner = os.stat(f"/proc/{server.get_postmaster_info().pid}").st_uid
+    except (OSError, AttributeError):
+        return  # no /proc here: the check before the restart is all there is
+    listening = {(local[0], local[1]) for local, _, state, uid in tcp_sockets() if state == "0A" and uid == owner}
+    import ipaddress
+
+    missing = [
+        a for a in _addresses_named(host) if (ipaddress.ip_address(a), port) not in listening and _may_listen(a, port)
+    ]
+    if missing:
+        raise DatabaseUnavailableError(
+            f"the embedded server listens on {host}:{port} but not on {', '.join(missing)}, which {host} names too: "
+            f"another process holds that port there, and clients of {host} may reach it first; serve --listen on "
+            "one address (127.0.0.1:PORT), or free the port"
+        )
 
 
 def server_is_running(server) -> bool:

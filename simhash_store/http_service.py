@@ -661,6 +661,58 @@ def listen(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
     return listening
 
 
+def listen_on_every_address(host: str = "127.0.0.1", port: int = 8080) -> list[socket.socket]:
+    """Sockets from :func:`listen` on every address ``host`` names: one for an IP address; for a
+    name (``localhost``: 127.0.0.1 and, where /etc/hosts says so, ::1), each address it resolves
+    to, on one port. A client of the URL with that name may try any of them (Python's and Node's
+    try ::1 first), and on an address left free another local user could listen and read every
+    token sent while the service runs; one already taken is one line (:class:`ConfigError`)."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return [listen(host, port)]
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    listening: list[socket.socket] = []
+    try:
+        for address in dict.fromkeys(str(info[4][0]) for info in found):
+            try:
+                listening.append(listen(address, port))
+            except ConfigError as exc:
+                if not _may_listen_at(address):
+                    continue  # ::1 named where IPv6 is off: no one can listen there
+                raise ConfigError(
+                    f"cannot listen on {host}:{port}, which names {', '.join(dict.fromkeys(str(i[4][0]) for i in found))}: "
+                    f"{exc} (a client of http://{host}:{port} may try any of them: listen on one address, 127.0.0.1:{port})"
+                ) from None
+            port = port or listening[0].getsockname()[1]  # port 0: the others on the port the first got
+    except BaseException:
+        for each in listening:
+            each.close()
+        raise
+    if not listening:
+        raise ConfigError(f"cannot listen on {host}:{port}: none of its addresses is this machine's")
+    return listening
+
+
+def _may_listen_at(address: str) -> bool:
+    """Whether anyone could listen at ``address`` (false where it is not this machine's)."""
+    import errno
+
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError as exc:
+            return exc.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+    return True
+
+
 def listen_unix(path: Path) -> socket.socket:
     """A Unix socket at ``path``, mode 0600, for :func:`run`: only its owner (and root) may connect,
     and, in a directory no one else may write to, no one can put a socket of theirs at that path
@@ -780,7 +832,7 @@ def _links_replaceable(path: Path) -> str | None:
     return None
 
 
-def run(service: FingerprintService, listening: socket.socket, *, tls: Tls | None = None) -> None:
+def run(service: FingerprintService, listening: socket.socket | list[socket.socket], *, tls: Tls | None = None) -> None:
     """Serve on a socket from :func:`listen` until SIGINT or SIGTERM, then return (over HTTPS
     with ``tls``, from :func:`tls`).
 
@@ -789,14 +841,15 @@ def run(service: FingerprintService, listening: socket.socket, *, tls: Tls | Non
     normally (its exit handlers stop an embedded server it started, which the default
     SIGTERM action would leave running).
     """
-    unix = listening.getsockname() if listening.family == socket.AF_UNIX else None
-    host, port = ("localhost", 0) if unix else listening.getsockname()[:2]
+    sockets = listening if isinstance(listening, list) else [listening]
+    unix = sockets[0].getsockname() if sockets[0].family == socket.AF_UNIX else None
+    host, port = ("localhost", 0) if unix else sockets[0].getsockname()[:2]
     main = threading.current_thread() is threading.main_thread()
     previous = (
         {number: signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)} if main else {}
     )
     try:
-        server(service, host, port, tls=tls).run(sockets=[listening])
+        server(service, host, port, tls=tls).run(sockets=sockets)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)

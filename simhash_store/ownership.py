@@ -18,6 +18,7 @@ import errno
 import functools
 import os
 import stat
+from typing import Any
 
 # The extended attributes that hold an access ACL: POSIX ACLs, and NFSv4 ACLs as Linux shows them.
 _ACCESS_ACLS = ("system.posix_acl_access", "system.nfs4_acl")
@@ -74,3 +75,31 @@ def group_of_one(gid: int) -> bool:
     if any(member != me.pw_name for member in group.gr_mem):
         return False
     return all(user.pw_gid != gid or user.pw_uid == me.pw_uid for user in pwd.getpwall())
+
+
+def tcp_sockets() -> list[tuple[tuple[Any, int], tuple[Any, int], str, int]]:
+    """(local address and port, remote address and port, state, owner's uid) of every TCP socket in
+    this network namespace, from /proc/net/tcp and tcp6 (none where there is no /proc), with
+    IPv4-mapped IPv6 addresses as IPv4 ones. States as the kernel writes them: ``0A`` listening,
+    ``01`` established, ``03`` a connection being accepted."""
+    import ipaddress
+
+    def endpoint(field: str) -> tuple[Any, int]:
+        raw_address, _, raw_port = field.rpartition(":")
+        raw = bytes.fromhex(raw_address)
+        # Each 32-bit word in the kernel's byte order (little-endian here).
+        ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
+        return getattr(ip, "ipv4_mapped", None) or ip, int(raw_port, 16)
+
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as listing:
+                rows = listing.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) >= 8:
+                found.append((endpoint(fields[1]), endpoint(fields[2]), fields[3], int(fields[7])))
+    return found

@@ -675,7 +675,62 @@ def resolved_address(address: str | None) -> str:
             f"{', '.join(sorted(map(_user_name, served_by)))}, not you (a cluster of yours that stopped left the file, "
             f"and someone else listens there now); {name_it}"
         )
+    # Who listens can change between that look and Ray's connection: another user listening in
+    # short bursts on the port of a stopped cluster was missed by the look and reached by the
+    # connection after it in 80 of 300 tries. So connect, and ask who answered: while a socket
+    # of yours answers there, no other user can listen on that address and port.
+    _refuse_an_answer_of_another_users(recorded, path, name_it)
     return recorded
+
+
+def _refuse_an_answer_of_another_users(address: str, path: str, name_it: str) -> None:
+    """Connect to ``address``; one line (:class:`InputError`) when nothing answers, or when what
+    answered is a socket of another user's on this machine (or one that closed at once, before it
+    could be told whose it was). A head on another machine is taken as the file names it."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    try:
+        connection = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot connect to the Ray cluster at {address} ({path} names it): {exc}") from None
+    with connection:
+        owner = _owner_of_the_answer(connection)
+    if owner is None or owner in (0, os.geteuid()):
+        return
+    who = "a socket that closed at once" if owner == -1 else f"user {_user_name(owner)}, not you"
+    raise InputError(
+        f"--ray auto: the port of the cluster {path} names ({address}) was answered by {who} (a cluster "
+        f"of yours that stopped left the file, and someone else listens there now); {name_it}"
+    )
+
+
+def _owner_of_the_answer(connection: Any) -> int | None:
+    """The user owning the socket of this machine at the other end of ``connection``, from
+    /proc/net/tcp and tcp6 (which name each socket's owner); None when the other end is another
+    machine (or its owner cannot be read here); -1 when it is this machine but its socket is no
+    longer there, or ours is no longer connected (it closed at once)."""
+    import ipaddress
+
+    def endpoint(name: tuple[Any, ...]) -> tuple[Any, int]:
+        ip = ipaddress.ip_address(name[0].split("%")[0])
+        return getattr(ip, "ipv4_mapped", None) or ip, name[1]
+
+    ours, theirs = endpoint(connection.getsockname()), endpoint(connection.getpeername())
+    if not (theirs[0].is_loopback or theirs[0] == ours[0]):
+        return None  # another machine's: the kernel picks a local source address of another value
+    from .ownership import tcp_sockets
+
+    sockets = tcp_sockets()
+    if not sockets:
+        return None  # no /proc/net/tcp here
+    owner, connected = -1, False
+    for local, remote, state, uid in sockets:
+        if (local, remote) == (theirs, ours) and state in ("01", "03"):  # ESTABLISHED, SYN_RECV
+            owner = uid
+        if (local, remote) == (ours, theirs) and state == "01":
+            connected = True
+    return owner if connected else -1
 
 
 def _other_users_listening(address: str) -> set[int]:
@@ -684,34 +739,20 @@ def _other_users_listening(address: str) -> set[int]:
     /proc/net/tcp and tcp6, which name each socket's owner."""
     import ipaddress
 
+    from .ownership import tcp_sockets
+
     host, _, port_text = address.rpartition(":")
     try:
         wanted = ipaddress.ip_address(host.strip("[]"))
         port = int(port_text)
     except ValueError:
         return set()
-    found: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as listing:
-                rows = listing.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) < 8 or fields[3] != "0A":  # 0A: LISTEN
-                continue
-            local, _, local_port = fields[1].rpartition(":")
-            if int(local_port, 16) != port:
-                continue
-            raw = bytes.fromhex(local)
-            # Each 32-bit word in the kernel's byte order (little-endian here).
-            ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
-            if ip.is_unspecified or ip == wanted or getattr(ip, "ipv4_mapped", None) == wanted:
-                uid = int(fields[7])
-                if uid != os.geteuid():
-                    found.add(uid)
-    return found
+    wanted = getattr(wanted, "ipv4_mapped", None) or wanted
+    return {
+        uid
+        for (ip, local_port), _, state, uid in tcp_sockets()
+        if state == "0A" and local_port == port and (ip.is_unspecified or ip == wanted) and uid != os.geteuid()
+    }
 
 
 def _user_name(uid: int) -> str:
@@ -721,6 +762,24 @@ def _user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
+
+
+def _init_from_the_root_directory(ray: Any, address: str) -> None:
+    """``ray.init`` with / as the working directory, then back to the one we were in.
+
+    Ray puts the driver's working directory at the front of every worker's ``sys.path``: run
+    from a directory others may write (/tmp, a shared folder), a ``simhash_store`` package or a
+    ``numpy`` module another user put there was imported by the workers, as this user, when
+    they loaded the actor class (found by the hostile pass as a local user, 2026-11-26). / holds
+    no modules and only root may write it."""
+    # O_PATH: a working directory one may enter but not list is returned to as well.
+    here = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.chdir("/")
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    finally:
+        os.fchdir(here)
+        os.close(here)
 
 
 class RayFingerprinter:
@@ -733,7 +792,7 @@ class RayFingerprinter:
             address = resolved_address(address)
             _check_reachable(address)
             try:
-                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+                _init_from_the_root_directory(ray, address)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise InputError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
         self._scheme = scheme

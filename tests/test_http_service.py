@@ -402,6 +402,81 @@ def test_serve_http_through_the_cli(writer_url, tmp_path, sample_paragraphs):
         process.wait(timeout=30)
 
 
+# What /etc/hosts says on Debian and Ubuntu (this test machine's names 127.0.0.1 alone), given to the
+# service's process: localhost is ::1 first, then 127.0.0.1, as Python's and Node's clients try it.
+_LOCALHOST_AS_DEBIAN_NAMES_IT = """
+import socket, sys
+from simhash_store.cli import main
+resolve = socket.getaddrinfo
+def getaddrinfo(host, port, *args, **kwargs):
+    if host == "localhost":
+        return resolve("::1", port, *args, **kwargs) + resolve("127.0.0.1", port, *args, **kwargs)
+    return resolve(host, port, *args, **kwargs)
+socket.getaddrinfo = getaddrinfo
+sys.argv[0] = "simhash-store"
+sys.exit(main())
+"""
+
+
+def test_serve_http_on_a_name_listens_on_every_address_it_names(writer_url, tmp_path):
+    """``serve --http localhost:PORT`` listened on 127.0.0.1 alone and printed http://localhost:PORT;
+    where localhost is also ::1 (Debian, Ubuntu), a client of that URL in Python tried ::1 first,
+    where another local user listened meanwhile and read the token of every request while the
+    service ran (found by hand as two OS users). It now listens on each address of the name, and
+    one taken already is one line."""
+    import httpx
+
+    port = _free_port()
+    with socket.socket(socket.AF_INET6) as theirs:  # another user's, on ::1 (its owner does not matter)
+        theirs.bind(("::1", port))
+        theirs.listen()
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _LOCALHOST_AS_DEBIAN_NAMES_IT,
+                "--db",
+                writer_url,
+                "serve",
+                "--http",
+                f"localhost:{port}",
+            ],
+            env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1, done.stdout
+    assert done.stderr.startswith(f"Error: cannot listen on localhost:{port}, which names ::1, 127.0.0.1: ")
+    assert "Address already in use" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _LOCALHOST_AS_DEBIAN_NAMES_IT,
+            "--db",
+            writer_url,
+            "serve",
+            "--http",
+            f"localhost:{port}",
+        ],
+        env={**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path / "second")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        announced = json.loads(process.stdout.readline())
+        assert announced["url"] == f"http://localhost:{port}"
+        token = Path(announced["read_only_token_file"]).read_text().strip()
+        for address in (f"[::1]:{port}", f"127.0.0.1:{port}"):
+            answer = httpx.get(f"http://{address}/health", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            assert answer.status_code == 200, address
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 def test_serve_http_refuses_a_superuser_in_one_line(database_url, tmp_path):
     environment = {**os.environ, "SIMHASH_STORE_DATA_DIR": str(tmp_path)}
     url = database_url.render_as_string(hide_password=False)

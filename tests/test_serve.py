@@ -702,6 +702,54 @@ def test_serve_listen_refuses_to_restart_a_server_others_use(data_dir):
         assert serving.stop() == 0
 
 
+# What /etc/hosts says on Debian and Ubuntu (this test machine's names 127.0.0.1 alone), given to
+# serve's process (the server itself resolves names as the machine does): localhost is ::1 first.
+_LOCALHOST_AS_DEBIAN_NAMES_IT = """
+import socket, sys
+from simhash_store.cli import main
+resolve = socket.getaddrinfo
+def getaddrinfo(host, port, *args, **kwargs):
+    if host == "localhost":
+        return resolve("::1", port, *args, **kwargs) + resolve("127.0.0.1", port, *args, **kwargs)
+    return resolve(host, port, *args, **kwargs)
+socket.getaddrinfo = getaddrinfo
+sys.argv[0] = "simhash-store"
+sys.exit(main())
+"""
+
+
+def test_serve_listen_on_a_name_refuses_to_serve_unless_it_listens_on_every_address_of_the_name(data_dir):
+    """``serve --listen localhost:PORT`` checked the port on 127.0.0.1 alone; PostgreSQL then only
+    warned that ::1 was taken and served 127.0.0.1, and the printed URL named localhost. A client
+    of it tried ::1 first (Debian's /etc/hosts), where another local user asked for the password
+    in clear: a client that does not insist on SCRAM sent it, then went on to 127.0.0.1 and worked
+    as ever (found by hand as two OS users, the server running). Both ways it is one line now:
+    the port taken on ::1 before the start, and the server not listening there after it."""
+    port = _free_port()
+
+    def serve_listen_localhost() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", _LOCALHOST_AS_DEBIAN_NAMES_IT, "serve", "--listen", f"localhost:{port}"],
+            env=_env(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    with socket.socket(socket.AF_INET6) as theirs:  # another user's, on ::1
+        theirs.bind(("::1", port))
+        theirs.listen()
+        refused = serve_listen_localhost()
+    assert refused.returncode == 1, refused.stdout
+    assert refused.stderr == f"Error: cannot listen on localhost:{port} (its address ::1): Address already in use\n"
+    # Nothing in the way now, but the server resolves localhost as this machine does (127.0.0.1
+    # alone): it does not listen on ::1, as if another process took it between the check and the start.
+    refused = serve_listen_localhost()
+    assert refused.returncode == 1, refused.stdout
+    assert refused.stderr.startswith(f"Error: the embedded server listens on localhost:{port} but not on ::1, ")
+    assert refused.stderr.count("\n") == 1, refused.stderr
+
+
 def test_serve_refuses_a_bad_listen_address_before_starting_anything(tmp_path):
     result = cli(tmp_path / "data", "serve", "--listen", "localhost")
     assert result.returncode == 2

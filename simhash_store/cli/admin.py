@@ -279,9 +279,9 @@ def serve(
             tls = http_service.tls(tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
             if unix_socket is not None:
                 Path(unix_socket).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                listening = http_service.listen_unix(Path(unix_socket))
+                listening = [http_service.listen_unix(Path(unix_socket))]
             else:
-                listening = http_service.listen(host, port)
+                listening = http_service.listen_on_every_address(host, port)
             service = http_service.open_service(
                 state.db, limits=http_service.Limits(parse_size(max_body, "--max-body"), max_texts)
             )
