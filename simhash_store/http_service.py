@@ -267,6 +267,12 @@ class FingerprintService:
     def _document(self, document: dict[str, Any], seen: set[str]) -> NewDocument:
         """One document of an /add request, fingerprinted, or the error that says why not."""
         key = validate_key(document.get("key"))
+        for name in document:
+            if name not in _DOCUMENT_MEMBERS:
+                # Ignored, a misspelt "metadata" was never stored, and no one told.
+                raise InvalidValueError(
+                    f"document {key!r} has an unknown member {name[:40]!r} (a document takes 'key', 'text', 'metadata')"
+                )
         metadata = validate_metadata(document.get("metadata"))
         text = document.get("text")
         if not isinstance(text, str):
@@ -283,6 +289,9 @@ class FingerprintService:
         assert prepared.fingerprint is not None
         seen.add(key)
         return NewDocument(key, prepared.fingerprint, prepared.digest, prepared.length, metadata=metadata)
+
+
+_DOCUMENT_MEMBERS = frozenset(("key", "text", "metadata"))
 
 
 def _printable_key(key: object) -> str | None:
@@ -477,13 +486,24 @@ def _endpoint(
     return endpoint
 
 
+def _only(body: dict[str, Any], names: tuple[str, ...], where: str) -> None:
+    """Refuse a member not among ``names``: one ignored would leave its sender's intent undone, silently
+    (``"K": 3`` answered at the default k, ``"skip_near_duplicate": true`` stored the near-duplicates)."""
+    for name in body:
+        if name not in names:
+            known = ", ".join(repr(known) for known in names)
+            raise _Refused(400, f"unknown member {name[:40]!r} in {where} (it takes {known})")
+
+
 async def _fingerprint(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
+    _only(body, ("texts",), "the request")
     texts = _list_of(body, "texts", service.limits, str)
     results = await anyio.to_thread.run_sync(service.fingerprints, texts)
     return {"scheme": service.scheme.name, "results": results}
 
 
 async def _query(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
+    _only(body, ("texts", "fingerprints", "k", "max_results"), "the request")
     k = _distance(body, service.max_distance)
     limit = body.get("max_results")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -514,6 +534,7 @@ async def _query(service: FingerprintService, body: dict[str, Any]) -> dict[str,
 
 
 async def _add(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
+    _only(body, ("documents", "skip_near_duplicates", "k"), "the request")
     documents = _list_of(body, "documents", service.limits, dict)
     skip = body.get("skip_near_duplicates", False)
     if not isinstance(skip, bool):
@@ -879,7 +900,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
         "paths": {
             "/fingerprint": post(
                 "Fingerprints of texts under the store's scheme",
-                {"type": "object", "required": ["texts"], "properties": {"texts": texts}},
+                {"type": "object", "required": ["texts"], "properties": {"texts": texts}, "additionalProperties": False},
                 {
                     "type": "object",
                     "properties": {
@@ -899,6 +920,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
                         "k": k,
                         "max_results": {"type": ["integer", "null"], "minimum": 1},
                     },
+                    "additionalProperties": False,
                 },
                 {
                     "type": "object",
@@ -933,6 +955,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
                             "items": {
                                 "type": "object",
                                 "required": ["key", "text"],
+                                "additionalProperties": False,
                                 "properties": {
                                     "key": {"type": "string"},
                                     "text": {"type": "string"},
@@ -943,6 +966,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
                         "skip_near_duplicates": {"type": "boolean"},
                         "k": k,
                     },
+                    "additionalProperties": False,
                 },
                 {
                     "type": "object",

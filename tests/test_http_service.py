@@ -318,6 +318,31 @@ def test_malformed_requests_get_one_line_of_json(service, base):
     assert missing.status_code == 404 and "error" in missing.json()
 
 
+def test_a_member_the_service_does_not_know_is_refused_not_ignored(service, base, writer_url):
+    # Ignored, a misspelt option was a silently wrong answer: "K": 3 was answered at the default k,
+    # "skip_near_duplicate": true stored the near-duplicates, a document's "meta" was never stored.
+    text = "中华人民共和国保护人民的合法权益，维护社会秩序，保障公民的基本权利和自由。"
+    with _client(base, service.tokens.read_write) as client:
+        answers = {
+            "/fingerprint": client.post("/fingerprint", json={"texts": [text], "text": "x"}),
+            "/query": client.post("/query", json={"texts": [text], "K": 3}),
+            "/add": client.post("/add", json={"documents": [{"key": "u0", "text": text}], "skip_near_duplicate": True}),
+        }
+        for path, answer in answers.items():
+            assert answer.status_code == 400, (path, answer.text)
+            assert answer.json()["error"].startswith("unknown member "), answer.text
+        added = client.post(
+            "/add", json={"documents": [{"key": "u1", "text": text, "meta": {"a": 1}}, {"key": "u2", "text": text}]}
+        ).json()
+    assert added["added"] == 1 and [failure["key"] for failure in added["failed"]] == ["u1"], added
+    assert "unknown member 'meta'" in added["failed"][0]["error"]
+    store = Store(writer_url)
+    try:
+        assert store.get("u0") is None and store.get("u1") is None and store.get("u2") is not None
+    finally:
+        store.close()
+
+
 def test_openapi_describes_the_endpoints_as_served(service, base):
     with _client(base, service.tokens.read_only) as client:
         description = client.get("/openapi.json").json()
