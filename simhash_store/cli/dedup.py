@@ -228,7 +228,7 @@ def dedup_command(
     ] = None,
     keep: KeepOption = None,
     jobs: Jobs = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
+    batch_size: Annotated[int, typer.Option(min=1, max=2**31 - 1, help="Records per transaction.")] = 1000,
     ray_address: Annotated[
         str | None,
         typer.Option(
