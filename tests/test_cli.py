@@ -792,3 +792,20 @@ def test_a_batch_size_past_any_transaction_is_a_usage_error_not_a_traceback(tmp_
             assert result.exit_code == 2, (command, size, result.output)
             assert "Traceback" not in result.output and "--batch-size" in result.output, result.output
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_more_jobs_than_cores_start_no_more_workers_than_cores(sample_laws):
+    # The executor forks every worker at once, each loading the dictionaries (about 160 MB): -j 1000
+    # on a two-core machine asked for 160 GB to fingerprint no faster.
+    from simhash_store import corpus, ingest
+    from simhash_store.scheme import DEFAULT
+
+    most = max(2, len(os.sched_getaffinity(0)))
+    tasks = [(corpus.Source(f"law-{n}", text=law, size=len(law)), None) for n, law in enumerate(sample_laws[:20])]
+    with ingest.Fingerprinter(DEFAULT, jobs=1000) as fingerprinter:
+        assert fingerprinter.jobs == most
+        results = fingerprinter.submit(tasks)(None)
+        assert fingerprinter._pool is not None and fingerprinter._pool._max_workers == most
+    assert [result.key for result in results] == [f"law-{n}" for n in range(20)]
+    with ingest.Fingerprinter(DEFAULT, jobs=1) as fingerprinter:
+        assert fingerprinter.jobs == 1

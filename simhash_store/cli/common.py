@@ -126,7 +126,10 @@ SchemeOption = Annotated[
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
 QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on the terminal.")]
-Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
+Jobs = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", min=1, help="Worker processes (default and most: all cores, two at least)."),
+]
 ContainmentFlag = Annotated[
     bool,
     typer.Option(
