@@ -900,7 +900,12 @@ def openapi(limits: Limits) -> dict[str, Any]:
         "paths": {
             "/fingerprint": post(
                 "Fingerprints of texts under the store's scheme",
-                {"type": "object", "required": ["texts"], "properties": {"texts": texts}, "additionalProperties": False},
+                {
+                    "type": "object",
+                    "required": ["texts"],
+                    "properties": {"texts": texts},
+                    "additionalProperties": False,
+                },
                 {
                     "type": "object",
                     "properties": {

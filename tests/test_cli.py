@@ -783,7 +783,9 @@ def test_an_output_that_cannot_be_written_is_one_line_and_keeps_what_was_stored(
 def test_a_batch_size_past_any_transaction_is_a_usage_error_not_a_traceback(tmp_path):
     # --batch-size 99999999999999999999 reached itertools.islice: a ValueError traceback, exit 1.
     source = tmp_path / "in.jsonl"
-    source.write_text(json.dumps({"key": "a", "text": "保护人民的合法权利"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    source.write_text(
+        json.dumps({"key": "a", "text": "保护人民的合法权利"}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     for command in (["add", "--jsonl", str(source)], ["dedup", str(source), "-o", str(tmp_path / "out.jsonl")]):
         for size in ("99999999999999999999", str(2**63 - 1), str(2**31)):
             result = CliRunner().invoke(

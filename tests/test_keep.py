@@ -730,7 +730,9 @@ def test_recluster_by_another_field_than_the_one_whose_values_are_stored_is_refu
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     env = {"SIMHASH_STORE_URL": str(database_url)}
-    done = CliRunner().invoke(app, ["dedup", str(source), "-o", str(tmp_path / "out.jsonl"), "--keep", "field:x"], env=env)
+    done = CliRunner().invoke(
+        app, ["dedup", str(source), "-o", str(tmp_path / "out.jsonl"), "--keep", "field:x"], env=env
+    )
     assert done.exit_code == 0, done.output
     refused = CliRunner().invoke(app, ["recluster", "--keep", "field:y"], env=env)
     assert refused.exit_code == 1, refused.output

@@ -232,6 +232,16 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         _default_show_warning(message, category, filename, lineno, file, line)
 
 
+def refuse_options(ctx: typer.Context, flag: str, options: dict[str, str]) -> None:
+    """A usage error naming the first of ``options`` (parameter name: how it is written) given on the
+    command line or through the environment, which ``flag`` does not take: ignored, it would leave
+    its user believing it held (``dups --containment -o FILE`` wrote nothing there, and a stale FILE stayed)."""
+    for name, shown in options.items():
+        source = ctx.get_parameter_source(name)  # by name: typer's context may be of its own click
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            raise typer.BadParameter(f"{flag} does not take {shown} (it would be ignored)", param_hint=f"'{shown}'")
+
+
 def fail(message: str, code: int = 1) -> None:
     """One line on stderr (the keys and paths in ``message`` made visible), and exit."""
     err.print(Text(f"Error: {visible(message)}"))
