@@ -64,4 +64,6 @@ for bad in (False, True):
     a = run(sys.argv[1], True, bad)
     b = run(sys.argv[2], False, bad)
     print(f"bad record: {bad}; counts {a[0]} / {b[0]}")
-    print("  output same:", a[1] == b[1], "rows same:", a[2] == b[2], len(a[2]), "indexes same:", a[3] == b[3], len(a[3]))
+    print(
+        "  output same:", a[1] == b[1], "rows same:", a[2] == b[2], len(a[2]), "indexes same:", a[3] == b[3], len(a[3])
+    )
