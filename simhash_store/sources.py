@@ -77,7 +77,7 @@ def read_text(path: str) -> str:
             raise InputError(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
     try:
         with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+            data = corpus.read_up_to(handle, limit + 1)
     except OSError as exc:
         raise InputError(f"cannot open {visible(path)}: {exc.strerror}") from None
     if len(data) > limit:

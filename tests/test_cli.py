@@ -811,3 +811,30 @@ def test_more_jobs_than_cores_start_no_more_workers_than_cores(sample_laws):
     assert [result.key for result in results] == [f"law-{n}" for n in range(20)]
     with ingest.Fingerprinter(DEFAULT, jobs=1) as fingerprinter:
         assert fingerprinter.jobs == 1
+
+
+def test_a_large_max_file_size_reads_standard_input_in_pieces(database_url):
+    # One read(n) of a pipe allocates n bytes before reading: `add - --max-file-size 100G` was a
+    # MemoryError traceback (under a 4 GB address-space limit; 1T on any machine), and a size past
+    # 2**63 an OverflowError one, however short the input.
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    for size, form in [("100G", "text"), ("1T", "html"), ("99999999999999999999999T", "text")]:
+        result = run_process(
+            database_url,
+            "add",
+            "-",
+            "--format",
+            form,
+            "--max-file-size",
+            size,
+            "-j",
+            "1",
+            input="<p>中华人民共和国保护人民的合法权益，维护社会秩序。</p>",
+            preexec_fn=limited,
+        )
+        assert result.returncode == 0, (size, result.stderr[-500:])
+        assert "Traceback" not in result.stderr
