@@ -53,7 +53,7 @@ def argument_sources(
 
 
 def _stdin_source() -> corpus.Source | corpus.Skip:
-    data = sys.stdin.buffer.read(DEFAULT_MAX_BYTES + 1)
+    data = corpus.read_up_to(sys.stdin.buffer, DEFAULT_MAX_BYTES + 1)
     if len(data) > DEFAULT_MAX_BYTES:
         return corpus.Skip("-", corpus.TOO_LARGE, f"over {DEFAULT_MAX_BYTES:,} bytes")
     try:

@@ -838,3 +838,16 @@ def test_a_large_max_file_size_reads_standard_input_in_pieces(database_url):
         )
         assert result.returncode == 0, (size, result.stderr[-500:])
         assert "Traceback" not in result.stderr
+
+
+def test_fingerprint_of_standard_input_does_not_allocate_its_bound_first():
+    # fingerprint - read(1 GiB + 1) of the pipe: under a 1 GiB address-space limit a MemoryError
+    # traceback for a line of text.
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    result = run_process(None, "fingerprint", "-", input="中华人民共和国保护人民的合法权益。", preexec_fn=limited)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-500:]
+    assert len(result.stdout.split()[0]) == 16
