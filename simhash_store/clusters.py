@@ -36,6 +36,7 @@ import psycopg
 
 from . import distributed
 from .bits import from_signed
+from .errors import InvalidValueError
 from .keep import KeepPolicy, Representative, leaders_keeping
 from .leaders import sequential_leaders
 from .pairs import TooManyPairs, distinct_pairs
@@ -606,6 +607,7 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
     with connection.cursor() as cursor:
         lock(cursor)
         chosen = keep_policy(cursor) if policy is None else KeepPolicy.parse(policy)
+        _check_field_values(cursor, chosen)
         rows = cursor.execute(
             "SELECT id, fingerprint, coalesce(arrival, id), length, keep_value FROM simhash.documents "
             "ORDER BY coalesce(arrival, id), id"
@@ -633,6 +635,25 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
         founders = np.flatnonzero(head >= 0)
         cursor.execute(_NEW_HEADS, {"clusters": ids[founders].tolist(), "ids": ids[head[founders]].tolist()})
     return len(ids), len(founders)
+
+
+def _check_field_values(cursor: psycopg.Cursor, chosen: KeepPolicy) -> None:
+    """Refuse to keep by a field other than the one whose values the documents hold: each document
+    keeps one value (``documents.keep_value``), of the field the store was kept by when it was
+    stored, so keeping by another field ranked them by the first field's values under the second's
+    name, silently."""
+    if chosen.kind != "field":
+        return
+    current = keep_policy(cursor)
+    if current.kind != "field" or current.field == chosen.field:
+        return
+    if not cursor.execute("SELECT EXISTS (SELECT FROM simhash.documents WHERE keep_value IS NOT NULL)").fetchone()[0]:
+        return
+    raise InvalidValueError(
+        f"the store's documents hold the values of field {current.field!r} (its clusters keep {current}), "
+        f"not of {chosen.field!r}: recluster by field:{current.field}:asc or :desc, longest, shortest or first; "
+        f"to keep by {chosen.field!r}, dedup the records into an empty store with --keep {chosen}"
+    )
 
 
 # The cluster, representative and distance to it of the documents ``{chosen}`` selects; a cluster

@@ -68,9 +68,18 @@ def _seconds_setting(variable: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise ConfigError(f"{variable} must be a number of seconds (0 for no limit), not {raw!r}")
+    # PostgreSQL takes these in whole milliseconds, up to its largest integer: 0.0001 became 0 ms,
+    # which is no limit at all (a lock waited for ever), and more than 24.8 days was refused by the server.
+    if not (value == 0 or _SHORTEST_SECONDS <= value <= _LONGEST_SECONDS):
+        raise ConfigError(
+            f"{variable} must be a number of seconds (0 for no limit), from {_SHORTEST_SECONDS:g} to "
+            f"{_LONGEST_SECONDS:,.3f}, not {raw!r}"
+        )
     return value
+
+
+_SHORTEST_SECONDS = 0.001  # a millisecond
+_LONGEST_SECONDS = 2_147_483.647  # 2**31 - 1 milliseconds
 
 
 def lock_timeout() -> float:

@@ -88,6 +88,7 @@ class Limits:
 
     max_body_bytes: int = 16 << 20
     max_texts: int = 1000
+    max_matches: int = 100_000  # in one /query answer: at k = 64 every stored document matches every query
     body_seconds: float = 30.0
     statement_seconds: float = 30.0
     head_seconds: float = HEAD_SECONDS  # to send a request's head, from opening or from the last response
@@ -96,6 +97,7 @@ class Limits:
     def __post_init__(self) -> None:
         validate_integer(self.max_body_bytes, "the maximum body size", 1, 1 << 34)
         validate_integer(self.max_texts, "the maximum number of texts per request", 1, 1_000_000)
+        validate_integer(self.max_matches, "the maximum number of matches per answer", 1, 1 << 40)
         validate_integer(self.open_connections, "the maximum number of open connections", 1, 1_000_000)
 
 
@@ -207,13 +209,44 @@ class FingerprintService:
     def query(self, fingerprints: list[int | None], max_distance: int, limit: int | None) -> list[list[dict[str, Any]]]:
         """Matches of each fingerprint (None: no query, no matches), as ``query --json`` lists them."""
         wanted = [value for value in fingerprints if value is not None]
-        found = iter(self.store.query_many(wanted, max_distance, limit=limit) if wanted else [])
+        found = iter(self._bounded_matches(wanted, max_distance, limit))
         return [
             []
             if value is None
             else [{"key": m.key, "distance": m.distance, "similarity": round(m.similarity, 6)} for m in next(found)]
             for value in fingerprints
         ]
+
+    def _bounded_matches(self, wanted: list[int], max_distance: int, limit: int | None) -> list[list[Any]]:
+        """The matches of each fingerprint, refused (413) past :attr:`Limits.max_matches` in all, holding
+        about that many at most: 200 fingerprints at k = 64 over 20,000 documents (a 14 KB request)
+        made an answer of 4 million matches, 2.5 GB of the service's memory. First each query up to
+        its share of the bound; then only those that reached it, one by one, up to what is left."""
+        if not wanted:
+            return []
+        bound = self.limits.max_matches
+
+        def capped(cap: int) -> int:
+            return cap if limit is None else min(limit, cap)
+
+        share = capped(bound // len(wanted) + 1)
+        found = self.store.query_many(wanted, max_distance, limit=share)
+        total = sum(map(len, found))
+        for index, matches in enumerate(found):
+            if len(matches) < share or (limit is not None and limit <= share):
+                continue  # all of this query's matches
+            if total > bound:
+                break
+            others = total - len(matches)
+            found[index] = self.store.query_many([wanted[index]], max_distance, limit=capped(bound - others + 1))[0]
+            total = others + len(found[index])
+        if total > bound:
+            raise _Refused(
+                413,
+                f"the answer would hold more than {bound:,} matches: give max_results, a lower k, or fewer "
+                "texts or fingerprints per request",
+            )
+        return found
 
     def add(self, documents: list[dict[str, Any]], skip_near_duplicates: bool, max_distance: int) -> dict[str, Any]:
         """Fingerprint and store documents (``key``, ``text``, optional ``metadata``); what became
@@ -267,6 +300,12 @@ class FingerprintService:
     def _document(self, document: dict[str, Any], seen: set[str]) -> NewDocument:
         """One document of an /add request, fingerprinted, or the error that says why not."""
         key = validate_key(document.get("key"))
+        for name in document:
+            if name not in _DOCUMENT_MEMBERS:
+                # Ignored, a misspelt "metadata" was never stored, and no one told.
+                raise InvalidValueError(
+                    f"document {key!r} has an unknown member {name[:40]!r} (a document takes 'key', 'text', 'metadata')"
+                )
         metadata = validate_metadata(document.get("metadata"))
         text = document.get("text")
         if not isinstance(text, str):
@@ -283,6 +322,9 @@ class FingerprintService:
         assert prepared.fingerprint is not None
         seen.add(key)
         return NewDocument(key, prepared.fingerprint, prepared.digest, prepared.length, metadata=metadata)
+
+
+_DOCUMENT_MEMBERS = frozenset(("key", "text", "metadata"))
 
 
 def _printable_key(key: object) -> str | None:
@@ -477,13 +519,24 @@ def _endpoint(
     return endpoint
 
 
+def _only(body: dict[str, Any], names: tuple[str, ...], where: str) -> None:
+    """Refuse a member not among ``names``: one ignored would leave its sender's intent undone, silently
+    (``"K": 3`` answered at the default k, ``"skip_near_duplicate": true`` stored the near-duplicates)."""
+    for name in body:
+        if name not in names:
+            known = ", ".join(repr(known) for known in names)
+            raise _Refused(400, f"unknown member {name[:40]!r} in {where} (it takes {known})")
+
+
 async def _fingerprint(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
+    _only(body, ("texts",), "the request")
     texts = _list_of(body, "texts", service.limits, str)
     results = await anyio.to_thread.run_sync(service.fingerprints, texts)
     return {"scheme": service.scheme.name, "results": results}
 
 
 async def _query(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
+    _only(body, ("texts", "fingerprints", "k", "max_results"), "the request")
     k = _distance(body, service.max_distance)
     limit = body.get("max_results")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -514,6 +567,7 @@ async def _query(service: FingerprintService, body: dict[str, Any]) -> dict[str,
 
 
 async def _add(service: FingerprintService, body: dict[str, Any]) -> dict[str, Any]:
+    _only(body, ("documents", "skip_near_duplicates", "k"), "the request")
     documents = _list_of(body, "documents", service.limits, dict)
     skip = body.get("skip_near_duplicates", False)
     if not isinstance(skip, bool):
@@ -932,7 +986,12 @@ def openapi(limits: Limits) -> dict[str, Any]:
         "paths": {
             "/fingerprint": post(
                 "Fingerprints of texts under the store's scheme",
-                {"type": "object", "required": ["texts"], "properties": {"texts": texts}},
+                {
+                    "type": "object",
+                    "required": ["texts"],
+                    "properties": {"texts": texts},
+                    "additionalProperties": False,
+                },
                 {
                     "type": "object",
                     "properties": {
@@ -952,6 +1011,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
                         "k": k,
                         "max_results": {"type": ["integer", "null"], "minimum": 1},
                     },
+                    "additionalProperties": False,
                 },
                 {
                     "type": "object",
@@ -986,6 +1046,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
                             "items": {
                                 "type": "object",
                                 "required": ["key", "text"],
+                                "additionalProperties": False,
                                 "properties": {
                                     "key": {"type": "string"},
                                     "text": {"type": "string"},
@@ -996,6 +1057,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
                         "skip_near_duplicates": {"type": "boolean"},
                         "k": k,
                     },
+                    "additionalProperties": False,
                 },
                 {
                     "type": "object",

@@ -207,13 +207,24 @@ def _prepare_indexed_in_worker(
     return [(index, prepare(source, stored, scheme, max_bytes, segments)) for index, (source, stored) in tasks]
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on every system
+        return os.cpu_count() or 1
+
+
 class Fingerprinter:
     """Runs :func:`prepare` over many Sources, on ``jobs`` processes when there is enough work."""
 
     def __init__(self, scheme: Scheme, jobs: int | None = None, max_file_bytes: int = DEFAULT_MAX_BYTES) -> None:
         check_available(scheme)  # a missing segmenter is one error here, not one per document
         self.scheme = scheme
-        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        # At most the cores this process may run on (two at least): each worker loads the dictionaries
+        # (about 160 MB), and the executor forks them all at once, so -j 1000 asked for 160 GB on a
+        # two-core machine, to fingerprint no faster.
+        self.jobs = max(1, min(jobs or usable_cores(), max(2, usable_cores())))
         self.max_file_bytes = max_file_bytes
         self.segments = False  # also the segments of each document (a store that keeps them)
         self.submitted = 0  # documents given to fingerprint (a rerun of unchanged records gives none)

@@ -53,7 +53,7 @@ def argument_sources(
 
 
 def _stdin_source() -> corpus.Source | corpus.Skip:
-    data = sys.stdin.buffer.read(DEFAULT_MAX_BYTES + 1)
+    data = corpus.read_up_to(sys.stdin.buffer, DEFAULT_MAX_BYTES + 1)
     if len(data) > DEFAULT_MAX_BYTES:
         return corpus.Skip("-", corpus.TOO_LARGE, f"over {DEFAULT_MAX_BYTES:,} bytes")
     try:
@@ -77,7 +77,7 @@ def read_text(path: str) -> str:
             raise InputError(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
     try:
         with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+            data = corpus.read_up_to(handle, limit + 1)
     except OSError as exc:
         raise InputError(f"cannot open {visible(path)}: {exc.strerror}") from None
     if len(data) > limit:

@@ -792,3 +792,76 @@ def test_an_output_that_cannot_be_written_is_one_line_and_keeps_what_was_stored(
         assert result.returncode == 1, (command, result.stderr)
         assert result.stderr.splitlines() == ["Error: cannot write the output: No space left on device"], command
     assert {key for key in stored(database_url) if key.startswith("full/")} == {f"full/r{i}" for i in range(5)}
+
+
+def test_a_batch_size_past_any_transaction_is_a_usage_error_not_a_traceback(tmp_path):
+    # --batch-size 99999999999999999999 reached itertools.islice: a ValueError traceback, exit 1.
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        json.dumps({"key": "a", "text": "保护人民的合法权利"}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    for command in (["add", "--jsonl", str(source)], ["dedup", str(source), "-o", str(tmp_path / "out.jsonl")]):
+        for size in ("99999999999999999999", str(2**63 - 1), str(2**31)):
+            result = CliRunner().invoke(
+                app, [*command, "--batch-size", size, "--db", "postgresql://nobody@127.0.0.1:1/none"]
+            )
+            assert result.exit_code == 2, (command, size, result.output)
+            assert "Traceback" not in result.output and "--batch-size" in result.output, result.output
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_more_jobs_than_cores_start_no_more_workers_than_cores(sample_laws):
+    # The executor forks every worker at once, each loading the dictionaries (about 160 MB): -j 1000
+    # on a two-core machine asked for 160 GB to fingerprint no faster.
+    from simhash_store import corpus, ingest
+    from simhash_store.scheme import DEFAULT
+
+    most = max(2, len(os.sched_getaffinity(0)))
+    tasks = [(corpus.Source(f"law-{n}", text=law, size=len(law)), None) for n, law in enumerate(sample_laws[:20])]
+    with ingest.Fingerprinter(DEFAULT, jobs=1000) as fingerprinter:
+        assert fingerprinter.jobs == most
+        results = fingerprinter.submit(tasks)(None)
+        assert fingerprinter._pool is not None and fingerprinter._pool._max_workers == most
+    assert [result.key for result in results] == [f"law-{n}" for n in range(20)]
+    with ingest.Fingerprinter(DEFAULT, jobs=1) as fingerprinter:
+        assert fingerprinter.jobs == 1
+
+
+def test_a_large_max_file_size_reads_standard_input_in_pieces(database_url):
+    # One read(n) of a pipe allocates n bytes before reading: `add - --max-file-size 100G` was a
+    # MemoryError traceback (under a 4 GB address-space limit; 1T on any machine), and a size past
+    # 2**63 an OverflowError one, however short the input.
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    for size, form in [("100G", "text"), ("1T", "html"), ("99999999999999999999999T", "text")]:
+        result = run_process(
+            database_url,
+            "add",
+            "-",
+            "--format",
+            form,
+            "--max-file-size",
+            size,
+            "-j",
+            "1",
+            input="<p>中华人民共和国保护人民的合法权益，维护社会秩序。</p>",
+            preexec_fn=limited,
+        )
+        assert result.returncode == 0, (size, result.stderr[-500:])
+        assert "Traceback" not in result.stderr
+
+
+def test_fingerprint_of_standard_input_does_not_allocate_its_bound_first():
+    # fingerprint - read(1 GiB + 1) of the pipe: under a 1 GiB address-space limit a MemoryError
+    # traceback for a line of text.
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    result = run_process(None, "fingerprint", "-", input="中华人民共和国保护人民的合法权益。", preexec_fn=limited)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-500:]
+    assert len(result.stdout.split()[0]) == 16

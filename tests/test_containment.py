@@ -268,3 +268,35 @@ def test_cli_init_segments_add_query_and_dups_containment(database_url, texts, u
     lines = result.stdout.splitlines()
     assert len(lines) == 1 and lines[0].split()[1].endswith("article.txt") and lines[0].split()[3].endswith("page.txt")
     assert "1 pair" in result.stderr
+
+
+def test_options_containment_does_not_take_are_refused_not_ignored(database_url, texts, tmp_path):
+    # dups --containment -o FILE printed its pairs and left FILE as it was (yesterday's pairs, exit 0);
+    # query --containment --jsonl FILE or --key KEY looked nothing up, and -k, --limit, --key-field were ignored.
+    with Store(database_url) as store:
+        store.init(segments=True)
+        store.add([document("page", texts["page"]), document("article", texts["article"])])
+    (tmp_path / "story.txt").write_text(texts["article"], encoding="utf-8")
+    (tmp_path / "in.jsonl").write_text(json.dumps({"key": "s", "text": texts["article"]}) + "\n", encoding="utf-8")
+    stale = tmp_path / "pairs.jsonl"
+    stale.write_text('{"inner": "yesterday", "outer": "old"}\n', encoding="utf-8")
+    story = str(tmp_path / "story.txt")
+    for args, option in [
+        (["dups", "--containment", "-o", str(stale)], "-o/--output"),
+        (["dups", "--containment", "--output-format", "csv"], "--output-format"),
+        (["dups", "--containment", "-k", "3"], "-k/--max-distance"),
+        (["dups", "--containment", "--clusters"], "--clusters"),
+        (["query", "--containment", "--jsonl", str(tmp_path / "in.jsonl")], "--jsonl"),
+        (["query", "--containment", "--key", "page"], "--key"),
+        (["query", "--containment", story, "-o", str(stale)], "-o/--output"),
+        (["query", "--containment", story, "-k", "3"], "-k/--max-distance"),
+        (["query", "--containment", story, "--limit", "1"], "--limit"),
+        (["query", "--containment", story, "--key-field", "id"], "--key-field"),
+    ]:
+        result = _invoke(database_url, *args)
+        assert result.exit_code == 2, (args, result.output)
+        assert f"--containment does not take {option}" in result.output, (args, result.output)
+    assert stale.read_text(encoding="utf-8") == '{"inner": "yesterday", "outer": "old"}\n'
+    # What it does take still works.
+    result = _invoke(database_url, "dups", "--containment", "--json", "--min-score", "0.5")
+    assert result.exit_code == 0 and json.loads(result.stdout.splitlines()[0])["inner"] == "article"

@@ -954,6 +954,41 @@ def test_an_output_path_that_is_a_device_fifo_or_the_input_is_refused_untouched(
     assert source.read_bytes() == before
 
 
+def test_an_output_naming_an_open_file_of_the_process_is_refused_and_its_link_kept(database_url, tmp_path):
+    # `dedup IN -o /dev/stdout --format jsonl > FILE` as root replaced the machine's /dev/stdout (a link
+    # to /proc/self/fd/1) with a regular file holding the output, and FILE stayed empty: the check
+    # followed the link to a regular file, the rename replaced the link. The same link in tmp_path.
+    import os
+    import subprocess
+    import sys
+
+    from simhash_store.errors import OutputError
+    from simhash_store.formats.output import OutputFile
+
+    source = tmp_path / "in.jsonl"
+    _write_jsonl(source, _records())
+    link = tmp_path / "stdout.jsonl"
+    link.symlink_to("/proc/self/fd/1")
+    env = dict(os.environ, SIMHASH_STORE_URL=database_url.render_as_string(hide_password=False))
+    with open(tmp_path / "captured", "wb") as captured:
+        result = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "dedup", str(source), "--key-field", "id", "-o", str(link)],
+            stdout=captured,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "names an open file" in result.stderr
+    assert os.readlink(link) == "/proc/self/fd/1"
+    for name in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1", str(link)):
+        with pytest.raises(OutputError, match="names an open file"):
+            OutputFile(name)
+    assert os.readlink(link) == "/proc/self/fd/1"
+
+
 def test_parquet_timestamps_and_dates_beyond_python_are_kept_or_cost_only_their_record(database_url, tmp_path):
     pyarrow = pytest.importorskip("pyarrow")
     import pyarrow.parquet as parquet

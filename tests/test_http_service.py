@@ -318,6 +318,31 @@ def test_malformed_requests_get_one_line_of_json(service, base):
     assert missing.status_code == 404 and "error" in missing.json()
 
 
+def test_a_member_the_service_does_not_know_is_refused_not_ignored(service, base, writer_url):
+    # Ignored, a misspelt option was a silently wrong answer: "K": 3 was answered at the default k,
+    # "skip_near_duplicate": true stored the near-duplicates, a document's "meta" was never stored.
+    text = "中华人民共和国保护人民的合法权益，维护社会秩序，保障公民的基本权利和自由。"
+    with _client(base, service.tokens.read_write) as client:
+        answers = {
+            "/fingerprint": client.post("/fingerprint", json={"texts": [text], "text": "x"}),
+            "/query": client.post("/query", json={"texts": [text], "K": 3}),
+            "/add": client.post("/add", json={"documents": [{"key": "u0", "text": text}], "skip_near_duplicate": True}),
+        }
+        for path, answer in answers.items():
+            assert answer.status_code == 400, (path, answer.text)
+            assert answer.json()["error"].startswith("unknown member "), answer.text
+        added = client.post(
+            "/add", json={"documents": [{"key": "u1", "text": text, "meta": {"a": 1}}, {"key": "u2", "text": text}]}
+        ).json()
+    assert added["added"] == 1 and [failure["key"] for failure in added["failed"]] == ["u1"], added
+    assert "unknown member 'meta'" in added["failed"][0]["error"]
+    store = Store(writer_url)
+    try:
+        assert store.get("u0") is None and store.get("u1") is None and store.get("u2") is not None
+    finally:
+        store.close()
+
+
 def test_openapi_describes_the_endpoints_as_served(service, base):
     with _client(base, service.tokens.read_only) as client:
         description = client.get("/openapi.json").json()
@@ -881,3 +906,49 @@ def test_a_key_that_is_not_valid_unicode_is_a_failed_document_and_the_others_are
     assert "lone surrogate" in result["failed"][0]["error"]
     with Store(writer_url) as store:
         assert store.count() == 1 and store.get("good") is not None
+
+
+def test_a_query_answer_is_bounded_in_matches_not_only_in_texts(writer_url, tmp_path):
+    # 200 fingerprints at k = 64 over 20,000 documents (a 14 KB request, read-only token) made an
+    # answer of 4 million matches: 2.5 GB of the service's memory and growing.
+    spread = [(n * 0x9E3779B97F4A7C15) % (1 << 64) for n in range(1, 41)]
+    with Store(writer_url) as store:
+        store.add([NewDocument(f"near{n}", n) for n in range(40)])  # within 6 bits of 0
+        store.add([NewDocument(f"far{n}", value) for n, value in enumerate(spread)])
+        every = store.query_many([0, 1 << 63], 64)
+        assert [len(matches) for matches in every] == [80, 80]
+        near = store.query_many([0, spread[0]], 10)
+        assert len(near[0]) >= 40  # more than its share (31) of the bound: asked again, alone
+    opened = open_service(writer_url, token_directory=tmp_path / "tokens", limits=Limits(max_matches=60))
+    try:
+        with running(opened) as base, _client(base, opened.tokens.read_only) as client:
+            hexes = [to_hex(0), to_hex(1 << 63)]
+            for asked in (hexes, hexes[:1]):
+                refused = client.post("/query", json={"fingerprints": asked, "k": 64})
+                assert refused.status_code == 413, refused.text
+                assert refused.json()["error"].startswith("the answer would hold more than 60 matches")
+            # Within the bound the answer is the store's.
+            capped = client.post("/query", json={"fingerprints": hexes, "k": 64, "max_results": 30}).json()
+            assert [[m["key"] for m in r["matches"]] for r in capped["results"]] == [
+                [m.key for m in matches[:30]] for matches in every
+            ]
+            some = client.post("/query", json={"fingerprints": [to_hex(0), to_hex(spread[0])], "k": 10}).json()
+            assert [[m["key"] for m in r["matches"]] for r in some["results"]] == [
+                [m.key for m in matches] for matches in near
+            ]
+    finally:
+        opened.close()
+
+
+def test_by_default_an_answer_of_more_than_100000_matches_is_refused(writer_url, tmp_path):
+    with Store(writer_url) as store:
+        store.add([NewDocument(f"d{n}", (n * 0x9E3779B97F4A7C15) % (1 << 64)) for n in range(1000)])
+    opened = open_service(writer_url, token_directory=tmp_path / "tokens")
+    try:
+        with running(opened) as base, _client(base, opened.tokens.read_only) as client:
+            asked = [to_hex(n << 40) for n in range(101)]  # 101 x 1,000 matches at k = 64
+            answer = client.post("/query", json={"fingerprints": asked, "k": 64})
+            assert answer.status_code == 413, len(answer.content)
+            assert client.post("/query", json={"fingerprints": asked[:100], "k": 64}).status_code == 200
+    finally:
+        opened.close()

@@ -717,3 +717,32 @@ def test_recluster_prints_a_keep_field_name_with_control_characters_escaped(data
     assert "keeping field:\\x1b]0;title\\x07\\u202e:desc" in result.output
     with Store(database_url) as store:
         assert store.keep_policy().field == "\x1b]0;title\x07\u202e"  # stored as given
+
+
+def test_recluster_by_another_field_than_the_one_whose_values_are_stored_is_refused(database_url, tmp_path):
+    # Each document keeps the value of the field the store was kept by; `recluster --keep field:y`
+    # on a store kept by field:x ranked the documents by x's values, recorded as field:y, silently.
+    text = "中华人民共和国保护人民的合法权益，维护社会秩序，保障公民的基本权利和自由。"
+    records = [
+        {"key": "a", "text": text, "x": 1, "y": 3},
+        {"key": "b", "text": text + "（转载）", "x": 2, "y": 1},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    done = CliRunner().invoke(
+        app, ["dedup", str(source), "-o", str(tmp_path / "out.jsonl"), "--keep", "field:x"], env=env
+    )
+    assert done.exit_code == 0, done.output
+    refused = CliRunner().invoke(app, ["recluster", "--keep", "field:y"], env=env)
+    assert refused.exit_code == 1, refused.output
+    assert refused.output.startswith("Error: the store's documents hold the values of field 'x'"), refused.output
+    assert refused.output.count("\n") == 1, refused.output
+    with Store(database_url) as store:
+        assert str(store.keep_policy()) == "field:x:asc"
+        assert store.memberships(["b"])["b"].representative == "a"
+    # The same field the other way round is the same values: accepted.
+    again = CliRunner().invoke(app, ["recluster", "--keep", "field:x:desc"], env=env)
+    assert again.exit_code == 0, again.output
+    with Store(database_url) as store:
+        assert store.memberships(["a"])["a"].representative == "b"

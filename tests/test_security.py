@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
-from simhash_store.errors import DatabaseError
+from simhash_store.errors import ConfigError, DatabaseError
 from simhash_store.ownership import group_of_one
 from simhash_store.store import NewDocument, Store
 from simhash_store.trust import CITUS_FUNCTIONS, LIBRARY_FUNCTIONS
@@ -423,7 +423,25 @@ def test_bad_timeout_setting_is_one_line_exit_1(variable, monkeypatch):
     monkeypatch.setenv(variable, "soon")
     result = CliRunner().invoke(app, ["--db", "postgresql://app@127.0.0.1:5432/news", "stats"])
     assert result.exit_code == 1
-    assert result.output == f"Error: {variable} must be a number of seconds (0 for no limit), not 'soon'\n"
+    assert result.output == (
+        f"Error: {variable} must be a number of seconds (0 for no limit), from 0.001 to 2,147,483.647, not 'soon'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "variable", ["SIMHASH_STORE_LOCK_TIMEOUT", "SIMHASH_STORE_NETWORK_TIMEOUT", "SIMHASH_STORE_STATEMENT_TIMEOUT"]
+)
+@pytest.mark.parametrize("value", ["0.0001", "1e-9", "3000000", "1e20"])
+def test_a_timeout_postgresql_cannot_hold_is_refused_not_turned_into_no_limit(variable, value, monkeypatch):
+    # 0.0001 s became "0ms": no limit, so a lock held elsewhere was waited for for ever; 1e20 was
+    # refused by the server in a message about its own parameter.
+    from simhash_store import config
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=f"{variable} must be a number of seconds"):
+        config.session_arguments(config.resolve_url("postgresql://app@127.0.0.1:5432/news"))
+    monkeypatch.setenv(variable, "0.001")
+    assert config.session_arguments(config.resolve_url("postgresql://app@127.0.0.1:5432/news"))
 
 
 # ------------------------------------------------------------ a schema someone else made

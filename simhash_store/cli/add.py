@@ -85,7 +85,7 @@ def add(
     max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
     scheme: SchemeOption = None,
     jobs: Jobs = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Documents per transaction.")] = 2000,
+    batch_size: Annotated[int, typer.Option(min=1, max=2**31 - 1, help="Documents per transaction.")] = 2000,
     max_file_size: Annotated[
         str, typer.Option(help="Refuse files (and JSONL lines) larger than this, e.g. 500M, 2G.")
     ] = "1G",

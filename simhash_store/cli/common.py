@@ -126,7 +126,10 @@ SchemeOption = Annotated[
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
 QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on the terminal.")]
-Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")]
+Jobs = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", min=1, help="Worker processes (default and most: all cores, two at least)."),
+]
 ContainmentFlag = Annotated[
     bool,
     typer.Option(
@@ -227,6 +230,16 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         warn(f"Warning: {message}")
     else:
         _default_show_warning(message, category, filename, lineno, file, line)
+
+
+def refuse_options(ctx: typer.Context, flag: str, options: dict[str, str]) -> None:
+    """A usage error naming the first of ``options`` (parameter name: how it is written) given on the
+    command line or through the environment, which ``flag`` does not take: ignored, it would leave
+    its user believing it held (``dups --containment -o FILE`` wrote nothing there, and a stale FILE stayed)."""
+    for name, shown in options.items():
+        source = ctx.get_parameter_source(name)  # by name: typer's context may be of its own click
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            raise typer.BadParameter(f"{flag} does not take {shown} (it would be ignored)", param_hint=f"'{shown}'")
 
 
 def fail(message: str, code: int = 1) -> None:

@@ -29,6 +29,7 @@ from .common import (
     opened_store,
     out,
     raise_if_interrupted,
+    refuse_options,
     stored_keep_policy,
     warn,
 )
@@ -49,6 +50,7 @@ from .render import print_clusters, print_replaced, progress, spinner
 
 
 def dups(
+    ctx: typer.Context,
     max_distance: MaxDistance = DEFAULT_MAX_DISTANCE,
     clusters: Annotated[
         bool,
@@ -77,6 +79,16 @@ def dups(
     from ..store import IdenticalGroup
 
     if containment:
+        refuse_options(
+            ctx,
+            "--containment",
+            {
+                "max_distance": "-k/--max-distance",
+                "clusters": "--clusters",
+                "output": "-o/--output",
+                "output_format": "--output-format",
+            },
+        )
         _containment_pairs(min_score, as_json, quiet)
         return
     written = output_format_of(output, output_format) if output is not None else None
@@ -228,7 +240,7 @@ def dedup_command(
     ] = None,
     keep: KeepOption = None,
     jobs: Jobs = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 1000,
+    batch_size: Annotated[int, typer.Option(min=1, max=2**31 - 1, help="Records per transaction.")] = 1000,
     ray_address: Annotated[
         str | None,
         typer.Option(

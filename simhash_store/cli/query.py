@@ -33,6 +33,7 @@ from .common import (
     opened_store,
     out,
     raise_if_interrupted,
+    refuse_options,
     warn,
 )
 from .inputs import (
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 
 
 def query(
+    ctx: typer.Context,
     files: Annotated[
         list[str] | None,
         typer.Argument(
@@ -102,6 +104,22 @@ def query(
     if containment:
         if fingerprint:
             raise typer.BadParameter("--containment reads documents, not fingerprints", param_hint="--fingerprint")
+        refuse_options(
+            ctx,
+            "--containment",
+            {
+                "key": "--key",
+                "jsonl": "--jsonl",
+                "format": "--format",
+                "key_field": "--key-field",
+                "text_field": "--text-field",
+                "html_field": "--html-field",
+                "max_distance": "-k/--max-distance",
+                "limit": "--limit",
+                "output": "-o/--output",
+                "output_format": "--output-format",
+            },
+        )
         _query_containment(files or [], min_score, as_json, scheme, jobs)
         return
     given = input_format(format)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..corpus import BAD_RECORD, TOO_LARGE, UNREADABLE, Skip
+from ..corpus import BAD_RECORD, TOO_LARGE, UNREADABLE, Skip, read_up_to
 from ..decoding import DecodeError
 from ..errors import InputError
 from ..html import looks_like_html, text_of
@@ -43,7 +43,7 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
     """The page as one record of its key and its main content."""
     where = source.name
     with source.open() as stream:
-        data = stream.read(options.max_bytes + 1)
+        data = read_up_to(stream, options.max_bytes + 1)  # one read(n) of a pipe allocates n first
     if len(data) > options.max_bytes:
         yield where, Skip(where, TOO_LARGE, f"over {options.max_bytes:,} bytes")
         return

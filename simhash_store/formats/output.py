@@ -49,6 +49,14 @@ class OutputFile:
         self._directory = directory or "."
         if not name or os.path.isdir(path):
             raise OutputError(f"cannot write {path}: it is a directory")
+        # /dev/stdout, /dev/fd/1, /proc/self/fd/1: a name of this process's open file, whose link
+        # the rename would replace (as root, the machine's /dev/stdout became a regular file, and the
+        # file standard output went to stayed empty).
+        if _names_an_open_file(path):
+            raise OutputError(
+                f"cannot write {path}: it names an open file of this process (as /dev/stdout does), not a file "
+                "of its own; write to '-' for standard output, or to a file"
+            )
         # The finished file is renamed over the path: a device (/dev/null), a FIFO or a socket
         # there would be replaced by a regular file, for every user of the machine.
         previous: os.stat_result | None = None
@@ -147,6 +155,22 @@ class OutputFile:
             self.commit()
         else:
             self.abandon()
+
+
+def _names_an_open_file(path: str) -> bool:
+    """Whether ``path``, or a link on the way from it, is a name under /proc (``/dev/stdout`` links to
+    ``/proc/self/fd/1``, ``/dev/fd`` to ``/proc/self/fd``): a process's descriptor, not a file to replace."""
+    current = path
+    for _ in range(40):  # the kernel's own bound on links followed
+        directory = os.path.realpath(os.path.dirname(current) or ".")
+        if directory == "/proc" or directory.startswith("/proc/"):
+            return True
+        try:
+            target = os.readlink(current)
+        except OSError:  # not a link (or nothing there): a file of its own
+            return False
+        current = os.path.join(os.path.dirname(current), target)
+    return False
 
 
 class _Lock:

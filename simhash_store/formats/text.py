@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..corpus import TOO_LARGE, UNREADABLE, Skip, Source, read_file, walk
+from ..corpus import TOO_LARGE, UNREADABLE, Skip, Source, read_file, read_up_to, walk
 from ..decoding import DecodeError, decode
 from ..errors import InputError
 from ..html import text_of
@@ -43,7 +43,7 @@ def documents(source: Input, options: ReadOptions) -> Iterator[Source | Skip]:
 def _stream_document(source: Input, options: ReadOptions) -> Source | Skip:
     name = source.name
     with source.open() as stream:
-        data = stream.read(options.max_bytes + 1)
+        data = read_up_to(stream, options.max_bytes + 1)  # one read(n) of a pipe allocates n first
     if len(data) > options.max_bytes:
         return Skip(name, TOO_LARGE, f"over {options.max_bytes:,} bytes")
     try:
