@@ -940,8 +940,8 @@ def test_a_query_answer_is_bounded_in_matches_not_only_in_texts(writer_url, tmp_
         opened.close()
 
 
-def test_by_default_an_answer_of_more_than_100000_matches_is_refused(writer_url, tmp_path):
-    with Store(writer_url) as store:
+def test_by_default_an_answer_of_more_than_100000_matches_is_refused(writer_url, database_url, tmp_path):
+    with Store(database_url) as store:  # the owner: a bulk add vacuums, which the writer may not
         store.add([NewDocument(f"d{n}", (n * 0x9E3779B97F4A7C15) % (1 << 64)) for n in range(1000)])
     opened = open_service(writer_url, token_directory=tmp_path / "tokens")
     try:
