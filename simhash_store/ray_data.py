@@ -502,19 +502,49 @@ def _checked(batch: pyarrow.Table, key_field: str, text_field: str) -> pyarrow.T
     )
 
 
+def _as_python_round_trip(kind: pyarrow.DataType) -> bool:
+    """Whether values of Arrow type ``kind`` come back the same from a Dataset made of them as Python
+    values (``ray.data.from_items``, what :func:`dedup_dataset` returned before the workers annotated):
+    strings, bytes, integers, floats, booleans, nulls, and lists and structs of them. Not dates, times,
+    decimals, maps, dictionaries, half floats or Ray's extension types (tensors, pickled objects)."""
+    import pyarrow as pa
+
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _as_python_round_trip(kind.value_type)
+    if pa.types.is_struct(kind):
+        return all(_as_python_round_trip(kind.field(index).type) for index in range(kind.num_fields))
+    return not isinstance(kind, pa.ExtensionType) and (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_float32(kind)
+        or pa.types.is_float64(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_null(kind)
+    )
+
+
 def _annotated(block: Any, decided: pyarrow.Table) -> pyarrow.Table:
     """A block of fingerprinted records with the annotations ``dedup`` adds (a Ray task, on the
     workers): the record's own fields (fingerprint_dataset's left out), then ``simhash``, ``cluster``,
     ``duplicate_of``, ``distance`` and ``not_compared``, each at the place ``{**record, **annotation}``
-    gives it. ``decided``: the block's rows of the decisions (cluster, duplicate_of, distance)."""
+    gives it. ``decided``: the block's rows of the decisions (cluster, duplicate_of, distance).
+
+    Columns whose values come back the same through Python are kept as they are; a block with another
+    (a date, a tensor, ...) is rebuilt row by row from Python values, as ``ray.data.from_items`` builds
+    a block, so that every value is what the driver's rows gave before."""
     import pyarrow as pa
+    from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
     from ray.data.block import BlockAccessor
 
-    table = BlockAccessor.for_block(block).to_arrow()
+    accessor = BlockAccessor.for_block(block)
+    table = accessor.to_arrow()
     count = table.num_rows
     skipped = table.column(NOT_FINGERPRINTED).to_pylist() if NOT_FINGERPRINTED in table.column_names else []
     annotations = {
-        "simhash": table.column(SIMHASH).cast(pa.string()),
+        "simhash": table.column(SIMHASH).cast(pa.string()) if SIMHASH in table.column_names else pa.nulls(count),
         "cluster": decided.column("cluster"),
         "duplicate_of": decided.column("duplicate_of"),
         "distance": decided.column("distance"),
@@ -523,7 +553,17 @@ def _annotated(block: Any, decided: pyarrow.Table) -> pyarrow.Table:
             pa.string(),
         ),
     }
-    out = table.select([name for name in table.column_names if name not in _ADDED])
+    kept = [name for name in table.column_names if name not in _ADDED]
+    if not isinstance(block, pa.Table) or not all(_as_python_round_trip(table.schema.field(n).type) for n in kept):
+        builder: Any = DelegatingBlockBuilder()  # type: ignore[no-untyped-call]  # Ray's, untyped
+        names = list(annotations)
+        row: Mapping[str, Any]
+        for row, values in zip(
+            accessor.iter_rows(public_row_format=True), zip(*(annotations[name].to_pylist() for name in names))
+        ):
+            builder.add({**{name: row[name] for name in kept}, **dict(zip(names, values))})
+        return BlockAccessor.for_block(builder.build()).to_arrow()
+    out = table.select(kept)
     for name, values in annotations.items():
         if name in out.column_names:  # a field of the record's own: the annotation's value, in its place
             out = out.set_column(out.column_names.index(name), name, values)
