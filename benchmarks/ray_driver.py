@@ -29,19 +29,21 @@ from simhash_store.store import Store, writes
 
 from ray_speed import drop_database, fresh_database, records, start_cluster, stop_cluster
 
-spent: dict[str, float] = defaultdict(float)
+spent: dict[str, float] = defaultdict(float)  # wall time
+busy: dict[str, float] = defaultdict(float)  # the driver's CPU time (this process; not the workers', not the server's)
 
 
 def timed(owner: object, name: str, label: str) -> None:
-    """Replace ``owner.name`` by a wrapper that adds its time to ``spent[label]``."""
+    """Replace ``owner.name`` by a wrapper that adds its time to ``spent[label]`` and ``busy[label]``."""
     function = getattr(owner, name)
 
     def wrapper(*arguments, **options):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return function(*arguments, **options)
         finally:
             spent[label] += time.perf_counter() - started
+            busy[label] += time.process_time() - cpu
 
     setattr(owner, name, wrapper)
 

@@ -634,7 +634,7 @@ def _decision_columns(fingerprinted: Dataset, key_field: str, text_field: str) -
     import pyarrow as pa
 
     checked = fingerprinted.map_batches(
-        _checked, fn_args=(key_field, text_field), batch_format="pyarrow", batch_size=RECORDS_PER_TASK
+        _checked, fn_args=(key_field, text_field), batch_format="pyarrow", batch_size=TASK_ROWS
     )
     checked.context.execution_options.preserve_order = True
     with _ordered():
@@ -654,6 +654,22 @@ def _documents(keys: Any, values: np.ndarray, digests: Any, lengths: Any) -> lis
     ]
 
 
+def _annotated_blocks(decided: pyarrow.Table, *blocks: Any) -> Any:
+    """:func:`_annotated` over consecutive blocks (a Ray task, on the workers), ``decided`` holding
+    the rows of all of them in order: one block out for each block in (a tuple if more than one)."""
+    out, start = [], 0
+    for block in blocks:
+        count = block.num_rows if hasattr(block, "num_rows") else len(block)
+        out.append(_annotated(block, decided.slice(start, count)))
+        start += count
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+# Rows a task annotates or checks at least (whole blocks): a Ray task costs about 10 ms on the driver and
+# the scheduler, more than 500 records' annotations (a block of fingerprint_dataset's).
+TASK_ROWS = 20_000
+
+
 def _annotated_dataset(
     fingerprinted: Dataset,
     cluster: np.ndarray,
@@ -662,31 +678,43 @@ def _annotated_dataset(
     document_keys: Any,
     head: np.ndarray,
 ) -> Dataset:
-    """The records of a materialized ``fingerprinted`` with their annotations, added on the workers, one
-    Ray task a block (:func:`_annotated`), each given the block's rows of the decisions (by position:
-    the blocks in order and their row counts): ``cluster`` and ``distance`` of each record (None where
-    ``passed``: not compared), and the key of its representative, ``head`` (its position among
-    ``document_keys``; -1: none, a representative or a record not compared)."""
+    """The records of a materialized ``fingerprinted`` with their annotations, added on the workers
+    (:func:`_annotated`, one Ray task for consecutive blocks of ``TASK_ROWS`` rows or more), each task
+    given its blocks' rows of the decisions by position (the blocks in order and their row counts):
+    ``cluster`` and ``distance`` of each record (None where ``passed``: not compared), and the key of
+    its representative, ``head`` (its position among ``document_keys``; -1: none, a representative or
+    a record not compared). The blocks out are the blocks in, annotated, in the same order."""
     import pyarrow as pa
 
     ray = _ray()
-    annotate = ray.remote(_annotated)
-    blocks, start = [], 0
+    annotate = ray.remote(_annotated_blocks)
+    out: list[Any] = []
+    group: list[Any] = []
+    start = end = 0
+
+    def send() -> None:
+        decided = pa.table(
+            {
+                "cluster": pa.array(cluster[start:end], mask=passed[start:end]),
+                "duplicate_of": document_keys.take(pa.array(head[start:end], mask=head[start:end] < 0)),
+                "distance": pa.array(distance[start:end], mask=passed[start:end]),
+            }
+        )
+        refs = annotate.options(num_returns=len(group)).remote(ray.put(decided), *group)
+        out.extend(refs if len(group) > 1 else [refs])
+
     for bundle in fingerprinted.iter_internal_ref_bundles():
         for block, metadata in bundle.blocks:
-            end = start + int(metadata.num_rows)
-            decided = pa.table(
-                {
-                    "cluster": pa.array(cluster[start:end], mask=passed[start:end]),
-                    "duplicate_of": document_keys.take(pa.array(head[start:end], mask=head[start:end] < 0)),
-                    "distance": pa.array(distance[start:end], mask=passed[start:end]),
-                }
-            )
-            blocks.append(annotate.remote(block, ray.put(decided)))
-            start = end
-    if start != len(cluster):  # the blocks hold the rows the decisions read, in the same order
-        raise RuntimeError(f"the materialized records hold {start} rows, the decisions read {len(cluster)}")
-    return ray.data.from_arrow_refs(blocks)
+            group.append(block)
+            end += int(metadata.num_rows)
+            if end - start >= TASK_ROWS:
+                send()
+                group, start = [], end
+    if group:
+        send()
+    if end != len(cluster):  # the blocks hold the rows the decisions read, in the same order
+        raise RuntimeError(f"the materialized records hold {end} rows, the decisions read {len(cluster)}")
+    return ray.data.from_arrow_refs(out)
 
 
 def _rows_of(ds: Dataset) -> list[Mapping[str, Any]]:
