@@ -5,7 +5,8 @@ each loading the scheme's dictionaries and weights once; the writes go from the 
 store in parallel; deduplication decides on the driver. With keep ``first`` into a store that
 holds no documents, it decides in memory over the run's pairs within k (:func:`clusters.leaders`,
 ``dedup``'s rule) and stores the documents and clusters in one COPY, with the ids, clusters and
-arrivals ``dedup``'s batches give them; otherwise with the very code of ``dedup``
+arrivals ``dedup``'s batches give them, the records staying on the workers (they check them and
+add the annotations; the driver reads keys, fingerprints, digests and lengths); otherwise with the very code of ``dedup``
 (:func:`dedup.dedup_rows`), batch by batch through the store, its fingerprints taken from the
 workers. Either way its verdicts, cluster ids and annotations are those of the ``dedup`` command
 over the same records in the same order. At a distance where exact-match block tables have keys
