@@ -29,6 +29,8 @@ from .progress import OnProgress
 from .terminal import visible
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .clusters import KnownNeighbours
     from .formats import RecordWriter
     from .ingest import Fingerprinter
@@ -690,21 +692,15 @@ def decide_in_memory(
 ) -> list[Verdict] | None:
     """The verdicts of a ``dedup`` run (keep ``first``, into a store that holds no documents and keeps
     clusters at ``k``) over its fingerprinted ``documents`` in input order (``batches``: each one's batch
-    number), decided in memory and stored in one COPY (:meth:`Store.add_decided`), each with the id,
-    cluster and arrival :func:`dedup_rows` gives it. The rule is ``dedup``'s: a record joins the cluster
-    of the nearest earlier representative within ``k``, ties to the earliest, else founds one; with keep
-    ``first`` representatives never change, so this is :func:`clusters.leaders_with_copies` over the
-    run's pairs within ``k`` (``near``: found by the caller; None: here). None, nothing stored, where
-    the store is not so any more (written meanwhile): the batches then decide."""
+    number), decided in memory and stored in one COPY (:func:`decided_clusters`). None, nothing stored,
+    where the store is not so any more (written meanwhile): the batches then decide."""
     import numpy as np
 
-    from .clusters import leaders_with_copies
-
     values = np.array([document.fingerprint for document in documents], dtype=np.uint64)
-    leader = leaders_with_copies(values, k, near)
-    ids = store.add_decided(documents, batches, leader.tolist(), k)
-    if ids is None:
+    found = decided_clusters(store, documents, values, batches, k, near)
+    if found is None:
         return None
+    leader, ids = found
     distances = np.bitwise_count(values ^ values[leader]).tolist()
     verdicts = []
     for index, document in enumerate(documents):
@@ -716,6 +712,31 @@ def decide_in_memory(
                 Verdict(document.key, False, document.fingerprint, ids[head], documents[head].key, distances[index])
             )
     return verdicts
+
+
+def decided_clusters(
+    store: Store,
+    documents: Sequence[NewDocument],
+    values: np.ndarray,
+    batches: Sequence[int],
+    k: int,
+    near: Mapping[int, Sequence[int]] | None = None,
+) -> tuple[np.ndarray, list[int]] | None:
+    """What :func:`decide_in_memory` decides, as arrays: (the position of each document's
+    representative, a numpy array; each document's id) for ``documents`` in input order (``values``:
+    their fingerprints, a numpy uint64 array). The rule is ``dedup``'s: a record joins the cluster of
+    the nearest earlier representative within ``k``, ties to the earliest, else founds one; with keep
+    ``first`` representatives never change, so this is :func:`clusters.leaders_with_copies` over the
+    run's pairs within ``k`` (``near``: found by the caller; None: here). The documents are stored in
+    one COPY (:meth:`Store.add_decided`), each with the id, cluster and arrival :func:`dedup_rows` in
+    batches of ``batches`` gives it. None, nothing stored, where the store is not so any more."""
+    from .clusters import leaders_with_copies
+
+    leader = leaders_with_copies(values, k, near)
+    ids = store.add_decided(documents, batches, leader.tolist(), k)
+    if ids is None:
+        return None
+    return leader, ids
 
 
 def _decided_batches(store: Store, started: list, k: int) -> list[list[Verdict]] | None:

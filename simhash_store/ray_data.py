@@ -5,7 +5,8 @@ each loading the scheme's dictionaries and weights once; the writes go from the 
 store in parallel; deduplication decides on the driver. With keep ``first`` into a store that
 holds no documents, it decides in memory over the run's pairs within k (:func:`clusters.leaders`,
 ``dedup``'s rule) and stores the documents and clusters in one COPY, with the ids, clusters and
-arrivals ``dedup``'s batches give them; otherwise with the very code of ``dedup``
+arrivals ``dedup``'s batches give them, the records staying on the workers (they check them and
+add the annotations; the driver reads keys, fingerprints, digests and lengths); otherwise with the very code of ``dedup``
 (:func:`dedup.dedup_rows`), batch by batch through the store, its fingerprints taken from the
 workers. Either way its verdicts, cluster ids and annotations are those of the ``dedup`` command
 over the same records in the same order. At a distance where exact-match block tables have keys
@@ -26,6 +27,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,7 +35,7 @@ import numpy as np
 from . import clusters, pairs
 from .clusters import KnownNeighbours
 from .corpus import DELIBERATE, Skip, Source
-from .dedup import DEFAULT_BATCH_SIZE, Verdict, check_record, decide_in_memory, dedup_rows
+from .dedup import DEFAULT_BATCH_SIZE, Verdict, check_record, decided_clusters, dedup_rows
 from .dedup import _check_distance as check_distance
 from .errors import InputError
 from .ingest import Prepared, Progress, prepare
@@ -41,9 +43,10 @@ from .keep import KeepPolicy
 from .scheme import Scheme, get_scheme
 
 if TYPE_CHECKING:
+    import pyarrow
     from ray.data import Dataset
 
-    from .store import Store
+    from .store import NewDocument, Store
 
 # Columns fingerprint_dataset adds (write_dataset and dedup_dataset read them back).
 SIMHASH, DIGEST, LENGTH, NOT_FINGERPRINTED, SIZE = "simhash", "_digest", "_length", "_not_fingerprinted", "_size"
@@ -157,17 +160,28 @@ def _materialized(ds: Dataset) -> Dataset:
     context rather than the dataset's, so the order :func:`fingerprint_dataset` asks of its dataset
     was lost there (20,000 records came back with whole blocks swapped, and dedup gave other
     clusters); the current context asks for it too while it runs."""
+    from ray.data.dataset import MaterializedDataset
+
+    if isinstance(ds, MaterializedDataset) and ds.context.execution_options.preserve_order:
+        return ds  # already read in its order
+    with _ordered(ds.context.execution_options.preserve_order):
+        out = ds.materialize()
+    out.context.execution_options.preserve_order = True  # a materialized dataset is read in its order
+    return out
+
+
+@contextmanager
+def _ordered(wanted: bool = True) -> Iterator[None]:
+    """The current Ray Data context asks for the input order while this runs (if ``wanted``)."""
     from ray.data import DataContext
 
     current = DataContext.get_current()
     before = current.execution_options.preserve_order
-    current.execution_options.preserve_order = before or ds.context.execution_options.preserve_order
+    current.execution_options.preserve_order = before or wanted
     try:
-        out = ds.materialize()
+        yield
     finally:
         current.execution_options.preserve_order = before
-    out.context.execution_options.preserve_order = True  # a materialized dataset is read in its order
-    return out
 
 
 def _cpus() -> int:
@@ -325,8 +339,7 @@ def dedup_dataset(
     """
     from .store import Store
 
-    ray = _ray()
-    _fresh_ray_data(ray)
+    _fresh_ray_data(_ray())
     with Store(url) as store:
         scheme = store.init()
         fingerprinted = fingerprint_dataset(
@@ -344,7 +357,7 @@ def dedup_dataset(
             join=join,
             in_memory=in_memory,
         )
-    return ray.data.from_items(out)
+    return out
 
 
 # Beyond, an exact-match layout of at most 20 tables has keys of 11 bits or fewer (pairs.py): buckets of
@@ -368,7 +381,7 @@ def _dedup_fingerprinted(
     batch_size: int = DEFAULT_BATCH_SIZE,
     join: bool | None = None,
     in_memory: bool = True,
-) -> list[dict[str, Any]]:
+) -> Dataset:
     """The decisions of :func:`dedup_dataset` over records that went through :func:`fingerprint_dataset`
     with the store's ``scheme``: each record with its annotations, in input order. ``in_memory``:
     with keep ``first`` into a store holding no documents, decide in memory and store in bulk
@@ -380,11 +393,10 @@ def _dedup_fingerprinted(
             raise ValueError(f"batch size must be at least 1, not {batch_size}")
         check_distance(store, max_distance, policy)  # an empty store starts keeping clusters at the distance asked
         if store.is_empty():
-            fingerprinted, decided, read = _decided_in_memory(
-                fingerprinted, store, key_field, text_field, batch_size, join
-            )
+            fingerprinted, decided = _decided_in_memory(fingerprinted, store, key_field, text_field, batch_size, join)
             if decided is not None:
                 return decided
+            read = _rows_of(fingerprinted)  # materialized: read once more, for the batches
     known = None
     if join is not False:
         # What dedup_rows checks first (again there, then at no cost): an empty store starts keeping
@@ -422,7 +434,7 @@ def _dedup_fingerprinted(
             raise InputError(verdict.problem)
         assert not isinstance(record, Skip)
         out.append({**record, **verdict.annotation()})
-    return out
+    return _ray().data.from_items(out)
 
 
 def _uses_join(fingerprinted: Dataset, store: Store, k: int, join: bool | None) -> tuple[Dataset, bool]:
@@ -436,53 +448,274 @@ def _uses_join(fingerprinted: Dataset, store: Store, k: int, join: bool | None) 
     return fingerprinted, bool(join or (large and pairs.exact_layout_is_cheaper(count, k)))
 
 
+# Columns of what the in-memory decisions need of each record, made on the workers (_checked).
+_KEY, _PROBLEM, _FINGERPRINT, _NOT_COMPARED = "_key", "_problem", "_fingerprint", "_not_compared"
+
+
+def _checked(batch: pyarrow.Table, key_field: str, text_field: str) -> pyarrow.Table:
+    """What the in-memory decisions need of each fingerprinted record of ``batch`` (a ``map_batches``
+    call, on the workers): the key as ``dedup`` reads it; the problem that makes it a bad record there
+    (:func:`dedup.check_record`'s, but for a key repeated in the input, which the driver finds over
+    every key; or a fingerprint that failed); its fingerprint, digest and length; and why it is passed
+    through without being compared (a text without words). Nothing else of the record leaves the worker."""
+    import pyarrow as pa
+
+    count = batch.num_rows
+
+    def column(name: str) -> list[Any]:
+        return batch.column(name).to_pylist() if name in batch.column_names else [None] * count
+
+    keys: list[str | None] = []
+    problems: list[str | None] = []
+    values: list[int | None] = []
+    reasons: list[str | None] = []
+    # A record as the batches read it holds no column of fingerprint_dataset's (_ADDED).
+    record_keys = [None] * count if key_field in _ADDED else column(key_field)
+    texts = [None] * count if text_field in _ADDED else column(text_field)
+    for key, text, simhash, size, skipped in zip(
+        record_keys, texts, column(SIMHASH), column(SIZE), column(NOT_FINGERPRINTED)
+    ):
+        checked = check_record("record", {key_field: key, text_field: text}, key_field, text_field, set())
+        reason = None if skipped is None else str(skipped).split("\t", 1)[0]
+        if isinstance(checked, Verdict):
+            problem: str | None = checked.problem
+        elif size is None:
+            problem = "record: not fingerprinted"
+        elif reason is not None and reason not in DELIBERATE:  # a record that failed: a bad record
+            problem = f"record: not fingerprinted: {skipped}"
+        else:
+            problem = None
+        keys.append(None if isinstance(checked, Verdict) else checked)
+        problems.append(problem)
+        values.append(None if problem is not None or simhash is None else int(simhash, 16))
+        reasons.append(reason if problem is None else None)
+    digests = batch.column(DIGEST).cast(pa.binary()) if DIGEST in batch.column_names else pa.nulls(count, pa.binary())
+    lengths = batch.column(LENGTH).cast(pa.int64()) if LENGTH in batch.column_names else pa.nulls(count, pa.int64())
+    return pa.table(
+        {
+            _KEY: pa.array(keys, pa.string()),
+            _PROBLEM: pa.array(problems, pa.string()),
+            _FINGERPRINT: pa.array(values, pa.uint64()),
+            DIGEST: digests,
+            LENGTH: lengths,
+            _NOT_COMPARED: pa.array(reasons, pa.string()),
+        }
+    )
+
+
+def _as_python_round_trip(kind: pyarrow.DataType) -> bool:
+    """Whether values of Arrow type ``kind`` come back the same from a Dataset made of them as Python
+    values (``ray.data.from_items``, what :func:`dedup_dataset` returned before the workers annotated):
+    strings, bytes, integers, floats, booleans, nulls, and lists and structs of them. Not dates, times,
+    decimals, maps, dictionaries, half floats or Ray's extension types (tensors, pickled objects)."""
+    import pyarrow as pa
+
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _as_python_round_trip(kind.value_type)
+    if pa.types.is_struct(kind):
+        return all(_as_python_round_trip(kind.field(index).type) for index in range(kind.num_fields))
+    return not isinstance(kind, pa.ExtensionType) and (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_float32(kind)
+        or pa.types.is_float64(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_null(kind)
+    )
+
+
+def _annotated(block: Any, decided: pyarrow.Table) -> pyarrow.Table:
+    """A block of fingerprinted records with the annotations ``dedup`` adds (a Ray task, on the
+    workers): the record's own fields (fingerprint_dataset's left out), then ``simhash``, ``cluster``,
+    ``duplicate_of``, ``distance`` and ``not_compared``, each at the place ``{**record, **annotation}``
+    gives it. ``decided``: the block's rows of the decisions (cluster, duplicate_of, distance).
+
+    Columns whose values come back the same through Python are kept as they are; a block with another
+    (a date, a tensor, ...) is rebuilt row by row from Python values, as ``ray.data.from_items`` builds
+    a block, so that every value is what the driver's rows gave before."""
+    import pyarrow as pa
+    from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
+    from ray.data.block import BlockAccessor
+
+    accessor = BlockAccessor.for_block(block)
+    table = accessor.to_arrow()
+    count = table.num_rows
+    skipped = table.column(NOT_FINGERPRINTED).to_pylist() if NOT_FINGERPRINTED in table.column_names else []
+    annotations = {
+        "simhash": table.column(SIMHASH).cast(pa.string()) if SIMHASH in table.column_names else pa.nulls(count),
+        "cluster": decided.column("cluster"),
+        "duplicate_of": decided.column("duplicate_of"),
+        "distance": decided.column("distance"),
+        "not_compared": pa.array(
+            [None if value is None else str(value).split("\t", 1)[0] for value in skipped] or [None] * count,
+            pa.string(),
+        ),
+    }
+    kept = [name for name in table.column_names if name not in _ADDED]
+    if not isinstance(block, pa.Table) or not all(_as_python_round_trip(table.schema.field(n).type) for n in kept):
+        builder: Any = DelegatingBlockBuilder()  # type: ignore[no-untyped-call]  # Ray's, untyped
+        names = list(annotations)
+        row: Mapping[str, Any]
+        for row, values in zip(
+            accessor.iter_rows(public_row_format=True), zip(*(annotations[name].to_pylist() for name in names))
+        ):
+            builder.add({**{name: row[name] for name in kept}, **dict(zip(names, values))})
+        return BlockAccessor.for_block(builder.build()).to_arrow()
+    out = table.select(kept)
+    for name, values in annotations.items():
+        if name in out.column_names:  # a field of the record's own: the annotation's value, in its place
+            out = out.set_column(out.column_names.index(name), name, values)
+        else:
+            out = out.append_column(name, values)
+    return out
+
+
 def _decided_in_memory(
     fingerprinted: Dataset, store: Store, key_field: str, text_field: str, batch_size: int, join: bool | None
-) -> tuple[Dataset, list[dict[str, Any]] | None, list[Mapping[str, Any]]]:
+) -> tuple[Dataset, Dataset | None]:
     """With keep ``first``, into a store that keeps clusters and holds no documents: every record
     decided in memory, in input order, and the documents and clusters stored in one COPY, each
     with the id, cluster and arrival that :func:`dedup.dedup_rows` in batches of ``batch_size``
-    gives it (:func:`dedup.decide_in_memory`, over the pairs from the workers' join, or found on the driver).
+    gives it (:func:`dedup.decided_clusters`, over the pairs from the workers' join, or found on the driver).
 
-    Returns (``fingerprinted``, materialized if it was read twice; the annotated records, or None
-    where this path does not give ``dedup``'s answers, nothing stored: a bad record, whose fate
-    (an error, after the batches before it are stored) is the batches' to tell, or a store written
-    meanwhile; the fingerprinted rows as read, in order).
+    The records stay on the workers: ``fingerprinted`` is materialized, the workers check each record
+    and send the driver only what the decisions need (:func:`_checked`: keys, fingerprints, digests,
+    lengths, problems), as Arrow columns; the driver finds repeated keys, decides and stores, and the
+    workers add the annotations to each block of records (:func:`_annotated`), given the block's rows
+    of the decisions by position (the materialized blocks, in order, and their row counts).
+
+    Returns (``fingerprinted``, materialized; the annotated records, or None where this path does not
+    give ``dedup``'s answers, nothing stored: a bad record, whose fate (an error, after the batches
+    before it are stored) is the batches' to tell, or a store written meanwhile).
     """
-    from .store import NewDocument
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     k, _ = store.cluster_state()
     assert k is not None
     fingerprinted, joined = _uses_join(fingerprinted, store, k, join)
+    fingerprinted = _materialized(fingerprinted)  # read twice: the decisions' columns, then the annotations
     near = near_fingerprints(fingerprinted, k) if joined else None
-    rows = _rows_of(fingerprinted)
-    seen: set[str] = set()
-    out: list[dict[str, Any]] = []
-    documents: list[NewDocument] = []
-    batches: list[int] = []
-    placed: list[int] = []  # the position in ``out`` of each document
-    for number, row in enumerate(rows):
-        record = {name: value for name, value in row.items() if name not in _ADDED}
-        checked = check_record(f"record {number + 1}", record, key_field, text_field, seen)
-        if isinstance(checked, Verdict) or row[SIZE] is None:
-            return fingerprinted, None, rows
-        seen.add(checked)
-        if row[NOT_FINGERPRINTED] is not None:
-            reason = str(row[NOT_FINGERPRINTED]).split("\t", 1)[0]
-            if reason not in DELIBERATE:  # a record that failed: a bad record
-                return fingerprinted, None, rows
-            out.append({**record, **Verdict(checked, True, not_compared=reason).annotation()})
-            continue
-        placed.append(len(out))
-        out.append(record)
-        batches.append(number // batch_size)
-        documents.append(NewDocument(checked, int(row[SIMHASH], 16), bytes(row[DIGEST]), int(row[LENGTH])))
-    verdicts = decide_in_memory(store, documents, batches, k, near)
-    if verdicts is None:
-        return fingerprinted, None, rows
-    for position, verdict in zip(placed, verdicts):
-        out[position] = {**out[position], **verdict.annotation()}
-    return fingerprinted, out, rows
+    columns = _decision_columns(fingerprinted, key_field, text_field)
+    count = columns.num_rows
+    keys = columns.column(_KEY).combine_chunks()
+    if columns.column(_PROBLEM).null_count != count or pc.count_distinct(keys).as_py() != count:
+        return fingerprinted, None  # a bad record, or a key repeated in the input: the batches' to tell
+    compared = pc.is_null(columns.column(_NOT_COMPARED)).to_numpy(zero_copy_only=False)
+    positions = np.flatnonzero(compared)
+    chosen = pa.array(compared)
+    document_keys = keys.filter(chosen)
+    values = columns.column(_FINGERPRINT).filter(chosen).to_numpy().astype(np.uint64)
+    documents = _documents(
+        document_keys, values, columns.column(DIGEST).filter(chosen), columns.column(LENGTH).filter(chosen)
+    )
+    found = decided_clusters(store, documents, values, (positions // batch_size).tolist(), k, near)
+    if found is None:
+        return fingerprinted, None  # the store was written meanwhile
+    leader, ids = found
+    if count == 0:
+        return fingerprinted, _ray().data.from_items([])
+    # The decisions of every record, by position (None for a record passed through, not compared).
+    cluster = np.zeros(count, dtype=np.int64)
+    cluster[positions] = np.asarray(ids, dtype=np.int64)[leader]
+    distance = np.zeros(count, dtype=np.int64)
+    distance[positions] = np.bitwise_count(values ^ values[leader]).astype(np.int64)
+    head = np.full(count, -1, dtype=np.int64)  # the position among the documents of each copy's representative
+    copies = leader != np.arange(len(leader))
+    head[positions[copies]] = leader[copies]
+    return fingerprinted, _annotated_dataset(fingerprinted, cluster, distance, ~compared, document_keys, head)
+
+
+def _decision_columns(fingerprinted: Dataset, key_field: str, text_field: str) -> pyarrow.Table:
+    """What the decisions need of every record of a materialized ``fingerprinted``, in input order:
+    checked on the workers (:func:`_checked`), read by the driver as Arrow columns."""
+    import pyarrow as pa
+
+    checked = fingerprinted.map_batches(
+        _checked, fn_args=(key_field, text_field), batch_format="pyarrow", batch_size=TASK_ROWS
+    )
+    checked.context.execution_options.preserve_order = True
+    with _ordered():
+        parts = list(checked.iter_batches(batch_size=None, batch_format="pyarrow"))
+    return pa.concat_tables(parts) if parts else _checked(pa.table({}), key_field, text_field)
+
+
+def _documents(keys: Any, values: np.ndarray, digests: Any, lengths: Any) -> list[NewDocument]:
+    """The documents to store (what :meth:`Store.add_decided` takes), from the decisions' columns."""
+    from .store import NewDocument
+
+    return [
+        NewDocument(key, value, digest, length)
+        for key, value, digest, length in zip(
+            keys.to_pylist(), values.tolist(), digests.to_pylist(), lengths.to_pylist()
+        )
+    ]
+
+
+def _annotated_blocks(decided: pyarrow.Table, *blocks: Any) -> Any:
+    """:func:`_annotated` over consecutive blocks (a Ray task, on the workers), ``decided`` holding
+    the rows of all of them in order: one block out for each block in (a tuple if more than one)."""
+    out, start = [], 0
+    for block in blocks:
+        count = block.num_rows if hasattr(block, "num_rows") else len(block)
+        out.append(_annotated(block, decided.slice(start, count)))
+        start += count
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+# Rows a task annotates or checks at least (whole blocks): a Ray task costs about 10 ms on the driver and
+# the scheduler, more than 500 records' annotations (a block of fingerprint_dataset's).
+TASK_ROWS = 20_000
+
+
+def _annotated_dataset(
+    fingerprinted: Dataset,
+    cluster: np.ndarray,
+    distance: np.ndarray,
+    passed: np.ndarray,
+    document_keys: Any,
+    head: np.ndarray,
+) -> Dataset:
+    """The records of a materialized ``fingerprinted`` with their annotations, added on the workers
+    (:func:`_annotated`, one Ray task for consecutive blocks of ``TASK_ROWS`` rows or more), each task
+    given its blocks' rows of the decisions by position (the blocks in order and their row counts):
+    ``cluster`` and ``distance`` of each record (None where ``passed``: not compared), and the key of
+    its representative, ``head`` (its position among ``document_keys``; -1: none, a representative or
+    a record not compared). The blocks out are the blocks in, annotated, in the same order."""
+    import pyarrow as pa
+
+    ray = _ray()
+    annotate = ray.remote(_annotated_blocks)
+    out: list[Any] = []
+    group: list[Any] = []
+    start = end = 0
+
+    def send() -> None:
+        decided = pa.table(
+            {
+                "cluster": pa.array(cluster[start:end], mask=passed[start:end]),
+                "duplicate_of": document_keys.take(pa.array(head[start:end], mask=head[start:end] < 0)),
+                "distance": pa.array(distance[start:end], mask=passed[start:end]),
+            }
+        )
+        refs = annotate.options(num_returns=len(group)).remote(ray.put(decided), *group)
+        out.extend(refs if len(group) > 1 else [refs])
+
+    for bundle in fingerprinted.iter_internal_ref_bundles():
+        for block, metadata in bundle.blocks:
+            group.append(block)
+            end += int(metadata.num_rows)
+            if end - start >= TASK_ROWS:
+                send()
+                group, start = [], end
+    if group:
+        send()
+    if end != len(cluster):  # the blocks hold the rows the decisions read, in the same order
+        raise RuntimeError(f"the materialized records hold {end} rows, the decisions read {len(cluster)}")
+    return ray.data.from_arrow_refs(out)
 
 
 def _rows_of(ds: Dataset) -> list[Mapping[str, Any]]:

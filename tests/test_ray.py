@@ -311,6 +311,51 @@ def test_dedup_dataset_decided_in_memory_equals_single_machine_dedup(
     assert ties and chains and copies and any(r["not_compared"] for r in expected)
 
 
+def _typed(rows: list[dict]) -> list[list[tuple]]:
+    """Each row's fields in order, with each value's type (a numpy array: its dtype and items)."""
+
+    def typed(value):
+        if hasattr(value, "dtype") and hasattr(value, "tolist"):
+            return ("ndarray", str(value.dtype), value.tolist())
+        return (type(value).__name__, value)
+
+    return [[(name, typed(value)) for name, value in row.items()] for row in rows]
+
+
+def test_dedup_dataset_in_memory_gives_the_rows_of_the_batches(connected, database_url, pg_server, monkeypatch):
+    """The workers annotate the records in memory: the rows, in order, with the same fields in the same
+    places and values of the same types as the batches give (which build the Dataset from Python rows):
+    a field named like an annotation stays in its place, dates and lists (a column of pickled objects
+    in the fingerprinted Dataset) come back as they did, integer keys are annotated as strings."""
+    import datetime
+
+    from simhash_store import ray_data
+
+    records = [
+        {
+            "cluster": n,
+            "key": n * 7 + 1,
+            "text": r["text"],
+            "day": datetime.date(2020, 1, 1 + n % 28),
+            "tags": ["a", str(n)],
+        }
+        for n, r in enumerate(edit_walks()[:80])
+    ]
+    other, other_url = _second_database(pg_server)
+    try:
+        url = database_url.render_as_string(hide_password=False)
+        with monkeypatch.context() as patch:
+            patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+            in_memory = dedup_dataset(ray.data.from_items(records).repartition(3), url, 4, batch_size=13).take_all()
+        batches = dedup_dataset(ray.data.from_items(records), other_url, 4, batch_size=13, in_memory=False).take_all()
+        stored = [stored_clusters(u) for u in (url, other_url)]
+    finally:
+        pg_server.drop_database(other)
+    assert _typed(in_memory) == _typed(batches)
+    assert stored[0] == stored[1]
+    assert any(r["duplicate_of"] for r in batches) and list(batches[0])[:3] == ["cluster", "key", "text"]
+
+
 @pytest.mark.parametrize("bad", ["repeated key", "no text"])
 def test_dedup_dataset_with_a_bad_record_fails_as_dedup_does(connected, database_url, pg_server, bad):
     """A bad record: the in-memory path stores nothing and leaves it to the batches, which store
