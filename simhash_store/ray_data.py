@@ -556,7 +556,7 @@ def _annotated(block: Any, decided: pyarrow.Table) -> pyarrow.Table:
     }
     kept = [name for name in table.column_names if name not in _ADDED]
     if not isinstance(block, pa.Table) or not all(_as_python_round_trip(table.schema.field(n).type) for n in kept):
-        builder: Any = DelegatingBlockBuilder()  # type: ignore[no-untyped-call]  # Ray's, untyped
+        builder: Any = DelegatingBlockBuilder()  # type: ignore[no-untyped-call, unused-ignore]  # Ray's, untyped
         names = list(annotations)
         row: Mapping[str, Any]
         for row, values in zip(
