@@ -950,8 +950,11 @@ def _owner_of_the_answer(connection: Any) -> int | None:
         return getattr(ip, "ipv4_mapped", None) or ip, name[1]
 
     ours, theirs = endpoint(connection.getsockname()), endpoint(connection.getpeername())
-    if not (theirs[0].is_loopback or theirs[0] == ours[0]):
-        return None  # another machine's: the kernel picks a local source address of another value
+    if not (theirs[0].is_loopback or theirs[0] == ours[0] or theirs[0] in _addresses_of_this_machine()):
+        # Another machine's. Not told by the source address alone: to a second address of an
+        # interface the kernel picks the interface's first as the source, and another user
+        # listening there in bursts got 81 of 300 connections past a check that stopped here.
+        return None
     from .ownership import tcp_sockets
 
     sockets = tcp_sockets()
@@ -964,6 +967,24 @@ def _owner_of_the_answer(connection: Any) -> int | None:
         if (local, remote) == (ours, theirs) and state == "01":
             connected = True
     return owner if connected else -1
+
+
+def _addresses_of_this_machine() -> set[Any]:
+    """Every address of every interface of this machine (its network namespace), IPv4-mapped
+    IPv6 ones as IPv4, without zone indexes."""
+    import ipaddress
+
+    import psutil
+
+    found: set[Any] = set()
+    for addresses in psutil.net_if_addrs().values():
+        for each in addresses:
+            try:
+                ip = ipaddress.ip_address(each.address.split("%")[0])
+            except ValueError:
+                continue  # a link-layer address
+            found.add(getattr(ip, "ipv4_mapped", None) or ip)
+    return found
 
 
 def _other_users_listening(address: str) -> set[int]:

@@ -6,11 +6,13 @@ import contextlib
 import json
 import os
 import pwd
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -1684,6 +1686,67 @@ def test_ray_auto_refuses_a_port_another_user_takes_after_the_look_at_its_listen
         os.waitpid(child, 0)
         for end in (go_read, go_write, ready_read, ready_write):
             os.close(end)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"),
+    reason="a network namespace with a second address is staged as root (unshare, ip)",
+)
+def test_ray_auto_asks_who_answered_on_a_second_address_of_an_interface(tmp_path):
+    """The answer check took an answer from an address other than the connection's own source as
+    another machine's; to a second address of an interface the kernel picks the interface's first
+    as the source, so another user listening there in bursts on a stopped cluster's port got 81 of
+    300 connections. Here, in a network namespace of its own (lo with 10.200.0.1/24 and then
+    10.200.0.2/24), the other user (nobody) listens on the second after the look at its listeners."""
+    script = tmp_path / "second_address.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os, socket, subprocess, sys
+            subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+            subprocess.run(["ip", "addr", "add", "10.200.0.1/24", "dev", "lo"], check=True)
+            subprocess.run(["ip", "addr", "add", "10.200.0.2/24", "dev", "lo"], check=True)
+            ready_read, ready_write = os.pipe()
+            child = os.fork()
+            if child == 0:  # as nobody: listen on the port of the stopped cluster
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    listener = socket.socket()
+                    listener.bind(("10.200.0.2", 46379))
+                    listener.listen()
+                    os.write(ready_write, b"x")
+                    held = []
+                    while True:
+                        held.append(listener.accept())
+                finally:
+                    os._exit(0)
+            os.read(ready_read, 1)
+            from simhash_store import ray_data
+            from simhash_store.errors import InputError
+            ray_data._other_users_listening = lambda address: set()  # the look came between two bursts
+            os.makedirs(os.path.join(os.environ["RAY_TMPDIR"], "ray"))
+            with open(ray_data.ray_address_file(), "w") as recorded:
+                recorded.write("10.200.0.2:46379")  # a cluster of yours that stopped left it
+            try:
+                print("passed:", ray_data.resolved_address("auto"))
+            except InputError as exc:
+                print("refused:", exc)
+            finally:
+                os.kill(child, 9)
+            """
+        )
+    )
+    environment = {**os.environ, "RAY_TMPDIR": str(tmp_path)}
+    environment.pop("RAY_ADDRESS", None)
+    done = subprocess.run(
+        ["unshare", "--net", sys.executable, str(script)], capture_output=True, text=True, env=environment, timeout=120
+    )
+    if "Operation not permitted" in done.stderr:
+        pytest.skip("no network namespaces here")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused: --ray auto: the port of the cluster"), done.stdout
+    assert "was answered by user nobody, not you" in done.stdout
 
 
 def test_ray_workers_get_no_directory_others_may_write_from_the_drivers_working_directory(tmp_path, monkeypatch):
