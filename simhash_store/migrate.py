@@ -13,7 +13,7 @@ from importlib.resources import as_file, files
 from typing import TYPE_CHECKING, Any
 
 from .errors import StoreNotFoundError, StoreOutdatedError, StoreTooNewError
-from .trust import check_schema
+from .trust import check_records, check_schema
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -61,7 +61,10 @@ def revision_of(cursor: Cursor, where: str | Callable[[], str]) -> str | None:
     if not check_schema(cursor, SCHEMA, where):
         return None
     row = cursor.execute(f"SELECT version_num FROM {SCHEMA}.alembic_version").fetchone()
-    return row[0] if row is not None else None
+    revision = row[0] if row is not None else None
+    if revision == HEAD_REVISION:
+        check_records(cursor, SCHEMA, where)
+    return revision
 
 
 def is_known_revision(revision: str) -> bool:

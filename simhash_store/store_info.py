@@ -7,13 +7,14 @@ for the scheme a caller asks for, and the rule for the distance used when none i
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from typing import Protocol
 
 import psycopg
 
 from .errors import SchemeError, SchemeMismatchError
 from .migrate import SCHEMA
-from .scheme import DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+from .scheme import DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme
 
 
 def stored_scheme(cursor: psycopg.Cursor) -> Scheme | None:
@@ -23,9 +24,32 @@ def stored_scheme(cursor: psycopg.Cursor) -> Scheme | None:
     if row is None:
         return None
     try:
-        return Scheme.from_dict(json.loads(row[0]))
-    except SchemeError as exc:
+        data = json.loads(row[0])
+        if not isinstance(data, dict):
+            raise SchemeError("scheme description must be a JSON object")
+        scheme = Scheme.from_dict(data)
+    except (SchemeError, TypeError) as exc:
         raise SchemeError(f"the store records a scheme this version cannot read: {exc}") from None
+    check_known(scheme, data)
+    return scheme
+
+
+def check_known(scheme: Scheme, data: dict[str, object]) -> None:
+    """Refuse a recorded scheme that is not what a store records: one of a registered name other
+    than that scheme's definition, or a description that leaves fields to their defaults (every
+    write records all of them). ``store_info`` is the owner's, but a member of ``pg_write_all_data``
+    may rewrite it, and the owner's next add would fingerprint with what it wrote, silently."""
+    registered = SCHEMES.get(scheme.name)
+    missing = sorted({f.name for f in fields(Scheme)} - set(data))
+    if (registered is None or registered == scheme) and not missing:
+        return
+    what = f"leaves out {', '.join(missing)}" if missing else f"is not the definition of {registered.label}"  # type: ignore[union-attr]
+    raise SchemeError(
+        f"the store records a scheme named {scheme.name!r} that {what}: the store never writes such a record, so "
+        "a role that may write simhash.store_info changed it, and what is added would be fingerprinted with "
+        "another scheme than the store's documents: have the store's owner put back the scheme they were made "
+        "with (UPDATE simhash.store_info SET scheme = ...) and take that right away"
+    )
 
 
 def recommended_distance(cursor: psycopg.Cursor) -> int | None:

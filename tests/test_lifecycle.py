@@ -32,6 +32,8 @@ from simhash_store.errors import (
 from simhash_store.maintenance import MIN_ROWS
 from simhash_store.store import NewDocument, Store
 
+from roles import WRITER_GRANTS  # tests/roles.py
+
 ROWS = 12_000  # a write large enough to call for upkeep, a table large enough for the planner to care
 assert ROWS > 10 * MIN_ROWS
 
@@ -137,8 +139,7 @@ def writer_role(database_url, make_role):
     """A role that may write the store's tables but does not own them (so may not vacuum them)."""
     role = make_role(
         database_url,
-        "GRANT USAGE ON SCHEMA simhash TO {role}",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
+        *WRITER_GRANTS,
         "GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA simhash TO {role}",
         "GRANT TEMPORARY ON DATABASE {database} TO {role}",
         prefix="simhash_writer",

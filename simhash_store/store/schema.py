@@ -50,6 +50,8 @@ def upgrade(engine: Engine, display_url: str) -> None:
             "have the store's owner put back the revision its tables are at (the newest a store of this "
             f"version writes is {migrate.HEAD_REVISION})"
         ) from None
+    # The masks the migrations made, checked as every open checks them.
+    migrate.current_revision(engine, display_url)
 
 
 def prepare(engine: Engine, display_url: str, requested: Scheme | None, default: Scheme, record: bool) -> Scheme | None:
