@@ -374,6 +374,32 @@ def test_a_revision_record_older_than_the_tables_is_one_line_and_changes_nothing
         assert store.count() == 1
 
 
+@pytest.mark.parametrize(
+    "change", ["DELETE FROM simhash.alembic_version", "INSERT INTO simhash.alembic_version VALUES ('0012')"]
+)
+def test_a_revision_record_emptied_or_doubled_is_one_line_and_changes_nothing(database_url, change):
+    # A member of pg_write_all_data emptied simhash.alembic_version (the store's tables all there) or added
+    # a second row: the owner's add and init ended in a DuplicateTable traceback (the store taken for a new
+    # one, created again over its tables) or in Alembic's "Requested revision 0013 overlaps" traceback
+    # (hostile/revision_rows.sh).
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    with psycopg.connect(plain(database_url), autocommit=True) as connection:
+        connection.execute(change)
+    for args in (["add", "--jsonl", "-"], ["init"], ["stats"], ["query", "-f", "0123456789abcdef"]):
+        result = CliRunner().invoke(app, ["--db", plain(database_url), *args], input='{"key": "b", "text": "新闻"}\n')
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith("Error: ") and "Traceback" not in result.output, result.output
+        assert "its revision record simhash.alembic_version " in result.output, result.output
+    with Store(database_url) as store, pytest.raises(DatabaseError, match="put back the one row"):
+        store.upgrade()
+    with psycopg.connect(plain(database_url), autocommit=True) as connection:
+        connection.execute("DELETE FROM simhash.alembic_version")
+        connection.execute("INSERT INTO simhash.alembic_version VALUES (%s)", (migrate.HEAD_REVISION,))
+    with Store(database_url) as store:
+        assert store.count() == 1
+
+
 def test_a_store_written_by_a_newer_version_is_one_clear_line(database_url):
     with Store(database_url) as store:
         store.add([NewDocument("a", 1)])
