@@ -183,6 +183,20 @@ objects (what, owner) AS (
     ) AS u (owner) ON true
     WHERE NOT g.tgisinternal
     UNION ALL
+    -- A foreign key to one of its tables whose action (CASCADE, SET NULL, SET DEFAULT) writes the
+    -- referencing table when you delete or update a row: that table's triggers, defaults and domain
+    -- checks run in your session, as their owner, and can change it for your next statements
+    -- (set_config('search_path', 'app, pg_catalog', false): its = on bigint then ran with your rights).
+    SELECT pg_catalog.format('foreign key %%I on %%s (ON DELETE or ON UPDATE writes it in your session)',
+                             k.conname, k.conrelid::pg_catalog.regclass), r.relowner
+    FROM pg_catalog.pg_constraint k
+    JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
+    JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) k.confrelid
+    JOIN schema s ON t.relnamespace OPERATOR(pg_catalog.=) s.oid
+    WHERE k.contype OPERATOR(pg_catalog.=) 'f'
+      AND (k.confdeltype OPERATOR(pg_catalog.<>) ALL ('{a,r}'::pg_catalog."char"[])
+           OR k.confupdtype OPERATOR(pg_catalog.<>) ALL ('{a,r}'::pg_catalog."char"[]))
+    UNION ALL
     SELECT pg_catalog.format('foreign key %%I on %%s', k.conname, k.conrelid::pg_catalog.regclass), r.relowner
     FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
     WHERE EXISTS (SELECT FROM key_columns c JOIN pg_catalog.pg_type y ON y.oid OPERATOR(pg_catalog.=) c.type_oid

@@ -877,6 +877,59 @@ def test_a_foreign_key_whose_check_casts_through_another_roles_function_is_refus
             connection.execute(text("DROP SCHEMA app CASCADE"))
 
 
+@pytest.mark.parametrize("action", ["ON DELETE CASCADE", "ON DELETE SET NULL", "ON UPDATE SET DEFAULT"])
+def test_a_foreign_key_whose_action_writes_another_roles_table_in_your_session_is_refused(database_url, action):
+    # A role that held REFERENCES left a foreign key ON DELETE CASCADE from a partitioned table of its own to
+    # simhash.documents (no cast: the check passed once REFERENCES was revoked). The owner's remove deleted
+    # its rows too, and its trigger on the partition, run as that role, set the session's search_path to
+    # 'app, pg_catalog': its = on bigint ran in the owner's next statement with the owner's rights
+    # (hostile/fk_action_poisons_session.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    grants = (
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT SELECT, REFERENCES ON simhash.documents TO {role}",
+    )
+    with _other_role(database_url, *grants) as (role, admin):
+        with _as(database_url, role) as other:
+            other.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            other.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            other.execute(
+                "CREATE FUNCTION app.trg() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "PERFORM pg_catalog.set_config('search_path', 'app, pg_catalog', false); RETURN NULL; END $$"
+            )
+            other.execute(
+                "CREATE FUNCTION app.eq8(bigint, bigint) RETURNS boolean LANGUAGE sql AS "
+                "$$ INSERT INTO app.stolen VALUES (current_user) RETURNING $1 OPERATOR(pg_catalog.=) $2 $$"
+            )
+            other.execute("CREATE OPERATOR app.= (FUNCTION = app.eq8, LEFTARG = bigint, RIGHTARG = bigint)")
+            other.execute(
+                f"CREATE TABLE app.pt (k bigint DEFAULT 0 REFERENCES simhash.documents (id) {action}) "
+                "PARTITION BY RANGE (k)"
+            )
+            other.execute("CREATE TABLE app.pt1 PARTITION OF app.pt FOR VALUES FROM (MINVALUE) TO (MAXVALUE)")
+            other.execute("CREATE TRIGGER t AFTER DELETE OR UPDATE ON app.pt1 FOR EACH ROW EXECUTE FUNCTION app.trg()")
+            other.execute("INSERT INTO app.pt SELECT id FROM simhash.documents")
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE REFERENCES ON simhash.documents FROM "{role}"'))
+        runner = CliRunner()
+        for args in (["remove", "a"], ["query", "-f", "0000000000000005"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args]))
+            assert "foreign key pt_k_fkey on app.pt (ON DELETE or ON UPDATE writes it" in line, line
+            assert f"belongs to role {role}" in line, line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="pt_k_fkey"):
+            store.remove(["a"])
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP TABLE app.pt"))
+        with Store(database_url) as store:
+            assert store.remove(["a"]).removed == ["a"]
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA app CASCADE"))
+
+
 def test_a_role_that_may_write_the_stores_own_records_is_refused_until_revoked(database_url):
     # A writer granted DML on ALL TABLES IN SCHEMA simhash deleted the block masks (searches then
     # silently missed near duplicates) or rewrote the scheme (the owner's next add fingerprinted with
