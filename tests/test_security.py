@@ -983,6 +983,35 @@ def test_a_role_that_may_write_the_stores_own_records_is_refused_until_revoked(d
             assert connection.execute(text("SELECT highest_retired_id FROM simhash.store_info")).scalar() == 2
 
 
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ("keep_policy = 'zz'", "records a keep policy of 'zz', which no recluster writes"),
+        ("cluster_max_distance = -5", "records a cluster distance of -5, which no recluster writes"),
+        ("cluster_max_distance = 65", "records a cluster distance of 65, which no recluster writes"),
+    ],
+)
+def test_a_cluster_record_a_writer_rewrote_is_one_line_and_recluster_repairs_it(database_url, make_role, change, says):
+    # A writer may update keep_policy and cluster_max_distance (its recluster writes them), but wrote values
+    # no recluster writes: a keep policy of 'zz' made the owner's add end in a ValueError traceback, and a
+    # cluster distance of -5 was taken as it was (every document its own cluster, silently).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+        store.recluster(3)
+    role = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    with _as(database_url, role) as writer:
+        writer.execute(f"UPDATE simhash.store_info SET {change}")
+    runner = CliRunner()
+    for args in (["add", "--jsonl", "-"], ["recluster"]):
+        line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+        assert says in line and "recluster" in line, line
+    result = runner.invoke(app, ["--db", plain, "recluster", "-k", "3", "--keep", "first"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
+    assert result.exit_code == 0, result.output
+
+
 def _changed_by_a_member_of_pg_write_all_data(url, statement: str) -> None:
     with _other_role(url, "GRANT pg_write_all_data, pg_read_all_data TO {role}") as (role, _):
         with _as(url, role) as member:
