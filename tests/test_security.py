@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
-from simhash_store.errors import ConfigError, DatabaseError
+from simhash_store.errors import ConfigError, DatabaseError, SchemeError
 from simhash_store.ownership import group_of_one
 from simhash_store.scheme import MULTI_V2
 from simhash_store.store import NewDocument, Store
@@ -981,6 +981,26 @@ def test_a_role_that_may_write_the_stores_own_records_is_refused_until_revoked(d
             assert result.exit_code == 0, (args, result.output)
         with admin.connect() as connection:
             assert connection.execute(text("SELECT highest_retired_id FROM simhash.store_info")).scalar() == 2
+
+
+def test_a_scheme_record_deleted_under_stored_documents_is_refused_until_given_again(database_url):
+    # A member of pg_write_all_data deleted the row of simhash.store_info of a zh-jieba-v1 store: the owner's
+    # next add (no --scheme) recorded multi-v2 and fingerprinted with it, silently
+    # (hostile/scheme_record_deleted.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url, scheme="zh-jieba-v1") as store:
+        store.add([NewDocument("a", 5)])
+    _changed_by_a_member_of_pg_write_all_data(database_url, "DELETE FROM simhash.store_info")
+    runner = CliRunner()
+    for args in (["add", "--jsonl", "-"], ["init"]):
+        line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+        assert "holds documents but records no scheme" in line and "init --scheme NAME" in line, line
+    with Store(database_url) as store, pytest.raises(SchemeError, match="records no scheme"):
+        store.add([NewDocument("b", 6)])
+    result = runner.invoke(app, ["--db", plain, "init", "--scheme", "zh-jieba-v1"])
+    assert result.exit_code == 0 and "zh-jieba-v1" in result.output, result.output
+    with Store(database_url) as store:
+        assert store.scheme.name == "zh-jieba-v1" and store.count() == 1
 
 
 @pytest.mark.parametrize(
