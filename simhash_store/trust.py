@@ -20,8 +20,11 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
   tables, every function, operator, type and relation a trigger's WHEN condition names, and
-  every table holding a foreign key to one of its tables whose column is cast by a function,
-  belongs to the schema's owner, a member of it, or a superuser;
+  every table holding a foreign key to one of its tables whose column is cast by a function, or
+  whose ON DELETE or ON UPDATE action (CASCADE, SET NULL, SET DEFAULT) writes that table when you
+  delete or update a row (its triggers, defaults and domain checks then run in your session, as
+  their owner, and set_config there changes your next statements' search_path), belongs to the
+  schema's owner, a member of it, or a superuser;
 - no other role (PUBLIC included) may write the store's own records, which searches and writes
   trust: INSERT, UPDATE, DELETE or TRUNCATE on ``block_masks``, ``wide_masks`` (deleted masks make
   searches silently miss near duplicates) or ``alembic_version``, nor UPDATE, DELETE or TRUNCATE

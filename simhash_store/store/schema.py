@@ -71,9 +71,10 @@ def prepare(engine: Engine, display_url: str, requested: Scheme | None, default:
             if requested is None and connection.execute(text(_HOLDS_DOCUMENTS)).scalar():
                 raise SchemeError(
                     f"the store in database {display_url} holds documents but records no scheme (simhash.store_info "
-                    "is empty: a role that may write it deleted the record), so this write cannot tell which scheme "
-                    f"they were made with, and {default.name} might not be it: give the scheme they were made with "
-                    "(`simhash-store init --scheme NAME`), and take that right away"
+                    "is empty: another application wrote them before any scheme was recorded, or a role that may "
+                    "write it deleted the record), so this write cannot tell which scheme they were made with, and "
+                    f"{default.name} might not be it: give the scheme they were made with once "
+                    "(`simhash-store init --scheme NAME`, or --scheme)"
                 )
             wanted = requested or default
             connection.execute(
