@@ -96,8 +96,17 @@ def main() -> None:
         with owner.connect() as connection:
             connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
             connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{role}"'))
+            # What a writer needs, never writes on the masks, the revision or the scheme (docs/operations.md).
+            connection.execute(text(f'GRANT SELECT ON ALL TABLES IN SCHEMA simhash TO "{role}"'))
             connection.execute(
-                text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{role}"')
+                text(
+                    f'GRANT INSERT, UPDATE, DELETE ON simhash.documents, simhash.segments, simhash.cluster_heads TO "{role}"'
+                )
+            )
+            connection.execute(
+                text(
+                    f'GRANT INSERT, UPDATE (highest_retired_id, cluster_max_distance, keep_policy) ON simhash.store_info TO "{role}"'
+                )
             )
         owner.dispose()
         service_url = url.set(username=role, password=None).render_as_string(hide_password=False)

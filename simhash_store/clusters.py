@@ -36,7 +36,7 @@ import psycopg
 
 from . import distributed
 from .bits import from_signed
-from .errors import InvalidValueError
+from .errors import DatabaseError, InvalidValueError
 from .keep import KeepPolicy, Representative, leaders_keeping
 from .leaders import sequential_leaders
 from .pairs import TooManyPairs, distinct_pairs
@@ -156,7 +156,14 @@ def lock(cursor: psycopg.Cursor) -> None:
 def max_distance(cursor: psycopg.Cursor) -> int | None:
     """The distance at which this store clusters (``store_info.cluster_max_distance``); None: it keeps no clusters."""
     row = cursor.execute("SELECT cluster_max_distance FROM simhash.store_info").fetchone()
-    return row[0] if row else None
+    distance = row[0] if row else None
+    if distance is not None and not 0 <= distance <= 64:  # the column is any integer; recluster writes 0..64
+        raise DatabaseError(
+            f"the store records a cluster distance of {distance}, which no recluster writes (0 to 64): a role that "
+            "may update simhash.store_info changed it, and clusters would silently be wrong: have the store's "
+            "owner run `simhash-store recluster -k K` with the distance it clusters at"
+        )
+    return distance
 
 
 def state(cursor: psycopg.Cursor) -> tuple[int | None, bool]:
@@ -184,7 +191,14 @@ def allocate_ids(cursor: psycopg.Cursor, count: int) -> int:
 def keep_policy(cursor: psycopg.Cursor) -> KeepPolicy:
     """The policy by which this store's clusters choose their representatives (``store_info.keep_policy``)."""
     row = cursor.execute("SELECT keep_policy FROM simhash.store_info").fetchone()
-    return KeepPolicy.parse(row[0] if row else None)
+    try:
+        return KeepPolicy.parse(row[0] if row else None)
+    except ValueError:
+        raise DatabaseError(
+            f"the store records a keep policy of {row[0]!r}, which no recluster writes: a role that may update "
+            "simhash.store_info changed it: have the store's owner run `simhash-store recluster --keep POLICY` "
+            "with the policy its clusters keep"
+        ) from None
 
 
 def assign(

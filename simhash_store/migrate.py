@@ -12,8 +12,8 @@ from functools import lru_cache
 from importlib.resources import as_file, files
 from typing import TYPE_CHECKING, Any
 
-from .errors import StoreNotFoundError, StoreOutdatedError, StoreTooNewError
-from .trust import check_schema
+from .errors import DatabaseError, StoreNotFoundError, StoreOutdatedError, StoreTooNewError
+from .trust import check_records, check_schema
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -60,8 +60,27 @@ def revision_of(cursor: Cursor, where: str | Callable[[], str]) -> str | None:
     """:func:`current_revision` on a psycopg cursor (what ``query`` reads through, without SQLAlchemy)."""
     if not check_schema(cursor, SCHEMA, where):
         return None
-    row = cursor.execute(f"SELECT version_num FROM {SCHEMA}.alembic_version").fetchone()
-    return row[0] if row is not None else None
+    # At most a few rows, whatever is there (a role that may write the table could add them): all of them,
+    # and whether the store's tables are there too, in one round trip.
+    rows = cursor.execute(
+        f"SELECT version_num, pg_catalog.to_regclass('{SCHEMA}.documents') IS NOT NULL FROM {SCHEMA}.alembic_version "
+        f"UNION ALL SELECT NULL, pg_catalog.to_regclass('{SCHEMA}.documents') IS NOT NULL LIMIT 3"
+    ).fetchall()
+    revisions = [row[0] for row in rows if row[0] is not None]
+    if len(revisions) > 1 or (not revisions and rows[-1][1]):
+        where = where() if callable(where) else where
+        said = f"holds {len(revisions)} revisions ({', '.join(revisions)})" if revisions else "is empty"
+        raise DatabaseError(
+            f"the store in database {where} has its tables, but its revision record simhash.alembic_version {said}, "
+            "where every migration leaves exactly one: a role that may write the store's tables (a member of "
+            "pg_write_all_data, or one granted writes on it) changed it, and no upgrade can tell what to run: have "
+            f"the store's owner put back the one row of the revision its tables are at (this version writes "
+            f"{HEAD_REVISION}) and take that right away"
+        )
+    revision = revisions[0] if revisions else None
+    if revision == HEAD_REVISION:
+        check_records(cursor, SCHEMA, where)
+    return revision
 
 
 def is_known_revision(revision: str) -> bool:

@@ -13,7 +13,7 @@ import psycopg
 
 from .errors import SchemeError, SchemeMismatchError
 from .migrate import SCHEMA
-from .scheme import DEFAULT_MAX_DISTANCE, Scheme, get_scheme
+from .scheme import DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme
 
 
 def stored_scheme(cursor: psycopg.Cursor) -> Scheme | None:
@@ -23,9 +23,31 @@ def stored_scheme(cursor: psycopg.Cursor) -> Scheme | None:
     if row is None:
         return None
     try:
-        return Scheme.from_dict(json.loads(row[0]))
-    except SchemeError as exc:
+        data = json.loads(row[0])
+        if not isinstance(data, dict):
+            raise SchemeError("scheme description must be a JSON object")
+        scheme = Scheme.from_dict(data)
+    except (SchemeError, TypeError) as exc:
         raise SchemeError(f"the store records a scheme this version cannot read: {exc}") from None
+    check_known(scheme, data)
+    return scheme
+
+
+def check_known(scheme: Scheme, data: dict[str, object]) -> None:
+    """Refuse a recorded scheme of a registered name whose definition is not that scheme's.
+    ``store_info`` is the owner's, but a member of ``pg_write_all_data`` may rewrite it, and the
+    owner's next add would fingerprint with what it wrote, silently. (A record that leaves fields
+    out is read with their defaults, as the stores of earlier versions, written before those fields
+    existed, are read.)"""
+    registered = SCHEMES.get(scheme.name)
+    if registered is None or registered == scheme:
+        return
+    raise SchemeError(
+        f"the store records a scheme named {scheme.name!r} that is not the definition of {registered.label}: the "
+        "store never writes such a record, so a role that may write simhash.store_info changed it, and what is "
+        "added would be fingerprinted with another scheme than the store's documents: have the store's owner put "
+        "back the scheme they were made with (UPDATE simhash.store_info SET scheme = ...) and take that right away"
+    )
 
 
 def recommended_distance(cursor: psycopg.Cursor) -> int | None:

@@ -20,13 +20,25 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
   tables, every function, operator, type and relation a trigger's WHEN condition names, and
-  every table holding a foreign key to one of its tables whose column is cast by a function,
-  belongs to the schema's owner, a member of it, or a superuser;
+  every table holding a foreign key to one of its tables whose column is cast by a function, or
+  whose ON DELETE or ON UPDATE action (CASCADE, SET NULL, SET DEFAULT) writes that table when you
+  delete or update a row (its triggers, defaults and domain checks then run in your session, as
+  their owner, and set_config there changes your next statements' search_path), belongs to the
+  schema's owner, a member of it, or a superuser;
+- no other role (PUBLIC included) may write the store's own records, which searches and writes
+  trust: INSERT, UPDATE, DELETE or TRUNCATE on ``block_masks``, ``wide_masks`` (deleted masks make
+  searches silently miss near duplicates) or ``alembic_version``, nor UPDATE, DELETE or TRUNCATE
+  on ``store_info`` (a rewritten scheme: the owner's next add fingerprints with another), except
+  UPDATE of the columns writers update (:data:`WRITABLE_STORE_INFO`); a grant on a column counts;
 - no trigger condition runs SQL given as text through pg_catalog's functions
   (query_to_xml('SELECT f()', ...) names nothing the check could follow), nor calls a volatile
   function (set_config: a search_path it sets for the session makes the writer's next
   statements call another role's operators; lo_export, setval, ...). One that calls a
   superuser's own function running SQL text is not seen (docs/limitations.md).
+
+A member of ``pg_write_all_data`` needs no grant: :func:`check_records` counts the masks tables'
+rows against what the migrations made, on every open of a store at the newest revision (and
+``store_info.stored_scheme`` refuses a scheme record no write makes).
 
 The query also says whether the version table exists, which the revision check asked before:
 a read pays no extra round trip. It runs under the session's pinned ``search_path`` and names
@@ -72,6 +84,17 @@ LIBRARY_FUNCTIONS = (
 _TRIGGER_CONDITION = r"WHEN \((.*)\) EXECUTE (?:FUNCTION|PROCEDURE) "
 _RUNS_SQL_TEXT = r"(query|cursor|table|schema|database)_to_xml|ts_stat|ts_rewrite|set_config|pg_input_"
 _CALLED = r":(?:op)?funcid ([0-9]+)"
+
+# The store's own records, which searches and writes trust and only the owner changes: the masks a
+# search probes the block indexes with (deleted, searches silently miss near duplicates), the
+# revision (rewritten, the next upgrade runs the wrong migrations) and store_info (its scheme:
+# the owner's next add fingerprints with another). Writers legitimately update these columns of
+# store_info, and only these: remove (highest_retired_id), recluster (cluster_max_distance,
+# keep_policy). Not segments (init --segments sets it, the owner's: set back to false, the owner's
+# adds would stop keeping segments and containment searches miss them) nor recommended_max_distance
+# (calibrate --apply, the owner's: the k of every search that names none, serve --http's included).
+GUARDED_TABLES = ("block_masks", "wide_masks", "alembic_version", "store_info")
+WRITABLE_STORE_INFO = ("highest_retired_id", "cluster_max_distance", "keep_policy")
 
 # %(schema)s is the schema's name, %(trusted)s the roles named in TRUSTED_OWNERS_VARIABLE.
 # Owners and CREATE grantees are compared with the schema owner's own members (who may act as
@@ -163,6 +186,20 @@ objects (what, owner) AS (
     ) AS u (owner) ON true
     WHERE NOT g.tgisinternal
     UNION ALL
+    -- A foreign key to one of its tables whose action (CASCADE, SET NULL, SET DEFAULT) writes the
+    -- referencing table when you delete or update a row: that table's triggers, defaults and domain
+    -- checks run in your session, as their owner, and can change it for your next statements
+    -- (set_config('search_path', 'app, pg_catalog', false): its = on bigint then ran with your rights).
+    SELECT pg_catalog.format('foreign key %%I on %%s (ON DELETE or ON UPDATE writes it in your session)',
+                             k.conname, k.conrelid::pg_catalog.regclass), r.relowner
+    FROM pg_catalog.pg_constraint k
+    JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
+    JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) k.confrelid
+    JOIN schema s ON t.relnamespace OPERATOR(pg_catalog.=) s.oid
+    WHERE k.contype OPERATOR(pg_catalog.=) 'f'
+      AND (k.confdeltype OPERATOR(pg_catalog.<>) ALL ('{a,r}'::pg_catalog."char"[])
+           OR k.confupdtype OPERATOR(pg_catalog.<>) ALL ('{a,r}'::pg_catalog."char"[]))
+    UNION ALL
     SELECT pg_catalog.format('foreign key %%I on %%s', k.conname, k.conrelid::pg_catalog.regclass), r.relowner
     FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
     WHERE EXISTS (SELECT FROM key_columns c JOIN pg_catalog.pg_type y ON y.oid OPERATOR(pg_catalog.=) c.type_oid
@@ -197,6 +234,28 @@ SELECT
      CROSS JOIN LATERAL (SELECT * FROM pg_catalog.aclexplode(c.relacl)
                          UNION ALL SELECT * FROM pg_catalog.aclexplode(t.attacl)) a
      WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND a.privilege_type OPERATOR(pg_catalog.=) 'REFERENCES'
+       AND NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) a.grantee)),
+    -- INSERT, UPDATE, DELETE or TRUNCATE on the store's own records (on the table or a column), but
+    -- UPDATE of the columns of store_info that writers update, and INSERT there (a writer's first add
+    -- records the scheme; the one row there is then changed by UPDATE only).
+    (SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                                ELSE pg_catalog.pg_get_userbyid(a.grantee) END, ', ')
+     OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||)
+     pg_catalog.string_agg(DISTINCT a.privilege_type OPERATOR(pg_catalog.||) ' on ' OPERATOR(pg_catalog.||) c.relname, ', ')
+     OPERATOR(pg_catalog.||) ')'
+     FROM pg_catalog.pg_class c
+     LEFT JOIN pg_catalog.pg_attribute t ON t.attrelid OPERATOR(pg_catalog.=) c.oid AND t.attacl IS NOT NULL
+     CROSS JOIN LATERAL (SELECT e.grantee, e.privilege_type, NULL::pg_catalog.name FROM pg_catalog.aclexplode(c.relacl) e
+                         UNION ALL
+                         SELECT e.grantee, e.privilege_type, t.attname FROM pg_catalog.aclexplode(t.attacl) e)
+                         AS a (grantee, privilege_type, attname)
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid
+       AND c.relname OPERATOR(pg_catalog.=) ANY (%(guarded)s::pg_catalog.name[])
+       AND a.privilege_type OPERATOR(pg_catalog.=) ANY ('{INSERT,UPDATE,DELETE,TRUNCATE}'::pg_catalog.text[])
+       AND NOT (c.relname OPERATOR(pg_catalog.=) 'store_info'
+                AND (a.privilege_type OPERATOR(pg_catalog.=) 'INSERT'
+                     OR a.privilege_type OPERATOR(pg_catalog.=) 'UPDATE'
+                        AND a.attname OPERATOR(pg_catalog.=) ANY (%(writable)s::pg_catalog.name[])))
        AND NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) a.grantee)),
     (SELECT o.what OPERATOR(pg_catalog.||) ' belongs to role ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_userbyid(o.owner)
      FROM objects o WHERE NOT EXISTS (SELECT FROM owners WHERE owners.role OPERATOR(pg_catalog.=) o.owner) LIMIT 1),
@@ -234,12 +293,14 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             "condition": _TRIGGER_CONDITION,
             "runs_sql_text": _RUNS_SQL_TEXT,
             "called": _CALLED,
+            "guarded": list(GUARDED_TABLES),
+            "writable": list(WRITABLE_STORE_INFO),
         },
     ).fetchone()
-    me, owner, owner_trusted, creators, triggerers, referencers, foreign, sql_text, versioned = row
+    me, owner, owner_trusted, creators, triggerers, referencers, writers, foreign, sql_text, versioned = row
     if owner is None:
         return False
-    if owner_trusted and not creators and not triggerers and not referencers and not foreign and not sql_text:
+    if not (creators or triggerers or referencers or writers or foreign or sql_text) and owner_trusted:
         return bool(versioned)
     where = where() if callable(where) else where
     if not owner_trusted:
@@ -270,6 +331,17 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             f"REFERENCES ON ALL TABLES IN SCHEMA {schema} FROM {referencers} (and any grant of it on columns), "
             "then drop the foreign keys to them it did not make"
         )
+    if writers:
+        roles = writers.rsplit(" (", 1)[0]
+        tables = ", ".join(f"{schema}.{table}" for table in GUARDED_TABLES if table != "store_info")
+        raise UntrustedSchemaError(
+            f"schema {schema} in database {where} (owner {owner}) lets {writers} write the store's own records "
+            "(the masks searches probe with, the revision, the scheme), which a rewrite turns into searches that "
+            f"silently miss near duplicates or documents fingerprinted with another scheme: have {owner} run REVOKE "
+            f"INSERT, UPDATE, DELETE, TRUNCATE ON {tables} FROM {roles} and REVOKE UPDATE, DELETE, TRUNCATE ON "
+            f"{schema}.store_info FROM {roles} (grants on columns too), then GRANT UPDATE "
+            f"({', '.join(WRITABLE_STORE_INFO)}) ON {schema}.store_info TO those of them that remove or recluster"
+        )
     if sql_text and not foreign:
         raise UntrustedSchemaError(
             f"schema {schema} in database {where} (owner {owner}) has a trigger whose condition runs SQL given as "
@@ -282,3 +354,47 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
         f"which this store would run or write through with your rights: have {owner} (or a superuser) "
         "drop or check it"
     )
+
+
+# What the masks tables must hold, as revisions 0001 and 0011 made them: every 16-bit mask once,
+# weighing its bits (block_masks), and every 22-bit mask of at most 5 bits (wide_masks). Their
+# primary keys (the owner's: no other role can drop them) keep each mask once, so a count of rows
+# that are such masks, equal to the count of rows and to the number there are, is the whole set:
+# exact, and one scan (8-18 ms for the two, at a load of 3.5) where an ordered digest takes 30-70 ms.
+MASKS = {"block_masks": (16, 16, 65536), "wide_masks": (22, 5, 35443)}
+_MASKS = """
+SELECT {columns}
+"""
+_MASKS_OF = """
+(SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||)
+        pg_catalog.count(*) FILTER (WHERE m.mask OPERATOR(pg_catalog.>=) 0
+                                      AND m.mask OPERATOR(pg_catalog.<) {limit}
+                                      AND m.weight OPERATOR(pg_catalog.<=) {weight}
+                                      AND m.weight OPERATOR(pg_catalog.=) pg_catalog.bit_count(m.mask::pg_catalog.bit({bits})))
+ FROM {schema}.{table} m)
+"""
+
+
+def check_records(cursor: Any, schema: str, where: str | Callable[[], str]) -> None:
+    """Refuse a store whose masks tables are not what the migrations made (:class:`UntrustedSchemaError`).
+
+    A role that may write them without a grant the schema check sees (a member of
+    ``pg_write_all_data``) could delete or change masks, and searches would silently miss near
+    duplicates. Run on every open of a store at the newest revision.
+    """
+    columns = ", ".join(
+        _MASKS_OF.format(limit=1 << bits, weight=weight, bits=bits, schema=schema, table=table)
+        for table, (bits, weight, _) in MASKS.items()
+    )
+    row = cursor.execute(_MASKS.format(columns=columns)).fetchone()
+    for (table, (_, _, expected)), counted in zip(MASKS.items(), row, strict=True):
+        total, good = (int(n) for n in counted.split("/"))
+        if total != expected or good != expected:
+            where = where() if callable(where) else where
+            raise UntrustedSchemaError(
+                f"table {schema}.{table} in database {where} holds {total} rows ({good} of them right) where the "
+                f"store's revision made {expected}: a role that may write it (a member of pg_write_all_data, or one "
+                "granted writes on it) changed the masks searches probe with, and searches would silently miss near "
+                "duplicates: have the store's owner restore it (docs/operations.md, on a shared database) and "
+                "take that right away"
+            )

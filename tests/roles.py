@@ -56,3 +56,13 @@ def _drop(admin: Engine, url: URL, role: str) -> None:
             connection.execute(text(f'DROP ROLE IF EXISTS "{role}"'))
     finally:
         server.dispose()
+
+
+# What a role that writes documents but does not own the store is granted (docs/operations.md, on a
+# shared database): never a write on the masks, the revision or the scheme, which every open refuses.
+WRITER_GRANTS = (
+    "GRANT USAGE ON SCHEMA simhash TO {role}",
+    "GRANT SELECT ON ALL TABLES IN SCHEMA simhash TO {role}",
+    "GRANT INSERT, UPDATE, DELETE ON simhash.documents, simhash.segments, simhash.cluster_heads TO {role}",
+    "GRANT INSERT, UPDATE (highest_retired_id, cluster_max_distance, keep_policy) ON simhash.store_info TO {role}",
+)

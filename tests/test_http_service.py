@@ -29,13 +29,11 @@ from simhash_store.fingerprint import fingerprint, no_features_message
 from simhash_store.http_service import Limits, open_service
 from simhash_store.store import NewDocument, Store
 
+import roles  # tests/roles.py
+
 pytestmark = pytest.mark.db
 
-WRITER_GRANTS = (
-    "GRANT USAGE ON SCHEMA simhash TO {role}",
-    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
-    "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA simhash TO {role}",
-)
+WRITER_GRANTS = (*roles.WRITER_GRANTS, "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA simhash TO {role}")
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ from simhash_store.errors import (
 from simhash_store.maintenance import MIN_ROWS
 from simhash_store.store import NewDocument, Store
 
+from roles import WRITER_GRANTS  # tests/roles.py
+
 ROWS = 12_000  # a write large enough to call for upkeep, a table large enough for the planner to care
 assert ROWS > 10 * MIN_ROWS
 
@@ -137,8 +139,7 @@ def writer_role(database_url, make_role):
     """A role that may write the store's tables but does not own them (so may not vacuum them)."""
     role = make_role(
         database_url,
-        "GRANT USAGE ON SCHEMA simhash TO {role}",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
+        *WRITER_GRANTS,
         "GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA simhash TO {role}",
         "GRANT TEMPORARY ON DATABASE {database} TO {role}",
         prefix="simhash_writer",
@@ -243,6 +244,7 @@ def test_load_gives_up_on_a_held_lock_and_readers_do_not_queue_behind_it(databas
 
 
 def test_rows_inserted_with_explicit_ids_do_not_break_a_later_add(store):
+    store.init()  # the scheme recorded: a write into rows of no recorded scheme is refused (test_security.py)
     with store.engine.begin() as connection:
         connection.execute(
             text(
@@ -369,6 +371,32 @@ def test_a_revision_record_older_than_the_tables_is_one_line_and_changes_nothing
     with psycopg.connect(plain(database_url)) as connection:
         assert connection.execute("SELECT version_num FROM simhash.alembic_version").fetchone() == ("0010",)
         connection.execute("UPDATE simhash.alembic_version SET version_num = %s", (migrate.HEAD_REVISION,))
+    with Store(database_url) as store:
+        assert store.count() == 1
+
+
+@pytest.mark.parametrize(
+    "change", ["DELETE FROM simhash.alembic_version", "INSERT INTO simhash.alembic_version VALUES ('0012')"]
+)
+def test_a_revision_record_emptied_or_doubled_is_one_line_and_changes_nothing(database_url, change):
+    # A member of pg_write_all_data emptied simhash.alembic_version (the store's tables all there) or added
+    # a second row: the owner's add and init ended in a DuplicateTable traceback (the store taken for a new
+    # one, created again over its tables) or in Alembic's "Requested revision 0013 overlaps" traceback
+    # (hostile/revision_rows.sh).
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    with psycopg.connect(plain(database_url), autocommit=True) as connection:
+        connection.execute(change)
+    for args in (["add", "--jsonl", "-"], ["init"], ["stats"], ["query", "-f", "0123456789abcdef"]):
+        result = CliRunner().invoke(app, ["--db", plain(database_url), *args], input='{"key": "b", "text": "新闻"}\n')
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith("Error: ") and "Traceback" not in result.output, result.output
+        assert "its revision record simhash.alembic_version " in result.output, result.output
+    with Store(database_url) as store, pytest.raises(DatabaseError, match="put back the one row"):
+        store.upgrade()
+    with psycopg.connect(plain(database_url), autocommit=True) as connection:
+        connection.execute("DELETE FROM simhash.alembic_version")
+        connection.execute("INSERT INTO simhash.alembic_version VALUES (%s)", (migrate.HEAD_REVISION,))
     with Store(database_url) as store:
         assert store.count() == 1
 

@@ -24,12 +24,13 @@ from typer.testing import CliRunner
 
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
-from simhash_store.errors import ConfigError, DatabaseError
+from simhash_store.errors import ConfigError, DatabaseError, SchemeError
 from simhash_store.ownership import group_of_one
+from simhash_store.scheme import MULTI_V2, Scheme
 from simhash_store.store import NewDocument, Store
 from simhash_store.trust import CITUS_FUNCTIONS, LIBRARY_FUNCTIONS
 
-from roles import temporary_role  # tests/roles.py
+from roles import WRITER_GRANTS, temporary_role  # tests/roles.py
 
 
 def _plain(url) -> str:
@@ -79,10 +80,8 @@ def test_a_writer_that_does_not_own_the_table_can_bulk_load(database_url, reader
     # the indexes; its bulk load keeps them and still stores everything in one go.
     admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
-        connection.execute(text(f'GRANT USAGE ON SCHEMA simhash TO "{reader_role}"'))
-        connection.execute(
-            text(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO "{reader_role}"')
-        )
+        for grant in WRITER_GRANTS:
+            connection.execute(text(grant.format(role=f'"{reader_role}"')))
     admin.dispose()
     writer_url = database_url.set(username=reader_role, password=None)
     with Store(writer_url) as as_writer:
@@ -290,8 +289,7 @@ def unprivileged_writer(database_url, make_role):
     """A role that may write the store's tables but holds no grant option on them."""
     return make_role(
         database_url,
-        "GRANT USAGE ON SCHEMA simhash TO {role}",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
+        *WRITER_GRANTS,
         prefix="simhash_writer",
     )
 
@@ -631,6 +629,13 @@ def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(data
             assert f"lets {role} create triggers" in line and "REVOKE TRIGGER ON ALL TABLES IN SCHEMA simhash" in line
         with admin.connect() as connection:
             connection.execute(text(f'REVOKE TRIGGER, REFERENCES ON ALL TABLES IN SCHEMA simhash FROM "{role}"'))
+            # and the writes on the store's own records, which are refused too (below)
+            connection.execute(
+                text(
+                    "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON simhash.block_masks, simhash.wide_masks, "
+                    f'simhash.alembic_version, simhash.store_info FROM "{role}"'
+                )
+            )
         # The trigger it left: its condition is still that role's code.
         line = _one_error_line(
             runner.invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
@@ -872,6 +877,230 @@ def test_a_foreign_key_whose_check_casts_through_another_roles_function_is_refus
             assert store.count() == 2
         with admin.connect() as connection:
             connection.execute(text("DROP SCHEMA app CASCADE"))
+
+
+@pytest.mark.parametrize("action", ["ON DELETE CASCADE", "ON DELETE SET NULL", "ON UPDATE SET DEFAULT"])
+def test_a_foreign_key_whose_action_writes_another_roles_table_in_your_session_is_refused(database_url, action):
+    # A role that held REFERENCES left a foreign key ON DELETE CASCADE from a partitioned table of its own to
+    # simhash.documents (no cast: the check passed once REFERENCES was revoked). The owner's remove deleted
+    # its rows too, and its trigger on the partition, run as that role, set the session's search_path to
+    # 'app, pg_catalog': its = on bigint ran in the owner's next statement with the owner's rights
+    # (hostile/fk_action_poisons_session.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    grants = (
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",
+        "GRANT SELECT, REFERENCES ON simhash.documents TO {role}",
+    )
+    with _other_role(database_url, *grants) as (role, admin):
+        with _as(database_url, role) as other:
+            other.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            other.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            other.execute(
+                "CREATE FUNCTION app.trg() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "PERFORM pg_catalog.set_config('search_path', 'app, pg_catalog', false); RETURN NULL; END $$"
+            )
+            other.execute(
+                "CREATE FUNCTION app.eq8(bigint, bigint) RETURNS boolean LANGUAGE sql AS "
+                "$$ INSERT INTO app.stolen VALUES (current_user) RETURNING $1 OPERATOR(pg_catalog.=) $2 $$"
+            )
+            other.execute("CREATE OPERATOR app.= (FUNCTION = app.eq8, LEFTARG = bigint, RIGHTARG = bigint)")
+            other.execute(
+                f"CREATE TABLE app.pt (k bigint DEFAULT 0 REFERENCES simhash.documents (id) {action}) "
+                "PARTITION BY RANGE (k)"
+            )
+            other.execute("CREATE TABLE app.pt1 PARTITION OF app.pt FOR VALUES FROM (MINVALUE) TO (MAXVALUE)")
+            other.execute("CREATE TRIGGER t AFTER DELETE OR UPDATE ON app.pt1 FOR EACH ROW EXECUTE FUNCTION app.trg()")
+            other.execute("INSERT INTO app.pt SELECT id FROM simhash.documents")
+        with admin.connect() as connection:
+            connection.execute(text(f'REVOKE REFERENCES ON simhash.documents FROM "{role}"'))
+        runner = CliRunner()
+        for args in (["remove", "a"], ["query", "-f", "0000000000000005"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args]))
+            assert "foreign key pt_k_fkey on app.pt (ON DELETE or ON UPDATE writes it" in line, line
+            assert f"belongs to role {role}" in line, line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="pt_k_fkey"):
+            store.remove(["a"])
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP TABLE app.pt"))
+        with Store(database_url) as store:
+            assert store.remove(["a"]).removed == ["a"]
+        with admin.connect() as connection:
+            connection.execute(text("DROP SCHEMA app CASCADE"))
+
+
+def test_a_role_that_may_write_the_stores_own_records_is_refused_until_revoked(database_url):
+    # A writer granted DML on ALL TABLES IN SCHEMA simhash deleted the block masks (searches then
+    # silently missed near duplicates) or rewrote the scheme (the owner's next add fingerprinted with
+    # another): hostile/own_records_rewritten.sh. Writers keep what add, remove and recluster need.
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    runner = CliRunner()
+    with _other_role(database_url, *WRITER_GRANTS) as (role, admin):
+        too_much = [
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA simhash TO {role}",
+            "GRANT DELETE ON simhash.block_masks TO {role}",
+            "GRANT TRUNCATE ON simhash.wide_masks TO {role}",
+            "GRANT UPDATE (version_num) ON simhash.alembic_version TO {role}",
+            "GRANT UPDATE (scheme) ON simhash.store_info TO {role}",
+            "GRANT DELETE ON simhash.store_info TO PUBLIC",
+        ]
+        for grant in too_much:
+            grantee = "PUBLIC" if "PUBLIC" in grant else f'"{role}"'
+            with admin.connect() as connection:
+                connection.execute(text(grant.format(role=grantee)))
+            for args in (["query", "-f", "0000000000000005"], ["add", "--jsonl", "-"], ["init"]):
+                line = _one_error_line(
+                    runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n')
+                )
+                assert f"lets {grantee.strip(chr(34))} (" in line and "write the store's own records" in line, line
+                assert "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON simhash.block_masks" in line, line
+            with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match="own records"):
+                store.query(5, 0)
+            with admin.connect() as connection:
+                connection.execute(
+                    text(
+                        "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON simhash.block_masks, simhash.wide_masks, "
+                        f"simhash.alembic_version FROM {grantee}; "
+                        f"REVOKE UPDATE, DELETE, TRUNCATE ON simhash.store_info FROM {grantee}"
+                    )
+                )
+                for grant in WRITER_GRANTS:  # the revoke took the writer's columns of store_info too
+                    connection.execute(text(grant.format(role=f'"{role}"')))
+        # What writers need is no refusal: the writer adds, removes (recording the retired id) and reclusters.
+        writer = database_url.set(username=role, password=None).render_as_string(hide_password=False)
+        for args in (
+            ["add", "--jsonl", "-"],
+            ["remove", "b"],
+            ["recluster", "-k", "3"],
+            ["query", "-f", "0000000000000005"],
+        ):
+            result = runner.invoke(app, ["--db", writer, *args], input='{"key": "b", "text": "新闻"}\n')
+            assert result.exit_code == 0, (args, result.output)
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT highest_retired_id FROM simhash.store_info")).scalar() == 2
+
+
+def test_a_scheme_record_deleted_under_stored_documents_is_refused_until_given_again(database_url):
+    # A member of pg_write_all_data deleted the row of simhash.store_info of a zh-jieba-v1 store: the owner's
+    # next add (no --scheme) recorded multi-v2 and fingerprinted with it, silently
+    # (hostile/scheme_record_deleted.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url, scheme="zh-jieba-v1") as store:
+        store.add([NewDocument("a", 5)])
+    _changed_by_a_member_of_pg_write_all_data(database_url, "DELETE FROM simhash.store_info")
+    runner = CliRunner()
+    for args in (["add", "--jsonl", "-"], ["init"]):
+        line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+        assert "holds documents but records no scheme" in line and "init --scheme NAME" in line, line
+    with Store(database_url) as store, pytest.raises(SchemeError, match="records no scheme"):
+        store.add([NewDocument("b", 6)])
+    result = runner.invoke(app, ["--db", plain, "init", "--scheme", "zh-jieba-v1"])
+    assert result.exit_code == 0 and "zh-jieba-v1" in result.output, result.output
+    with Store(database_url) as store:
+        assert store.scheme.name == "zh-jieba-v1" and store.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ("keep_policy = 'zz'", "records a keep policy of 'zz', which no recluster writes"),
+        ("cluster_max_distance = -5", "records a cluster distance of -5, which no recluster writes"),
+        ("cluster_max_distance = 65", "records a cluster distance of 65, which no recluster writes"),
+    ],
+)
+def test_a_cluster_record_a_writer_rewrote_is_one_line_and_recluster_repairs_it(database_url, make_role, change, says):
+    # A writer may update keep_policy and cluster_max_distance (its recluster writes them), but wrote values
+    # no recluster writes: a keep policy of 'zz' made the owner's add end in a ValueError traceback, and a
+    # cluster distance of -5 was taken as it was (every document its own cluster, silently).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+        store.recluster(3)
+    role = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    with _as(database_url, role) as writer:
+        writer.execute(f"UPDATE simhash.store_info SET {change}")
+    runner = CliRunner()
+    for args in (["add", "--jsonl", "-"], ["recluster"]):
+        line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+        assert says in line and "recluster" in line, line
+    result = runner.invoke(app, ["--db", plain, "recluster", "-k", "3", "--keep", "first"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n')
+    assert result.exit_code == 0, result.output
+
+
+def _changed_by_a_member_of_pg_write_all_data(url, statement: str) -> None:
+    with _other_role(url, "GRANT pg_write_all_data, pg_read_all_data TO {role}") as (role, _):
+        with _as(url, role) as member:
+            member.execute(statement)
+
+
+def test_masks_changed_by_a_role_that_needs_no_grant_are_refused(database_url):
+    # A member of pg_write_all_data holds no grant the schema check sees: it deleted the masks of one
+    # bit, and a query 1 bit from a stored document found nothing, silently.
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    runner = CliRunner()
+    restore = {
+        "block_masks": "INSERT INTO simhash.block_masks SELECT m, pg_catalog.bit_count(m::bit(16)) "
+        "FROM pg_catalog.generate_series(0, 65535) m ON CONFLICT (mask) DO UPDATE SET weight = excluded.weight",
+        "wide_masks": "UPDATE simhash.wide_masks SET weight = 1 WHERE mask = 1",
+    }
+    for table, change in (
+        ("block_masks", "DELETE FROM simhash.block_masks WHERE weight = 1"),
+        ("block_masks", "UPDATE simhash.block_masks SET weight = 9 WHERE mask = 4"),
+        ("block_masks", "INSERT INTO simhash.block_masks VALUES (65537, 1)"),
+        ("wide_masks", "UPDATE simhash.wide_masks SET weight = 6 WHERE mask = 1"),
+    ):
+        _changed_by_a_member_of_pg_write_all_data(database_url, change)
+        for args in (["query", "-f", "0000000000000004", "-k", "1"], ["add", "--jsonl", "-"], ["dups"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+            assert f"table simhash.{table} in database" in line and "would silently miss" in line, line
+        with Store(database_url) as store, pytest.raises(UntrustedSchemaError, match=f"simhash.{table}"):
+            store.query(4, 1)
+        with create_engine(database_url, isolation_level="AUTOCOMMIT").connect() as connection:
+            connection.execute(text("DELETE FROM simhash.block_masks WHERE mask > 65535"))
+            connection.execute(text(restore[table]))
+    result = runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000004", "-k", "1", "--json"])
+    assert result.exit_code == 0 and '"a"' in result.output, result.output
+
+
+def test_a_scheme_record_rewritten_by_a_role_that_needs_no_grant_is_refused(database_url):
+    # A member of pg_write_all_data rewrote the scheme to {"name": "zz"}: the owner's next add
+    # fingerprinted with that scheme's defaults, silently (hostile/own_records_rewritten.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    runner = CliRunner()
+    for record, says in (
+        ('{"name": "multi-v2"}', "is not the definition of multi-v2 v1"),
+        ("jsonb_set(scheme, '{min_token_length}', '3')", "is not the definition of multi-v2 v1"),
+    ):
+        value = f"'{record}'" if record.startswith("{") else record
+        _changed_by_a_member_of_pg_write_all_data(database_url, f"UPDATE simhash.store_info SET scheme = {value}")
+        for args in (["add", "--jsonl", "-"], ["query", "-f", "0000000000000005"], ["stats"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+            assert says in line and "a role that may write simhash.store_info changed it" in line, line
+        with create_engine(database_url, isolation_level="AUTOCOMMIT").connect() as connection:
+            connection.execute(text("UPDATE simhash.store_info SET scheme = :s"), {"s": MULTI_V2.to_json()})
+    with Store(database_url) as store:
+        assert store.count() == 1
+    # A record of an earlier version, written before later fields existed, is read with their defaults.
+    later = ("user_dict", "user_dict_sha256", "top_k")
+    earlier = {name: value for name, value in json.loads(MULTI_V2.to_json()).items() if name not in later}
+    assert Scheme.from_dict(earlier) == MULTI_V2
+    with create_engine(database_url, isolation_level="AUTOCOMMIT").connect() as connection:
+        connection.execute(text("UPDATE simhash.store_info SET scheme = :s"), {"s": json.dumps(earlier)})
+    assert (
+        runner.invoke(app, ["--db", plain, "add", "--jsonl", "-"], input='{"key": "b", "text": "新闻"}\n').exit_code
+        == 0
+    )
 
 
 # ------------------------------------------------------------ a search_path in the URL

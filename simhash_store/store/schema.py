@@ -4,13 +4,13 @@ record or compare the fingerprint scheme the store was created with."""
 from __future__ import annotations
 
 import psycopg
-from sqlalchemy import Engine, Text, cast, literal, update
+from sqlalchemy import Engine, Text, cast, literal, text, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import migrate
-from ..errors import DatabaseError
+from ..errors import DatabaseError, SchemeError
 from ..models import StoreInfo
 from ..scheme import Scheme
 from ..session import first_line
@@ -21,6 +21,7 @@ from ..store_info import (
 from ..store_info import stored_scheme as _stored_scheme
 
 store_info = StoreInfo.__table__
+_HOLDS_DOCUMENTS = "SELECT EXISTS (SELECT 1 FROM simhash.documents)"
 
 
 def upgrade(engine: Engine, display_url: str) -> None:
@@ -50,6 +51,8 @@ def upgrade(engine: Engine, display_url: str) -> None:
             "have the store's owner put back the revision its tables are at (the newest a store of this "
             f"version writes is {migrate.HEAD_REVISION})"
         ) from None
+    # The masks the migrations made, checked as every open checks them.
+    migrate.current_revision(engine, display_url)
 
 
 def prepare(engine: Engine, display_url: str, requested: Scheme | None, default: Scheme, record: bool) -> Scheme | None:
@@ -65,6 +68,14 @@ def prepare(engine: Engine, display_url: str, requested: Scheme | None, default:
     with engine.begin() as connection:
         stored = stored_scheme(connection)
         if stored is None and record:
+            if requested is None and connection.execute(text(_HOLDS_DOCUMENTS)).scalar():
+                raise SchemeError(
+                    f"the store in database {display_url} holds documents but records no scheme (simhash.store_info "
+                    "is empty: another application wrote them before any scheme was recorded, or a role that may "
+                    "write it deleted the record), so this write cannot tell which scheme they were made with, and "
+                    f"{default.name} might not be it: give the scheme they were made with once "
+                    "(`simhash-store init --scheme NAME`, or --scheme)"
+                )
             wanted = requested or default
             connection.execute(
                 insert(store_info)
