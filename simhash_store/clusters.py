@@ -503,16 +503,20 @@ def _assign_in_order(
     return clusters, heads, moved, replaced
 
 
-def leaders(values: np.ndarray, k: int) -> np.ndarray:
+def leaders(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None = None) -> np.ndarray:
     """Leader clustering of fingerprints in the given order: the position of each one's representative.
 
     Each fingerprint joins the nearest earlier representative within ``k`` bits (ties: the
-    earliest), else it is a representative itself. Exact: built on all pairs within ``k``.
+    earliest), else it is a representative itself. Exact: built on the pairs within ``k`` (a copy
+    of a value paired with the first copy of each value near it), or, past about 4 of them a
+    fingerprint, on a search of the representatives alone (:mod:`leaders`). ``near``: the pairs of
+    distinct values within ``k`` (both ways), found by a caller (a join on Ray's workers); None:
+    found here.
     """
     if len(values) == 0:
         return np.arange(0, dtype=np.int64)
     try:
-        return leaders_over_pairs(len(values), *_pairs_with_first_copies(values, k))
+        return leaders_over_pairs(len(values), *_pairs_with_first_copies(values, k, near))
     except TooManyPairs:  # many distinct values near one another: the representatives alone are searched
         return sequential_leaders(values, k)
 
@@ -523,7 +527,9 @@ def _max_pairs(count: int) -> int:
     return max(1 << 22, 4 * count)
 
 
-def _pairs_with_first_copies(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pairs_with_first_copies(
+    values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pairs within ``k`` that :func:`leaders_over_pairs` needs, without the n² / 2 pairs of n
     identical fingerprints: only a value's first copy can represent (a later copy has it at
     distance 0, or the representative it joined at the same distance, earlier), so each position is
@@ -534,7 +540,10 @@ def _pairs_with_first_copies(values: np.ndarray, k: int) -> tuple[np.ndarray, np
     copies = positions != first[inverse]
     lefts, rights, distances = [first[inverse[copies]]], [positions[copies]], [np.zeros(int(copies.sum()), np.int64)]
     max_pairs = _max_pairs(len(values))
-    a, b, distance = distinct_pairs(unique, k, max_pairs)  # between distinct values
+    if near is None:
+        a, b, distance = distinct_pairs(unique, k, max_pairs)  # between distinct values
+    else:
+        a, b, distance = _given_pairs(unique, near)
     if len(a):
         order = np.argsort(inverse, kind="stable")  # positions grouped by value
         starts = np.searchsorted(inverse[order], np.arange(len(unique)))
@@ -552,37 +561,23 @@ def _pairs_with_first_copies(values: np.ndarray, k: int) -> tuple[np.ndarray, np
 
 
 def leaders_with_copies(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None = None) -> np.ndarray:
-    """:func:`leaders` of ``values`` at ``k`` (the position of each one's representative), over their
-    distinct values in order of first appearance: a value seen before joins what its first copy
-    joined (the nearest representative of the first copy is its own), at distance 0 of it if that
-    copy represents. ``near``: the pairs of distinct values within ``k`` (both ways), found by a
-    caller (a join on Ray's workers); None: found here (:func:`pairs.near_pairs`)."""
-    if len(values) == 0:
-        return np.arange(0, dtype=np.int64)
-    unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-    by_arrival = np.argsort(first, kind="stable")  # the distinct values in order of first appearance
-    slot = np.empty(len(unique), dtype=np.int64)
-    slot[by_arrival] = np.arange(len(unique))
-    firsts = first[by_arrival]  # the position of each slot's first copy
-    distinct = values[firsts]
-    if near is None:
-        try:
-            left, right, distance = distinct_pairs(distinct, k, _max_pairs(len(distinct)))
-        except TooManyPairs:  # many distinct values near one another: the representatives alone are searched
-            return firsts[sequential_leaders(distinct, k)[slot[inverse.ravel()]]].astype(np.int64)
-    else:
-        where = {value: index for index, value in enumerate(distinct.tolist())}
-        found = [
-            (where[a], where[b])
-            for a, others in near.items()
-            for b in others
-            if a in where and where[a] < where.get(b, -1)
-        ]
-        left = np.array([a for a, _ in found], dtype=np.int64)
-        right = np.array([b for _, b in found], dtype=np.int64)
-        distance = np.bitwise_count(distinct[left] ^ distinct[right]).astype(np.int64)
-    lead = leaders_over_pairs(len(distinct), left, right, distance)
-    return firsts[lead[slot[inverse.ravel()]]].astype(np.int64)
+    """:func:`leaders` (the name the decisions in memory have called it by). A later copy of a value
+    joins the nearest representative within ``k`` when it arrives, which is not always the one its
+    first copy joined: one that arrived in between may be nearer (at k = 2, the fourth of 0, 0b11,
+    0b111, 0b11 joins 0b111, as ``dedup`` batch by batch places it)."""
+    return leaders(values, k, near)
+
+
+def _given_pairs(unique: np.ndarray, near: Mapping[int, Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs (a < b) of positions in sorted distinct ``unique`` that ``near`` names (values
+    within k, both ways, as a join found them), with their distances."""
+    where = {value: index for index, value in enumerate(unique.tolist())}
+    found = [
+        (where[a], where[b]) for a, others in near.items() for b in others if a in where and where[a] < where.get(b, -1)
+    ]
+    left = np.array([a for a, _ in found], dtype=np.int64)
+    right = np.array([b for _, b in found], dtype=np.int64)
+    return left, right, np.bitwise_count(unique[left] ^ unique[right]).astype(np.int64)
 
 
 def leaders_over_pairs(n: int, left: np.ndarray, right: np.ndarray, distance: np.ndarray) -> np.ndarray:

@@ -1422,3 +1422,52 @@ def test_decided_documents_go_into_the_bare_table_unless_another_session_holds_i
         for name in names:
             pg_server.drop_database(name)
     assert found["bare"] == found["held"]
+
+
+def test_decisions_in_memory_place_a_later_copy_as_the_batches_do(pg_server):
+    """A later copy of a value joins the nearest representative when it arrives, and one that
+    arrived after its first copy may be nearer: at k = 2, the fourth of 0, 0b11, 0b111, 0b11 joins
+    0b111 (1 bit), not 0 (2 bits), whose cluster its first copy joined. The decisions in memory
+    (``dedup --ray``, ``dedup_dataset``) put it with 0; the batches, and ``recluster``, with 0b111."""
+    import random
+
+    import psycopg
+
+    from simhash_store.dedup import decide_in_memory
+
+    values = [0, 0b11, 0b111, 0b11]
+    chance = random.Random(11)
+    for _ in range(300):  # more of the same: values near a few templates, and copies of earlier ones
+        if values and chance.random() < 0.3:
+            values.append(chance.choice(values))
+        else:
+            value = chance.choice([0, 0xFF << 20, 0xF0F0 << 40])
+            for _ in range(chance.randint(0, 3)):
+                value ^= 1 << chance.randrange(64)
+            values.append(value)
+    documents = [NewDocument(f"d{i:04}", value) for i, value in enumerate(values)]
+    names = [pg_server.create_database(), pg_server.create_database()]
+    urls = [pg_server.url(name) for name in names]
+    found = []
+    try:
+        with Store(urls[0]) as store:
+            store.init()
+            store.recluster(2)
+            verdicts = decide_in_memory(store, documents, [i // 7 for i in range(len(documents))], 2)
+        with Store(urls[1]) as store:
+            store.init()
+            store.recluster(2)
+            for start in range(0, len(documents), 7):
+                store.add(documents[start : start + 7])
+        for url in urls:
+            plain = url.set(drivername="postgresql").render_as_string(hide_password=False)
+            with psycopg.connect(plain) as connection:
+                found.append(
+                    connection.execute("SELECT key, id, cluster FROM simhash.documents ORDER BY id").fetchall()
+                )
+    finally:
+        for name in names:
+            pg_server.drop_database(name)
+    assert verdicts is not None
+    assert found[0][:4] == [("d0000", 1, 1), ("d0001", 2, 1), ("d0002", 3, 3), ("d0003", 4, 3)]
+    assert found[0] == found[1]
