@@ -87,12 +87,13 @@ class _Level:
             found = high - low
             if not found.any():
                 continue
-            asking = np.repeat(np.arange(len(probes)) // len(table.flips), found)
-            at = pair_search._expand(low, found)
-            leader = positions[at]
-            distance = np.bitwise_count(query[asking] ^ values_of[leader]).astype(np.int64)
-            near = distance <= k
-            np.minimum.at(best, asking[near], (distance[near] << _POSITION_BITS) | leader[near])
+            asked = np.arange(len(probes)) // len(table.flips)
+            for piece in pair_search._chunks(found):  # a bounded number of candidates at once
+                asking = np.repeat(asked[piece], found[piece])
+                leader = positions[pair_search._expand(low[piece], found[piece])]
+                distance = np.bitwise_count(query[asking] ^ values_of[leader]).astype(np.int64)
+                near = distance <= k
+                np.minimum.at(best, asking[near], (distance[near] << _POSITION_BITS) | leader[near])
         return best
 
 
