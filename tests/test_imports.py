@@ -56,6 +56,7 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
             "overlap.py",
             "segments.py",
             "pairs.py",
+            "leaders.py",
             "keep.py",
             "explain.py",
             "variants.py",
