@@ -137,6 +137,10 @@ def test_url_leaves_out_a_given_password_unless_asked():
     asked = run_process(None, "--db", given, "url", "--show-password")
     assert asked.returncode == 0, asked.stderr
     assert asked.stdout.strip() == "postgresql://me:hunter2@db.example:5433/corpus?connect_timeout=10&sslmode=require"
+    for parameters in ("password=hunter2", "sslpassword=hunter2&sslmode=require"):  # libpq takes these too
+        hidden = run_process(None, "--db", f"postgresql://me@db.example/corpus?{parameters}", "url")
+        assert hidden.returncode == 0 and "hunter2" not in hidden.stdout + hidden.stderr, hidden.stdout
+        assert "~/.pgpass" in hidden.stderr and hidden.stdout.startswith("postgresql://me@db.example/corpus?")
     plain = run_process(None, "--db", "postgresql://me@db.example/corpus", "url")
     assert (plain.stdout.strip(), plain.stderr) == ("postgresql://me@db.example/corpus?connect_timeout=10", "")
 

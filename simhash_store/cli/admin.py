@@ -360,13 +360,13 @@ def url(
             shown = embedded.address(data_dir(), EMBEDDED_DATABASE).libpq()
         else:
             given = resolve_url(state.db).set(drivername="postgresql")
-            if given.password is not None and not show_password:
+            # libpq also takes a password (and a client key's passphrase) as a parameter of the query.
+            kept = {name: value for name, value in given.query.items() if name not in ("password", "sslpassword")}
+            if (given.password is not None or len(kept) < len(given.query)) and not show_password:
                 warn(
                     "the URL's password is left out: psql reads it from ~/.pgpass or PGPASSWORD (--show-password prints it)"
                 )
-                given = URL.create(
-                    given.drivername, given.username, None, given.host, given.port, given.database, given.query
-                )
+                given = URL.create(given.drivername, given.username, None, given.host, given.port, given.database, kept)
             shown = given.render_as_string(hide_password=False)
     except SimhashStoreError as exc:
         fail(str(exc))
