@@ -28,6 +28,7 @@ from .common import (
     keep_policy,
     opened_store,
     out,
+    print_line,
     raise_if_interrupted,
     refuse_options,
     stored_keep_policy,
@@ -102,7 +103,7 @@ def dups(
                     writer.close()
                 return
             with spinner("finding pairs", quiet):
-                found = store.near_duplicates(max_distance)
+                found = store.iter_near_duplicates(max_distance)
         groups = pairs = 0
         for item in found:
             if isinstance(item, IdenticalGroup):
@@ -116,7 +117,7 @@ def dups(
             if writer is not None:
                 writer.write(record)
             if shown:
-                out.print(json_line(record) if as_json else line, markup=False)
+                print_line(json_line(record) if as_json else line)
         if writer is not None:
             writer.close()
     except BaseException:

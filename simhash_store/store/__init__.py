@@ -508,6 +508,12 @@ class Store:
         first key of each side's group (standing for all of it). Memory grows with the
         documents and the distinct pairs, never with the square of a group.
         """
+        return list(self.iter_near_duplicates(max_distance))
+
+    @_database_errors
+    def iter_near_duplicates(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> Iterator[IdenticalGroup | Pair]:
+        """:meth:`near_duplicates` as an iterator: the search runs at the call, in one snapshot, and the
+        pairs are made as they are taken, so printing millions of them holds a few dozen bytes each."""
         validate_distance(max_distance)
         with self._snapshot() as raw:
             return allpairs.near_duplicates(raw, max_distance, self._keys_of)
