@@ -35,10 +35,10 @@ import numpy as np
 import psycopg
 
 from . import distributed
+from . import leaders as leader_search
 from .bits import from_signed
 from .errors import DatabaseError, InvalidValueError
 from .keep import KeepPolicy, Representative, leaders_keeping
-from .leaders import sequential_leaders
 from .pairs import TooManyPairs, distinct_pairs
 
 # Two-integer advisory lock: (project, purpose), the project constant of store.ADVISORY_LOCK_SPACE
@@ -518,13 +518,7 @@ def leaders(values: np.ndarray, k: int, near: Mapping[int, Sequence[int]] | None
     try:
         return leaders_over_pairs(len(values), *_pairs_with_first_copies(values, k, near))
     except TooManyPairs:  # many distinct values near one another: the representatives alone are searched
-        return sequential_leaders(values, k)
-
-
-def _max_pairs(count: int) -> int:
-    """The pairs within k that the leader pass over ``count`` fingerprints holds at most (about 100
-    bytes each while it runs), before it searches the representatives alone (:mod:`leaders`)."""
-    return max(1 << 22, 4 * count)
+        return leader_search.sequential_leaders(values, k)
 
 
 def _pairs_with_first_copies(
@@ -539,7 +533,7 @@ def _pairs_with_first_copies(
     positions = np.arange(len(values), dtype=np.int64)
     copies = positions != first[inverse]
     lefts, rights, distances = [first[inverse[copies]]], [positions[copies]], [np.zeros(int(copies.sum()), np.int64)]
-    max_pairs = _max_pairs(len(values))
+    max_pairs = leader_search.max_pairs(len(values))
     if near is None:
         a, b, distance = distinct_pairs(unique, k, max_pairs)  # between distinct values
     else:

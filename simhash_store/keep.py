@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .pairs import near_pairs
+from .leaders import max_pairs, sequential_leaders_keeping
+from .pairs import TooManyPairs, near_pairs
 from .validation import text_problem
 
 Rank = tuple[Any, ...]  # a policy's sort key: the lower, the better copy
@@ -131,14 +132,18 @@ def leaders_keeping(values: np.ndarray, ranks: list[Rank], k: int) -> tuple[np.n
 
     Returns (cluster, head): ``cluster[i]`` the position of the founder of document i's cluster,
     ``head[c]`` the position of the final representative of the cluster founded at ``c`` (-1
-    for positions that founded nothing). Exact: built on all pairs within ``k``.
+    for positions that founded nothing). Exact: built on the pairs within ``k``, or, past about
+    4 of them a document, on a search of the representatives alone (:mod:`leaders`).
     """
     n = len(values)
     cluster = np.arange(n, dtype=np.int64)
     head = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return cluster, head
-    left, right, distance = near_pairs(values, k)
+    try:
+        left, right, distance = near_pairs(values, k, max_pairs(n))
+    except TooManyPairs:  # many documents near one another: the representatives alone are searched
+        return sequential_leaders_keeping(values, ranks, k)
     low, high = np.minimum(left, right), np.maximum(left, right)
     order = np.lexsort((low, distance, high))  # each later document's earlier neighbours, nearest then earliest
     low_list, distance_list = low[order].tolist(), distance[order].tolist()

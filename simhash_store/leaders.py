@@ -24,7 +24,9 @@ Memory grows with the number of fingerprints, never with the pairs among them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,9 +78,11 @@ class _Level:
             ordered.append(positions[order])
         return cls(keys, ordered, values, len(values))
 
-    def nearest(self, query: np.ndarray, values_of: np.ndarray, k: int, tables: list[_Table]) -> np.ndarray:
+    def nearest(
+        self, query: np.ndarray, values_of: np.ndarray, k: int, tables: list[_Table], alive: np.ndarray | None = None
+    ) -> np.ndarray:
         """For each query value, the smallest (distance << 40 | position) of a representative here
-        within ``k``; ``_NONE`` where there is none."""
+        within ``k`` (and ``alive``, where given: a mask by position); ``_NONE`` where there is none."""
         best = np.full(len(query), _NONE, dtype=np.int64)
         for table, keys, positions in zip(tables, self.keys, self.positions):
             probes = ((query & table.mask)[:, None] ^ table.flips[None, :]).ravel()
@@ -93,8 +97,16 @@ class _Level:
                 leader = positions[pair_search._expand(low[piece], found[piece])]
                 distance = np.bitwise_count(query[asking] ^ values_of[leader]).astype(np.int64)
                 near = distance <= k
+                if alive is not None:
+                    near &= alive[leader]
                 np.minimum.at(best, asking[near], (distance[near] << _POSITION_BITS) | leader[near])
         return best
+
+
+def max_pairs(count: int) -> int:
+    """The pairs within k that a leader pass over ``count`` fingerprints holds at most (about 100
+    bytes each while it runs), before it searches the representatives alone instead."""
+    return max(1 << 22, 4 * count)
 
 
 def sequential_leaders(values: np.ndarray, k: int, *, batch: int = _BATCH, recent: int = _RECENT) -> np.ndarray:
@@ -148,12 +160,78 @@ def sequential_leaders(values: np.ndarray, k: int, *, batch: int = _BATCH, recen
     return lead
 
 
-def _merged(levels: list[_Level], positions: np.ndarray, values: np.ndarray, tables: list[_Table]) -> list[_Level]:
+def sequential_leaders_keeping(
+    values: np.ndarray, ranks: Sequence[Any], k: int, *, recent: int = _RECENT
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`keep.leaders_keeping` without every pair within ``k``: the same (cluster, head).
+
+    A document joins the nearest current representative within ``k`` (ties: the one that
+    arrived first), else founds a cluster; one ranked better (``ranks``, smaller first) than the
+    representative it joined replaces it. Representatives no longer lie more than ``k`` apart
+    and change as better copies arrive, so each document is decided on its own, against the
+    representatives alive at its arrival: in the levels (the replaced ones masked out, and left
+    out when levels merge) and among the newest. Slower than the pairs on ordinary data (a few
+    hundred microseconds a document), so only for where the pairs would not fit in memory.
+    """
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    n = len(values)
+    cluster = np.arange(n, dtype=np.int64)
+    head = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return cluster, head
+    tables = _tables(n, k)
+    levels: list[_Level] = []
+    newest: list[int] = []
+    alive = np.zeros(n, dtype=bool)
+    heading = np.full(n, -1, dtype=np.int64)  # for a current representative: the founder of its cluster
+    for position in range(n):
+        query = values[position : position + 1]
+        best = _NONE
+        for level in levels:
+            best = min(best, int(level.nearest(query, values, k, tables, alive)[0]))
+        if newest:
+            at = np.array(newest, dtype=np.int64)
+            at = at[alive[at]]
+            distance = np.bitwise_count(values[at] ^ query[0]).astype(np.int64)
+            near = distance <= k
+            if near.any():
+                best = min(best, int(((distance[near] << _POSITION_BITS) | at[near]).min()))
+        if best == _NONE:
+            heading[position] = head[position] = position
+        else:
+            joined = best & ((1 << _POSITION_BITS) - 1)
+            founder = int(heading[joined])
+            cluster[position] = founder
+            if not ranks[position] < ranks[joined]:
+                continue
+            alive[joined] = False
+            heading[joined] = -1
+            heading[position] = founder
+            head[founder] = position
+        alive[position] = True
+        newest.append(position)
+        if len(newest) >= recent:
+            kept = np.array(newest, dtype=np.int64)
+            levels = _merged(levels, kept[alive[kept]], values, tables, alive)
+            newest = []
+    return cluster, head
+
+
+def _merged(
+    levels: list[_Level],
+    positions: np.ndarray,
+    values: np.ndarray,
+    tables: list[_Table],
+    alive: np.ndarray | None = None,
+) -> list[_Level]:
     """``levels`` with the representatives at ``positions`` added: a new level, merged with the
     levels no larger than it (a binary counter), so each representative is sorted again about
-    log2(n / _RECENT) times."""
+    log2(n / _RECENT) times. ``alive``: representatives replaced since are left out."""
     while levels and levels[-1].size <= len(positions):
-        positions = np.concatenate([_level_positions(levels.pop()), positions])
+        merged = _level_positions(levels.pop())
+        if alive is not None:
+            merged = merged[alive[merged]]
+        positions = np.concatenate([merged, positions])
     return [*levels, _Level.of(values[positions], positions, tables)]
 
 

@@ -360,29 +360,37 @@ class NearGroups:
         return self.members[self.starts[g] : self.starts[g] + self.sizes[g]]
 
 
-def near_groups(fingerprints: np.ndarray, max_distance: int) -> NearGroups:
+def near_groups(fingerprints: np.ndarray, max_distance: int, max_pairs: int | None = None) -> NearGroups:
     """Identical fingerprints as groups, and pairs of groups within ``max_distance`` bits (exact).
 
     Memory grows with the number of positions and of distinct near pairs, never with the
     square of a group: 100,000 copies of one fingerprint are one group, not 5e9 pairs.
+    ``max_pairs``: :class:`TooManyPairs` past that many pairs of groups.
     """
     fingerprints = np.ascontiguousarray(fingerprints, dtype=np.uint64)
     values, order, starts, sizes = _groups(fingerprints)
-    a, b, distance = _unique_pairs(values, max_distance)
+    a, b, distance = _unique_pairs(values, max_distance, max_pairs=max_pairs)
     ranking = np.lexsort((b, a, distance))
     return NearGroups(order, starts, sizes, a[ranking], b[ranking], distance[ranking])
 
 
-def near_pairs(fingerprints: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def near_pairs(
+    fingerprints: np.ndarray, max_distance: int, max_pairs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of positions ``(i, j)``, ``i < j``, whose fingerprints differ in at most ``max_distance`` bits.
 
     Returns three arrays (left positions, right positions, distances), ordered by
     distance, then left, then right. Materialises every pair, so n identical
-    fingerprints cost n² / 2 of them: :func:`near_groups` does not.
+    fingerprints cost n² / 2 of them: :func:`near_groups` does not. ``max_pairs``:
+    :class:`TooManyPairs`, before they are made, where there are more.
     """
-    grouped = near_groups(fingerprints, max_distance)
+    grouped = near_groups(fingerprints, max_distance, max_pairs)
     order, starts, sizes = grouped.members, grouped.starts, grouped.sizes
     a, b, distance = grouped.left, grouped.right, grouped.distance
+    if max_pairs is not None:
+        count = int((sizes * (sizes - 1) // 2).sum()) + int((sizes[a] * sizes[b]).sum())
+        if count > max_pairs:
+            raise TooManyPairs(f"more than {max_pairs} pairs")
 
     # Pairs inside a group of identical fingerprints (distance 0).
     lefts, rights, distances = [], [], []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 
 import numpy as np
 import psycopg
@@ -21,6 +23,7 @@ from simhash_store.corpus import Source
 from simhash_store.dedup import ClusterDistanceError, DedupCounts, InputChangedError, dedup_rows
 from simhash_store.ingest import Fingerprinter, add
 from simhash_store.keep import KeepPolicy, leaders_keeping
+from simhash_store.leaders import sequential_leaders_keeping
 from simhash_store.scheme import DEFAULT
 from simhash_store.store import NewDocument, Store
 
@@ -112,6 +115,41 @@ def test_leaders_keeping_is_the_sequential_rule(items, k):
     first, first_head = leaders_keeping(np.array(values, dtype=np.uint64), [(p,) for p in range(len(values))], k)
     assert first.tolist() == leaders(np.array(values, dtype=np.uint64), k).tolist()
     assert np.flatnonzero(first_head >= 0).tolist() == sorted(set(first.tolist()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2**16 - 1), st.integers(0, 5)), min_size=0, max_size=40),
+    st.integers(0, 6),
+    st.integers(1, 9),
+)
+def test_leaders_keeping_searching_the_representatives_alone_is_the_sequential_rule(items, k, recent):
+    # Few representatives a level, so that levels merge (leaving out the replaced ones) and the
+    # newest, the levels and replacements all decide some documents.
+    values = [value for value, _ in items]
+    ranks = [(weight, position) for position, (_, weight) in enumerate(items)]
+    cluster, head = sequential_leaders_keeping(np.array(values, dtype=np.uint64), ranks, k, recent=recent)
+    expected_cluster, expected_heads = _sequential_oracle(values, ranks, k)
+    assert cluster.tolist() == expected_cluster
+    assert {f: int(head[f]) for f in np.flatnonzero(head >= 0).tolist()} == expected_heads
+
+
+def test_leaders_keeping_many_copies_of_one_text_do_not_pair_every_copy_with_every_copy():
+    # recluster --keep longest of 10,000 stored copies of one text took 65 s and 5.1 GB: every two
+    # copies were a pair. 20,000 copies are 200 million pairs, far past 2 GB of address space.
+    script = (
+        "import resource, numpy as np\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "from simhash_store.keep import leaders_keeping\n"
+        "values = np.full(20000, 0x0123456789ABCDEF, dtype=np.uint64)\n"
+        "values[10000:] ^= np.uint64(1)\n"
+        "ranks = [(-(p % 97), p) for p in range(len(values))]\n"  # longer copies arrive now and then
+        "cluster, head = leaders_keeping(values, ranks, 11)\n"
+        "print(len(set(cluster.tolist())), int(head[0]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "96"]
 
 
 # ------------------------------------------------------------ a crawl with known originals
