@@ -50,13 +50,13 @@ class _Table:
 def _tables(count: int, k: int) -> list[_Table]:
     """The layout :mod:`pairs` would choose for ``count`` values at ``k``: two fingerprints within
     ``k`` agree on a table's key up to one of its flips."""
-    layout = pair_search._layout(count, k)
-    if layout == 0:
+    exact = pair_search.exact_tables(count, k) if pair_search.exact_layout_is_cheaper(count, k) else None
+    if exact is None:
         radius = block_radius(k)
         masks = np.array(flip_masks(radius), dtype=np.uint64)
         return [_Table(np.uint64(0xFFFF << shift), masks << np.uint64(shift)) for shift in (48, 32, 16, 0)]
     zero = np.zeros(1, dtype=np.uint64)
-    return [_Table(pair_search.table_mask(table), zero) for table in pair_search._exact_tables(k, layout)]
+    return [_Table(pair_search.table_mask(table), zero) for table in exact]
 
 
 @dataclass
@@ -65,7 +65,6 @@ class _Level:
 
     keys: list[np.ndarray]
     positions: list[np.ndarray]
-    values: np.ndarray
     size: int
 
     @classmethod
@@ -76,7 +75,7 @@ class _Level:
             order = np.argsort(masked, kind="stable")
             keys.append(masked[order])
             ordered.append(positions[order])
-        return cls(keys, ordered, values, len(values))
+        return cls(keys, ordered, len(values))
 
     def nearest(
         self, query: np.ndarray, values_of: np.ndarray, k: int, tables: list[_Table], alive: np.ndarray | None = None
@@ -92,9 +91,9 @@ class _Level:
             if not found.any():
                 continue
             asked = np.arange(len(probes)) // len(table.flips)
-            for piece in pair_search._chunks(found):  # a bounded number of candidates at once
+            for piece in pair_search.bounded_slices(found):  # a bounded number of candidates at once
                 asking = np.repeat(asked[piece], found[piece])
-                leader = positions[pair_search._expand(low[piece], found[piece])]
+                leader = positions[pair_search.expand_ranges(low[piece], found[piece])]
                 distance = np.bitwise_count(query[asking] ^ values_of[leader]).astype(np.int64)
                 near = distance <= k
                 if alive is not None:

@@ -57,7 +57,7 @@ def _block(values: np.ndarray, shift: int) -> np.ndarray:
     return keys
 
 
-def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenate the ranges [start, start + count) without a Python loop."""
     total = int(counts.sum())
     if total == 0:
@@ -66,7 +66,7 @@ def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
 
 
-def _chunks(counts: np.ndarray) -> list[slice]:
+def bounded_slices(counts: np.ndarray) -> list[slice]:
     """Slices of sources whose candidate counts add up to about ``_CHUNK`` each."""
     total = np.cumsum(counts)
     if len(total) == 0:
@@ -101,8 +101,8 @@ def _flipped_key_candidates(
     sources = np.flatnonzero((sorted_keys ^ np.uint16(mask)) > sorted_keys)
     targets = sorted_keys[sources] ^ np.uint16(mask)
     lo, found = starts[targets], counts[targets]
-    for piece in _chunks(found):
-        yield np.repeat(sources[piece], found[piece]), _expand(lo[piece], found[piece])
+    for piece in bounded_slices(found):
+        yield np.repeat(sources[piece], found[piece]), expand_ranges(lo[piece], found[piece])
 
 
 def _flip_pairs(
@@ -405,7 +405,7 @@ def near_pairs(
     pair_counts = sizes[a] * sizes[b]
     if len(a):
         pair_index = np.repeat(np.arange(len(a)), pair_counts)
-        within = _expand(np.zeros(len(a), dtype=np.int64), pair_counts)
+        within = expand_ranges(np.zeros(len(a), dtype=np.int64), pair_counts)
         size_b = sizes[b][pair_index]
         lefts.append(order[starts[a][pair_index] + within // size_b])
         rights.append(order[starts[b][pair_index] + within % size_b])
