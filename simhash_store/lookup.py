@@ -18,6 +18,7 @@ opens a Store instead, as the CLI does.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -77,6 +78,7 @@ class Lookup:
         self._secrets: list[str] = []
         self._connection: psycopg.Connection | None = None
         self._scheme: Scheme | None = None
+        self._checked_at = -float("inf")  # time.monotonic() of the last checks (migrate.RECHECK_SECONDS)
 
     @property
     def display_url(self) -> str:
@@ -116,7 +118,7 @@ class Lookup:
     @_database_errors
     def scheme(self) -> Scheme:
         """The store's scheme; the store checked as a read checks it (never created or changed)."""
-        if self._scheme is None:
+        if self._scheme is None or time.monotonic() - self._checked_at >= migrate.RECHECK_SECONDS:
             with self._cursor() as cursor:
                 revision = migrate.revision_of(cursor, lambda: self.display_url)
                 if revision != migrate.HEAD_REVISION:
@@ -124,6 +126,7 @@ class Lookup:
                 stored = stored_scheme(cursor)
             check_same_scheme(stored, self._requested)
             self._scheme = stored or self._requested or DEFAULT
+            self._checked_at = time.monotonic()
         return self._scheme
 
     @_database_errors

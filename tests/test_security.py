@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from simhash_store import PermissionDeniedError, UntrustedSchemaError, migrate
 from simhash_store.cli import app
 from simhash_store.errors import ConfigError, DatabaseError, SchemeError
+from simhash_store.lookup import Lookup
 from simhash_store.ownership import group_of_one
 from simhash_store.scheme import MULTI_V2, Scheme
 from simhash_store.store import NewDocument, Store
@@ -1069,6 +1070,28 @@ def test_masks_changed_by_a_role_that_needs_no_grant_are_refused(database_url):
             connection.execute(text(restore[table]))
     result = runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000004", "-k", "1", "--json"])
     assert result.exit_code == 0 and '"a"' in result.output, result.output
+
+
+def test_a_store_kept_open_checks_its_records_again(database_url, monkeypatch):
+    # serve --http keeps one Store (and Lookup) open for days: a member of pg_write_all_data that
+    # deleted the masks of one bit after it opened made its searches miss, silently, until a restart.
+    monkeypatch.setattr(migrate, "RECHECK_SECONDS", 0.2, raising=False)
+    with Store(database_url) as store, Lookup(database_url.render_as_string(hide_password=False)) as lookup:
+        store.add([NewDocument("a", 5)])
+        assert [m.key for m in store.query(4, 1)] == ["a"]
+        assert [m.key for m in lookup.query_many([4], 1)[0]] == ["a"]
+        _changed_by_a_member_of_pg_write_all_data(database_url, "DELETE FROM simhash.block_masks WHERE weight = 1")
+        time.sleep(0.3)
+        for search in (lambda: store.query(4, 1), lambda: lookup.query_many([4], 1)):
+            with pytest.raises(UntrustedSchemaError, match="simhash.block_masks"):
+                search()
+    with create_engine(database_url, isolation_level="AUTOCOMMIT").connect() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO simhash.block_masks SELECT m, pg_catalog.bit_count(m::bit(16)) "
+                "FROM pg_catalog.generate_series(0, 65535) m ON CONFLICT (mask) DO NOTHING"
+            )
+        )
 
 
 def test_a_scheme_record_rewritten_by_a_role_that_needs_no_grant_is_refused(database_url):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -91,6 +92,7 @@ class Store:
         self._secrets: list[str] = []
         self._scheme: Scheme | None = None
         self._ready = False
+        self._checked_at = -float("inf")  # time.monotonic() of the last checks (migrate.RECHECK_SECONDS)
         self._upkeep = admin.Upkeep()  # rows changed since the last VACUUM: when to run one
         self._segments: bool | None = None  # whether writes keep segments (read once)
 
@@ -217,10 +219,12 @@ class Store:
     def _prepare(self, record: bool) -> Scheme:
         """Ready to write (``record``: the schema created or upgraded, the scheme recorded) or to
         read (the schema checked, never changed); the store's scheme."""
-        if self._ready and (self._scheme is not None or not record):
+        fresh = time.monotonic() - self._checked_at < migrate.RECHECK_SECONDS
+        if self._ready and fresh and (self._scheme is not None or not record):
             return self._scheme or self._requested_scheme or DEFAULT
         self._scheme = schema.prepare(self.engine, self.display_url, self._requested_scheme, DEFAULT, record)
         self._ready = True
+        self._checked_at = time.monotonic()
         return self._scheme or self._requested_scheme or DEFAULT
 
     # ------------------------------------------------------------ writing
