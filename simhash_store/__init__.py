@@ -5,37 +5,119 @@
 True
 """
 
-from .bits import blocks, from_hex, from_signed, hamming, join_blocks, similarity, to_hex, to_signed
-from .dedup import Verdict, dedup
-from .errors import (
-    ConfigError,
-    DatabaseUnavailableError,
-    InvalidFingerprintError,
-    InvalidKeyError,
-    InvalidValueError,
-    LockTimeoutError,
-    NoFeaturesError,
-    PermissionDeniedError,
-    SchemeError,
-    SchemeMismatchError,
-    SimhashStoreError,
-    StoreNotFoundError,
-    StoreOutdatedError,
-    StoreTooNewError,
-    UntrustedSchemaError,
-    UserDictionaryError,
-)
-from .fingerprint import (
-    features,
-    fingerprint,
-    fingerprint_features,
-    fingerprint_if_any,
-    normalize,
-    tokens,
-)
-from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
-from .seed_format import parse_seed_line
-from .tokenizers import parse_weighted
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bits import blocks, from_hex, from_signed, hamming, join_blocks, similarity, to_hex, to_signed
+    from .dedup import Verdict, dedup
+    from .errors import (
+        ConfigError,
+        DatabaseUnavailableError,
+        InvalidFingerprintError,
+        InvalidKeyError,
+        InvalidValueError,
+        LockTimeoutError,
+        NoFeaturesError,
+        PermissionDeniedError,
+        SchemeError,
+        SchemeMismatchError,
+        SimhashStoreError,
+        StoreNotFoundError,
+        StoreOutdatedError,
+        StoreTooNewError,
+        UntrustedSchemaError,
+        UserDictionaryError,
+    )
+    from .fingerprint import (
+        features,
+        fingerprint,
+        fingerprint_features,
+        fingerprint_if_any,
+        normalize,
+        tokens,
+    )
+    from .scheme import DEFAULT, DEFAULT_MAX_DISTANCE, SCHEMES, Scheme, get_scheme, register_scheme
+    from .seed_format import parse_seed_line
+    from .tokenizers import parse_weighted
+
+# Imported on first use (PEP 562), so that `import simhash_store` and the command's entry point
+# (simhash_store/__main__.py) are quick: the command hides passwords on its command line and takes
+# Ctrl-C as one line before the heavy imports (numpy, SQLAlchemy, jieba) run.
+_EXPORTS = {
+    "blocks": "bits",
+    "from_hex": "bits",
+    "from_signed": "bits",
+    "hamming": "bits",
+    "join_blocks": "bits",
+    "similarity": "bits",
+    "to_hex": "bits",
+    "to_signed": "bits",
+    "Verdict": "dedup",
+    "dedup": "dedup",
+    "ConfigError": "errors",
+    "DatabaseUnavailableError": "errors",
+    "InvalidFingerprintError": "errors",
+    "InvalidKeyError": "errors",
+    "InvalidValueError": "errors",
+    "LockTimeoutError": "errors",
+    "NoFeaturesError": "errors",
+    "PermissionDeniedError": "errors",
+    "SchemeError": "errors",
+    "SchemeMismatchError": "errors",
+    "SimhashStoreError": "errors",
+    "StoreNotFoundError": "errors",
+    "StoreOutdatedError": "errors",
+    "StoreTooNewError": "errors",
+    "UntrustedSchemaError": "errors",
+    "UserDictionaryError": "errors",
+    "features": "fingerprint",
+    "fingerprint": "fingerprint",
+    "fingerprint_features": "fingerprint",
+    "fingerprint_if_any": "fingerprint",
+    "normalize": "fingerprint",
+    "tokens": "fingerprint",
+    "DEFAULT": "scheme",
+    "DEFAULT_MAX_DISTANCE": "scheme",
+    "SCHEMES": "scheme",
+    "Scheme": "scheme",
+    "get_scheme": "scheme",
+    "register_scheme": "scheme",
+    "parse_seed_line": "seed_format",
+    "parse_weighted": "tokenizers",
+}
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``fingerprint`` and ``dedup`` are functions of the submodules of those
+    names: importing a submodule sets the package's attribute of its name to it, which must not
+    hide the function (the eager imports this replaces bound the function after the submodule)."""
+
+    def __setattr__(name_self, name: str, value: Any) -> None:  # noqa: N805 - a module's own class
+        if isinstance(value, types.ModuleType) and name in _EXPORTS:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "DEFAULT",

@@ -869,3 +869,35 @@ def test_fingerprint_of_standard_input_does_not_allocate_its_bound_first():
     result = run_process(None, "fingerprint", "-", input="中华人民共和国保护人民的合法权益。", preexec_fn=limited)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-500:]
     assert len(result.stdout.split()[0]) == 16
+
+
+def test_ctrl_c_while_the_command_line_is_imported_is_one_line():
+    # The imports take a few tenths of a second (more on a loaded machine): an interrupt in them
+    # ended the command with a KeyboardInterrupt traceback. Here it arrives in the middle of them.
+    script = (
+        "import os, signal, sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'simhash_store.cli.common':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "sys.argv = ['simhash-store', 'stats']\n"
+        "from simhash_store.__main__ import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "Interrupted\n", "")
+
+
+def test_the_package_imports_its_public_names_on_first_use():
+    # `import simhash_store` is what the command's entry point pays before it hides passwords and
+    # takes Ctrl-C: a few milliseconds, not numpy, SQLAlchemy and jieba.
+    script = (
+        "import sys, simhash_store\n"
+        "print(sorted(m for m in ('numpy', 'sqlalchemy', 'jieba', 'psycopg') if m in sys.modules))\n"
+        "import simhash_store.fingerprint, simhash_store.dedup\n"
+        "from simhash_store import dedup, fingerprint, hamming\n"
+        "print(callable(dedup), callable(fingerprint), hamming(1, 2))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split("\n")[:2] == ["[]", "True True 2"]

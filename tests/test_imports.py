@@ -105,7 +105,7 @@ FLOORS: dict[int, tuple[str, tuple[str, ...]]] = {
     ),
     6: (
         "the command line: parses, calls the library, renders; chooses between Lookup and Store",
-        ("cli/",),
+        ("cli/", "__main__.py"),
     ),
 }
 

@@ -349,8 +349,8 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
     process = subprocess.Popen(
         [
             sys.executable,
-            "-c",
-            "from simhash_store.cli import main; main()",
+            "-m",
+            "simhash_store",
             "--db",
             with_password,
             "add",

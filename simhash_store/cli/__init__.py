@@ -60,39 +60,7 @@ def _output_failed(error: OSError) -> None:
     raise SystemExit(1)
 
 
-def hide_secrets_from_process_list(arguments: list[str]) -> None:
-    """Blank out passwords given on the command line (``--db postgresql://u:secret@...``) where
-    ``ps`` and /proc/PID/cmdline show them, before any worker is forked with a copy.
-
-    Linux only, and only after the interpreter has started: between exec and this call the
-    password is visible. SIMHASH_STORE_URL or ~/.pgpass keep it off the command line entirely.
-    """
-    from ..config import raw_secrets
-
-    secrets = [
-        secret.encode() for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)
-    ]
-    if not secrets:
-        return
-    try:
-        with open("/proc/self/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-        start, end = int(fields[45]), int(fields[46])  # arg_start and arg_end: fields 48 and 49 of proc(5)
-        with open("/proc/self/mem", "r+b", buffering=0) as memory:
-            memory.seek(start)
-            original = memory.read(end - start)
-            blanked = original
-            for secret in sorted(secrets, key=len, reverse=True):
-                blanked = blanked.replace(secret, b"*" * len(secret))
-            if blanked != original:
-                memory.seek(start)
-                memory.write(blanked)
-    except (OSError, ValueError, IndexError):
-        pass  # not Linux, or /proc is not ours to write: nothing more can be done here
-
-
 def main() -> None:
-    hide_secrets_from_process_list(sys.argv[1:])
     # A connection cut off by Ctrl-C or SIGTERM in the middle of a statement cannot be reset, and
     # SQLAlchemy's pool logs that with a traceback; the command says "Interrupted" in one line.
     logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
