@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simhash_store.errors import InvalidFingerprintError, InvalidKeyError, InvalidValueError, SimhashStoreError
 from simhash_store.store import NewDocument
@@ -17,6 +19,7 @@ from simhash_store.validation import (
     validate_key,
     validate_keys,
     validate_metadata,
+    validate_optional_bytes,
 )
 
 
@@ -131,3 +134,29 @@ def test_a_stamp_or_seed_postgresql_cannot_hold_is_a_typed_error(store):
         store.set_stamps({"a": "1\x00"})
     with pytest.raises(InvalidValueError, match="NUL"):
         store.sample_keys(3, seed="x\x00")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(st.text(max_size=30), st.just("k" * 2049), st.just("k\x00"), st.just("\ud800"), st.integers(), st.none()),
+    st.one_of(st.integers(-2, 2**64 + 1), st.booleans(), st.just(np.uint64(5)), st.floats(allow_nan=False)),
+    st.one_of(st.none(), st.integers(-2, 2**31 + 1), st.booleans()),
+    st.one_of(st.none(), st.binary(max_size=4), st.just(bytearray(b"x")), st.text(max_size=2)),
+)
+def test_a_document_is_accepted_whether_checked_inline_or_field_by_field(key, value, length, digest):
+    # writes.validated checks the common document (an ASCII key, no metadata) inline: it must accept
+    # exactly what the checks of each field accept.
+    from simhash_store.store.writes import validated
+
+    document = NewDocument(key, value, digest, length)
+    try:
+        validate_key(key)
+        validate_fingerprint(value)
+        if length is not None:
+            validate_integer(length, "length", 0, 2**31 - 1)
+        validate_optional_bytes(digest, "digest")
+    except SimhashStoreError:
+        with pytest.raises(SimhashStoreError):
+            validated(document)
+    else:
+        assert validated(document) is document

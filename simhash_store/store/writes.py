@@ -24,6 +24,7 @@ from ..errors import InvalidValueError, LockTimeoutError, SimhashStoreError
 from ..models import Document
 from ..validation import (
     INT4,
+    MAX_KEY_BYTES,
     validate_fingerprint,
     validate_integer,
     validate_key,
@@ -125,8 +126,26 @@ _NUMBERED_ROWS = (
 )
 
 
+_UNSIGNED_64 = 1 << 64
+
+
 def validated(document: NewDocument) -> NewDocument:
     """The document, if every field fits its column; else the field's SimhashStoreError."""
+    key, value, length, digest = document.key, document.fingerprint, document.length, document.digest
+    if (  # the common case (an ASCII key, no metadata), checked inline: a few times faster than the checks below
+        type(key) is str
+        and key.isascii()
+        and 0 < len(key) <= MAX_KEY_BYTES
+        and "\x00" not in key
+        and type(value) is int
+        and 0 <= value < _UNSIGNED_64
+        and (length is None or (type(length) is int and 0 <= length <= INT4[1]))
+        and (digest is None or type(digest) is bytes)
+        and document.stamp is None
+        and document.metadata is None
+        and not document.segments
+    ):
+        return document
     validate_key(document.key)
     validate_fingerprint(document.fingerprint)
     if document.length is not None:
