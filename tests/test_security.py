@@ -1103,6 +1103,34 @@ def test_a_scheme_record_rewritten_by_a_role_that_needs_no_grant_is_refused(data
     )
 
 
+def test_a_scheme_record_no_version_can_read_is_one_line_for_every_command(database_url):
+    # A member of pg_write_all_data wrote a scheme record of an integer of 5,000 digits, JSON nested 5,000
+    # deep, or fields of the wrong type (top_k 2.5, user_dict 5): stats, query and add
+    # ended in a ValueError, RecursionError or TypeError traceback (hostile/scheme_record_unreadable.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    runner = CliRunner()
+    unnamed = '{"name": "mine", "tokenizer": "jieba", '
+    for record in (
+        "'{\"name\": \"multi-v2\", \"version\": ' || repeat('9', 5000) || '}'",
+        "'{\"name\": ' || repeat('[', 5000) || repeat(']', 5000) || '}'",
+        f"'{unnamed}\"top_k\": 2.5}}'",
+        f"'{unnamed}\"ngram\": 2.5}}'",
+        f"'{unnamed}\"user_dict\": 5, \"user_dict_sha256\": \"' || repeat('a', 64) || '\"}}'",
+        f"'{unnamed}\"extra_stopwords\": [[1]]}}'",
+    ):
+        _changed_by_a_member_of_pg_write_all_data(
+            database_url, f"UPDATE simhash.store_info SET scheme = ({record})::jsonb"
+        )
+        for args in (["add", "--jsonl", "-"], ["query", "-f", "0000000000000005"], ["stats"]):
+            line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
+            assert "the store records a scheme this version cannot read" in line, line
+    with create_engine(database_url, isolation_level="AUTOCOMMIT").connect() as connection:
+        connection.execute(text("UPDATE simhash.store_info SET scheme = :s"), {"s": MULTI_V2.to_json()})
+    assert runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]).exit_code == 0
+
+
 # ------------------------------------------------------------ a search_path in the URL
 
 # Look-alikes of every function, aggregate, operator and type name the library's statements
