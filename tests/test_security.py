@@ -1034,6 +1034,31 @@ def test_a_cluster_record_a_writer_rewrote_is_one_line_and_recluster_repairs_it(
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.parametrize("value", ["repeat('7', 5000)", "repeat('[', 5000) || repeat(']', 5000)"])
+def test_json_a_writer_stored_that_python_cannot_read_is_no_traceback(database_url, make_role, value):
+    # A writer (or another application) stored a keep value or metadata of an integer of 5,000 digits, or nested
+    # 5,000 deep (no input of the library gives either): every add into the clustered store and every recluster
+    # ended in a ValueError or RecursionError traceback, and Store.get in one (hostile/json_python_cannot_read.sh).
+    plain = database_url.render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5, keep_value=3), NewDocument("far", 2**64 - 1)])
+        store.recluster(3, keep="field:n")
+    role = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    with _as(database_url, role) as writer:
+        writer.execute(
+            f"UPDATE simhash.documents SET keep_value = ({value})::jsonb, metadata = ('[' || {value} || ']')::jsonb"
+        )
+    with Store(database_url) as store:
+        store.add([NewDocument("b", 7, keep_value=1)])  # 1 bit from a: its cluster, and its representative now
+        assert store.memberships(["b"])["b"].representative == "b"
+        with pytest.raises(DatabaseError, match="the metadata of document 'a' cannot be read"):
+            store.get("a")
+    runner = CliRunner()
+    for keep in ("field:n", "longest", "first"):
+        result = runner.invoke(app, ["--db", plain, "recluster", "--keep", keep])
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+
+
 def _changed_by_a_member_of_pg_write_all_data(url, statement: str) -> None:
     with _other_role(url, "GRANT pg_write_all_data, pg_read_all_data TO {role}") as (role, _):
         with _as(url, role) as member:
