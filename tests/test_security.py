@@ -1105,6 +1105,30 @@ def test_json_a_writer_stored_that_python_cannot_read_is_no_traceback(database_u
         assert result.exit_code == 0 and "Traceback" not in result.output, result.output
 
 
+def test_an_id_sequence_set_back_never_gives_a_removed_documents_id_again(database_url):
+    # A member of pg_write_all_data (which may update every sequence) set the id sequence back after the owner
+    # removed the document of the largest id: the owner's next add (a store that keeps no clusters takes its
+    # ids from the sequence) gave that id again, silently; set back below a stored id, the retry after the
+    # conflict moved the sequence past the largest stored id only (hostile/id_sequence_set_back.sh).
+    sequence = "pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')"
+    with Store(database_url) as store:
+        store.add([NewDocument(f"k{n}", n) for n in range(1, 6)])
+        store.remove(["k5", "k4"])
+        ids = {row.key: row.id for row in map(store.get, ["k1", "k2", "k3"])}
+        retired = max(ids.values()) + 2
+    for set_to, key in ((max(ids.values()), "a"), (1, "b")):
+        _changed_by_a_member_of_pg_write_all_data(database_url, f"SELECT pg_catalog.setval({sequence}, {set_to})")
+        with Store(database_url) as store:
+            store.add([NewDocument(key, 99)])
+            assert store.get(key).id > retired, (set_to, store.get(key).id, retired)
+    with Store(database_url) as store:  # while a store stays open: the conflict's retry
+        store.add([NewDocument("c", 98)])
+        _changed_by_a_member_of_pg_write_all_data(database_url, f"SELECT pg_catalog.setval({sequence}, 1)")
+        store.remove(["c"])
+        store.add([NewDocument("d", 97)])
+        assert store.get("d").id > store.get("b").id + 1
+
+
 def _changed_by_a_member_of_pg_write_all_data(url, statement: str) -> None:
     with _other_role(url, "GRANT pg_write_all_data, pg_read_all_data TO {role}") as (role, _):
         with _as(url, role) as member:
