@@ -38,7 +38,7 @@ from . import distributed
 from . import leaders as leader_search
 from .bits import from_signed
 from .errors import DatabaseError, InvalidValueError
-from .keep import KeepPolicy, Representative, leaders_keeping
+from .keep import KeepPolicy, Representative, leaders_keeping, stored_value
 from .pairs import TooManyPairs, distinct_pairs
 
 # Two-integer advisory lock: (project, purpose), the project constant of store.ADVISORY_LOCK_SPACE
@@ -63,7 +63,7 @@ _NEAR_DOCUMENTS = """
     CROSS JOIN LATERAL simhash.near(q.fingerprint, %(k)s::integer, %(method)s::pg_catalog.text) m
 """
 _REPRESENTATIVES_AMONG = """
-    SELECT d.id, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value, d.key
+    SELECT d.id, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value::pg_catalog.text, d.key
     FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id
     WHERE h.representative_id = ANY(%(ids)s::bigint[])
 """
@@ -220,7 +220,7 @@ def assign(
     if moved:
         cursor.execute(_HAND_OVER, {"keys": list(keys)})
     rows = cursor.execute(
-        "SELECT id, fingerprint, key, length, keep_value FROM simhash.documents "
+        "SELECT id, fingerprint, key, length, keep_value::pg_catalog.text FROM simhash.documents "
         "WHERE key = ANY(%s::pg_catalog.text[]) AND cluster IS NULL",
         (list(keys),),
     ).fetchall()
@@ -268,7 +268,7 @@ def place(
     known: KnownNeighbours | None = None,
 ) -> Placement:
     """The clusters of documents without one, by the leader rule and the store's keep policy, in
-    the order of ``keys``; ``rows``: their (id, signed fingerprint, key, length, keep value), stored
+    the order of ``keys``; ``rows``: their (id, signed fingerprint, key, length, keep value as JSON text), stored
     or about to be (the caller holds the cluster lock). ``moved``: some of them are stored documents
     re-written with a new fingerprint. ``known``: the stored documents near each of them, found in
     advance; used while its ``state`` is set (the caller checks it, :meth:`KnownNeighbours.check`)."""
@@ -280,7 +280,7 @@ def place(
     signed = [r[1] for r in rows]
     values = np.array(signed, dtype=np.int64).view(np.uint64)
     arrivals = list(range(first_arrival, first_arrival + len(rows)))
-    ranks = [policy.rank(arrival, r[3], r[4]) for arrival, r in zip(arrivals, rows)]
+    ranks = [policy.rank(arrival, r[3], stored_value(r[4])) for arrival, r in zip(arrivals, rows)]
     if known is not None and known.state is not None:
         candidates = _known_candidates(cursor, policy, values, distance, known)
     else:
@@ -319,8 +319,8 @@ def _stored_candidates(
     all: far cheaper than a radius search per document, a few ms each at k = 11); beyond, in SQL."""
     found: list[list[_StoredHead]] = [[] for _ in signed]
     rows = cursor.execute(
-        "SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value, d.key "
-        "FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id LIMIT %s",
+        "SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value::pg_catalog.text, "
+        "d.key FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id LIMIT %s",
         (IN_MEMORY_REPRESENTATIVES + 1,),
     ).fetchall()
     if len(rows) > IN_MEMORY_REPRESENTATIVES:
@@ -335,7 +335,7 @@ def _stored_candidates(
             if id_ in heads:
                 cluster, arrival, length, value, key = heads[id_]
                 found[ordinality - 1].append(
-                    _StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, value))
+                    _StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, stored_value(value)))
                 )
         return found
     if not rows or not len(values):
@@ -348,7 +348,12 @@ def _stored_candidates(
             id_, _, cluster, arrival, length, value, key = rows[int(column)]
             found[start + int(offset)].append(
                 _StoredHead(
-                    int(distances[offset, column]), arrival, cluster, id_, key, policy.rank(arrival, length, value)
+                    int(distances[offset, column]),
+                    arrival,
+                    cluster,
+                    id_,
+                    key,
+                    policy.rank(arrival, length, stored_value(value)),
                 )
             )
     return found
@@ -363,7 +368,7 @@ _STORE_STATE = """
 
 # The representatives among the given keys (on Citus: the shards of those keys only).
 _REPRESENTATIVES_BY_KEY = """
-    SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value, d.key
+    SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value::pg_catalog.text, d.key
     FROM simhash.documents d JOIN simhash.cluster_heads h ON h.representative_id = d.id
     WHERE d.key = ANY(%(keys)s::pg_catalog.text[])
 """
@@ -434,7 +439,11 @@ def _known_candidates(
             distance = int(np.bitwise_count(np.uint64(value) ^ np.int64(row[1]).view(np.uint64)))
             if distance <= k:
                 id_, _, cluster, arrival, length, keep_value, _ = row
-                near.append(_StoredHead(distance, arrival, cluster, id_, key, policy.rank(arrival, length, keep_value)))
+                near.append(
+                    _StoredHead(
+                        distance, arrival, cluster, id_, key, policy.rank(arrival, length, stored_value(keep_value))
+                    )
+                )
         found.append(sorted(near, key=lambda head: head.id))
     return found
 
@@ -612,7 +621,7 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
         chosen = keep_policy(cursor) if policy is None else KeepPolicy.parse(policy)
         _check_field_values(cursor, chosen)
         rows = cursor.execute(
-            "SELECT id, fingerprint, coalesce(arrival, id), length, keep_value FROM simhash.documents "
+            "SELECT id, fingerprint, coalesce(arrival, id), length, keep_value::pg_catalog.text FROM simhash.documents "
             "ORDER BY coalesce(arrival, id), id"
         ).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
@@ -621,7 +630,7 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
             founder = leaders(values, k)
             head = np.where(founder == np.arange(len(ids)), np.arange(len(ids)), -1)
         else:
-            founder, head = leaders_keeping(values, [chosen.rank(r[2], r[3], r[4]) for r in rows], k)
+            founder, head = leaders_keeping(values, [chosen.rank(r[2], r[3], stored_value(r[4])) for r in rows], k)
         clusters = ids[founder]
         cursor.execute(
             "UPDATE simhash.store_info SET cluster_max_distance = %s, keep_policy = %s",

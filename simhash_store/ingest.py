@@ -479,6 +479,7 @@ def _write(
                     item.fingerprint,
                     item.digest,
                     item.length,
+                    metadata=item.metadata,
                     stamp=item.stamp,
                     segments=item.segments,
                     keep_value=value if comparable(value) else None,

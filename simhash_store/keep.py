@@ -24,6 +24,7 @@ run over the same input in one go end with the same clusters.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -105,6 +106,24 @@ def comparable(value: Any) -> bool:
     return isinstance(value, str) and text_problem(value) is None
 
 
+def stored_value(text: str | None) -> Any:
+    """A document's keep value as the store holds it (``documents.keep_value``, read as JSON text).
+    Another application may store JSON no input of this library gives and Python cannot read: an
+    integer of more than 4,300 digits, nesting past the recursion limit (such a value in a
+    representative ended every write into the store and every recluster in a traceback). It ranks
+    as a missing value, as a list or an object does.
+
+    >>> stored_value('"2024-05-01"'), stored_value("9" * 5000), stored_value("[" * 5000 + "]" * 5000)
+    ('2024-05-01', None, None)
+    """
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
 def _value_rank(value: Any, descending: bool) -> Rank:
     if not comparable(value):
         return _LAST
@@ -177,4 +196,4 @@ def leaders_keeping(values: np.ndarray, ranks: list[Rank], k: int) -> tuple[np.n
     return cluster, head
 
 
-__all__ = ["POLICIES", "KeepPolicy", "Rank", "Representative", "comparable", "leaders_keeping"]
+__all__ = ["POLICIES", "KeepPolicy", "Rank", "Representative", "comparable", "leaders_keeping", "stored_value"]

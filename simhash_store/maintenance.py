@@ -173,12 +173,34 @@ def lock_exclusively(cursor: psycopg.Cursor, lock_timeout: float, purpose: str) 
         return
 
 
+# The largest id given: of a stored document, or of a removed one (ids are never given twice).
+_GIVEN = (
+    "GREATEST((SELECT pg_catalog.max(id) FROM simhash.documents), "
+    "(SELECT highest_retired_id FROM simhash.store_info), 0)"
+)
+_SEQUENCE = (
+    "(SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::pg_catalog.regclass AS sequence) AS s"
+)
+
+
 def resync_id_sequence(cursor: psycopg.Cursor) -> None:
-    """Move the id sequence past the largest id (rows inserted with explicit ids overtake it); never back."""
+    """Move the id sequence past the largest id given (rows inserted with explicit ids overtake it); never back."""
     cursor.execute(
-        "SELECT pg_catalog.setval(s.sequence, GREATEST((SELECT pg_catalog.max(id) FROM simhash.documents), "
-        "pg_catalog.nextval(s.sequence))) "
-        "FROM (SELECT pg_catalog.pg_get_serial_sequence('simhash.documents', 'id')::pg_catalog.regclass AS sequence) AS s"
+        f"SELECT pg_catalog.setval(s.sequence, GREATEST({_GIVEN}, pg_catalog.nextval(s.sequence))) FROM {_SEQUENCE}"
+    )
+
+
+def id_sequence_past_given_ids(cursor: psycopg.Cursor) -> None:
+    """Before a writer's first write, where its role may: the id sequence moved past the largest id
+    given, if it is behind. A role that may update the sequence (a member of pg_write_all_data) can
+    set it back, and new documents of a store that keeps no clusters then took the ids of removed
+    ones (when past every stored id, nothing conflicts). Uses no value of the sequence."""
+    cursor.execute(
+        f"SELECT pg_catalog.setval(s.sequence, {_GIVEN}) FROM {_SEQUENCE} "
+        "WHERE CASE WHEN pg_catalog.has_sequence_privilege(s.sequence, 'UPDATE') "
+        "AND pg_catalog.has_sequence_privilege(s.sequence, 'SELECT, USAGE') "
+        f"THEN {_GIVEN} OPERATOR(pg_catalog.>) COALESCE(pg_catalog.pg_sequence_last_value(s.sequence), 0) "
+        "ELSE false END"
     )
 
 

@@ -89,15 +89,14 @@ def revision_of(cursor: Cursor, where: str | Callable[[], str]) -> str | None:
 
 
 def is_known_revision(revision: str) -> bool:
-    """Whether ``revision`` is one of this version's migrations (not one made by a newer version)."""
-    from alembic.script import ScriptDirectory
-    from alembic.util import CommandError
+    """Whether ``revision`` is one of this version's migrations (not one made by a newer version).
 
-    try:
-        script = ScriptDirectory.from_config(alembic_config()).get_revision(revision)
-    except CommandError:
-        return False
-    return script is not None and script.revision == revision  # Alembic also resolves prefixes
+    Compared with their names, not resolved by Alembic: the record is text any role that may write the
+    table can set, and Alembic reads prefixes, ``head``, ``base`` and ``x@y`` in it (``''``, ``'@'`` and
+    ``'0013@'`` ended every command in an AssertionError traceback)."""
+    from alembic.script import ScriptDirectory
+
+    return revision in {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
 
 
 def check_upgradable(revision: str | None, where: str) -> None:

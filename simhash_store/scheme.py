@@ -31,6 +31,24 @@ WEIGHTINGS = ("tf", "log-tf", "binary", "tfidf", "log-tfidf", "given")
 STOPWORD_LISTS = ("jieba", "none")
 
 
+_TYPES: dict[str, tuple[type, ...]] = {
+    "version": (int,),
+    "bits": (int,),
+    "hmm": (bool,),
+    "ngram": (int,),
+    "top_k": (int, type(None)),
+    "drop_punctuation": (bool,),
+    "user_dict": (str, type(None)),
+    "user_dict_sha256": (str, type(None)),
+}
+_TYPE_NAMES = {
+    (int,): "an integer",
+    (bool,): "true or false",
+    (int, type(None)): "an integer or null",
+    (str, type(None)): "a string or null",
+}
+
+
 @dataclass(frozen=True)
 class Scheme:
     """How text becomes a fingerprint.
@@ -78,6 +96,13 @@ class Scheme:
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
             raise SchemeError("a scheme needs a non-empty name")
+        # The types the code below and the fingerprint rely on: a description read from a store's
+        # record (which a member of pg_write_all_data may rewrite) is JSON of any shape, and a float
+        # ngram or top_k, or a number as user_dict, ended add and query in a TypeError traceback.
+        for attribute, kinds in _TYPES.items():
+            value = getattr(self, attribute)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise SchemeError(f"scheme {self.name!r}: {attribute} must be {_TYPE_NAMES[kinds]}, not {value!r:.40}")
         choices = {
             "normalizer": NORMALIZERS,
             "tokenizer": tuple(TOKENIZERS),
@@ -186,7 +211,10 @@ class Scheme:
         if unknown:
             raise SchemeError(f"unknown scheme fields: {', '.join(sorted(unknown))}")
         data = dict(data)
-        data["extra_stopwords"] = tuple(data.get("extra_stopwords", ()))
+        extra = data.get("extra_stopwords", ())
+        if not isinstance(extra, (list, tuple)) or not all(isinstance(word, str) for word in extra):
+            raise SchemeError("malformed scheme description: extra_stopwords must be a list of strings")
+        data["extra_stopwords"] = tuple(extra)
         try:
             return cls(**data)
         except TypeError as exc:

@@ -23,12 +23,12 @@ def stored_scheme(cursor: psycopg.Cursor) -> Scheme | None:
     if row is None:
         return None
     try:
-        data = json.loads(row[0])
+        data = json.loads(row[0])  # stored as jsonb: JSON, but perhaps nested too deep or of huge integers
         if not isinstance(data, dict):
             raise SchemeError("scheme description must be a JSON object")
         scheme = Scheme.from_dict(data)
-    except (SchemeError, TypeError) as exc:
-        raise SchemeError(f"the store records a scheme this version cannot read: {exc}") from None
+    except (SchemeError, TypeError, ValueError, RecursionError) as exc:
+        raise SchemeError(f"the store records a scheme this version cannot read: {str(exc)[:160]}") from None
     check_known(scheme, data)
     return scheme
 

@@ -20,11 +20,11 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
   tables, every function, operator, type and relation a trigger's WHEN condition names, and
-  every table holding a foreign key to one of its tables whose column is cast by a function, or
-  whose ON DELETE or ON UPDATE action (CASCADE, SET NULL, SET DEFAULT) writes that table when you
-  delete or update a row (its triggers, defaults and domain checks then run in your session, as
-  their owner, and set_config there changes your next statements' search_path), belongs to the
-  schema's owner, a member of it, or a superuser;
+  every table holding a foreign key to one of its tables belongs to the schema's owner, a member
+  of it, or a superuser: PostgreSQL checks a delete from the store's table with a query on the
+  referencing table, run in your session as that table's owner, whose planning runs the constant
+  calls in its index expressions (set_config there changes your next statements' search_path),
+  and an ON DELETE or ON UPDATE action writes that table in your session;
 - no other role (PUBLIC included) may write the store's own records, which searches and writes
   trust: INSERT, UPDATE, DELETE or TRUNCATE on ``block_masks``, ``wide_masks`` (deleted masks make
   searches silently miss near duplicates) or ``alembic_version``, nor UPDATE, DELETE or TRUNCATE
@@ -121,25 +121,6 @@ owners (role) AS (
     UNION
     SELECT m.member FROM pg_catalog.pg_auth_members m JOIN owners ON m.roleid OPERATOR(pg_catalog.=) owners.role
 ),
--- Each column of a foreign key to one of the schema's tables, its type followed through domains to the
--- base type: a referencing type other than the right input of the key's equality operator is cast to it
--- in the check PostgreSQL runs, as the owner of the referenced table, for every row the referencing
--- table's owner inserts (a cast of that owner's own, from a type of its own: its code, with those rights).
-key_columns (constraint_oid, type_oid, operand) AS (
-    SELECT k.oid, a.atttypid, o.oprright
-    FROM pg_catalog.pg_constraint k
-    JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) k.confrelid
-    JOIN schema s ON t.relnamespace OPERATOR(pg_catalog.=) s.oid
-    CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(k.conkey), pg_catalog.unnest(k.conpfeqop)) AS u (attnum, operator)
-    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.conrelid
-                                  AND a.attnum OPERATOR(pg_catalog.=) u.attnum
-    JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) u.operator
-    WHERE k.contype OPERATOR(pg_catalog.=) 'f'
-    UNION
-    SELECT c.constraint_oid, y.typbasetype, c.operand
-    FROM key_columns c JOIN pg_catalog.pg_type y ON y.oid OPERATOR(pg_catalog.=) c.type_oid
-    WHERE y.typtype OPERATOR(pg_catalog.=) 'd'
-),
 objects (what, owner) AS (
     SELECT 'relation ' OPERATOR(pg_catalog.||) c.relname, c.relowner
     FROM pg_catalog.pg_class c, schema s WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid
@@ -186,30 +167,19 @@ objects (what, owner) AS (
     ) AS u (owner) ON true
     WHERE NOT g.tgisinternal
     UNION ALL
-    -- A foreign key to one of its tables whose action (CASCADE, SET NULL, SET DEFAULT) writes the
-    -- referencing table when you delete or update a row: that table's triggers, defaults and domain
-    -- checks run in your session, as their owner, and can change it for your next statements
-    -- (set_config('search_path', 'app, pg_catalog', false): its = on bigint then ran with your rights).
-    SELECT pg_catalog.format('foreign key %%I on %%s (ON DELETE or ON UPDATE writes it in your session)',
-                             k.conname, k.conrelid::pg_catalog.regclass), r.relowner
+    -- A foreign key to one of its tables, from a table of another role's (made while it held REFERENCES):
+    -- PostgreSQL checks each row inserted there with a query on the store's table run as its owner, casting
+    -- the referencing column (through a cast of that role's own); it checks each delete from the store's
+    -- table with a query on the referencing table run in your session as that role (planning it folds the
+    -- constant calls in its index expressions: a function of its own there set the session's search_path,
+    -- and its = on bigint ran in your next statement with your rights), and an ON DELETE or ON UPDATE
+    -- action writes that table in your session (its triggers, defaults and domain checks too).
+    SELECT pg_catalog.format('foreign key %%I on %%s', k.conname, k.conrelid::pg_catalog.regclass), r.relowner
     FROM pg_catalog.pg_constraint k
     JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
     JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) k.confrelid
     JOIN schema s ON t.relnamespace OPERATOR(pg_catalog.=) s.oid
     WHERE k.contype OPERATOR(pg_catalog.=) 'f'
-      AND (k.confdeltype OPERATOR(pg_catalog.<>) ALL ('{a,r}'::pg_catalog."char"[])
-           OR k.confupdtype OPERATOR(pg_catalog.<>) ALL ('{a,r}'::pg_catalog."char"[]))
-    UNION ALL
-    SELECT pg_catalog.format('foreign key %%I on %%s', k.conname, k.conrelid::pg_catalog.regclass), r.relowner
-    FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
-    WHERE EXISTS (SELECT FROM key_columns c JOIN pg_catalog.pg_type y ON y.oid OPERATOR(pg_catalog.=) c.type_oid
-                  WHERE c.constraint_oid OPERATOR(pg_catalog.=) k.oid AND y.typtype OPERATOR(pg_catalog.<>) 'd'
-                    AND c.type_oid OPERATOR(pg_catalog.<>) c.operand
-                    -- a binary-coercible cast (varchar to text) runs nothing, and only a superuser makes one
-                    AND NOT EXISTS (SELECT FROM pg_catalog.pg_cast x
-                                    WHERE x.castsource OPERATOR(pg_catalog.=) c.type_oid
-                                      AND x.casttarget OPERATOR(pg_catalog.=) c.operand
-                                      AND x.castmethod OPERATOR(pg_catalog.=) 'b'))
 )
 SELECT
     CURRENT_USER,

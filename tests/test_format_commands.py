@@ -71,6 +71,20 @@ def test_add_reads_every_format(database_url, tmp_path, form):
     }
 
 
+@pytest.mark.parametrize("form", RECORD_FORMATS)
+def test_add_stores_the_metadata_fields_it_is_given(database_url, tmp_path, form):
+    # add --metadata-field read the fields and never stored them: every document's metadata was NULL.
+    records = [{**record, "title": f"t{n}", "n": n} for n, record in enumerate(wiki())]
+    path = make_input(tmp_path, form, records)
+    result = invoke(
+        database_url, "add", str(path), "--key-field", "id", "--metadata-field", "title", "--metadata-field", "n"
+    )
+    assert result.exit_code == 0, result.output
+    with Store(database_url) as store:
+        document = store.get(records[3]["id"])
+        assert document is not None and document.metadata in ({"title": "t3", "n": 3}, {"title": "t3", "n": "3"})
+
+
 @pytest.mark.parametrize("form", ALL_FORMATS)
 def test_dedup_reads_every_format(database_url, tmp_path, form):
     records = wiki()

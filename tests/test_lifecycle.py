@@ -420,6 +420,24 @@ def test_a_store_written_by_a_newer_version_is_one_clear_line(database_url):
         assert result.output.count("\n") == 1
 
 
+@pytest.mark.parametrize("record", ["", "@", "0013@"])
+def test_a_revision_record_alembic_cannot_parse_is_one_line(database_url, record):
+    # A member of pg_write_all_data set simhash.alembic_version to '' (or '@', '0013@'): every command ended
+    # in an AssertionError traceback from Alembic, which read the record as a revision expression.
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    with psycopg.connect(plain(database_url), autocommit=True) as connection:
+        connection.execute("UPDATE simhash.alembic_version SET version_num = %s", (record,))
+    for args in (["add", "--jsonl", "-"], ["init"], ["stats"], ["query", "-f", "0123456789abcdef"]):
+        result = CliRunner().invoke(app, ["--db", plain(database_url), *args], input='{"key": "b", "text": "新闻"}\n')
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith("Error: the store in database") and "does not know" in result.output
+    with psycopg.connect(plain(database_url), autocommit=True) as connection:
+        connection.execute("UPDATE simhash.alembic_version SET version_num = %s", (migrate.HEAD_REVISION,))
+    with Store(database_url) as store:
+        assert store.count() == 1
+
+
 # ------------------------------------------------------------ restore and restart
 
 

@@ -4,13 +4,15 @@ stored documents (get, versions, count)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
-from sqlalchemy import Text, any_, bindparam, exists, func, literal_column, not_, select
+from sqlalchemy import Text, any_, bindparam, cast, exists, func, literal_column, not_, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from ..bits import from_signed
+from ..errors import DatabaseError
 from ..models import Document
 from ..search import check_query_options, query, query_many, stored_fingerprints  # noqa: F401 - the radius search, without SQLAlchemy
 from .documents import StoredDocument
@@ -21,19 +23,26 @@ documents = Document.__table__
 def get(connection: Connection, key: str) -> StoredDocument | None:
     c = documents.c
     row = connection.execute(
-        select(c.id, c.key, c.fingerprint, c.digest, c.length, c["metadata"], c.added_at, c.updated_at).where(
-            c.key == key
-        )
+        select(
+            c.id, c.key, c.fingerprint, c.digest, c.length, cast(c["metadata"], Text), c.added_at, c.updated_at
+        ).where(c.key == key)
     ).first()
     if row is None:
         return None
+    try:  # another application may store JSON Python cannot read (an integer of 5,000 digits, deep nesting)
+        metadata = json.loads(row[5]) if row[5] is not None else None
+    except (ValueError, RecursionError) as exc:
+        raise DatabaseError(
+            f"the metadata of document {key!r} cannot be read: {str(exc)[:100]} (no write of simhash-store "
+            "stores such metadata: another application did)"
+        ) from None
     return StoredDocument(
         row.id,
         row.key,
         from_signed(row.fingerprint),
         row.digest,
         row.length,
-        row.metadata,
+        metadata,
         row.added_at,
         row.updated_at,
     )

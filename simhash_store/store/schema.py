@@ -9,7 +9,7 @@ from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .. import migrate
+from .. import maintenance, migrate
 from ..errors import DatabaseError, SchemeError
 from ..models import StoreInfo
 from ..scheme import Scheme
@@ -83,6 +83,9 @@ def prepare(engine: Engine, display_url: str, requested: Scheme | None, default:
                 .on_conflict_do_nothing(index_elements=[store_info.c.singleton])
             )
             stored = stored_scheme(connection)
+        if record:
+            with connection.connection.driver_connection.cursor() as cursor:
+                maintenance.id_sequence_past_given_ids(cursor)
     check_same_scheme(stored, requested)
     return stored
 

@@ -73,11 +73,13 @@ _UPSERT = """
 """
 
 # In a store that keeps clusters, under the cluster lock: the staged rows whose key is not
-# stored, numbered from %(first_id)s on in key order: (id, signed fingerprint, key, length, keep value).
+# stored, numbered from %(first_id)s on in key order: (id, signed fingerprint, key, length,
+# keep value as JSON text).
 # An anti-join rather than NOT EXISTS: Citus cannot run a subquery of a distributed table correlated
 # with a local (temporary) one, and joins them once it has sent the staged rows to the shards.
 _NEW_ROWS = """
-    SELECT %(first_id)s + pg_catalog.row_number() OVER (ORDER BY i.key), i.fingerprint, i.key, i.length, i.keep_value
+    SELECT %(first_id)s + pg_catalog.row_number() OVER (ORDER BY i.key), i.fingerprint, i.key, i.length,
+           i.keep_value::pg_catalog.text
     FROM pg_temp.simhash_incoming i
     LEFT JOIN simhash.documents d ON d.key = i.key
     WHERE d.key IS NULL
