@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_may_be_others
+from .ownership import group_may_be_others, replaceable_by_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -439,6 +439,15 @@ def _refuse_a_data_directory_of_others(directory: Path) -> None:
             f"the data directory {directory} {problem}, who could plant, swap or move the store's password, "
             f"its HTTP tokens or its server's files: set {DATA_DIR_VARIABLE} to a directory of your own that "
             "others may not write"
+        )
+    # A directory above it that another user owns or may write without the sticky bit: they renamed
+    # the data directory away, and the next command started a new, empty store in its place.
+    above = replaceable_by_others(directory)
+    if above:
+        raise PermissionDeniedError(
+            f"the data directory {directory} could be moved away by another user ({above}), and the next "
+            f"command would start an empty store in its place: set {DATA_DIR_VARIABLE} to a directory whose "
+            "parents only you (or root) may write"
         )
 
 

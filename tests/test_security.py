@@ -1485,6 +1485,38 @@ def test_a_data_directory_or_password_file_another_user_could_plant_is_refused(t
     assert len(made) >= 24 and stat.S_IMODE((mine / "password").stat().st_mode) == 0o600
 
 
+def test_a_data_directory_another_user_could_move_away_is_refused(tmp_path):
+    # A directory above the data directory that another user may write without the sticky bit (a
+    # team's folder), or owns: they renamed the data directory away, and the victim's next command
+    # found no store there (its add would have started a new, empty one).
+    from simhash_store import embedded
+
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)
+    store = team / "store"
+    store.mkdir(mode=0o700)  # the data directory itself is this user's, 0700
+    env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "stats"],
+        env={**env, "SIMHASH_STORE_DATA_DIR": str(store)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "could be moved away by another user" in result.stderr and str(team) in result.stderr
+    assert not (store / "pgdata").exists()  # refused before any server started there
+    team.chmod(0o1777)  # sticky, as /tmp: only the data directory's owner may rename it
+    embedded._make_data_directory(store / "pgdata")
+    (store / "pgdata").rmdir()
+    if os.geteuid() == 0:  # a directory of another user's above it: only root can stage that here
+        team.chmod(0o755)
+        os.chown(team, 65534, 65534)
+        with pytest.raises(PermissionDeniedError, match="belongs to another user"):
+            embedded._make_data_directory(store / "pgdata")
+
+
 def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_them(tmp_path):
     # The data directory holds the owner's TCP password and the HTTP service's two tokens, files of
     # this user's, mode 0600. Whoever may write the directory (its group, or everyone, or its owner
