@@ -284,3 +284,29 @@ def test_calibrate_plot_ignores_a_matplotlibrc_in_the_working_directory(tmp_path
     assert result.returncode == 0, result.stderr
     width, height = struct.unpack(">II", plot.read_bytes()[16:24])  # the PNG header's size
     assert (width, height) == (880, 528)  # 8 x 4.8 inches at 110 dpi, not at the planted 11 dpi
+
+
+def test_calibrate_reads_only_regular_files_under_stored_keys(tmp_path):
+    # calibrate without PATHS reads the stored keys as files of the working directory, which may be
+    # shared (/tmp): another local user's FIFO under a stored key's name was waited on for ever (by
+    # hand as h15alice and h15mallory: hostile/calibrate_stored_key_fifo.sh), and a link of theirs
+    # to /dev/zero would have been read until out of memory. Such names are skipped, the rest read.
+    import os
+    import threading
+
+    from simhash_store.calibration_texts import texts_of_keys
+
+    for n in (1, 2):
+        (tmp_path / f"doc{n}.txt").write_text(sample_text.paragraphs()[n], encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.txt")
+    keys = [str(tmp_path / name) for name in ("doc1.txt", "pipe.txt", "doc2.txt")]
+    found = []
+    reader = threading.Thread(target=lambda: found.append(texts_of_keys(keys)), daemon=True)
+    reader.start()
+    reader.join(60)
+    hung = reader.is_alive()
+    if hung:  # let the waiting open go (before the fix)
+        os.close(os.open(tmp_path / "pipe.txt", os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(60)
+    assert not hung and found
+    assert [key for key, _ in found[0].texts] == [keys[0], keys[2]] and found[0].skipped == 1
