@@ -93,7 +93,7 @@ def _keep_runtime_files_private(server_class) -> None:
     # known) could not be killed, and every first start failed. Only the server's user's are its.
     module = sys.modules[server_class.__module__]
     if not isinstance(getattr(module, "psutil", None), _ServerUsersProcesses):
-        module.psutil = _ServerUsersProcesses(module.psutil)
+        module.psutil = _ServerUsersProcesses(module.psutil)  # type: ignore[attr-defined]
     server_class._simhash_private = True
 
 

@@ -30,7 +30,7 @@ def pyarrow_module():
     return pyarrow
 
 
-def _checked(path: str, opener: Callable[[str], Any]) -> Any:
+def _checked(path: str, opener: Callable[[Any], Any]) -> Any:
     """``opener(path)`` given the regular file opened at ``path`` (another user may have swapped a
     FIFO in under its name since it was checked: Arrow would wait on it for ever). Arrow opens it
     again through ``/proc/self/fd``, which names that very file, and reads it natively."""
