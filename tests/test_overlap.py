@@ -237,6 +237,19 @@ def test_calibrate_plot_is_checked_before_the_work(tmp_path):
     with pytest.raises(OutputError):
         check_plot(tmp_path / "no" / "k.png")
     assert list(tmp_path.iterdir()) == [one]  # the check leaves nothing behind
+    # Through a link another user could repoint (in a directory every user may write, no sticky bit):
+    # refused before the work, as the output itself would be after it, and nothing made where it leads.
+    shared, mine = tmp_path / "shared", tmp_path / "mine"
+    shared.mkdir()
+    mine.mkdir()
+    shared.chmod(0o777)
+    (shared / "plots").symlink_to(mine)
+    linked = _run("calibrate", "--scheme", SCHEME, "--jsonl", str(one), "--plot", str(shared / "plots" / "k.png"))
+    assert linked.exit_code == 1 and "may be written by other users without the sticky bit" in linked.output
+    assert list(mine.iterdir()) == []
+    (shared / "plots").unlink()
+    shared.rmdir()
+    mine.rmdir()
     # Without matplotlib: one line, before the work (a real interpreter in which it cannot be imported).
     program = (
         "import sys; sys.modules['matplotlib'] = None\n"
