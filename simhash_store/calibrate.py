@@ -30,6 +30,7 @@ from .errors import OutputError
 from .fingerprint import fingerprint_if_any
 from .formats.output import OutputFile
 from .overlap import Overlap, overlap_of, shingles
+from .ownership import links_replaceable
 from .pairs import near_pairs
 from .plural import counted
 from .progress import OnProgress
@@ -230,6 +231,12 @@ def check_plot(path: str | os.PathLike[str]) -> None:
         raise OutputError(f"cannot write {path}: matplotlib writes no {kind!r} files (use .png, .svg or .pdf)")
     if target.is_dir():
         raise OutputError(f"cannot write {path}: it is a directory")
+    repointable = links_replaceable(target.parent) if target.parent.is_dir() else None
+    if repointable:  # refused by the plot's OutputFile too: said before the work, nothing made there
+        raise OutputError(
+            f"cannot write {path}: {repointable}, who could send the output where they choose; "
+            "write to a directory reached through links of your own"
+        )
     try:
         descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         os.close(descriptor)

@@ -12,7 +12,7 @@ from pathlib import Path
 from . import corpus
 from .decoding import DecodeError, decode
 from .errors import InputError
-from .formats import ReadOptions, read_documents
+from .formats import DEFAULT_MAX_BYTES, ReadOptions, read_documents
 
 
 @dataclass
@@ -86,7 +86,14 @@ def texts_of_keys(keys: Iterable[str]) -> Texts:
 
 
 def _read_into(found: Texts, key: str, path: Path) -> None:
+    # A stored key names a file of the working directory, which may be shared (/tmp): another user's
+    # FIFO under that name was waited on for ever, and a link of theirs to /dev/zero read until out
+    # of memory. Only a regular file is read, at most what add reads of one.
     try:
-        found.texts.append((key, decode(path.read_bytes()).text))
+        with corpus.open_regular_file(str(path)) as handle:
+            data = corpus.read_up_to(handle, DEFAULT_MAX_BYTES + 1)
+        if len(data) > DEFAULT_MAX_BYTES:
+            raise OSError(f"more than {DEFAULT_MAX_BYTES} bytes")
+        found.texts.append((key, decode(data).text))
     except (OSError, DecodeError):
         found.skipped += 1

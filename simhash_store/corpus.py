@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from .decoding import BINARY, EMPTY, SAMPLE_BYTES, UNDECODABLE, Decoded, DecodeError, decode, is_binary_start  # noqa: F401
 from .plural import counted
@@ -221,6 +221,25 @@ def file_source(argument: str | Path, key: str | None = None) -> Source | Skip:
     if not stat.S_ISREG(info.st_mode):
         return Skip(shown, UNREADABLE, f"not a regular file: {special_kind(info.st_mode)}")
     return Source(key if key is not None else shown.replace(os.sep, "/"), shown, size=info.st_size, stamp=_stamp(info))
+
+
+def open_regular_file(path: str) -> BinaryIO:
+    """``open(path, "rb")`` of a regular file, never waiting on what is not one.
+
+    A file checked beforehand can be replaced by its name's owner, or by whoever may write its
+    directory, with a FIFO before it is opened: opened by name, that waited for a writer for
+    ever. The open does not block, and what it gave is checked: anything but a regular file is
+    an ``OSError`` whose ``strerror`` names it (``not a regular file (a named pipe)``)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({special_kind(mode)})", path)
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def special_kind(mode: int) -> str:

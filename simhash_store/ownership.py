@@ -18,6 +18,7 @@ import errno
 import functools
 import os
 import stat
+from pathlib import Path
 from typing import Any
 
 # The extended attributes that hold an access ACL: POSIX ACLs, and NFSv4 ACLs as Linux shows them.
@@ -75,6 +76,65 @@ def group_of_one(gid: int) -> bool:
     if any(member != me.pw_name for member in group.gr_mem):
         return False
     return all(user.pw_gid != gid or user.pw_uid == me.pw_uid for user in pwd.getpwall())
+
+
+def replaceable_by_others(directory: Path, *, itself: bool = False) -> str | None:
+    """Why another user could make ``directory`` name a directory of theirs, or (``itself``) put
+    files of theirs in it, or None.
+
+    Every component of the path as given, and of the path it resolves to, must belong to this
+    user or root: a symbolic link of another user's (in /tmp where links are followed) can be
+    pointed elsewhere later, and so can any entry of a directory others may write without the
+    sticky bit (they rename ours away and put theirs in its place)."""
+
+    me = os.geteuid()
+    for given in (directory, Path(os.path.realpath(directory))):
+        for component in (*reversed(given.parents), given):
+            try:
+                status = os.lstat(component)
+            except OSError as exc:
+                return f"{component} cannot be checked ({exc.strerror})"
+            if status.st_uid not in (0, me):
+                return f"{component} belongs to another user"
+            if stat.S_ISLNK(status.st_mode) or (component == given and not itself):
+                continue  # a link's mode means nothing; the directory itself is checked by the caller
+            if writable_by_others(status, component) and not status.st_mode & stat.S_ISVTX:
+                return f"{component} may be written by other users without the sticky bit"
+    return links_replaceable(directory)  # and the links between the two
+
+
+def links_on(path: Path, depth: int = 0) -> list[Path]:
+    """Every symbolic link met resolving ``path``, each hop of a link to a link included (the
+    path as given and the path it resolves to hold only the first and the last)."""
+
+    met: list[Path] = []
+    current = Path(path.absolute().anchor)
+    for part in path.absolute().parts[1:]:
+        candidate = current / part
+        if os.path.islink(candidate):
+            met.append(candidate)
+            if depth < 40:
+                met.extend(links_on(current / os.readlink(candidate), depth + 1))
+            current = Path(os.path.realpath(candidate))
+        else:
+            current = candidate
+    return met
+
+
+def links_replaceable(path: Path) -> str | None:
+    """Why another user could repoint a link met resolving ``path`` (it is theirs, or sits in a
+    directory they may write without the sticky bit), or None."""
+
+    for link in links_on(path):
+        try:
+            status, folder = os.lstat(link), os.stat(link.parent)
+        except OSError as exc:
+            return f"{link} cannot be checked ({exc.strerror})"
+        if status.st_uid not in (0, os.geteuid()):
+            return f"{link} is a link of another user's"
+        if writable_by_others(folder, link.parent) and not folder.st_mode & stat.S_ISVTX:
+            return f"{link.parent} may be written by other users without the sticky bit"
+    return None
 
 
 def tcp_sockets() -> list[tuple[tuple[Any, int], tuple[Any, int], str, int]]:

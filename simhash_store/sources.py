@@ -76,7 +76,7 @@ def read_text(path: str) -> str:
         if not stat.S_ISREG(mode):
             raise InputError(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
     try:
-        with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as handle:
+        with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else corpus.open_regular_file(path) as handle:
             data = corpus.read_up_to(handle, limit + 1)
     except OSError as exc:
         raise InputError(f"cannot open {visible(path)}: {exc.strerror}") from None

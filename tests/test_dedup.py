@@ -578,6 +578,36 @@ def test_parquet_output_of_parquet_inputs_keeps_their_types_and_adds_the_fields_
     assert table.column("source").to_pylist() == [None, None, "feed"]
 
 
+def test_an_output_reached_through_a_link_another_user_could_repoint_is_refused(tmp_path):
+    # Another local user made /tmp/results a link to a directory of the victim's before the victim
+    # wrote -o /tmp/results/clean.jsonl: the output went where she chose, over the victim's file of
+    # that name there (where the kernel follows such links; by hand: hostile/output_dir_link.sh).
+    # Staged as a link in a directory every user may write without the sticky bit, and as root, a
+    # link of another user's.
+    from simhash_store.errors import OutputError
+    from simhash_store.formats.output import OutputFile
+
+    mine = tmp_path / "docs"
+    mine.mkdir()
+    (mine / "clean.jsonl").write_text("precious notes\n", encoding="utf-8")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "results").symlink_to(mine)
+    with pytest.raises(OutputError, match="may be written by other users without the sticky bit"):
+        OutputFile(str(shared / "results" / "clean.jsonl"))
+    assert (mine / "clean.jsonl").read_text(encoding="utf-8") == "precious notes\n"
+    assert os.listdir(mine) == ["clean.jsonl"]  # no lock or temporary file made there
+    shared.chmod(0o1777)  # sticky, as /tmp: only the link's owner may change it
+    with OutputFile(str(shared / "results" / "new.jsonl")) as output:
+        output.file.write("{}\n")
+    if os.geteuid() == 0:
+        os.lchown(shared / "results", 65534, 65534)
+        with pytest.raises(OutputError, match="is a link of another user's"):
+            OutputFile(str(shared / "results" / "clean.jsonl"))
+    assert (mine / "clean.jsonl").read_text(encoding="utf-8") == "precious notes\n"
+
+
 def test_a_symlink_planted_beside_the_output_is_never_followed(database_url, tmp_path):
     victim = tmp_path / "elsewhere" / "precious.txt"
     victim.parent.mkdir()

@@ -5,6 +5,7 @@ Each hostile input costs only itself: reported by line or path, the rest stored,
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -324,6 +325,36 @@ def test_fifo_socket_and_device_are_skipped_and_never_opened(tmp_path):
     prepared = _in_thread(lambda: prepare(raced, None, DEFAULT))
     assert prepared.skip.reason == SPECIAL_FILE and prepared.fingerprint is None
     server.close()
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "html", "warc", "parquet"])
+def test_a_named_input_replaced_by_a_fifo_after_its_check_is_refused_not_waited_on(tmp_path, kind):
+    # dedup and add check that a named input is a regular file before any work, then open it by
+    # name: whoever may replace it (its owner, anyone who may write its directory) swapped a FIFO in
+    # between, and the command waited for a writer for ever (by hand as another local user: 3 of 8
+    # runs of add hung). The check is passed here by opening the FIFO where the reader opens it.
+    from simhash_store.errors import SimhashStoreError
+    from simhash_store.formats import read_documents
+
+    if kind == "parquet":
+        pytest.importorskip("pyarrow")
+    fifo = tmp_path / f"in.{kind}"
+    os.mkfifo(fifo)
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            list(read_documents([str(fifo)], format=kind))
+        except SimhashStoreError as exc:
+            failed.append(exc)
+
+    try:
+        _in_thread(read)
+    finally:  # a reader still waiting (before the fix) is let go
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert failed and "not a regular file (a named pipe)" in str(failed[0]), failed
+    assert "\n" not in str(failed[0])
 
 
 def test_a_sparse_60_gb_file_is_judged_by_its_start_or_refused_by_size(tmp_path):

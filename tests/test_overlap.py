@@ -237,6 +237,19 @@ def test_calibrate_plot_is_checked_before_the_work(tmp_path):
     with pytest.raises(OutputError):
         check_plot(tmp_path / "no" / "k.png")
     assert list(tmp_path.iterdir()) == [one]  # the check leaves nothing behind
+    # Through a link another user could repoint (in a directory every user may write, no sticky bit):
+    # refused before the work, as the output itself would be after it, and nothing made where it leads.
+    shared, mine = tmp_path / "shared", tmp_path / "mine"
+    shared.mkdir()
+    mine.mkdir()
+    shared.chmod(0o777)
+    (shared / "plots").symlink_to(mine)
+    linked = _run("calibrate", "--scheme", SCHEME, "--jsonl", str(one), "--plot", str(shared / "plots" / "k.png"))
+    assert linked.exit_code == 1 and "may be written by other users without the sticky bit" in linked.output
+    assert list(mine.iterdir()) == []
+    (shared / "plots").unlink()
+    shared.rmdir()
+    mine.rmdir()
     # Without matplotlib: one line, before the work (a real interpreter in which it cannot be imported).
     program = (
         "import sys; sys.modules['matplotlib'] = None\n"
@@ -284,3 +297,29 @@ def test_calibrate_plot_ignores_a_matplotlibrc_in_the_working_directory(tmp_path
     assert result.returncode == 0, result.stderr
     width, height = struct.unpack(">II", plot.read_bytes()[16:24])  # the PNG header's size
     assert (width, height) == (880, 528)  # 8 x 4.8 inches at 110 dpi, not at the planted 11 dpi
+
+
+def test_calibrate_reads_only_regular_files_under_stored_keys(tmp_path):
+    # calibrate without PATHS reads the stored keys as files of the working directory, which may be
+    # shared (/tmp): another local user's FIFO under a stored key's name was waited on for ever (by
+    # hand as h15alice and h15mallory: hostile/calibrate_stored_key_fifo.sh), and a link of theirs
+    # to /dev/zero would have been read until out of memory. Such names are skipped, the rest read.
+    import os
+    import threading
+
+    from simhash_store.calibration_texts import texts_of_keys
+
+    for n in (1, 2):
+        (tmp_path / f"doc{n}.txt").write_text(sample_text.paragraphs()[n], encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.txt")
+    keys = [str(tmp_path / name) for name in ("doc1.txt", "pipe.txt", "doc2.txt")]
+    found = []
+    reader = threading.Thread(target=lambda: found.append(texts_of_keys(keys)), daemon=True)
+    reader.start()
+    reader.join(60)
+    hung = reader.is_alive()
+    if hung:  # let the waiting open go (before the fix)
+        os.close(os.open(tmp_path / "pipe.txt", os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(60)
+    assert not hung and found
+    assert [key for key, _ in found[0].texts] == [keys[0], keys[2]] and found[0].skipped == 1

@@ -1631,6 +1631,85 @@ def test_a_data_directory_or_password_file_another_user_could_plant_is_refused(t
     assert len(made) >= 24 and stat.S_IMODE((mine / "password").stat().st_mode) == 0o600
 
 
+def test_a_data_directory_another_user_could_move_away_is_refused(tmp_path):
+    # A directory above the data directory that another user may write without the sticky bit (a
+    # team's folder), or owns: they renamed the data directory away, and the victim's next command
+    # found no store there (its add would have started a new, empty one).
+    from simhash_store import embedded
+
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)
+    store = team / "store"
+    store.mkdir(mode=0o700)  # the data directory itself is this user's, 0700
+    env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "stats"],
+        env={**env, "SIMHASH_STORE_DATA_DIR": str(store)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "could be moved away by another user" in result.stderr and str(team) in result.stderr
+    assert not (store / "pgdata").exists()  # refused before any server started there
+    team.chmod(0o1777)  # sticky, as /tmp: only the data directory's owner may rename it
+    embedded._make_data_directory(store / "pgdata")
+    (store / "pgdata").rmdir()
+    if os.geteuid() == 0:  # a directory of another user's above it: only root can stage that here
+        team.chmod(0o755)
+        os.chown(team, 65534, 65534)
+        with pytest.raises(PermissionDeniedError, match="belongs to another user"):
+            embedded._make_data_directory(store / "pgdata")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's process is staged as root")
+def test_another_users_process_named_postgres_is_neither_killed_for_nor_taken_for_the_server(tmp_path):
+    # Making a new data directory, the server package kills every process named "postgres" whose
+    # command line holds its path: another user's such process (the default path is known) could not
+    # be killed, and the victim's first command failed ("could not start ... (pid=N, name='postgres')").
+    # Such a process at a recorded pid (the server's, or a client's that was killed) was taken for
+    # the server, or for a user of it that keeps it running.
+    from simhash_store import embedded
+
+    data = tmp_path / "store"
+    fake = subprocess.Popen(
+        [
+            "/usr/bin/python3",
+            "-c",
+            "import ctypes, time; ctypes.CDLL(None).prctl(15, b'postgres', 0, 0, 0); time.sleep(300)",
+            "-D",
+            str(data / "pgdata"),
+        ],
+        user=65534,
+        group=65534,
+    )
+    try:
+        for _ in range(100):  # until it has its name
+            if Path(f"/proc/{fake.pid}/comm").read_text().strip() == "postgres":
+                break
+            time.sleep(0.05)
+        env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+        result = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "init"],
+            env={**env, "SIMHASH_STORE_DATA_DIR": str(data)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert fake.poll() is None  # not killed either
+        assert not embedded._is_running_server(fake.pid)
+        recorded = tmp_path / "recorded"
+        recorded.mkdir()
+        (recorded / ".handle_pids.json").write_text(json.dumps([fake.pid]))
+        embedded._prune_dead_users(recorded)
+        assert json.loads((recorded / ".handle_pids.json").read_text()) == []
+    finally:
+        fake.kill()
+        fake.wait()
+
+
 def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_them(tmp_path):
     # The data directory holds the owner's TCP password and the HTTP service's two tokens, files of
     # this user's, mode 0600. Whoever may write the directory (its group, or everyone, or its owner

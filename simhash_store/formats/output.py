@@ -22,10 +22,12 @@ import os
 import re
 import secrets
 import stat
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from ..errors import OutputError
+from ..ownership import links_replaceable
 
 try:
     import fcntl
@@ -69,6 +71,16 @@ class OutputFile:
                 )
         if not os.path.isdir(self._directory):
             raise OutputError(f"cannot write {path}: no directory {self._directory}")
+        # A link on the way to the directory that another user made, or may repoint (in a directory
+        # they may write without the sticky bit): /tmp/results made a link to a directory of the
+        # victim's before they wrote -o /tmp/results/clean.jsonl put the output there, over their
+        # file of that name (where the kernel follows such links: fs.protected_symlinks off).
+        repointable = links_replaceable(Path(self._directory))
+        if repointable:
+            raise OutputError(
+                f"cannot write {path}: {repointable}, who could send the output where they choose; "
+                "write to a directory reached through links of your own"
+            )
         stem = (
             name
             if len(os.fsencode(name)) <= _LONG_NAME_BYTES

@@ -7,10 +7,11 @@ is. Parquet needs a file it can seek in: not standard input, not standard output
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..corpus import BAD_RECORD, TOO_LARGE, UNREADABLE, Skip
+from ..corpus import BAD_RECORD, TOO_LARGE, UNREADABLE, Skip, open_regular_file
 from ..errors import InputError
 from .columns import OTHER, STRING, TEXT, arrow_type, convert, fits, needs_conversion
 from .registry import FormatError, Input, InputFormat, OutputFormat, ReadOptions, register_input, register_output
@@ -29,12 +30,21 @@ def pyarrow_module():
     return pyarrow
 
 
+def _checked(path: str, opener: Callable[[Any], Any]) -> Any:
+    """``opener(path)`` given the regular file opened at ``path`` (another user may have swapped a
+    FIFO in under its name since it was checked: Arrow would wait on it for ever). Arrow opens it
+    again through ``/proc/self/fd``, which names that very file, and reads it natively."""
+    with open_regular_file(path) as handle:
+        again = f"/proc/self/fd/{handle.fileno()}"
+        return opener(again) if os.path.exists(again) else opener(handle)
+
+
 def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict | Skip]]:
     """The rows of a Parquet file as records, in order (``FILE:row N``)."""
     path = source.name
     pyarrow = pyarrow_module()
     try:
-        table = pyarrow.parquet.ParquetFile(path)
+        table = _checked(path, pyarrow.parquet.ParquetFile)
     except (OSError, pyarrow.ArrowException) as exc:
         raise FormatError(f"cannot read {path} as Parquet: {exc}") from None
     _refuse_repeated_columns(table.schema_arrow, path)
@@ -231,7 +241,7 @@ def parquet_schemas(paths: list[str]):
     fields: dict[str, Any] = {}
     for path in paths:
         try:
-            schema = pyarrow.parquet.read_schema(path)
+            schema = _checked(path, pyarrow.parquet.read_schema)
         except (OSError, pyarrow.ArrowException) as exc:
             raise FormatError(f"cannot read {path} as Parquet: {exc}") from None
         _refuse_repeated_columns(schema, path)

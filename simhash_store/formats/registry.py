@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from .. import progress
-from ..corpus import Skip
+from ..corpus import Skip, open_regular_file
 from ..errors import InputError, SimhashStoreError
 from .lines import DEFAULT_MAX_BYTES, require_fields
 
@@ -99,7 +99,7 @@ class Input:
             yield self._counted(sys.stdin.buffer)
         else:
             try:
-                handle = open(self.name, "rb")
+                handle = open_regular_file(self.name)  # a FIFO swapped in since the check: not waited on
             except OSError as exc:
                 raise InputError(f"cannot open {self.name}: {exc.strerror or exc}") from None
             with handle:
@@ -237,7 +237,7 @@ def _head(path: str) -> bytes:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return b""  # a FIFO would wait for a writer: never opened to be sniffed
-        with open(path, "rb") as handle:
+        with open_regular_file(path) as handle:
             return handle.read(SNIFF_BYTES)
     except OSError:
         return b""  # said by the reader, with the input's name
