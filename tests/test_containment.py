@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import psycopg
 import pytest
@@ -122,6 +123,53 @@ def test_containment_pairs_names_the_inner_document(database_url, texts):
         pairs = store.containment_pairs()
         assert [(p.inner, p.outer) for p in pairs] == [("article", "page")]
         assert 0.8 <= pairs[0].score <= 1 and pairs[0].matched <= pairs[0].segments
+
+
+def test_containment_pairs_come_as_read_in_the_order_of_the_reference(database_url):
+    # 300 stored copies of one paragraph are 44,850 pairs: the list of them took 3 GB at 3,000 copies.
+    # They are read a few thousand at a time, filtered and ordered in the server as Python would:
+    # score, then segments (both descending), then keys by code point (not the database's collation).
+    from simhash_store.store.containment import _direction
+
+    base = [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0x0F0F_F0F0_1234_8765, 0x1111_2222_3333_4444]
+    copies = {f"copy-{i:03d}": (base[0], base[1], base[2]) for i in range(300)}
+    others = {
+        "Zebra": (base[0], base[1]),
+        "apple": (base[0] ^ 1, base[1], base[2], base[3]),
+        "Äpfel": (base[2] ^ 0b11, base[3]),
+        "éclair": (base[3] ^ 1 << 60, 0x5555_6666_7777_8888, 0x9999_AAAA_BBBB_CCCC),
+    }
+    stored = {**copies, **others}
+    with Store(database_url) as store:
+        store.init(segments=True)
+        store.add([NewDocument(key, values[0], segments=values) for key, values in stored.items()])
+        for min_score in (0.0, 0.5, 0.67, 1.0):
+            with psycopg.connect(_plain(database_url)) as connection:
+                ids = dict(connection.execute("SELECT id, key FROM simhash.documents").fetchall())
+                rows = connection.execute("SELECT * FROM simhash.containment_pairs(3)").fetchall()
+            expected = []
+            for id_a, id_b, matched_a, segments_a, matched_b, segments_b in rows:
+                inner, matched, segments = _direction(matched_a, segments_a, matched_b, segments_b)
+                pair = (ids[id_a], ids[id_b]) if inner == "query" else (ids[id_b], ids[id_a])
+                if matched / segments >= min_score:
+                    expected.append((*pair, matched / segments, matched, segments))
+            expected.sort(key=lambda p: (-p[2], -p[4], p[0], p[1]))
+            tracemalloc.start()
+            try:
+                found = store.iter_containment_pairs(min_score=min_score)
+                assert not isinstance(found, list)
+                count = 0
+                for pair, wanted in zip(found, expected, strict=True):  # none kept: memory is the reading's
+                    assert (pair.inner, pair.outer, pair.score, pair.matched, pair.segments) == wanted
+                    count += 1
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert count > 44_850
+            assert peak < 100 * count, f"{peak / count:.0f} bytes a pair at the peak"
+            assert [(p.inner, p.outer) for p in store.containment_pairs(min_score=min_score)] == [
+                e[:2] for e in expected
+            ]
 
 
 def _brute_force(

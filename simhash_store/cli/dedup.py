@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -133,20 +134,24 @@ def dups(
 
 def _containment_pairs(min_score: float, as_json: bool, quiet: bool) -> None:
     """dups --containment: score, inner key, outer key of every pair."""
-    with opened_store() as store, spinner("finding contained documents", quiet):
-        found = store.containment_pairs(min_score=min_score)
-    for pair in found:
-        record = {
-            "inner": pair.inner,
-            "outer": pair.outer,
-            "score": round(pair.score, 4),
-            "matched": pair.matched,
-            "segments": pair.segments,
-        }
-        line = f"{pair.score:.2f}  {visible(pair.inner)}  inside  {visible(pair.outer)}"
-        out.print(json_line(record) if as_json else line, markup=False)
+    count = 0
+    with opened_store() as store:
+        found = store.iter_containment_pairs(min_score=min_score)
+        with spinner("finding contained documents", quiet):
+            first = next(found, None)
+        for pair in found if first is None else itertools.chain([first], found):
+            record = {
+                "inner": pair.inner,
+                "outer": pair.outer,
+                "score": round(pair.score, 4),
+                "matched": pair.matched,
+                "segments": pair.segments,
+            }
+            line = f"{pair.score:.2f}  {visible(pair.inner)}  inside  {visible(pair.outer)}"
+            print_line(json_line(record) if as_json else line)
+            count += 1
     if not as_json:
-        err.print(f"{counted(len(found), 'pair')} with one document at least {min_score:g} inside the other")
+        err.print(f"{counted(count, 'pair')} with one document at least {min_score:g} inside the other")
 
 
 def recluster(

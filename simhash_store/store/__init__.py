@@ -582,10 +582,22 @@ class Store:
         self, *, min_score: float = containment.DEFAULT_MIN_SCORE, max_distance: int = DEFAULT_SEGMENT_DISTANCE
     ) -> list[ContainmentPair]:
         """Every pair of stored documents with one mostly inside the other, best first, from one snapshot."""
+        return list(self.iter_containment_pairs(min_score=min_score, max_distance=max_distance))
+
+    @_database_errors
+    def iter_containment_pairs(
+        self, *, min_score: float = containment.DEFAULT_MIN_SCORE, max_distance: int = DEFAULT_SEGMENT_DISTANCE
+    ) -> Iterator[ContainmentPair]:
+        """:meth:`containment_pairs` as they are read, a few thousand at a time: the snapshot's
+        transaction stays open until the last is taken (or the iterator is closed)."""
         containment.check_options(max_distance, min_score)
         self._require_segments()
+        return self._containment_pairs(min_score, max_distance)
+
+    @_database_errors
+    def _containment_pairs(self, min_score: float, max_distance: int) -> Iterator[ContainmentPair]:
         with self._snapshot() as raw:
-            return containment.pairs(raw, max_distance, min_score, self._keys_of)
+            yield from containment.pairs(raw, max_distance, min_score)
 
     def _require_segments(self) -> None:
         if not self.keeps_segments:

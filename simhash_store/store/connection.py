@@ -4,9 +4,10 @@ servers, a ping for idle pooled connections, and driver errors mapped (by SQLSTA
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import psycopg
 from sqlalchemy import Engine, create_engine, event
@@ -25,27 +26,42 @@ PING_AFTER_IDLE_SECONDS = 1.0
 def database_errors(method: Callable[..., T]) -> Callable[..., T]:
     """Turn lost or refused connections, and lock or statement timeouts, into one clear error.
 
-    Decorates a method of an object with ``display_url`` and ``_secrets`` (the :class:`Store`).
+    Decorates a method of an object with ``display_url`` and ``_secrets`` (the :class:`Store`);
+    a generator method's errors are turned as they are raised, item by item.
     """
+    if inspect.isgeneratorfunction(method):
+
+        @functools.wraps(method)
+        def generator_wrapper(self, *args, **kwargs):
+            try:
+                yield from method(self, *args, **kwargs)
+            except (DBAPIError, psycopg.Error) as exc:
+                _raise_mapped(self, exc)
+
+        return generator_wrapper
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
         except (DBAPIError, psycopg.Error) as exc:
-            driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
-            error = library_error(
-                silent_server_in(exc) or driver_error or exc,
-                self.display_url,
-                self._secrets,
-                lost=isinstance(exc, DBAPIError) and exc.connection_invalidated,
-                unavailable=isinstance(exc, (OperationalError, psycopg.OperationalError)),
-            )
-            if error is None:
-                raise
-            raise error from None
+            _raise_mapped(self, exc)
 
     return wrapper
+
+
+def _raise_mapped(owner, exc: DBAPIError | psycopg.Error) -> NoReturn:
+    driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
+    error = library_error(
+        silent_server_in(exc) or driver_error or exc,
+        owner.display_url,
+        owner._secrets,
+        lost=isinstance(exc, DBAPIError) and exc.connection_invalidated,
+        unavailable=isinstance(exc, (OperationalError, psycopg.OperationalError)),
+    )
+    if error is None:
+        raise exc
+    raise error from None
 
 
 def own_engine(url, silence: float) -> Engine:

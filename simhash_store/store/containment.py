@@ -4,9 +4,8 @@ fingerprints of their segments (``simhash.segments``, through ``simhash.containe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 
-import numpy as np
 import psycopg
 
 from ..bits import to_signed
@@ -15,8 +14,6 @@ from ..segments import DEFAULT_MIN_SCORE, MAX_SEGMENT_DISTANCE
 from .documents import ContainmentMatch, ContainmentPair
 
 __all__ = ["DEFAULT_MIN_SCORE", "check_options", "keeps_segments", "pairs", "query", "switch_on"]
-
-KeysOf = Callable[[psycopg.Connection, np.ndarray], dict[int, str]]
 
 
 def check_options(max_distance: int, min_score: float) -> None:
@@ -74,18 +71,41 @@ def query(
     return sorted(found, key=lambda m: (-m.score, -m.segments, m.key))
 
 
-def pairs(raw: psycopg.Connection, max_distance: int, min_score: float, keys_of: KeysOf) -> list[ContainmentPair]:
-    """Every pair of stored documents one mostly inside the other, best first (one snapshot)."""
-    with raw.cursor() as cursor:
-        rows = cursor.execute("SELECT * FROM simhash.containment_pairs(%s)", (max_distance,)).fetchall()
-    chosen: list[tuple[int, int, int, int]] = []  # inner id, outer id, matched, segments
-    for id_a, id_b, matched_a, segments_a, matched_b, segments_b in rows:
-        inner, matched, segments = _direction(matched_a, segments_a, matched_b, segments_b)
-        if matched / segments >= min_score:
-            chosen.append((id_a, id_b, matched, segments) if inner == "query" else (id_b, id_a, matched, segments))
-    keys = keys_of(raw, np.array(sorted({i for row in chosen for i in row[:2]}), dtype=np.int64))
-    found = [
-        ContainmentPair(keys[inner], keys[outer], matched / segments, matched, segments)
-        for inner, outer, matched, segments in chosen
-    ]
-    return sorted(found, key=lambda p: (-p.score, -p.segments, p.inner, p.outer))
+# Every pair, the inner side chosen as _direction chooses it (the one with fewer segments; on a
+# tie, the larger share), filtered and ordered in the server: read a few thousand rows at a time,
+# so that millions of pairs (copies of one text, every two a pair) cost the client no memory.
+# Keys in code point order (COLLATE "C": UTF-8's byte order is its code points'), as Python sorts.
+_PAIRS = """
+    SELECT inner_document.key, outer_document.key, o.matched, o.segments
+    FROM (
+        SELECT CASE WHEN b_inside THEN p.id_b ELSE p.id_a END AS inner_id,
+               CASE WHEN b_inside THEN p.id_a ELSE p.id_b END AS outer_id,
+               CASE WHEN b_inside THEN p.matched_b ELSE p.matched_a END AS matched,
+               CASE WHEN b_inside THEN p.segments_b ELSE p.segments_a END AS segments
+        FROM simhash.containment_pairs(%(k)s::pg_catalog.int4) p
+        CROSS JOIN LATERAL (SELECT
+            p.segments_b OPERATOR(pg_catalog.<) p.segments_a
+            OR (p.segments_b OPERATOR(pg_catalog.=) p.segments_a
+                AND (CASE WHEN p.segments_b OPERATOR(pg_catalog.>) 0
+                          THEN p.matched_b::pg_catalog.float8 OPERATOR(pg_catalog./) p.segments_b ELSE 0 END)
+                    OPERATOR(pg_catalog.>)
+                    (CASE WHEN p.segments_a OPERATOR(pg_catalog.>) 0
+                          THEN p.matched_a::pg_catalog.float8 OPERATOR(pg_catalog./) p.segments_a ELSE 0 END))
+            AS b_inside) AS side
+    ) o
+    JOIN simhash.documents inner_document ON inner_document.id OPERATOR(pg_catalog.=) o.inner_id
+    JOIN simhash.documents outer_document ON outer_document.id OPERATOR(pg_catalog.=) o.outer_id
+    WHERE o.matched::pg_catalog.float8 OPERATOR(pg_catalog./) o.segments OPERATOR(pg_catalog.>=) %(min_score)s::pg_catalog.float8
+    ORDER BY o.matched::pg_catalog.float8 OPERATOR(pg_catalog./) o.segments DESC, o.segments DESC,
+             inner_document.key COLLATE "C", outer_document.key COLLATE "C"
+"""
+
+
+def pairs(raw: psycopg.Connection, max_distance: int, min_score: float) -> Iterator[ContainmentPair]:
+    """Every pair of stored documents one mostly inside the other, best first, as they are read
+    (one snapshot: the caller's transaction, open until the last pair is taken)."""
+    with raw.cursor(name="simhash_containment_pairs") as cursor:
+        cursor.itersize = 5_000
+        cursor.execute(_PAIRS, {"k": max_distance, "min_score": float(min_score)})
+        for inner, outer, matched, segments in cursor:
+            yield ContainmentPair(inner, outer, matched / segments, matched, segments)
