@@ -97,7 +97,7 @@ _PAIRS = """
     JOIN simhash.documents outer_document ON outer_document.id OPERATOR(pg_catalog.=) o.outer_id
     WHERE o.matched::pg_catalog.float8 OPERATOR(pg_catalog./) o.segments OPERATOR(pg_catalog.>=) %(min_score)s::pg_catalog.float8
     ORDER BY o.matched::pg_catalog.float8 OPERATOR(pg_catalog./) o.segments DESC, o.segments DESC,
-             inner_document.key COLLATE "C", outer_document.key COLLATE "C"
+             inner_document.key COLLATE pg_catalog."C", outer_document.key COLLATE pg_catalog."C"
 """
 
 
