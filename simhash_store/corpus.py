@@ -345,6 +345,18 @@ def read_up_to(handle: IO[bytes], size: int) -> bytes:
     return b"".join(parts)
 
 
+def same_file(input_path: str, output: str) -> bool:
+    """Whether writing ``output`` would replace the file read as ``input_path``; ``-`` is standard
+    input, which may be that file redirected (``< out.jsonl``)."""
+    try:
+        if input_path != "-":
+            return os.path.samefile(input_path, output)
+        read, written = os.fstat(0), os.stat(output)
+        return stat.S_ISREG(read.st_mode) and (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino)
+    except (OSError, ValueError):  # an input or output that does not exist yet is not the same file
+        return False
+
+
 def written_inside(output: str, directory: str) -> bool:
     """Whether a file written at ``output`` would be under ``directory`` (an input directory
     walked for files), so that this or a later run would read it as an input."""
