@@ -47,8 +47,7 @@ def run_process(url, *args: str, **kwargs) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
-        **kwargs,
+        **{"timeout": 300, **kwargs},
     )
 
 
@@ -748,6 +747,28 @@ def test_explain_refuses_a_fifo_and_a_stream_without_end_in_one_line(tmp_path):
         timeout=120,
     )
     assert done.returncode == 1 and "not a regular file (a named pipe)" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_records_named_as_a_fifo_or_a_device_are_refused_by_every_command(database_url, tmp_path):
+    # add, query, import and calibrate opened a FIFO named as JSONL or CSV and waited for a writer for
+    # ever; /dev/zero behind a .jsonl name was read for ever (dedup and the text format refused both).
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.csv"
+    zero.symlink_to("/dev/zero")
+    for arguments, name, what in (
+        (["add", str(fifo)], fifo, "a named pipe"),
+        (["add", "--jsonl", str(fifo)], fifo, "a named pipe"),
+        (["add", str(zero), "--max-file-size", "1M"], zero, "a device or socket"),
+        (["query", "--jsonl", str(fifo)], fifo, "a named pipe"),
+        (["import", str(zero), "--scheme", "multi-v2"], zero, "a device or socket"),
+        (["calibrate", "--format", "jsonl", str(fifo)], fifo, "a named pipe"),
+    ):
+        done = run_process(database_url, *arguments, timeout=120)
+        assert (done.returncode, done.stdout) == (1, ""), (arguments, done.stderr)
+        assert done.stderr == (
+            f"Error: cannot open {name}: not a regular file ({what}); give its records on standard input ('-')\n"
+        ), arguments
 
 
 def _run_with_stdout(url, stdout, *args: str) -> subprocess.CompletedProcess:

@@ -98,10 +98,7 @@ class Input:
         elif self.name == "-":
             yield self._counted(sys.stdin.buffer)
         else:
-            try:
-                handle = open(self.name, "rb")
-            except OSError as exc:
-                raise InputError(f"cannot open {self.name}: {exc.strerror or exc}") from None
+            handle = _open_regular(self.name)
             with handle:
                 yield self._counted(handle)
 
@@ -110,6 +107,32 @@ class Input:
         if on_read is None:
             return stream
         return progress.counting_reader(stream, lambda done, total: on_read(done))
+
+
+def _open_regular(path: str) -> IO[bytes]:
+    """``path`` opened for reading if it is a regular file, else InputError naming what it is: a FIFO
+    named as records waited for a writer for ever, and ``/dev/zero`` behind a ``.jsonl`` name was
+    read for ever (``dedup`` and the text format refused both already). Opened without waiting,
+    then checked on the handle itself, so a FIFO swapped in after a check is never waited on."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(f"cannot open {path}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            what = (
+                "a named pipe" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "a device or socket"
+            )
+            raise InputError(
+                f"cannot open {path}: not a regular file ({what}); give its records on standard input ('-')"
+            )
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 Reader = Callable[[Input, ReadOptions], Iterator[tuple[str, "dict[str, Any] | Skip"]]]
