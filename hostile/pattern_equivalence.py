@@ -1,5 +1,9 @@
 """The pattern translation without backtracking against the one before it, on random patterns and paths."""
-import importlib.util, random, re, sys, time
+
+import importlib.util
+import random
+import sys
+import time
 
 from simhash_store.corpus import Pattern
 
@@ -31,7 +35,12 @@ for _ in range(40000):
 print("same on", checked, "checks")
 long = "a" * 250 + ".txt"
 deep = "/".join(["aaaaaaaa"] * 30) + "/" + long
-for body in ["*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "*-*-*-*-*.txt", "**/**/**/**/**/**/**/**/**/b", "a**a**a**a**a**a**b"]:
+for body in [
+    "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
+    "*-*-*-*-*.txt",
+    "**/**/**/**/**/**/**/**/**/b",
+    "a**a**a**a**a**a**b",
+]:
     start = time.perf_counter()
     Pattern(body).matches(deep)
     Pattern(body).matches("-" * 250)

@@ -150,7 +150,9 @@ def refuse_output_onto_input(output: str | os.PathLike[str] | None, inputs: Iter
         return
     for path in inputs:
         if same_file(str(path), str(output)):
-            fail(f"the output {output} is the input {path if str(path) != '-' else 'standard input'}: write to another file")
+            fail(
+                f"the output {output} is the input {path if str(path) != '-' else 'standard input'}: write to another file"
+            )
         if str(path) != "-" and written_inside(str(output), str(path)):
             fail(
                 f"the output {output} is inside the input directory {path}, where a later run would read it: write it elsewhere"
