@@ -13,6 +13,7 @@ from . import corpus
 from .decoding import DecodeError, decode
 from .errors import InputError
 from .formats import ReadOptions, read_documents
+from .formats.lines import DEFAULT_MAX_BYTES
 
 
 @dataclass
@@ -86,7 +87,13 @@ def texts_of_keys(keys: Iterable[str]) -> Texts:
 
 
 def _read_into(found: Texts, key: str, path: Path) -> None:
+    # As add reads a file: a stored key is anyone's to choose, and one naming a FIFO waited for a
+    # writer for ever, /dev/zero was read until memory ran out (a MemoryError traceback).
+    data = corpus.read_file(corpus.Source(key, str(path)), DEFAULT_MAX_BYTES)
+    if isinstance(data, corpus.Skip):
+        found.skipped += 1
+        return
     try:
-        found.texts.append((key, decode(path.read_bytes()).text))
-    except (OSError, DecodeError):
+        found.texts.append((key, decode(data).text))
+    except DecodeError:
         found.skipped += 1
