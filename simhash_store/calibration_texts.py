@@ -12,7 +12,8 @@ from pathlib import Path
 from . import corpus
 from .decoding import DecodeError, decode
 from .errors import InputError
-from .formats import DEFAULT_MAX_BYTES, ReadOptions, read_documents
+from .formats import ReadOptions, read_documents
+from .formats.lines import DEFAULT_MAX_BYTES
 
 
 @dataclass
@@ -86,14 +87,13 @@ def texts_of_keys(keys: Iterable[str]) -> Texts:
 
 
 def _read_into(found: Texts, key: str, path: Path) -> None:
-    # A stored key names a file of the working directory, which may be shared (/tmp): another user's
-    # FIFO under that name was waited on for ever, and a link of theirs to /dev/zero read until out
-    # of memory. Only a regular file is read, at most what add reads of one.
+    # As add reads a file: a stored key is anyone's to choose, and one naming a FIFO waited for a
+    # writer for ever, /dev/zero was read until memory ran out (a MemoryError traceback).
+    data = corpus.read_file(corpus.Source(key, str(path)), DEFAULT_MAX_BYTES)
+    if isinstance(data, corpus.Skip):
+        found.skipped += 1
+        return
     try:
-        with corpus.open_regular_file(str(path)) as handle:
-            data = corpus.read_up_to(handle, DEFAULT_MAX_BYTES + 1)
-        if len(data) > DEFAULT_MAX_BYTES:
-            raise OSError(f"more than {DEFAULT_MAX_BYTES} bytes")
         found.texts.append((key, decode(data).text))
-    except (OSError, DecodeError):
+    except DecodeError:
         found.skipped += 1

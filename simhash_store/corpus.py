@@ -129,38 +129,63 @@ class Pattern:
 
 
 def _translate(body: str) -> str:
-    parts, i = [], 0
+    """The regex of a pattern's body, without catastrophic backtracking: a star followed, in the
+    same path component, by another star matches up to the first place the text between them
+    fits, and no further (as an atomic group, written as a lookahead for Python 3.10). Plain
+    ``[^/]*`` for every star made ``*a*a*a*a*b`` take hours on one long file name, and ``*-*-*-*``
+    minutes: each star tried every length against each of the others. Runs of ``**/`` are one."""
+    tokens: list[str | None] = []  # None: a star within a component; else a piece of regex
+    i = 0
     while i < len(body):
         if body.startswith("**", i) and (i == 0 or body[i - 1] == "/"):
             end = i + 2
             if end == len(body):
-                parts.append(".*")  # "drafts/**": everything inside
+                tokens.append(".*")  # "drafts/**": everything inside
                 i = end
                 continue
             if body[end] == "/":
-                parts.append("(?:.*/)?")  # "**/x", "a/**/b": any number of directories
+                if not tokens or tokens[-1] != "(?:.*/)?":  # "**/**/" is "**/"
+                    tokens.append("(?:.*/)?")  # "**/x", "a/**/b": any number of directories
                 i = end + 1
                 continue
         character = body[i]
         if character == "*":
             while i + 1 < len(body) and body[i + 1] == "*":
                 i += 1  # other runs of stars are one star, as in git
-            parts.append("[^/]*")
+            tokens.append(None)
         elif character == "?":
-            parts.append("[^/]")
+            tokens.append("[^/]")
         elif character == "[" and (close := _class_end(body, i)) is not None:
             inside = body[i + 1 : close]
             negate = inside[:1] in ("!", "^")
             inside = inside[1:] if negate else inside
             escaped = inside.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
-            parts.append(f"(?!/)[{'^' if negate else ''}{escaped}]")
+            tokens.append(f"(?!/)[{'^' if negate else ''}{escaped}]")
             i = close
         elif character == "\\" and i + 1 < len(body):
             i += 1
-            parts.append(re.escape(body[i]))
+            tokens.append(re.escape(body[i]))
         else:
-            parts.append(re.escape(character))
+            tokens.append(re.escape(character))
         i += 1
+    parts, groups = [], 0
+    for index, token in enumerate(tokens):
+        if token is not None:
+            parts.append(token)
+            continue
+        piece: list[str] = []
+        for following in tokens[index + 1 :]:
+            if following is None:  # another star in this component: match up to the piece's first fit
+                groups += 1
+                parts.append(f"(?=(?P<s{groups}>[^/]*?{''.join(piece)}))(?P=s{groups})")
+                tokens[index + 1 : index + 1 + len(piece)] = [""] * len(piece)
+                break
+            if following in ("/", "(?:.*/)?", ".*"):  # the component ends: this star is its last
+                parts.append("[^/]*")
+                break
+            piece.append(following)
+        else:
+            parts.append("[^/]*")
     return "".join(parts)
 
 
@@ -234,7 +259,8 @@ def open_regular_file(path: str) -> BinaryIO:
     try:
         mode = os.fstat(descriptor).st_mode
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({special_kind(mode)})", path)
+            kind = "a directory" if stat.S_ISDIR(mode) else special_kind(mode)
+            raise OSError(errno.EINVAL, f"not a regular file ({kind})", path)
         os.set_blocking(descriptor, True)
         return os.fdopen(descriptor, "rb")
     except BaseException:
@@ -362,6 +388,18 @@ def read_up_to(handle: IO[bytes], size: int) -> bytes:
         parts.append(part)
         remaining -= len(part)
     return b"".join(parts)
+
+
+def same_file(input_path: str, output: str) -> bool:
+    """Whether writing ``output`` would replace the file read as ``input_path``; ``-`` is standard
+    input, which may be that file redirected (``< out.jsonl``)."""
+    try:
+        if input_path != "-":
+            return os.path.samefile(input_path, output)
+        read, written = os.fstat(0), os.stat(output)
+        return stat.S_ISREG(read.st_mode) and (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino)
+    except (OSError, ValueError):  # an input or output that does not exist yet is not the same file
+        return False
 
 
 def written_inside(output: str, directory: str) -> bool:

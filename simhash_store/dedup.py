@@ -13,7 +13,6 @@ byte for byte, after an interruption too.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +21,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .corpus import DELIBERATE, Skip, Source, digest, written_inside
+from .corpus import DELIBERATE, Skip, Source, digest, same_file, written_inside
 from .errors import InputError, InvalidKeyError, OutputError, SimhashStoreError
 from .keep import KeepPolicy
 from .progress import OnProgress
@@ -305,11 +304,9 @@ def dedup_output(
         }
     if output != "-":
         for path in inputs:
-            with contextlib.suppress(OSError):
-                if path != "-" and os.path.samefile(path, output):
-                    raise OutputError(
-                        f"the output {visible(output)} is the input {visible(path)}: write to another file"
-                    )
+            if same_file(path, output):
+                read = "standard input" if path == "-" else visible(path)
+                raise OutputError(f"the output {visible(output)} is the input {read}: write to another file")
             if path != "-" and written_inside(output, path):
                 raise OutputError(
                     f"the output {visible(output)} is inside the input directory {visible(path)}, where this and "

@@ -220,6 +220,11 @@ def _check_options(url: UrlParts) -> None:
     for name, value in url.query.items():
         if name not in known:
             raise ConfigError(f"unknown option {name!r} in the database URL (libpq connection parameters only)")
+        if name == "port":
+            for item in value if isinstance(value, tuple) else (value,):
+                if not all(not part or part.isdigit() and 1 <= int(part) <= 65535 for part in item.split(",")):
+                    # Not shown either: SQLAlchemy's refusal of it was a traceback.
+                    raise ConfigError("bad port in the database URL: a number from 1 to 65535")
         if name in _INTEGER_OPTIONS:
             for item in value if isinstance(value, tuple) else (value,):
                 if not item.strip().lstrip("-").isdigit():

@@ -47,8 +47,7 @@ def run_process(url, *args: str, **kwargs) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
-        **kwargs,
+        **{"timeout": 300, **kwargs},
     )
 
 
@@ -466,9 +465,18 @@ def test_help_shows_the_choices_and_the_metavars_given():
     [
         (["query", "-k", "99", "-f", "0" * 16], "Invalid value for -k/--max-distance: must be from 0 to 64, not 99"),
         (["query", "-k", "abc", "-f", "0" * 16], "Invalid value for -k/--max-distance: 'abc' is not a whole number"),
-        (["query", "--limit", "0", "-f", "0" * 16], "Invalid value for --limit: must be at least 1, not 0"),
+        (["query", "--limit", "0", "-f", "0" * 16], f"Invalid value for --limit: must be from 1 to {2**63 - 2}, not 0"),
         (["recluster", "-k", "65"], "Invalid value for -k/--max-distance: must be from 0 to 64, not 65"),
         (["optimize", "--lock-timeout", "0"], "Invalid value for --lock-timeout: must be from 0.001 to 86400, not 0"),
+        # Bounds were shown as floats ("from 1 to 2.14748e+09"), and --limit past a bigint said "not N+1".
+        (
+            ["add", "-", "--batch-size", "2147483648"],
+            "Invalid value for --batch-size: must be from 1 to 2147483647, not 2147483648",
+        ),
+        (
+            ["query", "--limit", str(2**63), "-f", "0" * 16],
+            f"Invalid value for --limit: must be from 1 to {2**63 - 2}, not {2**63}",
+        ),
     ],
 )
 def test_a_number_out_of_range_is_said_plainly_before_any_io(arguments, message):
@@ -476,6 +484,13 @@ def test_a_number_out_of_range_is_said_plainly_before_any_io(arguments, message)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == f"Error: {message}"
     assert "Input should" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_whole_number_at_a_large_bound_is_taken_as_it_is(database_url):
+    # Compared as floats, --limit 2**63 - 2 was refused as past a bound of 2**63 - 2.
+    result = invoke(database_url, "query", "-f", "0" * 16, "-k", "0", "--limit", str(2**63 - 2), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["matches"] == []
 
 
 def test_counts_take_the_singular_for_one():
@@ -748,6 +763,28 @@ def test_explain_refuses_a_fifo_and_a_stream_without_end_in_one_line(tmp_path):
         timeout=120,
     )
     assert done.returncode == 1 and "not a regular file (a named pipe)" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_records_named_as_a_fifo_or_a_device_are_refused_by_every_command(database_url, tmp_path):
+    # add, query, import and calibrate opened a FIFO named as JSONL or CSV and waited for a writer for
+    # ever; /dev/zero behind a .jsonl name was read for ever (dedup and the text format refused both).
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.csv"
+    zero.symlink_to("/dev/zero")
+    for arguments, name, what in (
+        (["add", str(fifo)], fifo, "a named pipe"),
+        (["add", "--jsonl", str(fifo)], fifo, "a named pipe"),
+        (["add", str(zero), "--max-file-size", "1M"], zero, "a character device"),
+        (["query", "--jsonl", str(fifo)], fifo, "a named pipe"),
+        (["import", str(zero), "--scheme", "multi-v2"], zero, "a character device"),
+        (["calibrate", "--format", "jsonl", str(fifo)], fifo, "a named pipe"),
+    ):
+        done = run_process(database_url, *arguments, timeout=120)
+        assert (done.returncode, done.stdout) == (1, ""), (arguments, done.stderr)
+        assert done.stderr == (
+            f"Error: cannot open {name}: not a regular file ({what}); give its records on standard input ('-')\n"
+        ), arguments
 
 
 def _run_with_stdout(url, stdout, *args: str) -> subprocess.CompletedProcess:

@@ -395,6 +395,28 @@ def test_calibrate_reports_recall_and_false_matches_per_k_and_records_its_advice
     assert bare.exit_code == 1 and "the store keeps fingerprints, not texts" in bare.output
 
 
+def test_calibrate_of_stored_keys_skips_keys_naming_a_fifo_or_a_device(tmp_path):
+    # Without PATHS, calibrate reads the files stored keys name, and anyone who may add chooses a key:
+    # one naming a FIFO waited for a writer for ever, /dev/zero was read until memory ran out (12 GB).
+    import subprocess
+    import sys
+
+    os.mkfifo(tmp_path / "pipe")
+    texts = list(_texts().values())
+    for name, text in (("a.txt", texts[0]), ("b.txt", texts[1])):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    keys = [str(tmp_path / "pipe"), "/dev/zero", str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    code = (
+        "import sys\n"
+        "from simhash_store.calibration_texts import texts_of_keys\n"
+        "found = texts_of_keys(sys.argv[1:])\n"
+        "print([key for key, _ in found.texts], found.skipped)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, *keys], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{keys[2:]!r} 2\n"
+
+
 def test_calibrate_plot_replaces_a_link_at_its_name_and_never_writes_through_it(database_url, tmp_path):
     pytest.importorskip("matplotlib")
     victim = tmp_path / "precious.txt"

@@ -227,6 +227,36 @@ def test_an_output_that_is_an_input_of_query_or_calibrate_is_refused_before_any_
     assert "inside the input directory" in inside.stderr and not (tmp_path / "q.jsonl").exists()
 
 
+def test_an_output_that_is_the_file_redirected_to_standard_input_is_refused(database_url, tmp_path):
+    # dedup - -o in.jsonl < in.jsonl replaced the input with the 50 records it kept, exit 0.
+    import os
+    import subprocess
+    import sys
+
+    stored = write(wiki(), tmp_path / "stored.jsonl")
+    assert invoke(database_url, "add", "--jsonl", str(stored), "--key-field", "id", "-q").exit_code == 0
+    assert invoke(database_url, "recluster", "-k", "3", "-q").exit_code == 0
+    before = stored.read_bytes()
+    env = dict(os.environ, SIMHASH_STORE_URL=database_url.render_as_string(hide_password=False))
+    for arguments in (
+        ["dedup", "-", "--format", "jsonl", "--key-field", "id", "-k", "3", "-o", str(stored)],
+        ["query", "--jsonl", "-", "--key-field", "id", "-o", str(stored)],
+    ):
+        with open(stored, "rb") as standard_input:
+            result = subprocess.run(
+                [sys.executable, "-m", "simhash_store.cli", *arguments],
+                stdin=standard_input,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
+        assert (result.returncode, result.stdout, result.stderr.count("\n")) == (1, "", 1), result.stderr
+        assert result.stderr == f"Error: the output {stored} is the input standard input: write to another file\n"
+        assert stored.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["stored.jsonl"]
+
+
 def test_query_key_finds_what_is_near_a_stored_document(database_url, tmp_path):
     records = wiki() + [{"id": "edited", "text": wiki()[2]["text"][:-5]}]
     invoke(database_url, "add", "--jsonl", str(write(records, tmp_path / "s.jsonl")), "--key-field", "id", "-q")

@@ -10,6 +10,8 @@ import io
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -290,6 +292,23 @@ def test_exclude_reads_patterns_as_gitignore_does(tmp_path):
         "tmp/f.txt",
     ]
     assert not Pattern("drafts/*").matches("notes/drafts/d.txt")
+
+
+def test_a_pattern_of_many_stars_is_matched_without_backtracking_over_a_long_name():
+    # Every star was [^/]* in a regex: *a*a*...*b against a file name of 250 a's (a name anyone
+    # may give a file in a corpus) tried every length of every star, for hours; *-*-*-*-*.txt
+    # against 250 dashes for minutes. Run apart: a regex holds the interpreter until it is done.
+    code = (
+        "from simhash_store.corpus import Pattern\n"
+        "deep = '/'.join(['aaaaaaaa'] * 30) + '/' + 'a' * 250 + '.txt'\n"
+        "print(Pattern('*a' * 19 + '*b').matches(deep), Pattern('*-*-*-*-*.txt').matches('-' * 250),\n"
+        "      Pattern('**/' * 12 + 'b').matches(deep), Pattern('*a*a*a*.txt').matches(deep))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "False False False True\n"), done.stderr
+    assert Pattern("*a*b*.txt").matches("x/ab.txt") and not Pattern("*a*b*.txt").matches("x/ba.txt")
+    assert Pattern("a*b*c").matches("abbbc") and not Pattern("a*b*c").matches("ab/c")
+    assert Pattern("**/**/x").matches("x") and Pattern("**/**/x").matches("a/b/x")
 
 
 def test_an_empty_pattern_is_a_usage_error(tmp_path):

@@ -408,6 +408,13 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
         ("postgresql://app:pw-secret@[::1:5432/news", "unclosed '['"),
         ("mysql://app:pw-secret@127.0.0.1/news", "unsupported database URL scheme"),
         ("app:pw-secret@127.0.0.1/news", "not a database URL"),
+        # A port given as an option was SQLAlchemy's ArgumentError: a traceback.
+        ("postgresql://app@127.0.0.1/news?sslpassword=pw-secret&port=abc", "bad port"),
+        ("postgresql://app@127.0.0.1/news?password=pw-secret&port=99999", "bad port"),
+        (
+            "postgresql://app@/news?password=pw-secret&host=127.0.0.1,127.0.0.2&port=5432,5433,5434",
+            "bad hosts or ports",
+        ),
     ],
 )
 def test_malformed_url_is_one_line_exit_1(url, says):

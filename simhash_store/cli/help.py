@@ -3,6 +3,7 @@ types, and our own words for a number out of range."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 from typing import get_args
@@ -62,6 +63,7 @@ def plain_number_errors(params) -> None:
 
 def _check_number(value: str, kind: type, param) -> None:
     hint = "/".join(sorted(param.opts, key=len))
+    number: float | int
     try:
         number = float(value)  # "3.0" is 3, as Typer takes it
     except ValueError:
@@ -69,10 +71,19 @@ def _check_number(value: str, kind: type, param) -> None:
     if math.isnan(number) or (kind is int and not number.is_integer()):
         wanted = "a whole number" if kind is int else "a number"
         raise typer.BadParameter(f"{value!r} is not {wanted}", param_hint=hint)
+    if kind is int:
+        # Compared as a float, 2**63 - 2 was past a bound of 2**63 - 2 (both round to 2**63).
+        with contextlib.suppress(ValueError):
+            number = int(value.strip())
     low, high = param.min, param.max
     if low is not None and high is not None and not low <= number <= high:
-        raise typer.BadParameter(f"must be from {low:g} to {high:g}, not {value}", param_hint=hint)
+        raise typer.BadParameter(f"must be from {_bound(low)} to {_bound(high)}, not {value}", param_hint=hint)
     if low is not None and high is None and number < low:
-        raise typer.BadParameter(f"must be at least {low:g}, not {value}", param_hint=hint)
+        raise typer.BadParameter(f"must be at least {_bound(low)}, not {value}", param_hint=hint)
     if high is not None and low is None and number > high:
-        raise typer.BadParameter(f"must be at most {high:g}, not {value}", param_hint=hint)
+        raise typer.BadParameter(f"must be at most {_bound(high)}, not {value}", param_hint=hint)
+
+
+def _bound(value: float) -> str:
+    """A bound as the user would type it: a whole number in full (2147483647, not 2.14748e+09)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any
@@ -11,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import formats
-from ..corpus import Pattern, Skip, Source, written_inside
+from ..corpus import Pattern, Skip, Source, same_file, written_inside
 from ..errors import SimhashStoreError
 from ..progress import OnProgress
 from .common import fail
@@ -150,9 +149,10 @@ def refuse_output_onto_input(output: str | os.PathLike[str] | None, inputs: Iter
     if output is None or str(output) == "-":
         return
     for path in inputs:
-        with contextlib.suppress(OSError):  # an input or output that does not exist yet is not the same file
-            if str(path) != "-" and os.path.samefile(path, output):
-                fail(f"the output {output} is the input {path}: write to another file")
+        if same_file(str(path), str(output)):
+            fail(
+                f"the output {output} is the input {path if str(path) != '-' else 'standard input'}: write to another file"
+            )
         if str(path) != "-" and written_inside(str(output), str(path)):
             fail(
                 f"the output {output} is inside the input directory {path}, where a later run would read it: write it elsewhere"

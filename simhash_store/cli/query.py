@@ -51,6 +51,10 @@ from .inputs import (
 from .inputs import output_format as output_format_of
 from .render import match_record, print_matches
 
+# A stored key is asked for one more match than --limit (its own document is left out), and the
+# store takes at most a bigint: past this, "not N+1" named a number the user never gave.
+MAX_LIMIT = 2**63 - 2
+
 if TYPE_CHECKING:
     from ..store import Store
 
@@ -79,7 +83,9 @@ def query(
     text_field: TextField = "text",
     html_field: HtmlField = None,
     max_distance: CalibratedMaxDistance = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="At most this many matches per query.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, max=MAX_LIMIT, help="At most this many matches per query.")
+    ] = None,
     as_json: JsonFlag = False,
     output: Output = None,
     output_format: OutputFormatOption = None,

@@ -99,9 +99,12 @@ class Input:
             yield self._counted(sys.stdin.buffer)
         else:
             try:
-                handle = open_regular_file(self.name)  # a FIFO swapped in since the check: not waited on
+                handle = open_regular_file(self.name)  # a FIFO (or a device) is not waited on, nor read for ever
             except OSError as exc:
-                raise InputError(f"cannot open {self.name}: {exc.strerror or exc}") from None
+                reason = exc.strerror or str(exc)
+                if reason.startswith("not a regular file"):
+                    reason += "; give its records on standard input ('-')"
+                raise InputError(f"cannot open {self.name}: {reason}") from None
             with handle:
                 yield self._counted(handle)
 

@@ -11,9 +11,10 @@ from typing import NoReturn, TypeVar
 
 import psycopg
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError
 
 from ..config import SEARCH_PATH, lock_timeout, session_arguments
+from ..errors import ConfigError
 from ..session import ServerSilentError, WatchedConnection, first_line, library_error, silent_server_in  # noqa: F401 - first_line re-exported
 
 T = TypeVar("T")
@@ -67,7 +68,13 @@ def _raise_mapped(owner, exc: DBAPIError | psycopg.Error) -> NoReturn:
 def own_engine(url, silence: float) -> Engine:
     """The store's own engine for a resolved URL: a small pool of watched (``silence`` > 0),
     pinged-when-idle connections whose sessions are pinned (:func:`config.session_arguments`)."""
-    engine = create_engine(url, pool_size=2, max_overflow=4, connect_args=session_arguments(url))
+    try:
+        engine = create_engine(url, pool_size=2, max_overflow=4, connect_args=session_arguments(url))
+    except ArgumentError:  # SQLAlchemy's refusal of hosts and ports that do not pair up ("host=a,b&port=1")
+        raise ConfigError(
+            "bad hosts or ports in the database URL: as many ports as hosts (host=h1,h2&port=p1,p2), "
+            "each a number from 1 to 65535"
+        ) from None
     _watched_connections(engine, silence)
     _ping_when_idle(engine)
     return engine
