@@ -657,14 +657,23 @@ def _check_field_values(cursor: psycopg.Cursor, chosen: KeepPolicy) -> None:
     if chosen.kind != "field":
         return
     current = keep_policy(cursor)
-    if current.kind != "field" or current.field == chosen.field:
+    if current.kind == "field" and current.field == chosen.field:
         return
     if not cursor.execute("SELECT EXISTS (SELECT FROM simhash.documents WHERE keep_value IS NOT NULL)").fetchone()[0]:
         return
+    if current.kind == "field":
+        raise InvalidValueError(
+            f"the store's documents hold the values of field {current.field!r} (its clusters keep {current}), "
+            f"not of {chosen.field!r}: recluster by field:{current.field}:asc or :desc, longest, shortest or first; "
+            f"to keep by {chosen.field!r}, dedup the records into an empty store with --keep {chosen}"
+        )
+    # Kept by a field once, then by a rule that names none: which field the values are of is not
+    # recorded, and documents written since hold none (they would all rank last).
     raise InvalidValueError(
-        f"the store's documents hold the values of field {current.field!r} (its clusters keep {current}), "
-        f"not of {chosen.field!r}: recluster by field:{current.field}:asc or :desc, longest, shortest or first; "
-        f"to keep by {chosen.field!r}, dedup the records into an empty store with --keep {chosen}"
+        f"the store's documents hold values of the field its clusters were kept by before they came to keep "
+        f"{current}, which the store no longer names (and documents stored since hold none), so keeping by "
+        f"{chosen.field!r} could rank them by another field's values: to keep by {chosen.field!r}, dedup the "
+        f"records into an empty store with --keep {chosen}"
     )
 
 

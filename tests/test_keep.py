@@ -784,3 +784,14 @@ def test_recluster_by_another_field_than_the_one_whose_values_are_stored_is_refu
     assert again.exit_code == 0, again.output
     with Store(database_url) as store:
         assert store.memberships(["a"])["a"].representative == "b"
+    # Kept by longest since, the store names no field: x's values stay, unlabelled, and keeping by
+    # field:y ranked by them under y's name, silently. Refused, whichever field is asked for.
+    longest = CliRunner().invoke(app, ["recluster", "--keep", "longest"], env=env)
+    assert longest.exit_code == 0, longest.output
+    for field in ("field:y", "field:x"):
+        refused = CliRunner().invoke(app, ["recluster", "--keep", field], env=env)
+        assert refused.exit_code == 1, refused.output
+        assert refused.output.startswith("Error: the store's documents hold values of the field its clusters were")
+        assert refused.output.count("\n") == 1, refused.output
+    with Store(database_url) as store:
+        assert str(store.keep_policy()) == "longest"
