@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from . import pairs as pair_search
-from .bits import block_radius, flip_masks
 
 _BATCH = 1024  # fingerprints decided at once
 _RECENT = 1024  # the newest representatives, compared with each batch directly
@@ -47,16 +46,10 @@ class _Table:
     flips: np.ndarray  # key ^ flip for each flip: 0 alone for exact-match tables
 
 
-def _tables(count: int, k: int) -> list[_Table]:
-    """The layout :mod:`pairs` would choose for ``count`` values at ``k``: two fingerprints within
-    ``k`` agree on a table's key up to one of its flips."""
-    exact = pair_search.exact_tables(count, k) if pair_search.exact_layout_is_cheaper(count, k) else None
-    if exact is None:
-        radius = block_radius(k)
-        masks = np.array(flip_masks(radius), dtype=np.uint64)
-        return [_Table(np.uint64(0xFFFF << shift), masks << np.uint64(shift)) for shift in (48, 32, 16, 0)]
-    zero = np.zeros(1, dtype=np.uint64)
-    return [_Table(pair_search.table_mask(table), zero) for table in exact]
+def _tables(values: np.ndarray, k: int) -> list[_Table]:
+    """The tables :mod:`pairs` would search ``values`` by at ``k``: two fingerprints within ``k``
+    agree on a table's key up to one of its flips."""
+    return [_Table(mask, flips) for mask, flips in pair_search.search_tables(np.unique(values), k)]
 
 
 @dataclass
@@ -117,7 +110,7 @@ def sequential_leaders(values: np.ndarray, k: int, *, batch: int = _BATCH, recen
     lead = np.arange(n, dtype=np.int64)
     if n == 0:
         return lead
-    tables = _tables(n, k)
+    tables = _tables(values, k)
     levels: list[_Level] = []
     newest: list[int] = []  # positions of representatives not yet in a level
     size = batch
@@ -178,7 +171,7 @@ def sequential_leaders_keeping(
     head = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return cluster, head
-    tables = _tables(n, k)
+    tables = _tables(values, k)
     levels: list[_Level] = []
     newest: list[int] = []
     alive = np.zeros(n, dtype=bool)

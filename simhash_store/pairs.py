@@ -13,7 +13,9 @@ Two layouts of the same pigeonhole, chosen by an estimated cost (:func:`_layout`
   uint64. Candidates stay a few per value: linear in n, for k up to about 5.
 
 In both, a pair is kept only from the first block or table that finds it, so nothing is
-reported twice, and every candidate is verified on all 64 bits. Identical fingerprints are
+reported twice, and every candidate is verified on all 64 bits. Blocks are made of the bits that
+tell the values apart (:func:`_informative`): a bit nearly all of them share would only make one
+bucket of a block, and a pair within ``k`` differs in at most ``k`` of the other bits too. Identical fingerprints are
 grouped first, so a heavily duplicated corpus does not blow up the candidate lists.
 
 >>> import numpy as np
@@ -31,9 +33,7 @@ from math import comb
 
 import numpy as np
 
-from .bits import block_radius, flip_masks
-
-_SHIFTS = (48, 32, 16, 0)
+from .bits import flip_masks
 
 
 class TooManyPairs(Exception):
@@ -52,9 +52,45 @@ def _counted(found: list[np.ndarray], max_pairs: int | None, total: int) -> int:
 _CHUNK = 1 << 21  # candidate pairs handled at once: bounds memory at a few hundred MB
 
 
-def _block(values: np.ndarray, shift: int) -> np.ndarray:
-    keys: np.ndarray = ((values >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
+def _block(values: np.ndarray, shift: int, width: int = 16) -> np.ndarray:
+    keys: np.ndarray = ((values >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.uint16)
     return keys
+
+
+# A bit whose less common value fewer than this share of the values hold tells few of them apart:
+# a block of such bits is one bucket (fingerprints whose top 16 bits are all equal, 24 bits apart
+# on the others, were each a candidate of every other). Blocks are made of the other bits only:
+# a pair within k differs in at most k of them too, so the pigeonhole holds over them alone.
+_FEW = 1 / 64
+_SAMPLE = 1 << 18  # values the share of each bit is counted over
+
+
+def _informative(values: np.ndarray) -> list[int] | None:
+    """The bit positions (most significant first) that tell the values apart; None when all 64 do.
+    Counted over a sample: which bits make the blocks changes the work, never the pairs."""
+    sample = values[:: max(1, len(values) // _SAMPLE)]
+    if len(sample) < 64:
+        return None
+    ones = np.array([np.count_nonzero(sample & np.uint64(1 << bit)) for bit in range(64)])
+    telling = np.minimum(ones, len(sample) - ones) >= len(sample) * _FEW
+    if telling.all():
+        return None
+    return [bit for bit in range(63, -1, -1) if telling[bit]]
+
+
+def _packed(values: np.ndarray, positions: list[int]) -> np.ndarray:
+    """The bits of ``values`` at ``positions`` side by side in the low bits, the first the most significant."""
+    packed = np.zeros(len(values), dtype=np.uint64)
+    one = np.uint64(1)
+    for position in positions:
+        packed <<= one
+        packed |= (values >> np.uint64(position)) & one
+    return packed
+
+
+def _flips(radius: int, width: int) -> list[int]:
+    """The flip masks of a block ``width`` bits wide (up to 16) with at most ``radius`` bits set."""
+    return [mask for mask in flip_masks(radius) if mask < 1 << width]
 
 
 def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -106,32 +142,41 @@ def _flipped_key_candidates(
 
 
 def _flip_pairs(
-    values: np.ndarray, max_distance: int, max_pairs: int | None = None
+    values: np.ndarray,
+    max_distance: int,
+    max_pairs: int | None = None,
+    keys: np.ndarray | None = None,
+    width: int = 64,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs (a < b) of distinct values within ``max_distance``: four 16-bit blocks, flip masks."""
-    radius = block_radius(max_distance)
+    """Pairs (a < b) of distinct values within ``max_distance``: blocks of 16 bits (four, over the
+    64 bits of ``values``; over the ``width`` low bits of ``keys`` where given, as many as they
+    fill), flip masks. Candidates are verified on ``values``."""
+    keys = values if keys is None else keys
+    spans = _block_spans(-(-width // 16), width)
+    radius = max_distance // len(spans)
     total = 0
     limit = np.uint8(max_distance)
     found_left, found_right, found_distance = [], [], []
-    for block_number, shift in enumerate(_SHIFTS):
-        keys = _block(values, shift)
-        order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys
-        sorted_keys, sorted_values = keys[order], values[order]
+    for block_number, (shift, bits) in enumerate(spans):
+        block_keys = _block(keys, shift, bits)
+        order = np.argsort(block_keys, kind="stable")  # a radix sort for 16-bit keys
+        sorted_keys, sorted_values, sorted_packed = block_keys[order], values[order], keys[order]
         candidates = [_same_key_candidates(sorted_keys)]
         if radius:
-            counts = np.bincount(sorted_keys, minlength=1 << 16)
+            counts = np.bincount(sorted_keys, minlength=1 << bits)
             starts = np.cumsum(counts) - counts
-            candidates += [_flipped_key_candidates(sorted_keys, starts, counts, m) for m in flip_masks(radius)[1:]]
+            candidates += [_flipped_key_candidates(sorted_keys, starts, counts, m) for m in _flips(radius, bits)[1:]]
         for source in candidates:
             for left, right in source:
-                xor = sorted_values[left] ^ sorted_values[right]
-                distance = np.bitwise_count(xor)
+                distance = np.bitwise_count(sorted_values[left] ^ sorted_values[right])
                 keep = np.flatnonzero(distance <= limit)
-                xor, left, right, distance = xor[keep], left[keep], right[keep], distance[keep]
+                left, right, distance = left[keep], right[keep], distance[keep]
+                apart = sorted_packed[left] ^ sorted_packed[right]
                 new = np.ones(len(keep), dtype=bool)
-                for earlier in _SHIFTS[:block_number]:
+                for earlier, earlier_bits in spans[:block_number]:
                     # Found by an earlier block already: drop it here.
-                    new &= np.bitwise_count((xor >> np.uint64(earlier)) & np.uint64(0xFFFF)) > radius
+                    mask = np.uint64((1 << earlier_bits) - 1)
+                    new &= np.bitwise_count((apart >> np.uint64(earlier)) & mask) > radius
                 left, right = order[left[new]], order[right[new]]
                 found_left.append(np.minimum(left, right))
                 found_right.append(np.maximum(left, right))
@@ -149,20 +194,20 @@ def _joined(
     return np.concatenate(lefts), np.concatenate(rights), np.concatenate(distances)
 
 
-def _block_spans(count: int) -> list[tuple[int, int]]:
-    """``count`` blocks of 64 bits as (shift, width), widths as even as possible, most significant first."""
-    widths = [64 // count + (1 if i < 64 % count else 0) for i in range(count)]
-    spans, top = [], 64
+def _block_spans(count: int, bits: int = 64) -> list[tuple[int, int]]:
+    """``count`` blocks of ``bits`` bits as (shift, width), widths as even as possible, most significant first."""
+    widths = [bits // count + (1 if i < bits % count else 0) for i in range(count)]
+    spans, top = [], bits
     for width in widths:
         top -= width
         spans.append((top, width))
     return spans
 
 
-def _exact_tables(max_distance: int, block_count: int) -> list[list[tuple[int, int]]]:
-    """Pigeonhole on ``block_count`` blocks: a pair within ``max_distance`` bits is equal on at least
-    ``block_count - max_distance`` of them, so every such subset of blocks is one table."""
-    spans = _block_spans(block_count)
+def _exact_tables(max_distance: int, block_count: int, bits: int = 64) -> list[list[tuple[int, int]]]:
+    """Pigeonhole on ``block_count`` blocks (of ``bits`` bits): a pair within ``max_distance`` bits is
+    equal on at least ``block_count - max_distance`` of them, so every such subset of blocks is one table."""
+    spans = _block_spans(block_count, bits)
     return [[spans[i] for i in chosen] for chosen in combinations(range(block_count), block_count - max_distance)]
 
 
@@ -172,29 +217,37 @@ def _table_mask(table: list[tuple[int, int]]) -> np.uint64:
 
 
 def _exact_pairs(
-    values: np.ndarray, max_distance: int, block_count: int, max_pairs: int | None = None
+    values: np.ndarray,
+    max_distance: int,
+    block_count: int,
+    max_pairs: int | None = None,
+    keys: np.ndarray | None = None,
+    width: int = 64,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs (a < b) of distinct values within ``max_distance``, each found once, by exact-match tables.
+    """Pairs (a < b) of distinct values within ``max_distance``, each found once, by exact-match tables
+    (over the 64 bits of ``values``, or the ``width`` low bits of ``keys`` where given).
 
     Per table, the chosen blocks' bits are packed into one key (cut to the bits left beside the
     position) and sorted with the position as one uint64: pairs are the runs of equal keys. A pair
     is kept by the first table whose blocks it matches exactly, so nothing is reported twice.
+    Candidates are verified on ``values``.
     """
+    keys = values if keys is None else keys
     limit = np.uint8(max_distance)
     count = len(values)
     position_bits = max(1, (count - 1).bit_length())
     positions = np.arange(count, dtype=np.uint64)
-    tables = _exact_tables(max_distance, block_count)
+    tables = _exact_tables(max_distance, block_count, width)
     masks = [_table_mask(table) for table in tables]
     found_left, found_right, found_distance = [], [], []
     total = 0
     for number, table in enumerate(tables):
         key = np.zeros(count, dtype=np.uint64)
         key_bits = 0
-        for shift, width in table:
-            key <<= np.uint64(width)
-            key |= (values >> np.uint64(shift)) & np.uint64((1 << width) - 1)
-            key_bits += width
+        for shift, bits in table:
+            key <<= np.uint64(bits)
+            key |= (keys >> np.uint64(shift)) & np.uint64((1 << bits) - 1)
+            key_bits += bits
         if key_bits > 64 - position_bits:  # a shorter key only adds candidates; all are verified
             key >>= np.uint64(key_bits - (64 - position_bits))
         key <<= np.uint64(position_bits)
@@ -204,11 +257,11 @@ def _exact_pairs(
         key >>= np.uint64(position_bits)
         for left, right in _same_key_candidates(key):
             left, right = order[left], order[right]
-            xor = values[left] ^ values[right]
-            distance = np.bitwise_count(xor)
-            new = (distance <= limit) & ((xor & masks[number]) == 0)
+            distance = np.bitwise_count(values[left] ^ values[right])
+            apart = keys[left] ^ keys[right]
+            new = (distance <= limit) & ((apart & masks[number]) == 0)
             for earlier in masks[:number]:
-                new &= (xor & earlier) != 0
+                new &= (apart & earlier) != 0
             keep = np.flatnonzero(new)
             left, right = left[keep], right[keep]
             found_left.append(np.minimum(left, right))
@@ -218,28 +271,30 @@ def _exact_pairs(
     return _joined(found_left, found_right, found_distance)
 
 
-def _exact_cost(count: int, max_distance: int, block_count: int) -> float:
+def _exact_cost(count: int, max_distance: int, block_count: int, bits: int = 64) -> float:
     """Estimated seconds of :func:`_exact_pairs` on random values: a sort per table, and candidates."""
     tables = comb(block_count, block_count - max_distance)
-    key_bits = min(64 * (block_count - max_distance) / block_count, 64 - max(1, (count - 1).bit_length()))
+    key_bits = min(bits * (block_count - max_distance) / block_count, 64 - max(1, (count - 1).bit_length()))
     return tables * (count * 70e-9 + count * count / 2 ** (key_bits + 1) * 40e-9)
 
 
-def _flip_cost(count: int, max_distance: int) -> float:
+def _flip_cost(count: int, max_distance: int, bits: int = 64) -> float:
     """Estimated seconds of :func:`_flip_pairs` on random values: probes and candidates."""
-    probes = len(flip_masks(block_radius(max_distance)))
-    return 4 * (count * 150e-9 + probes * (count * 20e-9 + count * count / 2**17 * 40e-9))
+    spans = _block_spans(-(-bits // 16), bits)
+    width = spans[-1][1]
+    probes = len(_flips(max_distance // len(spans), width))
+    return len(spans) * (count * 150e-9 + probes * (count * 20e-9 + count * count / 2.0 ** (width + 1) * 40e-9))
 
 
-def _layout(count: int, max_distance: int) -> int:
-    """The cheaper layout: 0 for four 16-bit blocks with flips, else the number of exact-match blocks.
+def _layout(count: int, max_distance: int, bits: int = 64) -> int:
+    """The cheaper layout: 0 for 16-bit blocks with flips, else the number of exact-match blocks.
 
     Four 16-bit blocks suit about 65,000 values per block value; past that their candidates grow
     with the square of the count, while exact-match tables with keys near log2(count) bits stay
     linear (at most 20 tables are considered).
     """
-    best, cost = _cheapest_exact(count, max_distance)
-    return best if best is not None and cost < _flip_cost(count, max_distance) else 0
+    best, cost = _cheapest_exact(count, max_distance, bits)
+    return best if best is not None and cost < _flip_cost(count, max_distance, bits) else 0
 
 
 def exact_tables(count: int, max_distance: int) -> list[list[tuple[int, int]]] | None:
@@ -250,14 +305,14 @@ def exact_tables(count: int, max_distance: int) -> list[list[tuple[int, int]]] |
     return None if best is None else _exact_tables(max_distance, best)
 
 
-def _cheapest_exact(count: int, max_distance: int) -> tuple[int | None, float]:
+def _cheapest_exact(count: int, max_distance: int, bits: int = 64) -> tuple[int | None, float]:
     """The number of blocks of the cheapest exact-match layout of at most 20 tables, and its
     cost; (None, inf) when no layout has so few tables."""
     best, best_cost = None, float("inf")
-    for block_count in range(max_distance + 1, 64):
+    for block_count in range(max_distance + 1, bits):
         if comb(block_count, block_count - max_distance) > 20:
             break
-        cost = _exact_cost(count, max_distance, block_count)
+        cost = _exact_cost(count, max_distance, block_count, bits)
         if cost < best_cost:
             best, best_cost = block_count, cost
     return best, best_cost
@@ -268,6 +323,31 @@ def exact_layout_is_cheaper(count: int, max_distance: int) -> bool:
     keys are long enough at this size for few candidates per value (linear), as four 16-bit
     blocks are not."""
     return _layout(count, max_distance) != 0
+
+
+def search_tables(values: np.ndarray, max_distance: int) -> list[tuple[np.uint64, np.ndarray]]:
+    """The tables :func:`near_pairs` would search ``values`` by at ``max_distance``, in the values'
+    own bits: for each, the bits of its key and the flips a query's key is probed with (0 alone for
+    exact-match tables). Two values within the distance have keys equal up to one of the flips."""
+    positions = _informative(values) or list(range(63, -1, -1))
+    bits = len(positions)
+
+    def deposit(packed: int) -> int:  # bit i of the packed key is the fingerprint's bit positions[bits - 1 - i]
+        return sum(1 << positions[bits - 1 - i] for i in range(bits) if packed >> i & 1)
+
+    layout = _layout(len(values), max_distance, bits)
+    if layout == 0:
+        spans = _block_spans(-(-bits // 16), bits)
+        radius = max_distance // len(spans)
+        return [
+            (
+                np.uint64(deposit(((1 << width) - 1) << shift)),
+                np.array([deposit(flip << shift) for flip in _flips(radius, width)], dtype=np.uint64),
+            )
+            for shift, width in spans
+        ]
+    zero = np.zeros(1, dtype=np.uint64)
+    return [(np.uint64(deposit(int(_table_mask(table)))), zero) for table in _exact_tables(max_distance, layout, bits)]
 
 
 def table_mask(table: list[tuple[int, int]]) -> np.uint64:
@@ -287,12 +367,21 @@ def _unique_pairs(
 
     ``layout`` (chosen by cost when None): 0 for four 16-bit blocks with flip masks, else the
     number of blocks of exact-match tables. ``max_pairs``: :class:`TooManyPairs` past that many.
+    Chosen by cost, the blocks are made of the bits that tell the values apart (:func:`_informative`).
     """
-    if layout is None:
-        layout = _layout(len(values), max_distance)
+    if layout is not None:
+        if layout == 0:
+            return _flip_pairs(values, max_distance, max_pairs)
+        return _exact_pairs(values, max_distance, layout, max_pairs)
+    positions = _informative(values)
+    if not positions:  # every bit tells them apart (or, in the sample, none does): all 64
+        keys, bits = values, 64
+    else:
+        keys, bits = _packed(values, positions), len(positions)
+    layout = _layout(len(values), max_distance, bits)
     if layout == 0:
-        return _flip_pairs(values, max_distance, max_pairs)
-    return _exact_pairs(values, max_distance, layout, max_pairs)
+        return _flip_pairs(values, max_distance, max_pairs, keys, bits)
+    return _exact_pairs(values, max_distance, layout, max_pairs, keys, bits)
 
 
 def distinct_pairs(

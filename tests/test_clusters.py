@@ -502,3 +502,16 @@ def test_known_neighbours_are_used_only_while_nobody_else_writes(store, database
     store.add_new_and_cluster([NewDocument("c", _bits(7, 40))], known)  # its lists know nothing near c
     assert searched == [1] and known.state is None
     assert store.memberships(["c"])["c"].representative == "other"  # found by the search
+
+
+@pytest.mark.parametrize("k", [3, 11])
+def test_leaders_over_fingerprints_whose_top_bits_are_equal_equal_the_definition(k):
+    # The representatives' tables are made of the bits that tell the fingerprints apart (here the
+    # low 48): fingerprints with their top 16 bits equal were each a candidate of every other.
+    rng = np.random.default_rng(k)
+    values = rng.integers(0, 2**48, size=600, dtype=np.uint64) | np.uint64(0xABCD << 48)
+    values[1::3] = values[::3][: len(values[1::3])] ^ (
+        np.uint64(1) << rng.integers(0, 48, len(values[1::3])).astype(np.uint64)
+    )
+    found = sequential_leaders(values, k, batch=50, recent=20)
+    assert found.tolist() == _brute_force_leaders(values.tolist(), k)

@@ -96,3 +96,50 @@ def test_layout_moves_to_wider_exact_keys_as_the_store_grows():
     assert _layout(10_000, 11) == 0
     assert _layout(10_000_000, 3) == 5
     assert all(_layout(count, 3) > 0 for count in (10**6, 10**7, 10**8))
+
+
+def _skewed_values(seed: int, count: int, kind: str) -> np.ndarray:
+    """Distinct values whose bits do not all tell them apart: the top 16 equal, or some held by one
+    value in a hundred, or every other bit equal; the rest random, with near copies."""
+    rng = np.random.default_rng(seed)
+    values = _near_duplicate_values(seed, count, 6)
+    if kind == "top equal":
+        values = (values & np.uint64(2**48 - 1)) | np.uint64(0xABCD << 48)
+    elif kind == "rarely set":
+        rare = np.where(rng.random(count) < 0.01, np.uint64(0xFFFF << 40), np.uint64(0))
+        values = (values & ~np.uint64(0xFFFF << 40)) | rare
+    else:  # every other bit equal: 32 tell them apart, spread over every block
+        values &= np.uint64(0x5555_5555_5555_5555)
+    return np.unique(values)
+
+
+@pytest.mark.parametrize("kind", ["top equal", "rarely set", "every other"])
+@pytest.mark.parametrize("max_distance", [0, 2, 3, 5, 8, 11])
+def test_blocks_of_the_bits_that_tell_values_apart_find_each_pair_once_as_brute_force(kind, max_distance):
+    # Fingerprints whose top 16 bits were all equal (24 bits apart on the others) were each a
+    # candidate of every other: 80,000 took 22 s. The blocks are now made of the bits that tell
+    # them apart, in every layout.
+    from simhash_store.pairs import _exact_pairs, _flip_pairs, _informative, _packed
+
+    values = _skewed_values(max_distance, 700, kind)
+    expected = _brute_pairs(values, max_distance)
+    positions = _informative(values)
+    assert positions is not None and len(positions) == {"top equal": 48, "rarely set": 48, "every other": 32}[kind]
+    keys, bits = _packed(values, positions), len(positions)
+    layouts = [n for n in range(max_distance + 1, min(bits, max_distance + 4)) if comb(n, n - max_distance) <= 40]
+    found = [_flip_pairs(values, max_distance, None, keys, bits)]
+    found += [_exact_pairs(values, max_distance, layout, None, keys, bits) for layout in layouts]
+    found.append(_unique_pairs(values, max_distance))
+    for left, right, distance in found:
+        assert sorted(zip(left.tolist(), right.tolist(), distance.tolist())) == expected
+
+
+def test_the_search_tables_cover_only_the_bits_that_tell_values_apart():
+    from simhash_store.pairs import search_tables
+
+    values = _skewed_values(1, 5000, "top equal")
+    for max_distance in (3, 11):
+        for mask, flips in search_tables(values, max_distance):
+            assert int(mask) >> 48 == 0 and all(int(flip) & ~int(mask) == 0 for flip in flips)
+    ordinary = np.unique(_near_duplicate_values(1, 5000, 6))
+    assert [int(mask) for mask, _ in search_tables(ordinary, 11)] == [0xFFFF << shift for shift in (48, 32, 16, 0)]
