@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_may_be_others, replaceable_by_others
+from .ownership import group_may_be_others, links_replaceable, replaceable_by_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -473,6 +473,22 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     return server
 
 
+def _pgdata(directory: Path) -> Path:
+    """The server's directory in the data directory ``directory``, its links resolved once the
+    path as given has been checked: a link on the way that another user made, or may repoint (in
+    a directory they may write without the sticky bit), passed the checks of the path it led to,
+    and pointed later at another directory of the user's, the next command found no store there."""
+    if os.name == "posix":
+        repointable = links_replaceable(directory)
+        if repointable:
+            raise PermissionDeniedError(
+                f"the data directory {directory} is reached through a link another user could repoint "
+                f"({repointable}), and the next command would find another store or none: set "
+                f"{DATA_DIR_VARIABLE} to a path whose links are your own, in directories only you may write"
+            )
+    return (directory / "pgdata").resolve()
+
+
 def _make_data_directory(pgdata: Path) -> None:
     for directory in (pgdata.parent, pgdata):
         if directory.exists() and not directory.is_dir():
@@ -597,7 +613,7 @@ def address(directory: Path, database: str) -> Address:
     from then on as that role: code the owner can change (the ``simhash`` functions, a
     trigger) must never run with a superuser's rights.
     """
-    return server_address(server_for((directory / "pgdata").resolve()), database)
+    return server_address(server_for(_pgdata(directory)), database)
 
 
 def server_address(server, database: str) -> Address:
@@ -1040,7 +1056,7 @@ def set_login_password(directory: Path, role: str, password: str | None) -> None
     import psycopg
     from psycopg import sql
 
-    server = server_for((directory / "pgdata").resolve())
+    server = server_for(_pgdata(directory))
     try:
         with _superuser(socket_address(server, "postgres")) as connection, connection.transaction():
             found = connection.execute(
@@ -1094,7 +1110,7 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
     import psycopg
 
     socket = address(directory, database)
-    server = server_for((directory / "pgdata").resolve())  # joined above: the same handle
+    server = server_for(_pgdata(directory))  # joined above: the same handle
     if listen is None:
         return socket, server
     host, port = listen
@@ -1163,7 +1179,7 @@ def hand_over(directory: Path, database: str) -> tuple[Address, object]:
     import psycopg
 
     address(directory, database)  # started or joined, the database created
-    server = server_for((directory / "pgdata").resolve())
+    server = server_for(_pgdata(directory))
     password = _password(directory)
     with _server_lock(type(server)):
         server.ensure_postgres_running()

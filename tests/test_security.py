@@ -1670,6 +1670,38 @@ def test_a_data_directory_another_user_could_move_away_is_refused(tmp_path):
             embedded._make_data_directory(store / "pgdata")
 
 
+def test_a_data_directory_reached_through_a_link_another_user_could_repoint_is_refused(tmp_path):
+    # The path as given was resolved before it was checked: a link of another user's (in /tmp,
+    # where links are followed) to a directory of the victim's passed, and repointed later at
+    # another directory of theirs, the victim's next command found no store there.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)  # a link of one's own here can be renamed away and replaced by anyone
+    (team / "store").symlink_to(mine)
+    links = [team / "store"]
+    if os.geteuid() == 0:  # a link of another user's in a sticky directory: only root can stage that here
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        shared.chmod(0o1777)
+        (shared / "store").symlink_to(mine)
+        os.chown(shared / "store", 65534, 65534, follow_symlinks=False)
+        links.append(shared / "store")
+    env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+    for link in links:
+        result = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "stats"],
+            env={**env, "SIMHASH_STORE_DATA_DIR": str(link)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "reached through a link another user could repoint" in result.stderr, result.stderr
+        assert not (mine / "pgdata").exists()  # refused before any server started there
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="another user's process is staged as root")
 def test_another_users_process_named_postgres_is_neither_killed_for_nor_taken_for_the_server(tmp_path):
     # Making a new data directory, the server package kills every process named "postgres" whose
