@@ -342,6 +342,29 @@ def test_password_never_appears_in_output_or_errors(database_url, form):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="blanked through /proc/self/mem")
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:pa?ssSECRET1@127.0.0.1:5432/db",
+        "postgresql://u:pa?ssSECRET1@127.0.0.1:5432/db?sslpassword=SECRET2",
+        "postgresql://u@127.0.0.1:5432/db?application_name=x&password=SECRET2",
+    ],
+)
+def test_a_password_holding_a_question_mark_is_blanked_from_the_command_line(url):
+    # The URL is parsed to connect with the password ending at the first "@" (a "?" in it is the
+    # password's), but the entry point took everything after the first "?" for the options: such a
+    # password, and the options after it, stayed in the process list for the whole run.
+    program = (
+        "import sys; from simhash_store.__main__ import hide_secrets_from_process_list as hide; "
+        "hide(sys.argv[1:]); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", program, "--db", url, "stats"], capture_output=True, check=True, timeout=60
+    ).stdout
+    assert b"--db" in shown and b"SECRET" not in shown, shown
+
+
 def test_password_is_not_in_the_process_list(database_url, tmp_path):
     secret = "hunter2secret"
     with_password = _PASSWORD_FORMS["unescaped @ and :"](database_url, secret)
