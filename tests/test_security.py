@@ -1826,6 +1826,27 @@ def test_another_users_process_named_postgres_is_neither_killed_for_nor_taken_fo
         fake.wait()
 
 
+def test_http_tokens_in_a_directory_another_user_could_replace_are_refused(tmp_path):
+    # serve --http --db URL keeps its tokens in the data directory, which (not being the embedded
+    # server's) was checked only for itself: through a link another user could repoint, or below a
+    # folder they may write, they pointed the service at another directory of the user's and its
+    # tokens (another service's, whose read-write token they may hold).
+    from simhash_store import http_service
+
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)
+    (team / "link").symlink_to(mine)
+    (team / "store").mkdir(mode=0o700)
+    for directory in (team / "link", team / "store"):
+        with pytest.raises(PermissionDeniedError, match="could be replaced by another user"):
+            http_service.tokens(directory)
+    assert not list(mine.iterdir())  # no token kept through the link
+    assert http_service.tokens(mine).read_write  # a directory of one's own, as before
+
+
 def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_them(tmp_path):
     # The data directory holds the owner's TCP password and the HTTP service's two tokens, files of
     # this user's, mode 0600. Whoever may write the directory (its group, or everyone, or its owner
