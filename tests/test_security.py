@@ -365,6 +365,37 @@ def test_a_password_holding_a_question_mark_is_blanked_from_the_command_line(url
     assert b"--db" in shown and b"SECRET" not in shown, shown
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="blanked through /proc/self/mem")
+def test_python_m_simhash_store_cli_blanks_the_password_too():
+    # `python -m simhash_store.cli`, which its docstring gives as the simhash-store script, ran the
+    # command without the entry point's blanking: the password stayed in the process list for the
+    # whole run. A listener that never answers keeps the command connecting (its timeout, 20 s).
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    url = f"postgresql://u:SECRETpw@127.0.0.1:{port}/db?connect_timeout=20"
+    env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simhash_store.cli", "--db", url, "stats"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    blanked = False
+    try:
+        while process.poll() is None and not blanked:  # until it is blanked, or the command ends
+            with contextlib.suppress(OSError):
+                shown = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+                blanked = b"--db" in shown and b"SECRETpw" not in shown
+            time.sleep(0.02)
+    finally:
+        process.kill()
+        process.wait()
+        listener.close()
+    assert blanked
+
+
 def test_password_is_not_in_the_process_list(database_url, tmp_path):
     secret = "hunter2secret"
     with_password = _PASSWORD_FORMS["unescaped @ and :"](database_url, secret)
