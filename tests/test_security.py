@@ -1796,6 +1796,13 @@ def test_a_data_directory_reached_through_a_link_another_user_could_repoint_is_r
         (shared / "store").symlink_to(mine)
         os.chown(shared / "store", 65534, 65534, follow_symlinks=False)
         links.append(shared / "store")
+        # a link of one's own in a sticky folder of another user's: its owner may rename it anyway
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        theirs.chmod(0o1777)
+        os.chown(theirs, 65534, 65534)
+        (theirs / "store").symlink_to(mine)
+        links.append(theirs / "store")
     env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
     for link in links:
         result = subprocess.run(
@@ -1807,6 +1814,7 @@ def test_a_data_directory_reached_through_a_link_another_user_could_repoint_is_r
         )
         assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
         assert "reached through a link another user could repoint" in result.stderr, result.stderr
+        assert str(link) in result.stderr
         assert not (mine / "pgdata").exists()  # refused before any server started there
 
 
