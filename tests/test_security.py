@@ -1630,7 +1630,8 @@ def test_a_package_runtime_directory_another_user_made_first_stops_nothing(tmp_p
     # it is defined, and (4.14 and newer) raises when that name is another user's or a link: a
     # directory another user made there first stopped every command with a traceback.
     temporary = tmp_path / "tmp"
-    temporary.mkdir(mode=0o700)
+    temporary.mkdir()
+    temporary.chmod(0o711)  # as root, the server's user passes through it to a long path's socket
     planted = temporary / f"runtime-{os.getuid()}"
     planted.symlink_to(tmp_path)  # as another user's directory would be: not this user's to use
     if os.geteuid() == 0:  # a directory of another user's: only root can stage that here
@@ -1638,7 +1639,8 @@ def test_a_package_runtime_directory_another_user_made_first_stops_nothing(tmp_p
         planted.mkdir(mode=0o777)
         os.chown(planted, 65534, 65534)
     env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_STORE_URL", "XDG_RUNTIME_DIR")}
-    env.update(TMPDIR=str(temporary), SIMHASH_STORE_DATA_DIR=str(tmp_path / "store"))
+    # a long data directory: its socket goes to the runtime directory, under TMPDIR
+    env.update(TMPDIR=str(temporary), SIMHASH_STORE_DATA_DIR=str(tmp_path / ("store" * 20)))
     result = subprocess.run(
         [sys.executable, "-m", "simhash_store.cli", "init"], env=env, capture_output=True, text=True, timeout=120
     )
