@@ -1629,24 +1629,28 @@ def test_a_package_runtime_directory_another_user_made_first_stops_nothing(tmp_p
     # Without XDG_RUNTIME_DIR platformdirs names /tmp/runtime-UID for the server package's class when
     # it is defined, and (4.14 and newer) raises when that name is another user's or a link: a
     # directory another user made there first stopped every command with a traceback.
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    temporary.chmod(0o711)  # as root, the server's user passes through it to a long path's socket
-    planted = temporary / f"runtime-{os.getuid()}"
-    planted.symlink_to(tmp_path)  # as another user's directory would be: not this user's to use
-    if os.geteuid() == 0:  # a directory of another user's: only root can stage that here
-        planted.unlink()
-        planted.mkdir(mode=0o777)
-        os.chown(planted, 65534, 65534)
-    env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_STORE_URL", "XDG_RUNTIME_DIR")}
-    # a long data directory: its socket goes to the runtime directory, under TMPDIR
-    env.update(TMPDIR=str(temporary), SIMHASH_STORE_DATA_DIR=str(tmp_path / ("store" * 20)))
-    result = subprocess.run(
-        [sys.executable, "-m", "simhash_store.cli", "init"], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr
-    assert not any(planted.iterdir())  # nothing of the store's in it
+    import shutil
+    import tempfile
+
+    temporary = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: a long path's socket goes here
+    try:
+        temporary.chmod(0o711)  # as root, the server's user passes through it
+        planted = temporary / f"runtime-{os.getuid()}"
+        planted.symlink_to(tmp_path)  # as another user's directory would be: not this user's to use
+        if os.geteuid() == 0:  # a directory of another user's: only root can stage that here
+            planted.unlink()
+            planted.mkdir(mode=0o777)
+            os.chown(planted, 65534, 65534)
+        env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_STORE_URL", "XDG_RUNTIME_DIR")}
+        env.update(TMPDIR=str(temporary), SIMHASH_STORE_DATA_DIR=str(tmp_path / "store"))
+        result = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "init"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        assert not any(planted.iterdir())  # nothing of the store's in it
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
 
 
 def test_a_fifo_placed_in_the_cache_directory_is_not_waited_on(tmp_path, monkeypatch):
