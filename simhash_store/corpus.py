@@ -254,8 +254,28 @@ def open_regular_file(path: str) -> BinaryIO:
     A file checked beforehand can be replaced by its name's owner, or by whoever may write its
     directory, with a FIFO before it is opened: opened by name, that waited for a writer for
     ever. The open does not block, and what it gave is checked: anything but a regular file is
-    an ``OSError`` whose ``strerror`` names it (``not a regular file (a named pipe)``)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    an ``OSError`` whose ``strerror`` names it (``not a regular file (a named pipe)``).
+
+    Where there is ``O_PATH`` (Linux) the file is not even opened for reading before it is known
+    to be a regular one: a link swapped in to a device is never opened (opening some has effects
+    of its own: ``/dev/watchdog`` arms the watchdog, a tape device rewinds)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    o_path = getattr(os, "O_PATH", 0)
+    if o_path and os.path.isdir("/proc/self/fd"):
+        handle = os.open(path, o_path | getattr(os, "O_CLOEXEC", 0))
+        try:
+            mode = os.fstat(handle).st_mode
+            if not stat.S_ISREG(mode):
+                kind = "a directory" if stat.S_ISDIR(mode) else special_kind(mode)
+                raise OSError(errno.EINVAL, f"not a regular file ({kind})", path)
+            try:  # the file found, opened again through this process's handle: not the name again
+                descriptor = os.open(f"/proc/self/fd/{handle}", flags)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, path) from None
+        finally:
+            os.close(handle)
+    else:
+        descriptor = os.open(path, flags)
     try:
         mode = os.fstat(descriptor).st_mode
         if not stat.S_ISREG(mode):

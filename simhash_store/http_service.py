@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import signal
 import socket
 import threading
@@ -123,6 +124,15 @@ def tokens(directory: Path) -> Tokens:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise DatabaseUnavailableError(f"cannot create {directory}: {exc.strerror}") from None
+    # With --db the data directory holding them is not the embedded server's, checked when it starts:
+    # a directory above it, or a link on the way, that another user may replace lets them point the
+    # service at another directory of this user's, with the tokens kept there (another service's).
+    above = _replaceable_by_others(directory) if os.name == "posix" else None
+    if above:
+        raise PermissionDeniedError(
+            f"the tokens' directory {directory} could be replaced by another user ({above}), who could make "
+            "the service take tokens kept elsewhere: keep it where only you (or root) may write its parents"
+        )
     return Tokens(
         embedded.kept_secret(directory / READ_WRITE_TOKEN_FILE),
         embedded.kept_secret(directory / READ_ONLY_TOKEN_FILE),

@@ -123,7 +123,7 @@ def links_on(path: Path, depth: int = 0) -> list[Path]:
 
 def links_replaceable(path: Path) -> str | None:
     """Why another user could repoint a link met resolving ``path`` (it is theirs, or sits in a
-    directory they may write without the sticky bit), or None."""
+    directory they own, or may write without the sticky bit), or None."""
 
     for link in links_on(path):
         try:
@@ -132,6 +132,8 @@ def links_replaceable(path: Path) -> str | None:
             return f"{link} cannot be checked ({exc.strerror})"
         if status.st_uid not in (0, os.geteuid()):
             return f"{link} is a link of another user's"
+        if folder.st_uid not in (0, os.geteuid()):  # the sticky bit does not hold its owner back
+            return f"{link.parent} belongs to another user"
         if writable_by_others(folder, link.parent) and not folder.st_mode & stat.S_ISVTX:
             return f"{link.parent} may be written by other users without the sticky bit"
     return None

@@ -69,7 +69,14 @@ def raw_secrets(raw: str) -> list[str]:
     head, _, query = rest.partition("?")
     userinfo, at, _ = head.rpartition("@")
     found = [userinfo.partition(":")[2]] if at else []
-    for pair in query.split("&"):
+    pairs = query.split("&")
+    # As the URL is parsed to connect (SQLAlchemy's pattern): a password holding ``?`` ends at the
+    # first ``@``, not at that ``?``, and the options start after it
+    match = _URL_PATTERN.match(raw.strip())
+    if match is not None:
+        found.append(match.group("password") or "")
+        pairs += (match.group("query") or "").split("&")
+    for pair in pairs:
         name, _, value = pair.partition("=")
         if name in _SECRET_OPTIONS:
             found.append(value)

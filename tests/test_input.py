@@ -376,6 +376,33 @@ def test_a_named_input_replaced_by_a_fifo_after_its_check_is_refused_not_waited_
     assert "\n" not in str(failed[0])
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify and O_PATH are Linux's")
+@pytest.mark.parametrize("kind", ["jsonl", "html"])
+def test_a_named_input_that_is_not_a_regular_file_is_never_opened_for_reading(tmp_path, kind):
+    # The input was opened (without blocking) and only then found not to be a regular file: a link
+    # swapped in by whoever may write its directory to a device opened that device as the victim,
+    # and some act on being opened (/dev/watchdog, run as root, arms the machine's watchdog). A
+    # FIFO stands in for the device: inotify reports every open for reading, none for O_PATH.
+    import ctypes
+
+    from simhash_store.errors import SimhashStoreError
+    from simhash_store.formats import read_documents
+
+    fifo = tmp_path / f"in.{kind}"
+    os.mkfifo(fifo)
+    libc = ctypes.CDLL(None, use_errno=True)
+    watch = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    assert watch >= 0
+    try:
+        assert libc.inotify_add_watch(watch, os.fsencode(fifo), 0x20) >= 0  # IN_OPEN
+        with pytest.raises(SimhashStoreError, match="not a regular file"):
+            list(read_documents([str(fifo)], format=kind))
+        with pytest.raises(BlockingIOError):
+            os.read(watch, 4096)  # no open event: the FIFO was never opened
+    finally:
+        os.close(watch)
+
+
 def test_a_sparse_60_gb_file_is_judged_by_its_start_or_refused_by_size(tmp_path):
     zeros = tmp_path / "zeros.txt"
     with open(zeros, "wb") as handle:

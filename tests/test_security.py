@@ -342,6 +342,60 @@ def test_password_never_appears_in_output_or_errors(database_url, form):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="blanked through /proc/self/mem")
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:pa?ssSECRET1@127.0.0.1:5432/db",
+        "postgresql://u:pa?ssSECRET1@127.0.0.1:5432/db?sslpassword=SECRET2",
+        "postgresql://u@127.0.0.1:5432/db?application_name=x&password=SECRET2",
+    ],
+)
+def test_a_password_holding_a_question_mark_is_blanked_from_the_command_line(url):
+    # The URL is parsed to connect with the password ending at the first "@" (a "?" in it is the
+    # password's), but the entry point took everything after the first "?" for the options: such a
+    # password, and the options after it, stayed in the process list for the whole run.
+    program = (
+        "import sys; from simhash_store.__main__ import hide_secrets_from_process_list as hide; "
+        "hide(sys.argv[1:]); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", program, "--db", url, "stats"], capture_output=True, check=True, timeout=60
+    ).stdout
+    assert b"--db" in shown and b"SECRET" not in shown, shown
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="blanked through /proc/self/mem")
+def test_python_m_simhash_store_cli_blanks_the_password_too():
+    # `python -m simhash_store.cli`, which its docstring gives as the simhash-store script, ran the
+    # command without the entry point's blanking: the password stayed in the process list for the
+    # whole run. A listener that never answers keeps the command connecting (its timeout, 20 s).
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    url = f"postgresql://u:SECRETpw@127.0.0.1:{port}/db?connect_timeout=20"
+    env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simhash_store.cli", "--db", url, "stats"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    blanked = False
+    try:
+        while process.poll() is None and not blanked:  # until it is blanked, or the command ends
+            with contextlib.suppress(OSError):
+                shown = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+                blanked = b"--db" in shown and b"SECRETpw" not in shown
+            time.sleep(0.02)
+    finally:
+        process.kill()
+        process.wait()
+        listener.close()
+    assert blanked
+
+
 def test_password_is_not_in_the_process_list(database_url, tmp_path):
     secret = "hunter2secret"
     with_password = _PASSWORD_FORMS["unescaped @ and :"](database_url, secret)
@@ -1095,8 +1149,8 @@ def test_json_a_writer_stored_that_python_cannot_read_is_no_traceback(database_u
     # ended in a ValueError or RecursionError traceback, and Store.get in one (hostile/json_python_cannot_read.sh).
     plain = database_url.render_as_string(hide_password=False)
     with Store(database_url) as store:
+        store.recluster(3, keep="field:n")  # kept by n before any value of it is stored
         store.add([NewDocument("a", 5, keep_value=3), NewDocument("far", 2**64 - 1)])
-        store.recluster(3, keep="field:n")
     role = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
     with _as(database_url, role) as writer:
         writer.execute(
@@ -1539,6 +1593,66 @@ def test_the_runtime_directory_is_refused_when_another_user_made_it_first(tmp_pa
         _runtime_directory()
 
 
+def test_a_runtime_directory_another_user_could_move_away_is_refused(tmp_path, monkeypatch):
+    # TMPDIR or XDG_RUNTIME_DIR in a shared folder: the runtime directory itself was checked (this
+    # user's, 0700), its parents not. Whoever owns the folder, or may write it without the sticky
+    # bit, renamed it away while a long data directory's socket lived in it, and put a socket of
+    # theirs at its path.
+    import tempfile
+
+    from simhash_store import PermissionDeniedError
+    from simhash_store.embedded import _runtime_directory
+
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(team))
+    with pytest.raises(PermissionDeniedError, match="could be moved away by another user"):
+        _runtime_directory()
+    if os.getuid() == 0:  # a sticky folder of another user's: only root can stage that here
+        team.chmod(0o1777)
+        os.chown(team, 65534, 65534)
+        with pytest.raises(PermissionDeniedError, match="belongs to another user"):
+            _runtime_directory()
+    # XDG_RUNTIME_DIR private but inside such a folder: not used, the private fallback is
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(mine))
+    runtime = team / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert _runtime_directory() == mine / f"simhash-store-{os.getuid()}"
+
+
+def test_a_package_runtime_directory_another_user_made_first_stops_nothing(tmp_path):
+    # Without XDG_RUNTIME_DIR platformdirs names /tmp/runtime-UID for the server package's class when
+    # it is defined, and (4.14 and newer) raises when that name is another user's or a link: a
+    # directory another user made there first stopped every command with a traceback.
+    import shutil
+    import tempfile
+
+    temporary = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: a long path's socket goes here
+    try:
+        temporary.chmod(0o711)  # as root, the server's user passes through it
+        planted = temporary / f"runtime-{os.getuid()}"
+        planted.symlink_to(tmp_path)  # as another user's directory would be: not this user's to use
+        if os.geteuid() == 0:  # a directory of another user's: only root can stage that here
+            planted.unlink()
+            planted.mkdir(mode=0o777)
+            os.chown(planted, 65534, 65534)
+        env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_STORE_URL", "XDG_RUNTIME_DIR")}
+        env.update(TMPDIR=str(temporary), SIMHASH_STORE_DATA_DIR=str(tmp_path / "store"))
+        result = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "init"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        assert not any(planted.iterdir())  # nothing of the store's in it
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
 def test_a_fifo_placed_in_the_cache_directory_is_not_waited_on(tmp_path, monkeypatch):
     # A FIFO at a cache file's name used to block every command forever (open() waits for a writer).
     import subprocess
@@ -1670,6 +1784,46 @@ def test_a_data_directory_another_user_could_move_away_is_refused(tmp_path):
             embedded._make_data_directory(store / "pgdata")
 
 
+def test_a_data_directory_reached_through_a_link_another_user_could_repoint_is_refused(tmp_path):
+    # The path as given was resolved before it was checked: a link of another user's (in /tmp,
+    # where links are followed) to a directory of the victim's passed, and repointed later at
+    # another directory of theirs, the victim's next command found no store there.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)  # a link of one's own here can be renamed away and replaced by anyone
+    (team / "store").symlink_to(mine)
+    links = [team / "store"]
+    if os.geteuid() == 0:  # a link of another user's in a sticky directory: only root can stage that here
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        shared.chmod(0o1777)
+        (shared / "store").symlink_to(mine)
+        os.chown(shared / "store", 65534, 65534, follow_symlinks=False)
+        links.append(shared / "store")
+        # a link of one's own in a sticky folder of another user's: its owner may rename it anyway
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        theirs.chmod(0o1777)
+        os.chown(theirs, 65534, 65534)
+        (theirs / "store").symlink_to(mine)
+        links.append(theirs / "store")
+    env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+    for link in links:
+        result = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "stats"],
+            env={**env, "SIMHASH_STORE_DATA_DIR": str(link)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "reached through a link another user could repoint" in result.stderr, result.stderr
+        assert str(link) in result.stderr
+        assert not (mine / "pgdata").exists()  # refused before any server started there
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="another user's process is staged as root")
 def test_another_users_process_named_postgres_is_neither_killed_for_nor_taken_for_the_server(tmp_path):
     # Making a new data directory, the server package kills every process named "postgres" whose
@@ -1715,6 +1869,27 @@ def test_another_users_process_named_postgres_is_neither_killed_for_nor_taken_fo
     finally:
         fake.kill()
         fake.wait()
+
+
+def test_http_tokens_in_a_directory_another_user_could_replace_are_refused(tmp_path):
+    # serve --http --db URL keeps its tokens in the data directory, which (not being the embedded
+    # server's) was checked only for itself: through a link another user could repoint, or below a
+    # folder they may write, they pointed the service at another directory of the user's and its
+    # tokens (another service's, whose read-write token they may hold).
+    from simhash_store import http_service
+
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o777)
+    (team / "link").symlink_to(mine)
+    (team / "store").mkdir(mode=0o700)
+    for directory in (team / "link", team / "store"):
+        with pytest.raises(PermissionDeniedError, match="could be replaced by another user"):
+            http_service.tokens(directory)
+    assert not list(mine.iterdir())  # no token kept through the link
+    assert http_service.tokens(mine).read_write  # a directory of one's own, as before
 
 
 def test_secrets_in_a_directory_others_may_write_are_refused_so_no_one_can_swap_them(tmp_path):
