@@ -285,6 +285,32 @@ def test_a_read_only_role_cannot_stall_writers(database_url, reader_role, monkey
         assert store.get("c") is None and store.count() == 2
 
 
+def test_a_reader_holding_an_index_page_cannot_make_vacuum_wait_without_bound(database_url, reader_role, monkeypatch):
+    # VACUUM takes a cleanup lock on every leaf page of the B-trees it cleans and waits until no
+    # other session pins the page: not a lock, so lock_timeout does not bound it, and a reader's
+    # index-only scan left open in a cursor pins one for as long as it likes. optimize (and the
+    # VACUUM after a large add, remove or import) waited for ever.
+    monkeypatch.setenv("SIMHASH_STORE_NETWORK_TIMEOUT", "1")
+    with Store(database_url) as store:
+        store.add([NewDocument(f"k{i}", (i * 0x9E3779B97F4A7C15) % 2**64) for i in range(2_000)])
+        store.remove([f"k{i}" for i in range(50)])  # dead index entries: VACUUM must clean the leaves
+        store.grant_read_only(reader_role)
+    with psycopg.connect(_plain(database_url.set(username=reader_role, password=None))) as reader:
+        reader.execute("SET enable_seqscan = off")
+        reader.execute("SET enable_bitmapscan = off")
+        reader.execute(
+            "DECLARE c CURSOR FOR SELECT block0, fingerprint FROM simhash.documents WHERE block0 >= 0 ORDER BY block0"
+        )
+        assert reader.execute("FETCH 1 FROM c").fetchone() is not None
+        with Store(database_url) as store:
+            done = store.optimize(lock_timeout=1)
+        assert not done.vacuumed and done.analyzed
+        assert "pinned for over 1 s" in done.reason and "pg_stat_activity" in done.reason
+        assert reader.execute("FETCH 1 FROM c").fetchone() is not None  # the reader's cursor is untouched
+    with Store(database_url) as store:
+        assert store.optimize(lock_timeout=1).vacuumed  # once the page is let go
+
+
 @pytest.fixture
 def unprivileged_writer(database_url, make_role):
     """A role that may write the store's tables but holds no grant option on them."""
