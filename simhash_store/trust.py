@@ -19,7 +19,8 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   referencing column with whatever cast its type has (a cast of the referencing role's own);
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
-  tables, every function, operator, type and relation a trigger's WHEN condition names, and
+  tables, every function, operator, type and relation a trigger's WHEN condition, a row security
+  policy's expressions or a rule (a view's too) name, and
   every table holding a foreign key to one of its tables belongs to the schema's owner, a member
   of it, or a superuser: PostgreSQL checks a delete from the store's table with a query on the
   referencing table, run in your session as that table's owner, whose planning runs the constant
@@ -138,16 +139,35 @@ objects (what, owner) AS (
     JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
     WHERE NOT g.tgisinternal
     UNION ALL
-    -- What a trigger's WHEN condition calls (recorded as the trigger's dependencies, its function too).
-    SELECT 'the condition of trigger ' OPERATOR(pg_catalog.||) g.tgname OPERATOR(pg_catalog.||) ' on '
-           OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': '
-           OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object(d.refclassid, d.refobjid, 0),
-           u.owner
-    FROM pg_catalog.pg_trigger g
-    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
-    JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
-    JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
-                                AND d.objid OPERATOR(pg_catalog.=) g.oid
+    -- What a trigger's WHEN condition calls (recorded as the trigger's dependencies, its function too),
+    -- and what a row security policy's expressions or a rule's (a view's) call: they run in the session
+    -- of whoever reads or writes the table, with its rights (a policy under FORCE ROW LEVEL SECURITY, the owner's).
+    SELECT e.what OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object(d.refclassid, d.refobjid, 0), u.owner
+    FROM (
+        SELECT 'the condition of trigger ' OPERATOR(pg_catalog.||) g.tgname OPERATOR(pg_catalog.||) ' on '
+               OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': ',
+               'pg_catalog.pg_trigger'::pg_catalog.regclass, g.oid
+        FROM pg_catalog.pg_trigger g
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
+        JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
+        WHERE NOT g.tgisinternal
+        UNION ALL
+        SELECT 'policy ' OPERATOR(pg_catalog.||) p.polname OPERATOR(pg_catalog.||) ' on '
+               OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': ',
+               'pg_catalog.pg_policy'::pg_catalog.regclass, p.oid
+        FROM pg_catalog.pg_policy p
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.polrelid
+        JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
+        UNION ALL
+        SELECT 'rule ' OPERATOR(pg_catalog.||) r.rulename OPERATOR(pg_catalog.||) ' on '
+               OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': ',
+               'pg_catalog.pg_rewrite'::pg_catalog.regclass, r.oid
+        FROM pg_catalog.pg_rewrite r
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.ev_class
+        JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
+    ) AS e (what, classid, objid)
+    JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) e.classid
+                                AND d.objid OPERATOR(pg_catalog.=) e.objid
     JOIN LATERAL (
         SELECT p.proowner FROM pg_catalog.pg_proc p
         WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
@@ -165,7 +185,6 @@ objects (what, owner) AS (
         WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
           AND r.oid OPERATOR(pg_catalog.=) d.refobjid
     ) AS u (owner) ON true
-    WHERE NOT g.tgisinternal
     UNION ALL
     -- A foreign key to one of its tables, from a table of another role's (made while it held REFERENCES):
     -- PostgreSQL checks each row inserted there with a query on the store's table run as its owner, casting

@@ -685,6 +685,41 @@ def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(data
         assert store.count() == 2
 
 
+def test_a_policy_or_rule_that_calls_another_roles_function_is_refused(database_url, make_role):
+    # A row security policy (or a rule) on a store's table made by a superuser at another role's
+    # request, whose expression calls that role's function: it ran in every session that read the
+    # table under row security, a writer's and a reader's (the owner's too, under FORCE), with its rights.
+    writer = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    writer_url = database_url.set(username=writer, password=None).render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(database_url, role) as other:
+            other.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            other.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            other.execute(
+                "CREATE FUNCTION app.visible(bigint) RETURNS boolean LANGUAGE sql VOLATILE "
+                "AS $$ INSERT INTO app.stolen VALUES (current_user) RETURNING true $$"
+            )
+        with admin.connect() as connection:
+            connection.execute(text("CREATE POLICY p ON simhash.documents USING (app.visible(id)) WITH CHECK (true)"))
+            connection.execute(text("ALTER TABLE simhash.documents ENABLE ROW LEVEL SECURITY"))
+        for args in (["query", "-f", "0000000000000005"], ["add", "--jsonl", "-"]):
+            line = _one_error_line(CliRunner().invoke(app, ["--db", writer_url, *args], input='{"key": "b", "text": "新闻"}\n'))
+            assert "policy p on documents: function app.visible(bigint) belongs to role" in line
+        with admin.connect() as connection:
+            connection.execute(text("DROP POLICY p ON simhash.documents"))
+            connection.execute(text("ALTER TABLE simhash.documents DISABLE ROW LEVEL SECURITY"))
+            connection.execute(text("CREATE RULE r AS ON UPDATE TO simhash.documents WHERE app.visible(old.id) DO ALSO NOTHING"))
+        line = _one_error_line(CliRunner().invoke(app, ["--db", writer_url, "query", "-f", "0000000000000005"]))
+        assert "rule r on documents: function app.visible(bigint) belongs to role" in line
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP RULE r ON simhash.documents"))
+    result = CliRunner().invoke(app, ["--db", writer_url, "query", "-f", "0000000000000005"])
+    assert result.exit_code == 0 and "a" in result.output, result.output
+
+
 @pytest.mark.parametrize(
     "condition",
     [
