@@ -20,7 +20,7 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
   tables, every function, operator, type and relation a trigger's WHEN condition, a row security
-  policy's expressions or a rule (a view's too) name, and
+  policy's expressions or a rule (a view's too) name, every enabled event trigger's function, and
   every table holding a foreign key to one of its tables belongs to the schema's owner, a member
   of it, or a superuser: PostgreSQL checks a delete from the store's table with a query on the
   referencing table, run in your session as that table's owner, whose planning runs the constant
@@ -117,6 +117,8 @@ mine (role) AS (
 ),
 owners (role) AS (
     SELECT s.nspowner FROM schema s
+    UNION  -- no schema yet: the session about to make it (what it would run before the check can)
+    SELECT mine.role FROM mine WHERE NOT EXISTS (SELECT FROM schema)
     UNION
     SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolsuper
     UNION
@@ -185,6 +187,14 @@ objects (what, owner) AS (
         WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
           AND r.oid OPERATOR(pg_catalog.=) d.refobjid
     ) AS u (owner) ON true
+    UNION ALL
+    -- An event trigger's function (any in the database, made by a superuser): it runs in the session of
+    -- whoever runs DDL, with its rights: the owner's grant-read, init --layout, migrations, bulk loads.
+    SELECT 'event trigger ' OPERATOR(pg_catalog.||) e.evtname OPERATOR(pg_catalog.||) ': '
+           OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object('pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, 0),
+           p.proowner
+    FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) e.evtfoid
+    WHERE e.evtenabled OPERATOR(pg_catalog.<>) 'D'
     UNION ALL
     -- A foreign key to one of its tables, from a table of another role's (made while it held REFERENCES):
     -- PostgreSQL checks each row inserted there with a query on the store's table run as its owner, casting
@@ -288,6 +298,12 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
     ).fetchone()
     me, owner, owner_trusted, creators, triggerers, referencers, writers, foreign, sql_text, versioned = row
     if owner is None:
+        if foreign:  # an event trigger, which the migrations creating the schema would run
+            where = where() if callable(where) else where
+            raise UntrustedSchemaError(
+                f"database {where} holds objects another role made: {foreign}, which creating the store would run "
+                "with your rights: have a superuser drop or check it"
+            )
         return False
     if not (creators or triggerers or referencers or writers or foreign or sql_text) and owner_trusted:
         return bool(versioned)

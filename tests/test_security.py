@@ -720,6 +720,40 @@ def test_a_policy_or_rule_that_calls_another_roles_function_is_refused(database_
     assert result.exit_code == 0 and "a" in result.output, result.output
 
 
+def test_an_event_trigger_of_another_roles_function_is_refused_before_any_ddl(empty_database_url, make_role):
+    # An event trigger made by a superuser at another role's request, whose function is that role's:
+    # it ran in the owner's init (the migrations), grant-read and init --layout, with the owner's rights.
+    plain = empty_database_url.render_as_string(hide_password=False)
+    reader = make_role(empty_database_url, prefix="simhash_reader")
+    with _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(empty_database_url, role) as other:
+            other.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            other.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            other.execute(
+                "CREATE FUNCTION app.on_ddl() RETURNS event_trigger LANGUAGE plpgsql "
+                "AS $$ BEGIN INSERT INTO app.stolen VALUES (current_user); END $$"
+            )
+        with admin.connect() as connection:
+            connection.execute(text("CREATE EVENT TRIGGER simhash_test_et ON ddl_command_end EXECUTE FUNCTION app.on_ddl()"))
+        try:
+            runner = CliRunner()
+            line = _one_error_line(runner.invoke(app, ["--db", plain, "init"]))  # no store yet
+            assert "event trigger simhash_test_et: function app.on_ddl() belongs to role" in line
+            with admin.connect() as connection:
+                connection.execute(text("ALTER EVENT TRIGGER simhash_test_et DISABLE"))
+            assert runner.invoke(app, ["--db", plain, "init"]).exit_code == 0
+            with admin.connect() as connection:
+                connection.execute(text("ALTER EVENT TRIGGER simhash_test_et ENABLE"))
+            for args in (["grant-read", reader], ["init", "--layout", "lean"]):
+                line = _one_error_line(runner.invoke(app, ["--db", plain, *args]))
+                assert "event trigger simhash_test_et: function app.on_ddl() belongs to role" in line
+            with admin.connect() as connection:
+                assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text("DROP EVENT TRIGGER IF EXISTS simhash_test_et"))
+
+
 @pytest.mark.parametrize(
     "condition",
     [
