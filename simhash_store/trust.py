@@ -270,6 +270,11 @@ SELECT
             OR EXISTS (SELECT FROM pg_catalog.regexp_matches(g.tgqual::pg_catalog.text, %(called)s, 'g') AS m (a)
                        JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) (m.a[1])::pg_catalog.oid
                        WHERE p.provolatile OPERATOR(pg_catalog.=) 'v'))),
+    -- Row security that hides rows of the store's tables from this session: searches, --skip-near-duplicates,
+    -- dups and recluster would silently work on the rows its policies let through.
+    (SELECT pg_catalog.string_agg(c.relname, ', ' ORDER BY c.relname) FROM pg_catalog.pg_class c
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'::"char"[])
+       AND c.relrowsecurity AND pg_catalog.row_security_active(c.oid)),
     pg_catalog.to_regclass(%(version_table)s) IS NOT NULL
 FROM (SELECT) AS one LEFT JOIN schema s ON true
 """
@@ -296,7 +301,7 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             "writable": list(WRITABLE_STORE_INFO),
         },
     ).fetchone()
-    me, owner, owner_trusted, creators, triggerers, referencers, writers, foreign, sql_text, versioned = row
+    me, owner, owner_trusted, creators, triggerers, referencers, writers, foreign, sql_text, hidden, versioned = row
     if owner is None:
         if foreign:  # an event trigger, which the migrations creating the schema would run
             where = where() if callable(where) else where
@@ -305,9 +310,16 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
                 "with your rights: have a superuser drop or check it"
             )
         return False
-    if not (creators or triggerers or referencers or writers or foreign or sql_text) and owner_trusted:
+    if not (creators or triggerers or referencers or writers or foreign or sql_text or hidden) and owner_trusted:
         return bool(versioned)
     where = where() if callable(where) else where
+    if hidden and owner_trusted and not (creators or triggerers or referencers or writers or foreign or sql_text):
+        raise UntrustedSchemaError(
+            f"row security on {schema}.{hidden.replace(', ', f', {schema}.')} in database {where} hides rows from "
+            f"role {me}: its searches, --skip-near-duplicates, dups and recluster would silently miss the documents "
+            f"the policies leave out: have {owner} run ALTER TABLE ... DISABLE ROW LEVEL SECURITY (or NO FORCE ROW "
+            f"LEVEL SECURITY, for {owner} itself), or give {me} the store in a database of its own"
+        )
     if not owner_trusted:
         raise UntrustedSchemaError(
             f"schema {schema} in database {where} belongs to role {owner}, not to {me} or a role {me} is a "

@@ -720,6 +720,34 @@ def test_a_policy_or_rule_that_calls_another_roles_function_is_refused(database_
     assert result.exit_code == 0 and "a" in result.output, result.output
 
 
+def test_row_security_that_hides_rows_from_a_writer_is_refused(database_url, make_role):
+    # Row security on simhash.documents (a policy of the owner's own) hiding a document from a writer:
+    # its --skip-near-duplicates stored a copy of that document and its query missed it, silently.
+    writer = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    writer_url = database_url.set(username=writer, password=None).render_as_string(hide_password=False)
+    text_of = "一些学院同时要去北京开会，讨论新的课程安排和考试制度"
+    runner = CliRunner()
+    result = runner.invoke(app, ["--db", _plain(database_url), "add", "--jsonl", "-"], input=json.dumps({"key": "hidden-1", "text": text_of}) + "\n")
+    assert result.exit_code == 0, result.output
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("CREATE POLICY tenant ON simhash.documents USING (key NOT LIKE 'hidden-%')"))
+            connection.execute(text("ALTER TABLE simhash.documents ENABLE ROW LEVEL SECURITY"))
+        copy = json.dumps({"key": "copy-1", "text": text_of}) + "\n"
+        for args in (["add", "--jsonl", "-", "--skip-near-duplicates"], ["query", "--jsonl", "-"]):
+            line = _one_error_line(runner.invoke(app, ["--db", writer_url, *args], input=copy))
+            assert "row security on simhash.documents" in line and f"hides rows from role {writer}" in line
+        with admin.connect() as connection:
+            connection.execute(text("ALTER TABLE simhash.documents DISABLE ROW LEVEL SECURITY"))
+    finally:
+        admin.dispose()
+    result = runner.invoke(app, ["--db", writer_url, "add", "--jsonl", "-", "--skip-near-duplicates"], input=copy)
+    assert result.exit_code == 0 and "near-duplicates not stored 1" in result.output, result.output
+    with Store(database_url) as store:
+        assert store.get("copy-1") is None
+
+
 def test_an_event_trigger_of_another_roles_function_is_refused_before_any_ddl(empty_database_url, make_role):
     # An event trigger made by a superuser at another role's request, whose function is that role's:
     # it ran in the owner's init (the migrations), grant-read and init --layout, with the owner's rights.
