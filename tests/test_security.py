@@ -705,12 +705,16 @@ def test_a_policy_or_rule_that_calls_another_roles_function_is_refused(database_
             connection.execute(text("CREATE POLICY p ON simhash.documents USING (app.visible(id)) WITH CHECK (true)"))
             connection.execute(text("ALTER TABLE simhash.documents ENABLE ROW LEVEL SECURITY"))
         for args in (["query", "-f", "0000000000000005"], ["add", "--jsonl", "-"]):
-            line = _one_error_line(CliRunner().invoke(app, ["--db", writer_url, *args], input='{"key": "b", "text": "新闻"}\n'))
+            line = _one_error_line(
+                CliRunner().invoke(app, ["--db", writer_url, *args], input='{"key": "b", "text": "新闻"}\n')
+            )
             assert "policy p on documents: function app.visible(bigint) belongs to role" in line
         with admin.connect() as connection:
             connection.execute(text("DROP POLICY p ON simhash.documents"))
             connection.execute(text("ALTER TABLE simhash.documents DISABLE ROW LEVEL SECURITY"))
-            connection.execute(text("CREATE RULE r AS ON UPDATE TO simhash.documents WHERE app.visible(old.id) DO ALSO NOTHING"))
+            connection.execute(
+                text("CREATE RULE r AS ON UPDATE TO simhash.documents WHERE app.visible(old.id) DO ALSO NOTHING")
+            )
         line = _one_error_line(CliRunner().invoke(app, ["--db", writer_url, "query", "-f", "0000000000000005"]))
         assert "rule r on documents: function app.visible(bigint) belongs to role" in line
         with admin.connect() as connection:
@@ -727,7 +731,11 @@ def test_row_security_that_hides_rows_from_a_writer_is_refused(database_url, mak
     writer_url = database_url.set(username=writer, password=None).render_as_string(hide_password=False)
     text_of = "一些学院同时要去北京开会，讨论新的课程安排和考试制度"
     runner = CliRunner()
-    result = runner.invoke(app, ["--db", _plain(database_url), "add", "--jsonl", "-"], input=json.dumps({"key": "hidden-1", "text": text_of}) + "\n")
+    result = runner.invoke(
+        app,
+        ["--db", _plain(database_url), "add", "--jsonl", "-"],
+        input=json.dumps({"key": "hidden-1", "text": text_of}) + "\n",
+    )
     assert result.exit_code == 0, result.output
     admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
     try:
@@ -762,7 +770,9 @@ def test_an_event_trigger_of_another_roles_function_is_refused_before_any_ddl(em
                 "AS $$ BEGIN INSERT INTO app.stolen VALUES (current_user); END $$"
             )
         with admin.connect() as connection:
-            connection.execute(text("CREATE EVENT TRIGGER simhash_test_et ON ddl_command_end EXECUTE FUNCTION app.on_ddl()"))
+            connection.execute(
+                text("CREATE EVENT TRIGGER simhash_test_et ON ddl_command_end EXECUTE FUNCTION app.on_ddl()")
+            )
         try:
             runner = CliRunner()
             line = _one_error_line(runner.invoke(app, ["--db", plain, "init"]))  # no store yet
