@@ -96,12 +96,12 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
     except psycopg.errors.LockNotAvailable:
         return Maintenance(False, False, f"{TABLE} was busy (another VACUUM or an index build) for {lock_timeout:g} s")
     except psycopg.errors.QueryCanceled:
-        reason = getattr(connection, "pin_cancelled", None)
-        if not reason:
+        pinned: str | None = getattr(connection, "pin_cancelled", None)
+        if not pinned:
             raise
         warnings.clear()
         connection.execute("ANALYZE simhash.documents")
-        return Maintenance(vacuumed=False, analyzed=not warnings, reason=reason)
+        return Maintenance(vacuumed=False, analyzed=not warnings, reason=pinned)
     finally:
         if watched:
             connection.pin_wait = connection.pin_cancelled = None  # type: ignore[attr-defined]
