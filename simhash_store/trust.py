@@ -415,3 +415,41 @@ def check_records(cursor: Any, schema: str, where: str | Callable[[], str]) -> N
                 "duplicates: have the store's owner restore it (docs/operations.md, on a shared database) and "
                 "take that right away"
             )
+
+
+# Default privileges (ALTER DEFAULT PRIVILEGES, the role's own or a superuser's for it) that would give
+# another role, as the migrations make the store's tables and schema, what lets it run code with the
+# rights of the session or of the tables' owner: TRIGGER or REFERENCES on tables, CREATE on schemas.
+_DEFAULT_GRANTS = """
+SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%%s on new %%s to %%s', a.privilege_type,
+           CASE d.defaclobjtype WHEN 'r' THEN 'tables' ELSE 'schemas' END,
+           CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee) END), ', ')
+FROM pg_catalog.pg_default_acl d, pg_catalog.aclexplode(d.defaclacl) a
+WHERE d.defaclrole OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r
+                                            WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+  AND (d.defaclnamespace OPERATOR(pg_catalog.=) 0
+       OR d.defaclnamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace n
+                                                    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s))
+  AND (d.defaclobjtype OPERATOR(pg_catalog.=) 'r'
+       AND a.privilege_type OPERATOR(pg_catalog.=) ANY ('{TRIGGER,REFERENCES}'::pg_catalog.text[])
+       OR d.defaclobjtype OPERATOR(pg_catalog.=) 'n' AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE')
+  AND CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN true
+           ELSE NOT pg_catalog.pg_has_role(a.grantee, CURRENT_USER, 'MEMBER') END
+"""
+
+
+def check_default_privileges(cursor: Any, schema: str, where: str | Callable[[], str]) -> None:
+    """Refuse to make the store's tables or schema (:class:`UntrustedSchemaError`) where this role's
+    default privileges would give another role TRIGGER or REFERENCES on them, or CREATE on the schema:
+    that role could run code with your rights (or the tables' owner's) from the moment they exist,
+    before any later open refuses the store."""
+    granted = cursor.execute(_DEFAULT_GRANTS, {"schema": schema}).fetchone()[0]
+    if granted:
+        where = where() if callable(where) else where
+        me = cursor.connection.info.user
+        raise UntrustedSchemaError(
+            f"database {where}: the default privileges of role {me} give {granted}, so the store's tables and schema "
+            "would let that role run code with your rights as soon as they exist (nothing was changed): have "
+            f"{me} (or a superuser) run ALTER DEFAULT PRIVILEGES FOR ROLE {me} REVOKE ... for them first"
+        )
+

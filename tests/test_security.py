@@ -756,6 +756,25 @@ def test_row_security_that_hides_rows_from_a_writer_is_refused(database_url, mak
         assert store.get("copy-1") is None
 
 
+def test_default_privileges_that_would_let_another_role_run_code_stop_init_before_anything_is_made(empty_database_url):
+    # The owner's default privileges (its own, for other schemas, or a superuser's for it) gave another
+    # role REFERENCES and TRIGGER on every new table: init made the store's tables with them, and that
+    # role could run code with the owner's rights at once (a foreign key whose check casts through its
+    # own cast), before the next command refused the store.
+    plain = empty_database_url.render_as_string(hide_password=False)
+    with _other_role(empty_database_url) as (role, admin):
+        owner = empty_database_url.username
+        for grant in (f'REFERENCES, TRIGGER ON TABLES TO "{role}"', f'CREATE ON SCHEMAS TO "{role}"'):
+            with admin.connect() as connection:
+                connection.execute(text(f'ALTER DEFAULT PRIVILEGES FOR ROLE "{owner}" GRANT {grant}'))
+            line = _one_error_line(CliRunner().invoke(app, ["--db", plain, "init"]))
+            assert "the default privileges of role" in line and f"to {role}" in line and "nothing was changed" in line
+            with admin.connect() as connection:
+                assert connection.execute(text("SELECT to_regnamespace('simhash')")).scalar() is None
+                connection.execute(text(f'ALTER DEFAULT PRIVILEGES FOR ROLE "{owner}" REVOKE {grant.replace(" TO ", " FROM ")}'))
+        assert CliRunner().invoke(app, ["--db", plain, "init"]).exit_code == 0
+
+
 def test_an_event_trigger_of_another_roles_function_is_refused_before_any_ddl(empty_database_url, make_role):
     # An event trigger made by a superuser at another role's request, whose function is that role's:
     # it ran in the owner's init (the migrations), grant-read and init --layout, with the owner's rights.
