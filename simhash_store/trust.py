@@ -452,4 +452,3 @@ def check_default_privileges(cursor: Any, schema: str, where: str | Callable[[],
             "would let that role run code with your rights as soon as they exist (nothing was changed): have "
             f"{me} (or a superuser) run ALTER DEFAULT PRIVILEGES FOR ROLE {me} REVOKE ... for them first"
         )
-

@@ -771,7 +771,9 @@ def test_default_privileges_that_would_let_another_role_run_code_stop_init_befor
             assert "the default privileges of role" in line and f"to {role}" in line and "nothing was changed" in line
             with admin.connect() as connection:
                 assert connection.execute(text("SELECT to_regnamespace('simhash')")).scalar() is None
-                connection.execute(text(f'ALTER DEFAULT PRIVILEGES FOR ROLE "{owner}" REVOKE {grant.replace(" TO ", " FROM ")}'))
+                connection.execute(
+                    text(f'ALTER DEFAULT PRIVILEGES FOR ROLE "{owner}" REVOKE {grant.replace(" TO ", " FROM ")}')
+                )
         assert CliRunner().invoke(app, ["--db", plain, "init"]).exit_code == 0
 
 
