@@ -37,6 +37,11 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   statements call another role's operators; lo_export, setval, ...). One that calls a
   superuser's own function running SQL text is not seen (docs/limitations.md).
 
+Before the migrations make tables or the schema, :func:`check_default_privileges` refuses default
+privileges that would give another role TRIGGER or REFERENCES on them, or CREATE on the schema.
+Row security that applies to the session on one of the store's tables is refused too: its searches
+and writes would silently see only the rows the policies let through.
+
 A member of ``pg_write_all_data`` needs no grant: :func:`check_records` counts the masks tables'
 rows against what the migrations made, on every open of a store at the newest revision (and
 ``store_info.stored_scheme`` refuses a scheme record no write makes).
