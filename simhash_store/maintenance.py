@@ -78,6 +78,11 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
     previous = connection.execute(_SETTINGS).fetchone()
     connection.execute(_SET, (_milliseconds(lock_timeout), SEARCH_PATH))
     connection.add_notice_handler(collect)
+    # A wait on a page another session pins, which lock_timeout does not bound, is bounded by the
+    # connection's watch (session.WatchedConnection) to as long.
+    watched = hasattr(connection, "pin_cancelled")
+    if watched:
+        connection.pin_wait, connection.pin_cancelled = lock_timeout, None  # type: ignore[attr-defined]
     try:
         # INDEX_CLEANUP ON: without it VACUUM leaves a few dead rows (fewer than 2 % of pages) in
         # place, and their pages out of the visibility map; with no dead rows it costs nothing.
@@ -90,7 +95,16 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
         return Maintenance(vacuumed=False, analyzed=not warnings, reason=reason)
     except psycopg.errors.LockNotAvailable:
         return Maintenance(False, False, f"{TABLE} was busy (another VACUUM or an index build) for {lock_timeout:g} s")
+    except psycopg.errors.QueryCanceled:
+        pinned: str | None = getattr(connection, "pin_cancelled", None)
+        if not pinned:
+            raise
+        warnings.clear()
+        connection.execute("ANALYZE simhash.documents")
+        return Maintenance(vacuumed=False, analyzed=not warnings, reason=pinned)
     finally:
+        if watched:
+            connection.pin_wait = connection.pin_cancelled = None  # type: ignore[attr-defined]
         connection.remove_notice_handler(collect)
         connection.execute(_SET, previous)
 

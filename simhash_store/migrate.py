@@ -13,7 +13,7 @@ from importlib.resources import as_file, files
 from typing import TYPE_CHECKING, Any
 
 from .errors import DatabaseError, StoreNotFoundError, StoreOutdatedError, StoreTooNewError
-from .trust import check_records, check_schema
+from .trust import check_default_privileges, check_records, check_schema
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -126,6 +126,10 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to ``revision`` (a no-op when it is there already)."""
     from alembic import command
 
+    from .config import redact
+
+    with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+        check_default_privileges(cursor, SCHEMA, lambda: redact(engine.url))
     _run(engine, command.upgrade, revision)
 
 

@@ -90,6 +90,13 @@ class WatchedConnection(psycopg.Connection[Any]):
 
     silence: float = 0.0
     probe_arguments: dict[str, Any] = {}
+    # A wait no lock_timeout bounds: VACUUM takes a cleanup lock on every leaf page of a B-tree it
+    # cleans, waiting until no other session pins the page, and a reader's index-only scan left open
+    # in a cursor pins one for as long as it likes. Seen on the probe, such a wait is cancelled once
+    # it has lasted ``pin_wait`` seconds (None: SIMHASH_STORE_LOCK_TIMEOUT), and why is kept here.
+    pin_wait: float | None = None
+    pin_cancelled: str | None = None
+    _pinned_since: float | None = None
 
     def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:  # psycopg's generator protocol, not public API
         if self.silence <= 0:
@@ -98,6 +105,7 @@ class WatchedConnection(psycopg.Connection[Any]):
 
     def _watched(self, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
         heard = time.monotonic()
+        self._pinned_since = None
         try:
             state = next(gen)
             while True:
@@ -120,7 +128,33 @@ class WatchedConnection(psycopg.Connection[Any]):
     def _server_answers(self) -> bool:
         arguments = {**self.probe_arguments, "connect_timeout": max(2, min(10, round(self.silence / 2)))}
         try:
-            psycopg.connect(**arguments).close()
+            probe = psycopg.connect(**arguments, autocommit=True)
         except psycopg.OperationalError as exc:
             return "timeout expired" not in str(exc)
+        try:
+            self._end_a_pinned_wait(probe)
+        except psycopg.Error:
+            pass  # the probe answered: that is all the watch needs
+        finally:
+            probe.close()
         return True
+
+    def _end_a_pinned_wait(self, probe: psycopg.Connection[Any]) -> None:
+        """Cancel this session's statement if it has waited on a buffer pin for over ``pin_wait`` seconds."""
+        pid = self.info.backend_pid
+        row = probe.execute(
+            "SELECT wait_event_type FROM pg_catalog.pg_stat_activity WHERE pid OPERATOR(pg_catalog.=) %s", (pid,)
+        ).fetchone()
+        if not row or row[0] != "BufferPin":
+            self._pinned_since = None
+            return
+        now = time.monotonic()
+        if self._pinned_since is None:
+            self._pinned_since = now - self.silence  # silent that long already
+        limit = lock_timeout() if self.pin_wait is None else self.pin_wait
+        if limit > 0 and now - self._pinned_since >= limit:
+            self.pin_cancelled = (
+                f"another session kept a page it had to clean pinned for over {limit:g} s (a cursor or a transaction "
+                "left open in the middle of an index scan, see pg_stat_activity)"
+            )
+            probe.execute("SELECT pg_catalog.pg_cancel_backend(%s)", (pid,))

@@ -19,7 +19,8 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   referencing column with whatever cast its type has (a cast of the referencing role's own);
 - every relation in it (tables, sequences, indexes, views, composite types), every function
   the library calls in it (any overload of those names), every trigger function on its
-  tables, every function, operator, type and relation a trigger's WHEN condition names, and
+  tables, every function, operator, type and relation a trigger's WHEN condition, a row security
+  policy's expressions or a rule (a view's too) name, every enabled event trigger's function, and
   every table holding a foreign key to one of its tables belongs to the schema's owner, a member
   of it, or a superuser: PostgreSQL checks a delete from the store's table with a query on the
   referencing table, run in your session as that table's owner, whose planning runs the constant
@@ -35,6 +36,11 @@ schema, or may create in it, can replace any of them. So every open (a read, a w
   function (set_config: a search_path it sets for the session makes the writer's next
   statements call another role's operators; lo_export, setval, ...). One that calls a
   superuser's own function running SQL text is not seen (docs/limitations.md).
+
+Before the migrations make tables or the schema, :func:`check_default_privileges` refuses default
+privileges that would give another role TRIGGER or REFERENCES on them, or CREATE on the schema.
+Row security that applies to the session on one of the store's tables is refused too: its searches
+and writes would silently see only the rows the policies let through.
 
 A member of ``pg_write_all_data`` needs no grant: :func:`check_records` counts the masks tables'
 rows against what the migrations made, on every open of a store at the newest revision (and
@@ -116,6 +122,8 @@ mine (role) AS (
 ),
 owners (role) AS (
     SELECT s.nspowner FROM schema s
+    UNION  -- no schema yet: the session about to make it (what it would run before the check can)
+    SELECT mine.role FROM mine WHERE NOT EXISTS (SELECT FROM schema)
     UNION
     SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolsuper
     UNION
@@ -138,16 +146,35 @@ objects (what, owner) AS (
     JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
     WHERE NOT g.tgisinternal
     UNION ALL
-    -- What a trigger's WHEN condition calls (recorded as the trigger's dependencies, its function too).
-    SELECT 'the condition of trigger ' OPERATOR(pg_catalog.||) g.tgname OPERATOR(pg_catalog.||) ' on '
-           OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': '
-           OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object(d.refclassid, d.refobjid, 0),
-           u.owner
-    FROM pg_catalog.pg_trigger g
-    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
-    JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
-    JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
-                                AND d.objid OPERATOR(pg_catalog.=) g.oid
+    -- What a trigger's WHEN condition calls (recorded as the trigger's dependencies, its function too),
+    -- and what a row security policy's expressions or a rule's (a view's) call: they run in the session
+    -- of whoever reads or writes the table, with its rights (a policy under FORCE ROW LEVEL SECURITY, the owner's).
+    SELECT e.what OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object(d.refclassid, d.refobjid, 0), u.owner
+    FROM (
+        SELECT 'the condition of trigger ' OPERATOR(pg_catalog.||) g.tgname OPERATOR(pg_catalog.||) ' on '
+               OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': ',
+               'pg_catalog.pg_trigger'::pg_catalog.regclass, g.oid
+        FROM pg_catalog.pg_trigger g
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
+        JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
+        WHERE NOT g.tgisinternal
+        UNION ALL
+        SELECT 'policy ' OPERATOR(pg_catalog.||) p.polname OPERATOR(pg_catalog.||) ' on '
+               OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': ',
+               'pg_catalog.pg_policy'::pg_catalog.regclass, p.oid
+        FROM pg_catalog.pg_policy p
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.polrelid
+        JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
+        UNION ALL
+        SELECT 'rule ' OPERATOR(pg_catalog.||) r.rulename OPERATOR(pg_catalog.||) ' on '
+               OPERATOR(pg_catalog.||) c.relname OPERATOR(pg_catalog.||) ': ',
+               'pg_catalog.pg_rewrite'::pg_catalog.regclass, r.oid
+        FROM pg_catalog.pg_rewrite r
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.ev_class
+        JOIN schema s ON c.relnamespace OPERATOR(pg_catalog.=) s.oid
+    ) AS e (what, classid, objid)
+    JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) e.classid
+                                AND d.objid OPERATOR(pg_catalog.=) e.objid
     JOIN LATERAL (
         SELECT p.proowner FROM pg_catalog.pg_proc p
         WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
@@ -165,7 +192,14 @@ objects (what, owner) AS (
         WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
           AND r.oid OPERATOR(pg_catalog.=) d.refobjid
     ) AS u (owner) ON true
-    WHERE NOT g.tgisinternal
+    UNION ALL
+    -- An event trigger's function (any in the database, made by a superuser): it runs in the session of
+    -- whoever runs DDL, with its rights: the owner's grant-read, init --layout, migrations, bulk loads.
+    SELECT 'event trigger ' OPERATOR(pg_catalog.||) e.evtname OPERATOR(pg_catalog.||) ': '
+           OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object('pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, 0),
+           p.proowner
+    FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) e.evtfoid
+    WHERE e.evtenabled OPERATOR(pg_catalog.<>) 'D'
     UNION ALL
     -- A foreign key to one of its tables, from a table of another role's (made while it held REFERENCES):
     -- PostgreSQL checks each row inserted there with a query on the store's table run as its owner, casting
@@ -241,6 +275,11 @@ SELECT
             OR EXISTS (SELECT FROM pg_catalog.regexp_matches(g.tgqual::pg_catalog.text, %(called)s, 'g') AS m (a)
                        JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) (m.a[1])::pg_catalog.oid
                        WHERE p.provolatile OPERATOR(pg_catalog.=) 'v'))),
+    -- Row security that hides rows of the store's tables from this session: searches, --skip-near-duplicates,
+    -- dups and recluster would silently work on the rows its policies let through.
+    (SELECT pg_catalog.string_agg(c.relname, ', ' ORDER BY c.relname) FROM pg_catalog.pg_class c
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'::"char"[])
+       AND c.relrowsecurity AND pg_catalog.row_security_active(c.oid)),
     pg_catalog.to_regclass(%(version_table)s) IS NOT NULL
 FROM (SELECT) AS one LEFT JOIN schema s ON true
 """
@@ -267,12 +306,25 @@ def check_schema(cursor: Any, schema: str, where: str | Callable[[], str]) -> bo
             "writable": list(WRITABLE_STORE_INFO),
         },
     ).fetchone()
-    me, owner, owner_trusted, creators, triggerers, referencers, writers, foreign, sql_text, versioned = row
+    me, owner, owner_trusted, creators, triggerers, referencers, writers, foreign, sql_text, hidden, versioned = row
     if owner is None:
+        if foreign:  # an event trigger, which the migrations creating the schema would run
+            where = where() if callable(where) else where
+            raise UntrustedSchemaError(
+                f"database {where} holds objects another role made: {foreign}, which creating the store would run "
+                "with your rights: have a superuser drop or check it"
+            )
         return False
-    if not (creators or triggerers or referencers or writers or foreign or sql_text) and owner_trusted:
+    if not (creators or triggerers or referencers or writers or foreign or sql_text or hidden) and owner_trusted:
         return bool(versioned)
     where = where() if callable(where) else where
+    if hidden and owner_trusted and not (creators or triggerers or referencers or writers or foreign or sql_text):
+        raise UntrustedSchemaError(
+            f"row security on {schema}.{hidden.replace(', ', f', {schema}.')} in database {where} hides rows from "
+            f"role {me}: its searches, --skip-near-duplicates, dups and recluster would silently miss the documents "
+            f"the policies leave out: have {owner} run ALTER TABLE ... DISABLE ROW LEVEL SECURITY (or NO FORCE ROW "
+            f"LEVEL SECURITY, for {owner} itself), or give {me} the store in a database of its own"
+        )
     if not owner_trusted:
         raise UntrustedSchemaError(
             f"schema {schema} in database {where} belongs to role {owner}, not to {me} or a role {me} is a "
@@ -368,3 +420,40 @@ def check_records(cursor: Any, schema: str, where: str | Callable[[], str]) -> N
                 "duplicates: have the store's owner restore it (docs/operations.md, on a shared database) and "
                 "take that right away"
             )
+
+
+# Default privileges (ALTER DEFAULT PRIVILEGES, the role's own or a superuser's for it) that would give
+# another role, as the migrations make the store's tables and schema, what lets it run code with the
+# rights of the session or of the tables' owner: TRIGGER or REFERENCES on tables, CREATE on schemas.
+_DEFAULT_GRANTS = """
+SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%%s on new %%s to %%s', a.privilege_type,
+           CASE d.defaclobjtype WHEN 'r' THEN 'tables' ELSE 'schemas' END,
+           CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee) END), ', ')
+FROM pg_catalog.pg_default_acl d, pg_catalog.aclexplode(d.defaclacl) a
+WHERE d.defaclrole OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r
+                                            WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+  AND (d.defaclnamespace OPERATOR(pg_catalog.=) 0
+       OR d.defaclnamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace n
+                                                    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s))
+  AND (d.defaclobjtype OPERATOR(pg_catalog.=) 'r'
+       AND a.privilege_type OPERATOR(pg_catalog.=) ANY ('{TRIGGER,REFERENCES}'::pg_catalog.text[])
+       OR d.defaclobjtype OPERATOR(pg_catalog.=) 'n' AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE')
+  AND CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN true
+           ELSE NOT pg_catalog.pg_has_role(a.grantee, CURRENT_USER, 'MEMBER') END
+"""
+
+
+def check_default_privileges(cursor: Any, schema: str, where: str | Callable[[], str]) -> None:
+    """Refuse to make the store's tables or schema (:class:`UntrustedSchemaError`) where this role's
+    default privileges would give another role TRIGGER or REFERENCES on them, or CREATE on the schema:
+    that role could run code with your rights (or the tables' owner's) from the moment they exist,
+    before any later open refuses the store."""
+    granted = cursor.execute(_DEFAULT_GRANTS, {"schema": schema}).fetchone()[0]
+    if granted:
+        where = where() if callable(where) else where
+        me = cursor.connection.info.user
+        raise UntrustedSchemaError(
+            f"database {where}: the default privileges of role {me} give {granted}, so the store's tables and schema "
+            "would let that role run code with your rights as soon as they exist (nothing was changed): have "
+            f"{me} (or a superuser) run ALTER DEFAULT PRIVILEGES FOR ROLE {me} REVOKE ... for them first"
+        )

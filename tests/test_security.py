@@ -285,6 +285,32 @@ def test_a_read_only_role_cannot_stall_writers(database_url, reader_role, monkey
         assert store.get("c") is None and store.count() == 2
 
 
+def test_a_reader_holding_an_index_page_cannot_make_vacuum_wait_without_bound(database_url, reader_role, monkeypatch):
+    # VACUUM takes a cleanup lock on every leaf page of the B-trees it cleans and waits until no
+    # other session pins the page: not a lock, so lock_timeout does not bound it, and a reader's
+    # index-only scan left open in a cursor pins one for as long as it likes. optimize (and the
+    # VACUUM after a large add, remove or import) waited for ever.
+    monkeypatch.setenv("SIMHASH_STORE_NETWORK_TIMEOUT", "1")
+    with Store(database_url) as store:
+        store.add([NewDocument(f"k{i}", (i * 0x9E3779B97F4A7C15) % 2**64) for i in range(2_000)])
+        store.remove([f"k{i}" for i in range(50)])  # dead index entries: VACUUM must clean the leaves
+        store.grant_read_only(reader_role)
+    with psycopg.connect(_plain(database_url.set(username=reader_role, password=None))) as reader:
+        reader.execute("SET enable_seqscan = off")
+        reader.execute("SET enable_bitmapscan = off")
+        reader.execute(
+            "DECLARE c CURSOR FOR SELECT block0, fingerprint FROM simhash.documents WHERE block0 >= 0 ORDER BY block0"
+        )
+        assert reader.execute("FETCH 1 FROM c").fetchone() is not None
+        with Store(database_url) as store:
+            done = store.optimize(lock_timeout=1)
+        assert not done.vacuumed and done.analyzed
+        assert "pinned for over 1 s" in done.reason and "pg_stat_activity" in done.reason
+        assert reader.execute("FETCH 1 FROM c").fetchone() is not None  # the reader's cursor is untouched
+    with Store(database_url) as store:
+        assert store.optimize(lock_timeout=1).vacuumed  # once the page is let go
+
+
 @pytest.fixture
 def unprivileged_writer(database_url, make_role):
     """A role that may write the store's tables but holds no grant option on them."""
@@ -711,6 +737,134 @@ def test_a_trigger_condition_another_role_wrote_never_runs_with_your_rights(data
     with Store(database_url) as store:
         store.add([NewDocument("b", 6)])
         assert store.count() == 2
+
+
+def test_a_policy_or_rule_that_calls_another_roles_function_is_refused(database_url, make_role):
+    # A row security policy (or a rule) on a store's table made by a superuser at another role's
+    # request, whose expression calls that role's function: it ran in every session that read the
+    # table under row security, a writer's and a reader's (the owner's too, under FORCE), with its rights.
+    writer = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    writer_url = database_url.set(username=writer, password=None).render_as_string(hide_password=False)
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    with _other_role(database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(database_url, role) as other:
+            other.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            other.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            other.execute(
+                "CREATE FUNCTION app.visible(bigint) RETURNS boolean LANGUAGE sql VOLATILE "
+                "AS $$ INSERT INTO app.stolen VALUES (current_user) RETURNING true $$"
+            )
+        with admin.connect() as connection:
+            connection.execute(text("CREATE POLICY p ON simhash.documents USING (app.visible(id)) WITH CHECK (true)"))
+            connection.execute(text("ALTER TABLE simhash.documents ENABLE ROW LEVEL SECURITY"))
+        for args in (["query", "-f", "0000000000000005"], ["add", "--jsonl", "-"]):
+            line = _one_error_line(
+                CliRunner().invoke(app, ["--db", writer_url, *args], input='{"key": "b", "text": "新闻"}\n')
+            )
+            assert "policy p on documents: function app.visible(bigint) belongs to role" in line
+        with admin.connect() as connection:
+            connection.execute(text("DROP POLICY p ON simhash.documents"))
+            connection.execute(text("ALTER TABLE simhash.documents DISABLE ROW LEVEL SECURITY"))
+            connection.execute(
+                text("CREATE RULE r AS ON UPDATE TO simhash.documents WHERE app.visible(old.id) DO ALSO NOTHING")
+            )
+        line = _one_error_line(CliRunner().invoke(app, ["--db", writer_url, "query", "-f", "0000000000000005"]))
+        assert "rule r on documents: function app.visible(bigint) belongs to role" in line
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+            connection.execute(text("DROP RULE r ON simhash.documents"))
+    result = CliRunner().invoke(app, ["--db", writer_url, "query", "-f", "0000000000000005"])
+    assert result.exit_code == 0 and "a" in result.output, result.output
+
+
+def test_row_security_that_hides_rows_from_a_writer_is_refused(database_url, make_role):
+    # Row security on simhash.documents (a policy of the owner's own) hiding a document from a writer:
+    # its --skip-near-duplicates stored a copy of that document and its query missed it, silently.
+    writer = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    writer_url = database_url.set(username=writer, password=None).render_as_string(hide_password=False)
+    text_of = "一些学院同时要去北京开会，讨论新的课程安排和考试制度"
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        ["--db", _plain(database_url), "add", "--jsonl", "-"],
+        input=json.dumps({"key": "hidden-1", "text": text_of}) + "\n",
+    )
+    assert result.exit_code == 0, result.output
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("CREATE POLICY tenant ON simhash.documents USING (key NOT LIKE 'hidden-%')"))
+            connection.execute(text("ALTER TABLE simhash.documents ENABLE ROW LEVEL SECURITY"))
+        copy = json.dumps({"key": "copy-1", "text": text_of}) + "\n"
+        for args in (["add", "--jsonl", "-", "--skip-near-duplicates"], ["query", "--jsonl", "-"]):
+            line = _one_error_line(runner.invoke(app, ["--db", writer_url, *args], input=copy))
+            assert "row security on simhash.documents" in line and f"hides rows from role {writer}" in line
+        with admin.connect() as connection:
+            connection.execute(text("ALTER TABLE simhash.documents DISABLE ROW LEVEL SECURITY"))
+    finally:
+        admin.dispose()
+    result = runner.invoke(app, ["--db", writer_url, "add", "--jsonl", "-", "--skip-near-duplicates"], input=copy)
+    assert result.exit_code == 0 and "near-duplicates not stored 1" in result.output, result.output
+    with Store(database_url) as store:
+        assert store.get("copy-1") is None
+
+
+def test_default_privileges_that_would_let_another_role_run_code_stop_init_before_anything_is_made(empty_database_url):
+    # The owner's default privileges (its own, for other schemas, or a superuser's for it) gave another
+    # role REFERENCES and TRIGGER on every new table: init made the store's tables with them, and that
+    # role could run code with the owner's rights at once (a foreign key whose check casts through its
+    # own cast), before the next command refused the store.
+    plain = empty_database_url.render_as_string(hide_password=False)
+    with _other_role(empty_database_url) as (role, admin):
+        owner = empty_database_url.username
+        for grant in (f'REFERENCES, TRIGGER ON TABLES TO "{role}"', f'CREATE ON SCHEMAS TO "{role}"'):
+            with admin.connect() as connection:
+                connection.execute(text(f'ALTER DEFAULT PRIVILEGES FOR ROLE "{owner}" GRANT {grant}'))
+            line = _one_error_line(CliRunner().invoke(app, ["--db", plain, "init"]))
+            assert "the default privileges of role" in line and f"to {role}" in line and "nothing was changed" in line
+            with admin.connect() as connection:
+                assert connection.execute(text("SELECT to_regnamespace('simhash')")).scalar() is None
+                connection.execute(
+                    text(f'ALTER DEFAULT PRIVILEGES FOR ROLE "{owner}" REVOKE {grant.replace(" TO ", " FROM ")}')
+                )
+        assert CliRunner().invoke(app, ["--db", plain, "init"]).exit_code == 0
+
+
+def test_an_event_trigger_of_another_roles_function_is_refused_before_any_ddl(empty_database_url, make_role):
+    # An event trigger made by a superuser at another role's request, whose function is that role's:
+    # it ran in the owner's init (the migrations), grant-read and init --layout, with the owner's rights.
+    plain = empty_database_url.render_as_string(hide_password=False)
+    reader = make_role(empty_database_url, prefix="simhash_reader")
+    with _other_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}") as (role, admin):
+        with _as(empty_database_url, role) as other:
+            other.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+            other.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+            other.execute(
+                "CREATE FUNCTION app.on_ddl() RETURNS event_trigger LANGUAGE plpgsql "
+                "AS $$ BEGIN INSERT INTO app.stolen VALUES (current_user); END $$"
+            )
+        with admin.connect() as connection:
+            connection.execute(
+                text("CREATE EVENT TRIGGER simhash_test_et ON ddl_command_end EXECUTE FUNCTION app.on_ddl()")
+            )
+        try:
+            runner = CliRunner()
+            line = _one_error_line(runner.invoke(app, ["--db", plain, "init"]))  # no store yet
+            assert "event trigger simhash_test_et: function app.on_ddl() belongs to role" in line
+            with admin.connect() as connection:
+                connection.execute(text("ALTER EVENT TRIGGER simhash_test_et DISABLE"))
+            assert runner.invoke(app, ["--db", plain, "init"]).exit_code == 0
+            with admin.connect() as connection:
+                connection.execute(text("ALTER EVENT TRIGGER simhash_test_et ENABLE"))
+            for args in (["grant-read", reader], ["init", "--layout", "lean"]):
+                line = _one_error_line(runner.invoke(app, ["--db", plain, *args]))
+                assert "event trigger simhash_test_et: function app.on_ddl() belongs to role" in line
+            with admin.connect() as connection:
+                assert connection.execute(text("SELECT count(*) FROM app.stolen")).scalar() == 0
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text("DROP EVENT TRIGGER IF EXISTS simhash_test_et"))
 
 
 @pytest.mark.parametrize(
