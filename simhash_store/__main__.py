@@ -4,6 +4,7 @@ command line are hidden from ``ps``, and Ctrl-C is taken as one line, not a trac
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -17,7 +18,7 @@ def hide_secrets_from_process_list(arguments: list[str]) -> None:
     from .urls import raw_secrets
 
     secrets = [
-        secret.encode() for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)
+        os.fsencode(secret) for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)
     ]
     if not secrets:
         return
