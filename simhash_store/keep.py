@@ -33,6 +33,7 @@ import numpy as np
 
 from .leaders import max_pairs, sequential_leaders_keeping
 from .pairs import TooManyPairs, near_pairs
+from .errors import InvalidValueError
 from .validation import text_problem
 
 Rank = tuple[Any, ...]  # a policy's sort key: the lower, the better copy
@@ -61,9 +62,12 @@ class KeepPolicy:
         if isinstance(text, str) and text.startswith("field:"):
             name, _, direction = text[len("field:") :].partition(":")
             if name and direction in ("", "asc", "desc"):
+                problem = text_problem(name)
+                if problem is not None:  # it is stored: a NUL was the driver's DataError
+                    raise InvalidValueError(f"keep field {name!r} {problem}")
                 return cls("field", name, direction == "desc")
         allowed = ", ".join(POLICIES)
-        raise ValueError(f"keep must be one of {allowed} (for example field:published_at:asc), not {text!r}")
+        raise InvalidValueError(f"keep must be one of {allowed} (for example field:published_at:asc), not {text!r}")
 
     def __str__(self) -> str:
         if self.kind != "field":
