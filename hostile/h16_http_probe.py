@@ -50,8 +50,14 @@ cases = {
     "body utf16": ("/fingerprint", '{"texts": ["北京"]}'.encode("utf-16")),
     "body invalid utf8": ("/fingerprint", b'{"texts": ["\xff\xfe"]}'),
     "body NaN": ("/query", b'{"texts": ["x"], "k": NaN}'),
-    "add deep metadata": ("/add", {"documents": [{"key": "m1", "text": "北京的新闻", "metadata": json.loads("[" * 300 + "]" * 300)}]}),
-    "add metadata big int": ("/add", b'{"documents": [{"key": "m2", "text": "x y z", "metadata": {"a": ' + b"9" * 4400 + b"}}]}"),
+    "add deep metadata": (
+        "/add",
+        {"documents": [{"key": "m1", "text": "北京的新闻", "metadata": json.loads("[" * 300 + "]" * 300)}]},
+    ),
+    "add metadata big int": (
+        "/add",
+        b'{"documents": [{"key": "m2", "text": "x y z", "metadata": {"a": ' + b"9" * 4400 + b"}}]}",
+    ),
     "add key bidi": ("/add", {"documents": [{"key": "k\u202e\x1b[2J", "text": "北京的新闻 今天"}]}),
     "add key 2048 4-byte": ("/add", {"documents": [{"key": "\U0001f600" * 512, "text": "北京的新闻 今天"}]}),
     "add documents dict": ("/add", {"documents": {"key": "x"}}),
@@ -65,16 +71,33 @@ for name, (path, body) in cases.items():
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     print(f"{name}: {send('POST', path, data)}")
 
+AUTH = b"Authorization: Bearer " + token.encode()
 raws = {
-    "CL negative": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode() + b"\r\nContent-Length: -5\r\n\r\n",
-    "CL huge": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode() + b"\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
-    "CL twice": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode() + b"\r\nContent-Length: 2\r\nContent-Length: 30\r\n\r\n{}",
-    "chunked bad": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{}",
-    "auth twice": b"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nAuthorization: Bearer " + token.encode() + b"\r\n\r\n",
-    "auth lowercase": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nauthorization: bearer " + token.encode() + b"\r\nContent-Length: 16\r\n\r\n{\"texts\": [\"a\"]}",
+    "CL negative": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+    + token.encode()
+    + b"\r\nContent-Length: -5\r\n\r\n",
+    "CL huge": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+    + token.encode()
+    + b"\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
+    "CL twice": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+    + token.encode()
+    + b"\r\nContent-Length: 2\r\nContent-Length: 30\r\n\r\n{}",
+    "chunked bad": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+    + token.encode()
+    + b"\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{}",
+    "auth twice": b"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nAuthorization: Bearer "
+    + token.encode()
+    + b"\r\n\r\n",
+    "auth lowercase": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nauthorization: bearer "
+    + token.encode()
+    + b'\r\nContent-Length: 16\r\n\r\n{"texts": ["a"]}',
     "auth non-ascii": b"POST /fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\nContent-Length: 2\r\n\r\n{}",
-    "path double slash": b"POST //fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode() + b"\r\nContent-Length: 16\r\n\r\n{\"texts\": [\"a\"]}",
-    "path encoded": b"POST /%66ingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token.encode() + b"\r\nContent-Length: 16\r\n\r\n{\"texts\": [\"a\"]}",
+    "path double slash": b"POST //fingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+    + token.encode()
+    + b'\r\nContent-Length: 16\r\n\r\n{"texts": ["a"]}',
+    "path encoded": b"POST /%66ingerprint HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+    + token.encode()
+    + b'\r\nContent-Length: 16\r\n\r\n{"texts": ["a"]}',
 }
 for name, raw in raws.items():
     print(f"{name}: {send('POST', '/', raw=raw)}")

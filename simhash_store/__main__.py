@@ -18,7 +18,9 @@ def hide_secrets_from_process_list(arguments: list[str]) -> None:
     from .urls import raw_secrets
 
     secrets = [
-        os.fsencode(secret) for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)
+        os.fsencode(secret)
+        for argument in arguments
+        for secret in raw_secrets(argument.partition("--db=")[2] or argument)
     ]
     if not secrets:
         return

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InvalidValueError
 from .leaders import max_pairs, sequential_leaders_keeping
 from .pairs import TooManyPairs, near_pairs
-from .errors import InvalidValueError
 from .validation import text_problem
 
 Rank = tuple[Any, ...]  # a policy's sort key: the lower, the better copy

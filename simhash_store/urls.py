@@ -208,7 +208,9 @@ def normalized_parts(raw: str) -> UrlParts:
     """
     url = _parse(raw)
     parts = [url.username, url.password, url.host, url.database]
-    parts += [item for name, value in url.query.items() for item in (name, *((value,) if isinstance(value, str) else value))]
+    parts += [
+        item for name, value in url.query.items() for item in (name, *((value,) if isinstance(value, str) else value))
+    ]
     if any(part is not None and "\x00" in part for part in parts):
         # libpq reads each value up to it: `db%00x` connected to the database `db`.
         raise ConfigError("the database URL holds a NUL character (%00), which libpq cannot take")
