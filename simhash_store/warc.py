@@ -200,7 +200,8 @@ def _watch_gzip_end(reader: Any) -> Callable[[], bool]:
 
     def decompress_counted(data: bytes) -> bytes:
         fed[0] = fed[0] or bool(data and reader.decompressor is not None)
-        return decompress(data)
+        result: bytes = decompress(data)
+        return result
 
     def process_read(data: bytes) -> None:
         decompressor = reader.decompressor
