@@ -4,6 +4,7 @@ command line are hidden from ``ps``, and Ctrl-C is taken as one line, not a trac
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -17,7 +18,9 @@ def hide_secrets_from_process_list(arguments: list[str]) -> None:
     from .urls import raw_secrets
 
     secrets = [
-        secret.encode() for argument in arguments for secret in raw_secrets(argument.partition("--db=")[2] or argument)
+        os.fsencode(secret)
+        for argument in arguments
+        for secret in raw_secrets(argument.partition("--db=")[2] or argument)
     ]
     if not secrets:
         return
@@ -38,7 +41,34 @@ def hide_secrets_from_process_list(arguments: list[str]) -> None:
         pass  # not Linux, or /proc is not ours to write: nothing more can be done here
 
 
+def open_standard_descriptors() -> bool:
+    """Put /dev/null on standard input or error if the command was started with it closed (``<&-``,
+    ``2>&-``), and say whether standard output was closed (``>&-``; it gets /dev/null too).
+
+    Python leaves ``sys.stdin`` None then, so ``fingerprint -`` was an AttributeError traceback, and
+    a closed standard output lost every line a command wrote, with exit status 0; and the next file
+    opened would take the descriptor, where anything writing there (a child process) writes into it.
+    """
+    closed_output = False
+    for descriptor, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(descriptor)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != descriptor:
+            os.dup2(null, descriptor)
+            os.close(null)
+        setattr(sys, name, open(descriptor, mode, closefd=False))  # noqa: SIM115 - the process's own stream
+        closed_output = closed_output or descriptor == 1
+    return closed_output
+
+
 def main() -> None:
+    if open_standard_descriptors():
+        sys.stderr.write("Error: standard output is closed, so the output would be lost: redirect it (>/dev/null)\n")
+        raise SystemExit(2)
     hide_secrets_from_process_list(sys.argv[1:])
     try:
         from .cli import main as command

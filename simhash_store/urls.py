@@ -69,14 +69,10 @@ def raw_secrets(raw: str) -> list[str]:
     head, _, query = rest.partition("?")
     userinfo, at, _ = head.rpartition("@")
     found = [userinfo.partition(":")[2]] if at else []
-    pairs = query.split("&")
-    # As the URL is parsed to connect (SQLAlchemy's pattern): a password holding ``?`` ends at the
-    # first ``@``, not at that ``?``, and the options start after it
-    match = _URL_PATTERN.match(raw.strip())
-    if match is not None:
-        found.append(match.group("password") or "")
-        pairs += (match.group("query") or "").split("&")
-    for pair in pairs:
+    if not at and (match := _URL_PATTERN.match(raw.strip())) is not None:
+        # No "@" before the first "?": the password may hold the "?" (user:pa?ss@host), as _parse reads it.
+        found, query = [match["password"] or ""], match["query"] or ""
+    for pair in query.split("&"):
         name, _, value = pair.partition("=")
         if name in _SECRET_OPTIONS:
             found.append(value)
@@ -169,6 +165,10 @@ def _parse(raw: str) -> UrlParts:
     from urllib.parse import quote, unquote
 
     raw = raw.strip()
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 on the command line or in the environment
+        raise ConfigError("the database URL is not valid UTF-8 (percent-encode other bytes: %FF)") from None
     scheme, separator, rest = raw.partition("://")
     if not separator:
         raise ConfigError("not a database URL (expected postgresql://user@host:port/database)")
@@ -207,6 +207,13 @@ def normalized_parts(raw: str) -> UrlParts:
     wrong and never the password.
     """
     url = _parse(raw)
+    parts = [url.username, url.password, url.host, url.database]
+    parts += [
+        item for name, value in url.query.items() for item in (name, *((value,) if isinstance(value, str) else value))
+    ]
+    if any(part is not None and "\x00" in part for part in parts):
+        # libpq reads each value up to it: `db%00x` connected to the database `db`.
+        raise ConfigError("the database URL holds a NUL character (%00), which libpq cannot take")
     if url.drivername not in _POSTGRES_DRIVERS:
         raise ConfigError(
             f"unsupported database URL scheme {url.drivername!r}: simhash-store needs PostgreSQL "

@@ -98,12 +98,15 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     # seeked into by replay tools. Read here from start to end, it is read whole.
     archive._raise_invalid_gzip_err = lambda: None
     next_record = _bound_lines(archive.reader, counted)
+    cut_short = _watch_gzip_end(archive.reader)
+    reported = False  # the last record read was reported as cut short
     records = iter(archive)
     body: bytes | None
     while True:
         try:
             next_record()
             record = next(records)
+            reported = False
             if not str(record.format).startswith("warc"):
                 # warcio reads the older ARC format too, and takes almost any first line for an
                 # ARC header: a gzipped page or text file would come out as one bogus record
@@ -137,6 +140,11 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
                         continue
             missing = _missing_bytes(record.raw_stream)
         except StopIteration:
+            if cut_short() and not reported:
+                # warcio ends quietly where the file ends inside a gzip member: the records in it were lost.
+                raise InputError(
+                    "not a readable WARC archive: it ends inside its gzip (the file is cut short)"
+                ) from None
             return
         # warcio fails on garbage with its own error, zlib's, or (a header line it cannot split)
         # an AttributeError or IndexError from inside its parser: all mean a damaged archive.
@@ -144,6 +152,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             hint = " (after a record whose Content-Length looks wrong)" if getattr(archive, "err_count", 0) else ""
             raise InputError(f"not a readable WARC archive: {_first_line(error)}{hint}") from None
         if missing:  # damaged, whatever its type: it may have taken in the records after it
+            reported = True  # where the file is cut short in it, that is said here
             yield WarcPage(uri, content_type, b"", missing)
             continue
         if record.rec_type != "response":
@@ -175,6 +184,33 @@ MAX_HEADER_BYTES = 8 << 20
 class ArchiveInflationError(InputError):
     """The archive inflates (its gzip, records read or passed over alike) past :data:`INFLATION_RATIO`
     times its bytes read so far plus :data:`MAX_PAGE_BYTES`: not read on."""
+
+
+def _watch_gzip_end(reader: Any) -> Callable[[], bool]:
+    """Whether the archive's file ended inside a gzip member (a download cut short), which warcio
+    takes for the end of the archive: ask once it has no more records. ``reader`` is warcio's
+    decompressing reader; a member is watched from its start (each is a new decompressor)."""
+    fed = [False]
+    cut = [False]
+    start, decompress, process = reader._init_decomp, reader._decompress, reader._process_read
+
+    def init_decomp(kind: Any) -> None:
+        fed[0] = False
+        start(kind)
+
+    def decompress_counted(data: bytes) -> bytes:
+        fed[0] = fed[0] or bool(data and reader.decompressor is not None)
+        result: bytes = decompress(data)
+        return result
+
+    def process_read(data: bytes) -> None:
+        decompressor = reader.decompressor
+        if not data and fed[0] and decompressor is not None and not getattr(decompressor, "eof", True):
+            cut[0] = True
+        process(data)
+
+    reader._init_decomp, reader._decompress, reader._process_read = init_decomp, decompress_counted, process_read
+    return lambda: cut[0]
 
 
 def _bound_lines(reader: Any, counted: _Counted) -> Callable[[], None]:

@@ -908,6 +908,51 @@ def test_fingerprint_of_standard_input_does_not_allocate_its_bound_first():
     assert len(result.stdout.split()[0]) == 16
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_character_standard_output_cannot_encode_is_one_line(tmp_path, encoding):
+    # PYTHONIOENCODING=ascii (or a Latin-1 locale) and a key of "é" or "文": a traceback of rich's.
+    (tmp_path / "caf\u00e9\u6587.txt").write_text("北京的新闻，今天的天气很好。", encoding="utf-8")
+    environment = {**os.environ, "PYTHONIOENCODING": encoding}
+    done = subprocess.run(
+        [sys.executable, "-m", "simhash_store", "fingerprint", str(tmp_path)],
+        errors="replace",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        check=False,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
+    assert done.stderr.startswith(f"Error: standard output's encoding ({encoding}) cannot write the character ")
+    assert done.stderr.count("\n") == 1
+
+
+def test_a_closed_standard_descriptor_is_one_line_or_read_as_empty(tmp_path):
+    # Started with standard input closed (<&-), `fingerprint -` was an AttributeError traceback; with
+    # standard output closed (>&-), every line a command printed was lost, exit status 0.
+    (tmp_path / "a.txt").write_text("北京的新闻，今天的天气很好。", encoding="utf-8")
+
+    def run(closed: int, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "simhash_store", *args],
+            capture_output=closed != 1 and closed != 2,
+            stdout=subprocess.PIPE if closed == 2 else None,
+            stderr=subprocess.PIPE if closed == 1 else None,
+            text=True,
+            timeout=120,
+            check=False,
+            preexec_fn=lambda: os.close(closed),
+        )
+
+    done = run(0, "fingerprint", "-")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "failed: -: empty\n")
+    done = run(1, "fingerprint", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr == "Error: standard output is closed, so the output would be lost: redirect it (>/dev/null)\n"
+    done = run(2, "fingerprint", str(tmp_path))
+    assert done.returncode == 0 and done.stdout.endswith("a.txt\n")
+
+
 def test_ctrl_c_while_the_command_line_is_imported_is_one_line():
     # The imports take a few tenths of a second (more on a loaded machine): an interrupt in them
     # ended the command with a KeyboardInterrupt traceback. Here it arrives in the middle of them.

@@ -155,6 +155,33 @@ def test_a_damaged_warc_gives_the_pages_before_the_damage_then_one_error():
         list(read_pages(io.BytesIO(gzip.compress(b"<html><body>a page saved as .warc.gz</body></html>"))))
 
 
+def test_a_warc_gz_cut_inside_a_gzip_member_is_damage_not_its_end():
+    # Gzipped per record, cut inside a member (a download cut short, the file's last 4 bytes
+    # missing, only a member's first 10 bytes): warcio ended quietly there, the records in it lost,
+    # exit 0. The pages before it still come out.
+    members = [gzip.compress(record) for record in _records(_warc(False))]
+    before = [p.uri for p in read_pages(io.BytesIO(b"".join(members[:-1])))]
+    assert len(members) >= 2 and before
+    for cut in (len(members[-1]) // 2, len(members[-1]) - 4, 10):
+        data = b"".join(members[:-1]) + members[-1][:cut]
+        found = []
+        with pytest.raises(InputError, match="ends inside its gzip"):
+            for warc_page in read_pages(io.BytesIO(data)):
+                found.append(warc_page.uri)
+        assert found == before, cut
+    with pytest.raises(InputError, match="ends inside its gzip"):
+        list(read_pages(io.BytesIO(members[0][:10])))
+    assert [p.uri for p in read_pages(io.BytesIO(b"".join(members)))] == [
+        p.uri for p in read_pages(io.BytesIO(_warc(False)))
+    ]
+
+
+def _records(archive: bytes) -> list[bytes]:
+    """A plain WARC's records, each with the blank lines after it."""
+    starts = [index for index in range(len(archive)) if archive.startswith(b"WARC/1.", index)]
+    return [archive[a:b] for a, b in zip(starts, [*starts[1:], len(archive)])]
+
+
 # ------------------------------------------------------------ through the command line
 
 

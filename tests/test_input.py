@@ -311,6 +311,36 @@ def test_a_pattern_of_many_stars_is_matched_without_backtracking_over_a_long_nam
     assert Pattern("**/**/x").matches("x") and Pattern("**/**/x").matches("a/b/x")
 
 
+def test_a_pattern_of_many_double_stars_is_matched_without_backtracking_over_a_deep_path():
+    # Each "**/" was (?:.*/)? in a regex: "**/a/" ten times before "b" against a path 40 directories
+    # of "a" deep tried every split of the path among them, 23 s (4x more for each "**/" added).
+    code = (
+        "from simhash_store.corpus import Pattern\n"
+        "deep = '/'.join(['a'] * 40) + '/c'\n"
+        "print(Pattern('**/a/' * 14 + 'b').matches(deep), Pattern('**/a/' * 14 + 'c').matches(deep),\n"
+        "      Pattern('a/**/' * 14 + '*b').matches(deep + '/b'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "False True True\n"), done.stderr
+    assert Pattern("**/a/**/b").matches("x/a/y/z/b") and not Pattern("**/a/**/b").matches("x/ab/b")
+    assert Pattern("a/**/b/**/c").matches("a/b/c") and not Pattern("a/**/b/**/c").matches("a/c/b")
+    assert Pattern("**/a/**/a/x").matches("a/a/a/x") and not Pattern("**/a/**/a/x").matches("a/x")
+
+
+def test_a_class_the_regex_would_read_otherwise_is_matched_as_git_matches_it():
+    # [z-a] was re.error (a traceback from `add --exclude '[z-a]'`); [a&&b] printed Python's
+    # FutureWarning about set operations on the terminal.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not any(Pattern("[z-a]").matches(name) for name in ("a", "z", "-"))
+        assert Pattern("[!z-a]").matches("q") and not Pattern("[!z-a]").matches("/")
+        assert Pattern("[a&&b]").matches("&") and Pattern("[a&&b]").matches("b")
+        assert Pattern("[--]").matches("-") and Pattern("[~~]").matches("~") and Pattern("[||]").matches("|")
+        assert Pattern("[a-c]x").matches("bx") and not Pattern("[a-c]x").matches("dx")
+
+
 def test_an_empty_pattern_is_a_usage_error(tmp_path):
     result = invoke(None, "add", str(tmp_path), "--exclude", "")
     assert result.exit_code == 2 and "empty pattern" in result.output

@@ -474,6 +474,32 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
         process.communicate(timeout=120)
 
 
+@pytest.mark.parametrize(
+    "url, secrets",
+    [
+        ("postgresql://app:pa?ss@127.0.0.1:5432/news", ["pa?ss"]),
+        ("postgresql://app:a?b@127.0.0.1/news?sslpassword=q&x=1", ["a?b", "q"]),
+        ("postgresql://app:p@ss:w@127.0.0.1/news?password=z", ["p@ss:w", "z"]),
+    ],
+)
+def test_every_password_the_url_gives_is_blanked_from_the_command_line(url, secrets):
+    # A password holding "?" (user:pa?ss@host: the URL's parse takes it whole) stayed in `ps`.
+    from simhash_store.urls import raw_secrets
+
+    assert sorted(raw_secrets(url)) == sorted(secrets)
+
+
+def test_a_url_argument_of_bytes_that_are_not_utf8_is_one_line_not_a_traceback():
+    # The command line's password blanking encoded it strictly: a traceback before any command ran.
+    result = subprocess.run(
+        [sys.executable, "-m", "simhash_store", "--db", b"postgresql://app:pw\xff@127.0.0.1:1/news", "stats"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.decode() == "Error: the database URL is not valid UTF-8 (percent-encode other bytes: %FF)\n"
+
+
 # ------------------------------------------------------------ malformed URLs
 
 
@@ -495,6 +521,11 @@ def test_password_is_not_in_the_process_list(database_url, tmp_path):
             "postgresql://app@/news?password=pw-secret&host=127.0.0.1,127.0.0.2&port=5432,5433,5434",
             "bad hosts or ports",
         ),
+        # Bytes that were not UTF-8 (a lone surrogate to Python) were a UnicodeEncodeError traceback;
+        # a NUL ended the value for libpq: `news%00x` connected to the database `news`.
+        ("postgresql://app:pw-secret\udcff@127.0.0.1:5432/news", "not valid UTF-8"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news%00x", "NUL character"),
+        ("postgresql://app:pw-secret@127.0.0.1:5432/news?application_name=a%00b", "NUL character"),
     ],
 )
 def test_malformed_url_is_one_line_exit_1(url, says):

@@ -160,3 +160,24 @@ def test_a_document_is_accepted_whether_checked_inline_or_field_by_field(key, va
             validated(document)
     else:
         assert validated(document) is document
+
+
+@pytest.mark.parametrize("keep_value", [float("nan"), float("inf"), "a\x00", "\ud800", object(), {"a": float("nan")}])
+def test_a_keep_value_jsonb_cannot_hold_is_a_typed_error_before_writing(keep_value):
+    # NewDocument.keep_value is written as jsonb unchecked: NaN was PostgreSQL's InvalidTextRepresentation
+    # (the whole batch lost), an object json's TypeError.
+    from simhash_store.store.writes import validated
+
+    with pytest.raises(InvalidValueError, match="keep_value"):
+        validated(NewDocument("k", 5, keep_value=keep_value))
+    assert validated(NewDocument("k", 5, keep_value="2024-05-01")).keep_value == "2024-05-01"
+    assert validated(NewDocument("k", 5, keep_value=-3.5)).keep_value == -3.5
+
+
+@pytest.mark.parametrize("keep", [5, "field:a\x00b", "field:\ud800", "sideways"])
+def test_a_keep_policy_that_cannot_be_is_a_typed_error(keep):
+    # Store.recluster(keep=5) was a plain ValueError, keep="field:a\x00b" the driver's DataError.
+    from simhash_store.keep import KeepPolicy
+
+    with pytest.raises(InvalidValueError):
+        KeepPolicy.parse(keep)

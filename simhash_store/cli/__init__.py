@@ -43,6 +43,29 @@ app.command()(admin.url)
 _OUTPUT_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE})
 
 
+def _is_a_stream_encoding(encoding: str) -> bool:
+    import codecs
+
+    def name(value: object) -> str | None:
+        try:
+            return codecs.lookup(value).name if isinstance(value, str) else None
+        except LookupError:
+            return None
+
+    return name(encoding) in {name(getattr(stream, "encoding", None)) for stream in (sys.stdout, sys.stderr)}
+
+
+def _unwritable_character(error: UnicodeEncodeError) -> None:
+    """One line for a character standard output's encoding cannot write (``PYTHONIOENCODING=ascii``,
+    a Latin-1 locale: a key holding ``é`` was a traceback of rich's), exit status 1."""
+    character = ascii(error.object[error.start : error.start + 1])
+    sys.stderr.write(
+        f"Error: standard output's encoding ({error.encoding}) cannot write the character {character}: "
+        "set PYTHONIOENCODING=utf-8 or a UTF-8 locale\n"
+    )
+    raise SystemExit(1)
+
+
 def _output_failed(error: OSError) -> None:
     """One line for an output that could not be written (``query --json > /dev/full`` printed a
     traceback of rich's), exit status 1; what was stored stays stored. Standard output is pointed
@@ -68,6 +91,10 @@ def main() -> None:
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     try:
         app()
+    except UnicodeEncodeError as exc:
+        if not _is_a_stream_encoding(exc.encoding):
+            raise
+        _unwritable_character(exc)
     except OSError as exc:
         if exc.filename is not None or exc.errno not in _OUTPUT_FULL:
             raise

@@ -518,7 +518,7 @@ class Store:
     def iter_near_duplicates(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> Iterator[IdenticalGroup | Pair]:
         """:meth:`near_duplicates` as an iterator: the search runs at the call, in one snapshot, and the
         pairs are made as they are taken, so printing millions of them holds a few dozen bytes each."""
-        validate_distance(max_distance)
+        max_distance = validate_distance(max_distance)  # a numpy int8 overflowed in the layout's arithmetic
         with self._snapshot() as raw:
             return allpairs.near_duplicates(raw, max_distance, self._keys_of)
 

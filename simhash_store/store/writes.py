@@ -145,6 +145,7 @@ def validated(document: NewDocument) -> NewDocument:
         and (digest is None or type(digest) is bytes)
         and document.stamp is None
         and document.metadata is None
+        and document.keep_value is None
         and not document.segments
     ):
         return document
@@ -158,6 +159,8 @@ def validated(document: NewDocument) -> NewDocument:
         validate_fingerprint(value)
     try:
         validate_metadata(document.metadata)
+        # Written as jsonb too: NaN or an object JSON cannot hold was the driver's error, the batch lost.
+        validate_metadata(None if document.keep_value is None else {"keep_value": document.keep_value})
     except InvalidValueError as exc:
         raise InvalidValueError(f"document {document.key!r}: {exc}") from None
     return document
