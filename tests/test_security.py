@@ -2036,13 +2036,21 @@ def test_another_users_process_named_postgres_is_neither_killed_for_nor_taken_fo
                 break
             time.sleep(0.05)
         env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
-        result = subprocess.run(
-            [sys.executable, "-m", "simhash_store.cli", "init"],
-            env={**env, "SIMHASH_STORE_DATA_DIR": str(data)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        for _ in range(2):
+            result = subprocess.run(
+                [sys.executable, "-m", "simhash_store.cli", "init"],
+                env={**env, "SIMHASH_STORE_DATA_DIR": str(data)},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            # Once, in a CI run of four workers, initdb itself exited with status 1 here (not seen
+            # alone or in runs of this file); why, the error line now carries initdb's own last line.
+            # Once more then, so that the test says what it is for: the process left alone.
+            if result.returncode == 0 or "initdb" not in result.stderr:
+                break
+            print("first init failed:", result.stderr)
+            shutil.rmtree(data / "pgdata", ignore_errors=True)
         assert result.returncode == 0, result.stderr
         assert fake.poll() is None  # not killed either
         assert not embedded._is_running_server(fake.pid)
