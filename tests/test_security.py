@@ -2648,3 +2648,32 @@ def test_ray_auto_joins_only_a_cluster_you_started(tmp_path, monkeypatch):
         finally:
             os.kill(child, signal.SIGKILL)
             os.waitpid(child, 0)
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("default_transaction_read_only = on", "read-only transaction"),
+        ("idle_in_transaction_session_timeout = '1ms'", "connection"),
+    ],
+    ids=["read-only", "idle-timeout"],
+)
+def test_database_defaults_set_by_its_owner_end_a_command_in_one_line(database_url, tmp_path, setting, said):
+    # The database's owner (who need not own the store) sets defaults every new session takes.
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"key": "a", "text": "a few words of a text for the store to keep"}) + "\n")
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        connection.execute(f'ALTER DATABASE "{database_url.database}" SET {setting}')
+    try:
+        result = CliRunner().invoke(
+            app, ["--db", database_url.render_as_string(hide_password=False), "add", str(records)]
+        )
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute("SET default_transaction_read_only = off")
+            connection.execute(f'ALTER DATABASE "{database_url.database}" RESET ALL')
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: database ") and said in lines[0], result.output
+    with Store(database_url) as store:
+        assert store.count() == 0
