@@ -2709,3 +2709,31 @@ def test_a_vacuum_cost_delay_set_for_the_database_does_not_slow_the_stores_vacuu
     finally:
         with psycopg.connect(_plain(database_url), autocommit=True) as connection:
             connection.execute(f'ALTER DATABASE "{database_url.database}" RESET ALL')
+
+
+def test_reads_do_not_wait_for_a_safe_snapshot_another_role_withholds(database_url, monkeypatch):
+    # The database's owner makes every transaction SERIALIZABLE READ ONLY DEFERRABLE; another role keeps
+    # a serializable transaction open: each read waited for a safe snapshot as long as it stayed open
+    # (hostile/safe_snapshot_wait.sh). The statement timeout only ends the test's wait if it happens.
+    monkeypatch.setenv("SIMHASH_STORE_STATEMENT_TIMEOUT", "10")
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    database = database_url.database
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        for setting in (
+            "default_transaction_isolation = 'serializable'",
+            "default_transaction_deferrable = on",
+            "default_transaction_read_only = on",
+        ):
+            connection.execute(f'ALTER DATABASE "{database}" SET {setting}')
+    try:
+        with psycopg.connect(_plain(database_url)) as holder:
+            holder.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE READ WRITE")
+            holder.execute("SELECT 1")  # its snapshot is taken and kept
+            with Store(database_url) as store, Lookup(database_url.render_as_string(hide_password=False)) as lookup:
+                assert [m.key for m in store.query(4, 1)] == ["a"]
+                assert [m.key for m in lookup.query_many([4], 1)[0]] == ["a"]
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute("SET default_transaction_read_only = off")
+            connection.execute(f'ALTER DATABASE "{database}" RESET ALL')
