@@ -100,7 +100,7 @@ def trusted_owners() -> list[str]:
 def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     """libpq parameters for the library's own connections, on top of what the URL says.
 
-    - ``options``: ``lock_timeout`` and (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set)
+    - ``options``: ``lock_timeout``, ``default_transaction_deferrable`` off, and (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set)
       ``statement_timeout``, then the URL's own options (so a URL may still change the
       timeouts), then ``search_path`` pinned to :data:`SEARCH_PATH`, last, so that no
       ``options=-csearch_path=...`` in a URL can unpin it (the last setting of a name wins).
@@ -112,6 +112,10 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     settings = {}
     locks = lock_timeout()
     settings["lock_timeout"] = f"{round(locks * 1000)}ms"
+    # A database's owner may make every transaction SERIALIZABLE READ ONLY DEFERRABLE (ALTER DATABASE
+    # ... SET): each read then waits for a safe snapshot, for as long as any role keeps a serializable
+    # transaction open, and no lock_timeout bounds that wait.
+    settings["default_transaction_deferrable"] = "off"
     statements = _seconds_setting(STATEMENT_TIMEOUT_VARIABLE, 0.0)
     if statements:
         settings["statement_timeout"] = f"{round(statements * 1000)}ms"

@@ -54,10 +54,17 @@ class Maintenance:
     reason: str | None = None
 
 
-_SETTINGS = "SELECT pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('search_path')"
+# vacuum_cost_delay too: any role may set it, and the database's owner for every session
+# (ALTER DATABASE ... SET): at 100 ms with vacuum_cost_limit 1, a VACUUM of 5,000 documents took
+# 39 s, and one of millions would take hours. 0 is PostgreSQL's own default for a VACUUM run by hand.
+_SETTINGS = (
+    "SELECT pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('search_path'), "
+    "pg_catalog.current_setting('vacuum_cost_delay')"
+)
 _SET = (
     "SELECT pg_catalog.set_config('lock_timeout', %s::pg_catalog.text, false), "
-    "pg_catalog.set_config('search_path', %s::pg_catalog.text, false)"
+    "pg_catalog.set_config('search_path', %s::pg_catalog.text, false), "
+    "pg_catalog.set_config('vacuum_cost_delay', %s::pg_catalog.text, false)"
 )
 
 
@@ -76,7 +83,7 @@ def vacuum_analyze(connection: psycopg.Connection, lock_timeout: float) -> Maint
     # In autocommit, on an engine the caller made, no transaction pins the search_path: it is
     # set here for the session and put back afterwards, with the lock timeout.
     previous = connection.execute(_SETTINGS).fetchone()
-    connection.execute(_SET, (_milliseconds(lock_timeout), SEARCH_PATH))
+    connection.execute(_SET, (_milliseconds(lock_timeout), SEARCH_PATH, "0"))
     connection.add_notice_handler(collect)
     # A wait on a page another session pins, which lock_timeout does not bound, is bounded by the
     # connection's watch (session.WatchedConnection) to as long.

@@ -45,7 +45,17 @@ def library_error(
             "wrote with such an id in simhash.documents or simhash.cluster_heads, or "
             "simhash.store_info.highest_retired_id; nothing of this write was stored)"
         )
-    if lost:
+    # Defaults the database's owner (or whoever sets the role's) gives every session: a read-only
+    # default, a conflict under serializable isolation, a deadlock with another writer.
+    if sqlstate == "25006":
+        return DatabaseError(
+            f"{message} (the session is read-only: default_transaction_read_only is set for the database or "
+            "role, or the server is a standby; nothing of this write was stored)"
+        )
+    if sqlstate in ("40001", "40P01"):
+        return DatabaseError(f"{message} (this transaction was rolled back: run the command again)")
+    # The server ended the session itself: idle_in_transaction_session_timeout, idle_session_timeout.
+    if lost or sqlstate in ("25P03", "57P05"):
         return DatabaseUnavailableError(f"{message} (connection lost)")
     if unavailable:
         return DatabaseUnavailableError(message)

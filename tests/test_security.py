@@ -2687,3 +2687,92 @@ def test_ray_auto_joins_only_a_cluster_you_started(tmp_path, monkeypatch):
         finally:
             os.kill(child, signal.SIGKILL)
             os.waitpid(child, 0)
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("default_transaction_read_only = on", "read-only transaction"),
+        ("idle_in_transaction_session_timeout = '1ms'", "connection"),
+    ],
+    ids=["read-only", "idle-timeout"],
+)
+def test_database_defaults_set_by_its_owner_end_a_command_in_one_line(database_url, tmp_path, setting, said):
+    # The database's owner (who need not own the store) sets defaults every new session takes.
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"key": "a", "text": "a few words of a text for the store to keep"}) + "\n")
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        connection.execute(f'ALTER DATABASE "{database_url.database}" SET {setting}')
+    try:
+        result = CliRunner().invoke(
+            app, ["--db", database_url.render_as_string(hide_password=False), "add", str(records)]
+        )
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute("SET default_transaction_read_only = off")
+            connection.execute(f'ALTER DATABASE "{database_url.database}" RESET ALL')
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: database ") and said in lines[0], result.output
+    with Store(database_url) as store:
+        assert store.count() == 0
+
+
+class _SeesVacuumSettings(psycopg.Connection):
+    """A real connection that reads the session's cost-based delay just before each VACUUM it sends."""
+
+    seen: list[str]
+
+    def execute(self, query, *args, **kwargs):
+        if isinstance(query, str) and query.startswith("VACUUM"):
+            self.seen.append(super().execute("SELECT current_setting('vacuum_cost_delay')").fetchone()[0])
+        return super().execute(query, *args, **kwargs)
+
+
+def test_a_vacuum_cost_delay_set_for_the_database_does_not_slow_the_stores_vacuum(database_url):
+    # The database's owner may set vacuum_cost_delay for every session: at 100 ms with a cost limit
+    # of 1, a VACUUM of 5,000 documents took 39 s (hostile/dbowner_vacuum_delay.sh).
+    from simhash_store import maintenance
+
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        connection.execute(f'ALTER DATABASE "{database_url.database}" SET vacuum_cost_delay = 100')
+    try:
+        connection = _SeesVacuumSettings.connect(_plain(database_url), autocommit=True)
+        connection.seen = []
+        with connection:
+            assert connection.execute("SHOW vacuum_cost_delay").fetchone() == ("100ms",)
+            done = maintenance.vacuum_analyze(connection, 5.0)
+            assert done.vacuumed and done.analyzed, done
+            assert connection.seen == ["0"]
+            assert connection.execute("SHOW vacuum_cost_delay").fetchone() == ("100ms",)  # put back
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER DATABASE "{database_url.database}" RESET ALL')
+
+
+def test_reads_do_not_wait_for_a_safe_snapshot_another_role_withholds(database_url, monkeypatch):
+    # The database's owner makes every transaction SERIALIZABLE READ ONLY DEFERRABLE; another role keeps
+    # a serializable transaction open: each read waited for a safe snapshot as long as it stayed open
+    # (hostile/safe_snapshot_wait.sh). The statement timeout only ends the test's wait if it happens.
+    monkeypatch.setenv("SIMHASH_STORE_STATEMENT_TIMEOUT", "10")
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5)])
+    database = database_url.database
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        for setting in (
+            "default_transaction_isolation = 'serializable'",
+            "default_transaction_deferrable = on",
+            "default_transaction_read_only = on",
+        ):
+            connection.execute(f'ALTER DATABASE "{database}" SET {setting}')
+    try:
+        with psycopg.connect(_plain(database_url)) as holder:
+            holder.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE READ WRITE")
+            holder.execute("SELECT 1")  # its snapshot is taken and kept
+            with Store(database_url) as store, Lookup(database_url.render_as_string(hide_password=False)) as lookup:
+                assert [m.key for m in store.query(4, 1)] == ["a"]
+                assert [m.key for m in lookup.query_many([4], 1)[0]] == ["a"]
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute("SET default_transaction_read_only = off")
+            connection.execute(f'ALTER DATABASE "{database}" RESET ALL')
