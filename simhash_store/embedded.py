@@ -693,6 +693,15 @@ def server_address(server, database: str) -> Address:
 # rather than connect unprotected (docs/operations.md).
 TCP_AUTHENTICATION = {"require_auth": "scram-sha-256"}
 
+# What a Unix-socket client must set itself. libpq fills every setting a URL leaves out from
+# the environment (PGHOSTADDR, PGOPTIONS) or from the service file PGSERVICE names, which a
+# shared profile may point at a file others write: a ``hostaddr`` there sends the connection
+# over TCP to whoever listens on that address and the socket's port (the host being only the
+# name it authenticates as), and ``options`` there are applied to the server's superuser
+# (``-c session_preload_libraries=...`` loads a library of theirs into the server). Empty
+# values count as given, so neither is taken from elsewhere.
+SOCKET_ONLY = {"hostaddr": "", "options": ""}
+
 
 @dataclass(frozen=True)
 class Address:
@@ -717,7 +726,7 @@ class Address:
         if not self.host.startswith("/"):
             query.update(TCP_AUTHENTICATION)
         if self.host.startswith("/"):
-            query = {"host": self.host, "port": str(self.port), **query}
+            query = {"host": self.host, "port": str(self.port), **query, **SOCKET_ONLY}
             authority = ""
         else:
             authority = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
@@ -730,8 +739,7 @@ class Address:
     def parts(self) -> UrlParts:
         """The URL the library connects with (:meth:`sqlalchemy`), taken apart."""
         query = {"host": self.host, "port": str(self.port), "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
-        if not self.host.startswith("/"):
-            query.update(TCP_AUTHENTICATION)
+        query.update(SOCKET_ONLY if self.host.startswith("/") else TCP_AUTHENTICATION)
         return UrlParts(
             "postgresql+psycopg", username=self.user, password=self.password, database=self.database, query=query
         )

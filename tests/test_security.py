@@ -2776,3 +2776,45 @@ def test_reads_do_not_wait_for_a_safe_snapshot_another_role_withholds(database_u
         with psycopg.connect(_plain(database_url), autocommit=True) as connection:
             connection.execute("SET default_transaction_read_only = off")
             connection.execute(f'ALTER DATABASE "{database}" RESET ALL')
+
+
+def test_the_embedded_servers_socket_address_takes_no_hostaddr_or_options_from_the_environment(tmp_path, monkeypatch):
+    """A shared profile's PGHOSTADDR or PGSERVICE (a service file others write) turned the embedded
+    server's socket address into a TCP connection to whoever listens on that address and port,
+    and their ``options`` reached the server's superuser; the address sets both itself."""
+    from simhash_store.embedded import Address
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    service_file = tmp_path / "pg_service.conf"
+    service_file.write_text("[team]\nhostaddr=127.0.0.1\n")
+    missing = Address(host=str(tmp_path / "no-server"), port=port, user="victim", database="postgres")
+    for variables in ({"PGHOSTADDR": "127.0.0.1"}, {"PGSERVICEFILE": str(service_file), "PGSERVICE": "team"}):
+        with monkeypatch.context() as environment:
+            for name, value in variables.items():
+                environment.setenv(name, value)
+            with pytest.raises(psycopg.OperationalError, match="socket"):
+                psycopg.connect(missing.libpq(), connect_timeout=3)
+            engine = create_engine(missing.sqlalchemy())
+            with pytest.raises(Exception, match="socket"):
+                engine.connect()
+            engine.dispose()
+            with pytest.raises(TimeoutError):
+                listener.accept()[0].close()
+    listener.close()
+
+    local = Path("/var/run/postgresql")
+    if not (local / ".s.PGSQL.5432").exists():
+        pytest.skip("no local server socket in /var/run/postgresql")
+    user = pwd.getpwuid(os.getuid()).pw_name
+    monkeypatch.setenv("PGOPTIONS", "-c search_path=planted")
+    present = Address(host=str(local), port=5432, user=user, database="postgres")
+    with psycopg.connect(present.libpq(), connect_timeout=5) as connection:
+        assert connection.execute("SHOW search_path").fetchone()[0] != "planted"
+    engine = create_engine(present.sqlalchemy())
+    with engine.connect() as connection:
+        assert connection.execute(text("SHOW search_path")).scalar() != "planted"
+    engine.dispose()
