@@ -91,7 +91,7 @@ class Segment(Base):
 
     __tablename__ = "segments"
 
-    document_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(Document.id, ondelete="CASCADE"), index=True)
+    document_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(Document.id, ondelete="CASCADE"))
     segment: Mapped[int] = mapped_column(Integer, comment="the segment's number in its document, from 0")
     fingerprint: Mapped[int] = mapped_column(BigInteger, comment="seg-v1 SimHash of the segment, two's complement")
     block0: Mapped[int] = mapped_column(Integer, _block(48), comment="bits 63..48")
@@ -99,8 +99,12 @@ class Segment(Base):
     block2: Mapped[int] = mapped_column(Integer, _block(16), comment="bits 31..16")
     block3: Mapped[int] = mapped_column(Integer, _block(0), comment="bits 15..0")
 
-    __table_args__ = tuple(Index(f"ix_segments_block{n}", f"block{n}") for n in range(4))
-    # No primary key in the table (see revision 0009): the ORM identifies a row by both columns.
+    __table_args__ = (
+        Index("ux_segments_document_id_segment", "document_id", "segment", unique=True),
+        *(Index(f"ix_segments_block{n}", f"block{n}") for n in range(4)),
+    )
+    # No primary key in the table (see revisions 0009 and 0014): the unique index on both columns
+    # is its replica identity, and the ORM identifies a row by them.
     __mapper_args__ = {"primary_key": [document_id, segment]}
 
 

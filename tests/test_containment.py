@@ -94,6 +94,23 @@ def test_segments_are_written_and_removed_with_their_documents(database_url, tex
         assert {key for key, _, _ in segment_rows(database_url)} == {"paragraphs"}
 
 
+def test_segments_are_replaced_and_removed_under_a_publication_of_every_table(database_url, texts):
+    # A superuser publishes every table of the database (logical replication, change capture):
+    # PostgreSQL then refuses deletes from a table without a replica identity, and segments has no
+    # primary key, so remove and a changed re-add stopped in one line (revision 0014: REPLICA IDENTITY FULL).
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        connection.execute("CREATE PUBLICATION every_table FOR ALL TABLES")
+    with Store(database_url) as store:
+        store.init(segments=True)
+        store.add([document(key, text) for key, text in texts.items()])
+        store.add([document("page", texts["other-law"])])
+        store.remove(["other-law"])
+        assert {key for key, _, _ in segment_rows(database_url)} == {"article", "page", "paragraphs"}
+        assert [v for k, _, v in segment_rows(database_url) if k == "page"] == [
+            to_signed(v) for v in segment_fingerprints(texts["other-law"])
+        ]
+
+
 def test_query_containment_finds_the_article_inside_the_page_with_direction_and_score(database_url, texts, unrelated):
     with Store(database_url) as store:
         store.init(segments=True)

@@ -43,7 +43,7 @@ SQL_FILES_SHA256 = {
 # The functions revision 0008 adds; every other one it re-creates from files exactly as 0007 left it.
 NEW_IN_0008 = {"simhash.from_hex(text)", "simhash.to_hex(bigint)"}
 NEW_IN_0009 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012", "0013"]
+REVISIONS = [f"{n:04d}" for n in range(1, 15)]
 # The functions revision 0013 gives a new version (containment counted per distinct fingerprint); the rest it keeps.
 CHANGED_IN_0013 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
 
@@ -115,6 +115,7 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
     assert functions["0012"] == functions["0011"]  # 0012 lets a store record the lean layout, no function
     kept = [[f for f in functions[r] if f[0] not in CHANGED_IN_0013] for r in ("0012", "0013")]
     assert kept[0] == kept[1] and functions["0013"] != functions["0012"]
+    assert functions["0014"] == functions["0013"]  # 0014 sets the segments' replica identity, no function
     with Store(empty_database_url) as store:  # the library reads the upgraded store
         assert [m.key for m in store.query(query, 7)] == [key for key, _ in states["0001"][1]]
         assert [len(found) for found in store.query_many([query, query ^ 1], 2)] == [3, 4]
@@ -124,6 +125,10 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
         with psycopg.connect(url, autocommit=True) as connection:
             assert _state(connection, query) == states["0001"], revision
             assert connection.execute(FUNCTIONS).fetchall() == functions[revision], revision
+            if revision == "0013":  # 0014's downgrade puts the default replica identity back
+                assert connection.execute(
+                    "SELECT relreplident FROM pg_class WHERE oid = 'simhash.segments'::regclass"
+                ).fetchone() == ("d",)
     migrate.upgrade(engine)
     assert migrate.current_revision(engine) == migrate.HEAD_REVISION
     engine.dispose()
