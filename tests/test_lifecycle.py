@@ -160,6 +160,43 @@ def test_a_role_that_may_not_vacuum_is_told_once_and_its_rows_are_stored(writer_
     assert "simhash-store optimize" in str(told[0].message)
 
 
+def test_a_vacuum_cancelled_after_a_write_is_a_warning_and_the_rows_are_stored(database_url):
+    # A member of pg_signal_backend (or a statement_timeout) cancels the VACUUM that follows a
+    # large write: the write has committed, so the add must not fail (it raised DatabaseError).
+    url = plain(database_url)
+    cancelled: list[int] = []
+
+    def cancel_the_vacuum() -> None:
+        with psycopg.connect(url, autocommit=True) as watcher:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not cancelled:
+                row = watcher.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE query LIKE 'VACUUM%%simhash.documents' AND wait_event_type = 'Lock'"
+                ).fetchone()
+                if row:
+                    watcher.execute("SELECT pg_cancel_backend(%s)", row)
+                    cancelled.append(row[0])
+                time.sleep(0.05)
+
+    added = documents(ROWS)
+    with psycopg.connect(url) as blocker, Store(database_url) as store:
+        # Holds the lock VACUUM takes (not the writes' own), so the VACUUM waits where it can be seen.
+        blocker.execute("LOCK TABLE simhash.documents IN SHARE UPDATE EXCLUSIVE MODE")
+        watcher = threading.Thread(target=cancel_the_vacuum)
+        watcher.start()
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = store.add(added)
+        finally:
+            watcher.join()
+            blocker.rollback()
+        assert cancelled and result.added == ROWS
+        told = [str(w.message) for w in caught if issubclass(w.category, SimhashStoreWarning)]
+        assert len(told) == 1 and "could not vacuum simhash.documents" in told[0] and "cancel" in told[0], told
+        assert store.count() == ROWS
+
+
 def test_cli_prints_the_vacuum_warning_as_one_line(writer_role, tmp_path):
     source = tmp_path / "legacy.csv"
     source.write_text("key,fingerprint\n" + "".join(f"k{i},{v}\n" for i, v in enumerate(random_fingerprints(ROWS))))

@@ -313,7 +313,14 @@ class Upkeep:
             self.rows_at_optimize = with_cursor(engine, maintenance.estimated_rows)
         if not maintenance.needs_maintenance(self.changes, self.rows_at_optimize):
             return
-        done = self.optimize(engine, lock_timeout)
+        try:
+            done = self.optimize(engine, lock_timeout)
+        except (psycopg.errors.QueryCanceled, psycopg.OperationalError) as exc:
+            # The write is committed: a VACUUM another session cancels (pg_cancel_backend, a
+            # statement_timeout) or whose connection is lost costs the upkeep, not the write.
+            reason = (exc.diag.message_primary or str(exc)).strip().splitlines()[0]
+            done = maintenance.Maintenance(vacuumed=False, analyzed=False, reason=reason)
+            self.changes = 0
         if done.reason and not self.warned:
             self.warned = True
             what = (
