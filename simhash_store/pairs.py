@@ -78,6 +78,88 @@ def _informative(values: np.ndarray) -> list[int] | None:
     return [bit for bit in range(63, -1, -1) if telling[bit]]
 
 
+# Blocks of the bits in their own order are kept unless, on a sample, one of them puts more than
+# this many times the pairs of values in one bucket that random values would (and more than a few
+# per value): then the bits are dealt to the blocks so that each block tells the sample apart.
+_CROWDED = 4.0
+_ORDER_SAMPLE = 1 << 12
+_ORDER_FROM = 1 << 13  # fewer values than this cost little however crowded (33M candidates at most)
+
+
+def _collisions(groups: np.ndarray) -> int:
+    """Pairs of sample values that share a bucket, given each one's bucket number."""
+    sizes = np.bincount(groups).astype(np.int64)
+    return int((sizes * (sizes - 1) // 2).sum())
+
+
+def _bucket_numbers(columns: np.ndarray, chosen: list[int]) -> np.ndarray:
+    """Each sample row's bucket under the key of the ``chosen`` columns of its bits, numbered from 0."""
+    key = np.zeros(len(columns), dtype=np.uint64)
+    for column in chosen:
+        key = (key << np.uint64(1)) | columns[:, column].astype(np.uint64)
+    numbers: np.ndarray = np.unique(key, return_inverse=True)[1].ravel()
+    return numbers
+
+
+def _dealt(columns: np.ndarray, widths: list[int]) -> list[int]:
+    """Columns dealt to blocks of ``widths``, greedily and in turns (so that no block is left only
+    what the others did not want): each block takes, while it has room, the column that leaves
+    the fewest pairs of sample rows in one of its buckets. The blocks' columns, block after block."""
+    remaining = list(range(columns.shape[1]))
+    taken: list[list[int]] = [[] for _ in widths]
+    groups = [np.zeros(len(columns), dtype=np.int64) for _ in widths]
+    while remaining:
+        for block, width in enumerate(widths):
+            if len(taken[block]) == width or not remaining:
+                continue
+            size = int(groups[block].max()) + 1
+            totals = np.bincount(groups[block], minlength=size).astype(np.float64)
+            best, best_pairs = 0, np.inf
+            for slot, column in enumerate(remaining):
+                ones = np.bincount(groups[block], weights=columns[:, column], minlength=size)
+                pairs = float((ones * ones + (totals - ones) * (totals - ones)).sum())
+                if pairs < best_pairs:
+                    best, best_pairs = slot, pairs
+            column = remaining.pop(best)
+            taken[block].append(column)
+            groups[block] = np.unique(groups[block] * 2 + columns[:, column], return_inverse=True)[1].ravel()
+    return [column for block in taken for column in block]
+
+
+def _block_positions(values: np.ndarray, max_distance: int) -> list[int] | None:
+    """The bit positions the blocks of :func:`_unique_pairs` and :func:`search_tables` are cut from,
+    in order (the first block takes the first ones); None for all 64 in their own order.
+
+    The bits that tell the values apart (:func:`_informative`), in their own order, unless a block
+    of them crowds the values of a sample into few buckets (bits that each split the values but
+    take few values together: a block of four runs of four equal bits holds 16 values): then they
+    are dealt to the blocks so that each block tells the sample apart (:func:`_dealt`). Any order
+    of any subset of the bits a pair within k differs in at most k of keeps the search exact;
+    the order changes the work, never the pairs."""
+    positions = _informative(values)
+    if len(values) < _ORDER_FROM or positions == []:
+        return positions
+    ordered = positions or list(range(63, -1, -1))
+    bits = len(ordered)
+    layout = _layout(len(values), max_distance, bits)
+    widths = [width for _, width in _block_spans(-(-bits // 16) if layout == 0 else layout, bits)]
+    sample = values[:: max(1, len(values) // _ORDER_SAMPLE)]
+    columns = ((sample[:, None] >> np.array(ordered, dtype=np.uint64)[None, :]) & np.uint64(1)).astype(np.int64)
+
+    def crowding(order: list[int]) -> list[int]:  # pairs of the sample in one bucket, per block
+        starts = np.cumsum([0, *widths]).tolist()
+        return [_collisions(_bucket_numbers(columns, order[a:b])) for a, b in zip(starts, starts[1:])]
+
+    count = len(sample)
+    own = crowding(list(range(bits)))
+    if all(found <= _CROWDED * count * (count - 1) / 2 / 2.0**width + count for found, width in zip(own, widths)):
+        return positions
+    dealt = _dealt(columns, widths)
+    if 2 * sum(crowding(dealt)) >= sum(own):  # near copies crowd every order alike: keep the bits' own
+        return positions
+    return [ordered[column] for column in dealt]
+
+
 def _packed(values: np.ndarray, positions: list[int]) -> np.ndarray:
     """The bits of ``values`` at ``positions`` side by side in the low bits, the first the most significant."""
     packed = np.zeros(len(values), dtype=np.uint64)
@@ -329,7 +411,7 @@ def search_tables(values: np.ndarray, max_distance: int) -> list[tuple[np.uint64
     """The tables :func:`near_pairs` would search ``values`` by at ``max_distance``, in the values'
     own bits: for each, the bits of its key and the flips a query's key is probed with (0 alone for
     exact-match tables). Two values within the distance have keys equal up to one of the flips."""
-    positions = _informative(values) or list(range(63, -1, -1))
+    positions = _block_positions(values, max_distance) or list(range(63, -1, -1))
     bits = len(positions)
 
     def deposit(packed: int) -> int:  # bit i of the packed key is the fingerprint's bit positions[bits - 1 - i]
@@ -367,13 +449,14 @@ def _unique_pairs(
 
     ``layout`` (chosen by cost when None): 0 for four 16-bit blocks with flip masks, else the
     number of blocks of exact-match tables. ``max_pairs``: :class:`TooManyPairs` past that many.
-    Chosen by cost, the blocks are made of the bits that tell the values apart (:func:`_informative`).
+    Chosen by cost, the blocks are made of the bits that tell the values apart, dealt to the blocks
+    so that each tells them apart (:func:`_block_positions`).
     """
     if layout is not None:
         if layout == 0:
             return _flip_pairs(values, max_distance, max_pairs)
         return _exact_pairs(values, max_distance, layout, max_pairs)
-    positions = _informative(values)
+    positions = _block_positions(values, max_distance)
     if not positions:  # every bit tells them apart (or, in the sample, none does): all 64
         keys, bits = values, 64
     else:
