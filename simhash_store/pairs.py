@@ -15,7 +15,9 @@ Two layouts of the same pigeonhole, chosen by an estimated cost (:func:`_layout`
 In both, a pair is kept only from the first block or table that finds it, so nothing is
 reported twice, and every candidate is verified on all 64 bits. Blocks are made of the bits that
 tell the values apart (:func:`_informative`): a bit nearly all of them share would only make one
-bucket of a block, and a pair within ``k`` differs in at most ``k`` of the other bits too. Identical fingerprints are
+bucket of a block, and a pair within ``k`` differs in at most ``k`` of the other bits too; where
+a block of them would still crowd the values (bits that take few values together), they are dealt
+to the blocks so that each tells the values apart (:func:`_block_positions`). Identical fingerprints are
 grouped first, so a heavily duplicated corpus does not blow up the candidate lists.
 
 >>> import numpy as np
