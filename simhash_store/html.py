@@ -47,6 +47,7 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codec
 # Labels read as the encoding browsers use for them (WHATWG Encoding Standard): GB2312 and GBK
 # pages are decoded as GB18030 (a superset), Latin-1 and ASCII as windows-1252, Big5 with the
 # HKSCS additions.
+_LATIN = "cp1252"  # what Latin-1, ASCII and windows-1252 labels read as
 _AS_BROWSERS_DO = {
     "gb2312": "gb18030",
     "gbk": "gb18030",
@@ -174,10 +175,22 @@ def decode_page(data: bytes, content_type: str | None = None) -> Page:
     for bom, bom_encoding in _BOMS:
         if data.startswith(bom):
             return Page(data.decode(bom_encoding, "replace"), bom_encoding.removesuffix("-sig"), BOM)
-    declared = ((HEADER, charset_of_header(content_type)), (META, charset_of_meta(data)))
+    header, meta = charset_of_header(content_type), charset_of_meta(data)
+    declared = [(HEADER, header), (META, meta)]
+    if header == _LATIN and meta not in (None, _LATIN):
+        # A Latin-1 header is often the server's default (HTTP/1.1's, Apache's AddDefaultCharset)
+        # over a page that names its own charset; windows-1252 reads any bytes, so a GBK page
+        # under it never contradicted it and was read as Latin letters (ÖÐ»ªÈËÃñ): the page's
+        # own declaration is tried first.
+        declared.reverse()
     for source, encoding in declared:
         if encoding is None:
             continue
+        if encoding == _LATIN and not data.isascii():
+            try:  # valid UTF-8 holding more than ASCII is not windows-1252 text (`Ã©` for `é`)
+                return Page(data.decode("utf-8"), "utf-8", DETECTED)
+            except UnicodeDecodeError:
+                pass
         text, replaced = _decode_counting(data, encoding)
         if replaced <= max(4, len(data) // 200):
             return Page(text, encoding, source, replaced)

@@ -92,6 +92,27 @@ def test_a_declared_charset_that_the_bytes_contradict_is_passed_over():
     assert "这是用UTF-8保存的页面" in decoded.text
 
 
+def test_a_latin1_header_gives_way_to_the_pages_own_charset_and_to_utf8():
+    # windows-1252 reads any bytes, so a GB2312 page served under a server's default
+    # `charset=ISO-8859-1` was read as Latin letters (ÖÐ»ªÈËÃñ), and a UTF-8 one as `Ã©`:
+    # its fingerprint was another page's, its copies elsewhere missed.
+    article = "<p>" + "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。" * 10 + "</p>"
+    says_gb2312 = f'<html><head><meta charset="gb2312"><title>t</title></head><body>{article}</body></html>'
+    latin = "text/html; charset=ISO-8859-1"
+    decoded = decode_page(says_gb2312.encode("gbk"), latin)
+    assert (decoded.encoding, decoded.source) == ("gb18030", META) and "惩罚犯罪" in decoded.text
+    assert extract(says_gb2312.encode("gbk"), latin).text == extract(says_gb2312.encode("gbk")).text
+    bare = f"<html><body>{article}<p>café</p></body></html>"
+    assert decode_page(bare.encode("utf-8"), latin).text == bare
+    assert decode_page(bare.encode("utf-8"), "text/html; charset=us-ascii").encoding == "utf-8"
+    # Latin text in windows-1252 stays so, and so does a page whose meta tag fails its bytes.
+    french = "<html><body><p>Le café est très bon, déjà vu à Noël.</p></body></html>"
+    assert decode_page(french.encode("cp1252"), latin).text == french
+    assert (decode_page(french.encode("cp1252"), latin).source) == HEADER
+    says_utf8 = french.replace("<body>", '<head><meta charset="utf-8"></head><body>')
+    assert decode_page(says_utf8.encode("cp1252"), latin).text == says_utf8
+
+
 def test_an_unknown_charset_label_is_ignored_and_an_empty_page_is_said_so():
     assert decode_page("<p>正文内容</p>".encode(), "text/html; charset=no-such-thing").source == DETECTED
     with pytest.raises(DecodeError, match="empty"):
