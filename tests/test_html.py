@@ -312,6 +312,45 @@ def _raw_response(uri: str, body: bytes, declared: int | None = None, encoding: 
     return head + http + body + b"\r\n\r\n"
 
 
+def test_a_body_whose_content_encoding_cannot_be_undone_is_a_failed_page_not_a_binary_or_partial_one(tmp_path, capfd):
+    import random
+
+    from simhash_store.corpus import UNREADABLE, Skip
+    from simhash_store.formats import read_records
+
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    noise = random.Random(7).randbytes(400_000)  # a body of more than warcio's first block when gzipped
+    long_page = b"<html><body><p>" + noise.hex().encode() + b"</p></body></html>"
+    packed = gzip.compress(long_page)
+    damaged = bytearray(packed)
+    damaged[len(packed) // 2 : len(packed) // 2 + 64] = bytes(64)
+    archive = b"".join(
+        (
+            _raw_response("http://e/plain", zh),
+            # brotli (without the brotli module) and zstd were passed through still compressed
+            # and counted as binary, a deliberate skip with exit 0
+            _raw_response("http://e/br", random.Random(1).randbytes(900), encoding="br"),
+            _raw_response("http://e/zstd", b"\x28\xb5\x2f\xfd" + random.Random(2).randbytes(900), encoding="zstd"),
+            # damaged past warcio's first block: its error went raw to stderr, the page cut there
+            _raw_response("http://e/damaged", bytes(damaged), encoding="gzip"),
+            # cut short: half a page stored as the page, silently
+            _raw_response("http://e/cut", packed[: len(packed) // 2], encoding="gzip"),
+            _raw_response("http://e/gzip", gzip.compress(zh), encoding="gzip"),
+            _raw_response("http://e/stored-decoded", zh, encoding="gzip"),  # some crawlers keep the header
+        )
+    )
+    (tmp_path / "codings.warc").write_bytes(archive)
+    rows = {where.split(": ", 1)[1]: record for where, record in read_records(str(tmp_path / "codings.warc"))}
+    failed = {uri: str(record) for uri, record in rows.items() if isinstance(record, Skip)}
+    assert set(failed) == {"http://e/br", "http://e/zstd", "http://e/damaged", "http://e/cut"}
+    assert all(record.reason == UNREADABLE for record in rows.values() if isinstance(record, Skip))
+    assert "'br' is not one this reads" in failed["http://e/br"] and "damaged" in failed["http://e/damaged"]
+    assert "cut short" in failed["http://e/cut"]
+    texts = {uri: record["text"] for uri, record in rows.items() if isinstance(record, dict)}
+    assert texts["http://e/plain"] == texts["http://e/gzip"] == texts["http://e/stored-decoded"] != ""
+    assert capfd.readouterr().err == ""  # nothing of warcio's on stderr
+
+
 def test_a_warc_header_line_over_the_bound_is_damage_not_a_read_of_any_length(tmp_path):
     # warcio reads a header line whole: one of 150 MB in a .warc.gz of 153 KB took 615 MB, and the
     # bound on a record's body did not apply to it. A WARC header, an HTTP header or the blank lines
