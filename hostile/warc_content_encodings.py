@@ -2,6 +2,7 @@
 # or stacked gzip): counted as binary pages, exit 0, before the fix. Writes enc.warc; then
 # `simhash-store --db URL add enc.warc`. mkwarc2-like damaged and cut gzip bodies: see tests/test_html.py.
 import gzip
+import random
 import zlib
 
 t = "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验及实际情况，制定本法。"
@@ -22,8 +23,6 @@ def rec(uri, http_headers, body):
     ).encode()
     return head + http + b"\r\n\r\n"
 
-
-import random
 
 out = b""
 out += rec("http://a/plain", [("Content-Type", "text/html")], page)
