@@ -329,9 +329,22 @@ def _codec(label: str) -> str | None:
     name = info.name
     if not getattr(info, "_is_text_encoding", True) or name in _NOT_PAGE_ENCODINGS:
         return None
-    if name in ("utf-16-le", "utf-16-be", "utf-16", "utf-32"):
+    if name in ("utf-16-le", "utf-16-be", "utf-16", "utf-32", "utf-32-le", "utf-32-be"):
         return "utf-8"  # a page that was decoded to find its meta tag is not UTF-16 (HTML standard)
+    try:
+        markup = _MARKUP.decode(name) == _MARKUP.decode("ascii")
+    except (UnicodeError, LookupError, ValueError):
+        markup = False
+    if not markup:
+        # EBCDIC (cp037, cp500, cp1140 ...) and utf-7 read the bytes of markup as other characters:
+        # a page whose tags are ASCII is not written in them (no browser reads them), and decoding
+        # one with them gives text of other characters throughout, which no byte contradicts.
+        return None
     return _AS_BROWSERS_DO.get(name, name)
+
+
+# What every charset a page can be written in reads as ASCII: the markup and the label itself.
+_MARKUP = b"<!-- --><meta charset=\"x\" content='y; z'/>&#1; abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789._:+1 "
 
 
 def _decode_counting(data: bytes, encoding: str) -> tuple[str, int]:

@@ -613,6 +613,21 @@ def test_a_charset_naming_no_text_encoding_is_passed_over_not_a_crash(label):
     assert ARTICLE_EN in extract(pages[0].body, pages[0].content_type).text
 
 
+@pytest.mark.parametrize("label", ["cp037", "IBM500", "cp1140", "cp273", "utf-7"])
+def test_a_charset_that_reads_markup_as_other_characters_is_passed_over(label):
+    # EBCDIC reads every byte, so `<meta charset=cp037>` on a UTF-8 page was taken at its word:
+    # the page's text became other characters throughout (`\x14\x07ÈÑÈ%Á`), fingerprinted as such,
+    # its copies missed; utf-7 reads `+` as the start of base64. No browser reads either.
+    zh = page("zh-news-gbk.html").decode("gbk")
+    declared = zh.replace('charset="gbk"', f'charset="{label}"').replace("charset=gbk", f"charset={label}")
+    assert label in declared
+    got = decode_page(declared.encode("utf-8"))
+    assert (got.source, got.encoding) == (DETECTED, "utf-8")
+    by_header = decode_page(declared.encode("utf-8"), f"text/html; charset={label}")
+    assert (by_header.source, by_header.encoding) == (DETECTED, "utf-8")
+    assert ARTICLE_ZH in extract(declared.encode("utf-8"), f"text/html; charset={label}").text
+
+
 def test_add_of_pages_declaring_no_text_encoding_stores_them_and_the_rest(database_url, tmp_path):
     english = page("en-article.html").decode()
     folder = tmp_path / "pages"
