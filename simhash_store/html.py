@@ -47,7 +47,6 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codec
 # Labels read as the encoding browsers use for them (WHATWG Encoding Standard): GB2312 and GBK
 # pages are decoded as GB18030 (a superset), Latin-1 and ASCII as windows-1252, Big5 with the
 # HKSCS additions.
-_LATIN = "cp1252"  # what Latin-1, ASCII and windows-1252 labels read as
 _AS_BROWSERS_DO = {
     "gb2312": "gb18030",
     "gbk": "gb18030",
@@ -177,17 +176,17 @@ def decode_page(data: bytes, content_type: str | None = None) -> Page:
             return Page(data.decode(bom_encoding, "replace"), bom_encoding.removesuffix("-sig"), BOM)
     header, meta = charset_of_header(content_type), charset_of_meta(data)
     declared = [(HEADER, header), (META, meta)]
-    if header == _LATIN and meta not in (None, _LATIN):
+    if header is not None and _single_byte(header) and meta is not None and meta != header:
         # A Latin-1 header is often the server's default (HTTP/1.1's, Apache's AddDefaultCharset)
-        # over a page that names its own charset; windows-1252 reads any bytes, so a GBK page
-        # under it never contradicted it and was read as Latin letters (ÖÐ»ªÈËÃñ): the page's
-        # own declaration is tried first.
+        # over a page that names its own charset; windows-1252 (any charset of one byte a
+        # character) reads almost any bytes, so a GBK page under it never contradicted it and was
+        # read as Latin letters (ÖÐ»ªÈËÃñ): the page's own declaration is tried first.
         declared.reverse()
     for source, encoding in declared:
         if encoding is None:
             continue
-        if encoding == _LATIN and not data.isascii():
-            try:  # valid UTF-8 holding more than ASCII is not windows-1252 text (`Ã©` for `é`)
+        if _single_byte(encoding) and not data.isascii():
+            try:  # valid UTF-8 holding more than ASCII is not text of one byte a character (`Ã©` for `é`)
                 return Page(data.decode("utf-8"), "utf-8", DETECTED)
             except UnicodeDecodeError:
                 pass
@@ -345,6 +344,19 @@ def _codec(label: str) -> str | None:
 
 # What every charset a page can be written in reads as ASCII: the markup and the label itself.
 _MARKUP = b"<!-- --><meta charset=\"x\" content='y; z'/>&#1; abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789._:+1 "
+
+
+@functools.lru_cache(maxsize=64)
+def _single_byte(encoding: str) -> bool:
+    """Whether a charset reads each byte as one character (windows-1252, KOI8-R, ISO-8859-5 ...):
+    such a charset reads almost any bytes, so the bytes seldom contradict it. UTF-8 is not; a
+    7-bit one (HZ, ISO-2022) counts, harmlessly: bytes past ASCII are not its text anyway."""
+    if codecs.lookup(encoding).name == "utf-8":
+        return False
+    try:
+        return len(bytes(range(0x80, 0x100)).decode(encoding, "replace")) == 0x80
+    except (LookupError, UnicodeError, ValueError):
+        return False
 
 
 def _decode_counting(data: bytes, encoding: str) -> tuple[str, int]:

@@ -105,6 +105,12 @@ def test_a_latin1_header_gives_way_to_the_pages_own_charset_and_to_utf8():
     bare = f"<html><body>{article}<p>café</p></body></html>"
     assert decode_page(bare.encode("utf-8"), latin).text == bare
     assert decode_page(bare.encode("utf-8"), "text/html; charset=us-ascii").encoding == "utf-8"
+    # any charset of one byte a character reads almost any bytes: KOI8-R, windows-1251 alike
+    assert decode_page(says_gb2312.encode("gbk"), "text/html; charset=koi8-r").encoding == "gb18030"
+    assert decode_page(bare.encode("utf-8"), "text/html; charset=windows-1251").text == bare
+    russian = "<html><body><p>Съешь же ещё этих мягких французских булок, да выпей чаю.</p></body></html>"
+    for label in ("koi8-r", "windows-1251", "iso-8859-5"):
+        assert decode_page(russian.encode(label), f"text/html; charset={label}").text == russian
     # Latin text in windows-1252 stays so, and so does a page whose meta tag fails its bytes.
     french = "<html><body><p>Le café est très bon, déjà vu à Noël.</p></body></html>"
     assert decode_page(french.encode("cp1252"), latin).text == french
