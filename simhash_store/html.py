@@ -351,9 +351,9 @@ def _single_byte(encoding: str) -> bool:
     """Whether a charset reads each byte as one character (windows-1252, KOI8-R, ISO-8859-5 ...):
     such a charset reads almost any bytes, so the bytes seldom contradict it. UTF-8 is not; a
     7-bit one (HZ, ISO-2022) counts, harmlessly: bytes past ASCII are not its text anyway."""
-    if codecs.lookup(encoding).name == "utf-8":
-        return False
     try:
+        if codecs.lookup(encoding).name.startswith("utf"):
+            return False
         return len(bytes(range(0x80, 0x100)).decode(encoding, "replace")) == 0x80
     except (LookupError, UnicodeError, ValueError):
         return False
