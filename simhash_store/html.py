@@ -174,10 +174,22 @@ def decode_page(data: bytes, content_type: str | None = None) -> Page:
     for bom, bom_encoding in _BOMS:
         if data.startswith(bom):
             return Page(data.decode(bom_encoding, "replace"), bom_encoding.removesuffix("-sig"), BOM)
-    declared = ((HEADER, charset_of_header(content_type)), (META, charset_of_meta(data)))
+    header, meta = charset_of_header(content_type), charset_of_meta(data)
+    declared = [(HEADER, header), (META, meta)]
+    if header is not None and _single_byte(header) and meta is not None and meta != header:
+        # A Latin-1 header is often the server's default (HTTP/1.1's, Apache's AddDefaultCharset)
+        # over a page that names its own charset; windows-1252 (any charset of one byte a
+        # character) reads almost any bytes, so a GBK page under it never contradicted it and was
+        # read as Latin letters (ÖÐ»ªÈËÃñ): the page's own declaration is tried first.
+        declared.reverse()
     for source, encoding in declared:
         if encoding is None:
             continue
+        if _single_byte(encoding) and not data.isascii():
+            try:  # valid UTF-8 holding more than ASCII is not text of one byte a character (`Ã©` for `é`)
+                return Page(data.decode("utf-8"), "utf-8", DETECTED)
+            except UnicodeDecodeError:
+                pass
         text, replaced = _decode_counting(data, encoding)
         if replaced <= max(4, len(data) // 200):
             return Page(text, encoding, source, replaced)
@@ -316,9 +328,35 @@ def _codec(label: str) -> str | None:
     name = info.name
     if not getattr(info, "_is_text_encoding", True) or name in _NOT_PAGE_ENCODINGS:
         return None
-    if name in ("utf-16-le", "utf-16-be", "utf-16", "utf-32"):
+    if name in ("utf-16-le", "utf-16-be", "utf-16", "utf-32", "utf-32-le", "utf-32-be"):
         return "utf-8"  # a page that was decoded to find its meta tag is not UTF-16 (HTML standard)
+    try:
+        markup = _MARKUP.decode(name) == _MARKUP.decode("ascii")
+    except (UnicodeError, LookupError, ValueError):
+        markup = False
+    if not markup:
+        # EBCDIC (cp037, cp500, cp1140 ...) and utf-7 read the bytes of markup as other characters:
+        # a page whose tags are ASCII is not written in them (no browser reads them), and decoding
+        # one with them gives text of other characters throughout, which no byte contradicts.
+        return None
     return _AS_BROWSERS_DO.get(name, name)
+
+
+# What every charset a page can be written in reads as ASCII: the markup and the label itself.
+_MARKUP = b"<!-- --><meta charset=\"x\" content='y; z'/>&#1; abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789._:+1 "
+
+
+@functools.lru_cache(maxsize=64)
+def _single_byte(encoding: str) -> bool:
+    """Whether a charset reads each byte as one character (windows-1252, KOI8-R, ISO-8859-5 ...):
+    such a charset reads almost any bytes, so the bytes seldom contradict it. UTF-8 is not; a
+    7-bit one (HZ, ISO-2022) counts, harmlessly: bytes past ASCII are not its text anyway."""
+    try:
+        if codecs.lookup(encoding).name.startswith("utf"):
+            return False
+        return len(bytes(range(0x80, 0x100)).decode(encoding, "replace")) == 0x80
+    except (LookupError, UnicodeError, ValueError):
+        return False
 
 
 def _decode_counting(data: bytes, encoding: str) -> tuple[str, int]:

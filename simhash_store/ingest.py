@@ -421,9 +421,15 @@ def add(
         for batch in batches(unique_keys(inputs), batch_size):
             sources = _split(batch, summary)
             stored = store.versions([s.key for s in sources]) if sources else {}
+            # A record's metadata (--metadata-field) given or changed under the same text: a
+            # record whose stored metadata differs is written again, not taken as unchanged.
+            described = [s.key for s in sources if s.metadata is not None and s.key in stored]
+            stored_metadata = store.stored_metadata(described) if described else {}
             tasks, unchanged = [], []
             for source in sources:
                 digest_stored, stamp_stored = stored.get(source.key, (None, None))
+                if source.metadata is not None and stored_metadata.get(source.key) != source.metadata:
+                    digest_stored = None  # fingerprinted and written again (the write compares it as stored)
                 if not checksum and source.stamp is not None and source.stamp == stamp_stored:
                     unchanged.append(Prepared(source.key, source.size, unchanged=True, stamp=source.stamp))
                 elif source.text is not None and digest_stored is not None and _text_digest(source) == digest_stored:

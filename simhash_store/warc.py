@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from simhash_store.decoding import is_binary_start
 from simhash_store.errors import InputError
 from simhash_store.html import looks_like_html
 
@@ -48,6 +49,9 @@ class WarcPage:
     # Too large because the archive's pages, this one included, inflate past INFLATION_RATIO
     # times the archive's size on disk.
     over_budget: bool = False
+    # Why the body's HTTP Content-Encoding could not be undone (one this does not read, a
+    # compressed body damaged or cut short): the page comes out with no body.
+    undecoded: str = ""
 
 
 @dataclass
@@ -130,7 +134,10 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
                 if room <= 0 or (content_type and not _is_html(content_type, b"")):
                     body = None if room <= 0 else b""  # past the budget, or not a page: not decompressed
                 else:
-                    body = _read_at_most(record.content_stream(), min(max_bytes, room))
+                    body, undecoded = _read_body(record, min(max_bytes, room))
+                    if undecoded:
+                        yield WarcPage(uri, content_type, b"", undecoded=undecoded)
+                        continue
                     if body is None and room < max_bytes:
                         room = 0  # over the budget, not over the page's bound
                 if body is None and room <= 0:
@@ -317,6 +324,63 @@ def _read_at_most(stream: Any, limit: int) -> bytes | None:
         pieces.append(piece)
         left -= len(piece)
     return None
+
+
+def _read_body(record: Any, limit: int) -> tuple[bytes | None, str]:
+    """(the body with its Content-Encoding undone, or None past ``limit``; why it could not be
+    undone, or "").
+
+    warcio passes a body whose Content-Encoding it does not read (``br`` without brotli, ``zstd``)
+    through as it is, writes a decompression error past the first block to stderr and ends the
+    body there, and ends a compressed body cut short quietly: compressed bytes were taken for a
+    binary page, and a damaged or cut page for the whole. A body that does not decompress from its
+    first block, and is not binary, is taken as it is (some crawlers store bodies decoded and keep
+    the header).
+    """
+    from warcio.bufferedreaders import BufferedReader
+
+    coding = (record.http_headers.get_header("Content-Encoding") or "").strip().lower()
+    if coding in ("", "identity"):
+        return _read_at_most(record.content_stream(), limit), ""
+    if coding not in BufferedReader.get_supported_decompressors():
+        hint = " (pip install brotli reads it)" if coding == "br" else ""
+        return b"", f"its body's Content-Encoding {coding[:40]!r} is not one this reads{hint}"
+    stream = record.content_stream()
+    failed: list[str] = []
+    if stream is not record.raw_stream:
+        stream._decompress = _strict_decompress(stream, failed)
+    body = _read_at_most(stream, limit)
+    if body is None:
+        return None, ""
+    if failed:
+        return b"", f"its {coding} body is damaged ({failed[0]})"
+    decompressor = getattr(stream, "decompressor", None)
+    if decompressor is None:
+        if is_binary_start(body):
+            return b"", f"its body does not decompress as its Content-Encoding {coding!r} says"
+        return body, ""
+    if not getattr(decompressor, "eof", True) and not record.rec_headers.get_header("WARC-Truncated"):
+        # (a record the crawler says it cut, WARC-Truncated, is taken as far as it goes, as an
+        # uncompressed one is)
+        return b"", f"its {coding} body is cut short (the compressed data does not end)"
+    return body, ""
+
+
+def _strict_decompress(reader: Any, failed: list[str]) -> Callable[[bytes], bytes]:
+    """warcio's ``_decompress`` for ``reader``, but an error past the first block is kept in
+    ``failed`` (and the body ends), not written to stderr."""
+    own = type(reader)._decompress
+
+    def decompress(data: bytes) -> bytes:
+        if reader.decompressor is None or not data or reader.num_block_read == 0:
+            return bytes(own(reader, data))
+        try:
+            return bytes(reader.decompressor.decompress(data))
+        except Exception as error:  # zlib.error, brotli.error: any means the body is damaged
+            failed.append(_first_line(error))
+            return b""
+
+    return decompress
 
 
 def _own_http_head(raw: Any, max_bytes: int) -> tuple[str | None, bytes | None]:

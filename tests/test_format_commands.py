@@ -85,6 +85,31 @@ def test_add_stores_the_metadata_fields_it_is_given(database_url, tmp_path, form
         assert document is not None and document.metadata in ({"title": "t3", "n": 3}, {"title": "t3", "n": "3"})
 
 
+def test_metadata_given_or_changed_on_a_rerun_of_the_same_texts_is_stored(database_url, tmp_path):
+    # A record whose text was stored already was taken as unchanged before its metadata was
+    # looked at: `--metadata-field` on a rerun, or a field corrected since, was never stored
+    # ("unchanged 8", exit 0), the old metadata kept.
+    records = wiki()
+    plain = make_input(tmp_path, "jsonl", records)
+    assert invoke(database_url, "add", str(plain), "--key-field", "id").exit_code == 0
+    described = write([{**r, "url": f"http://old/{n}"} for n, r in enumerate(records)], tmp_path / "old.jsonl")
+    result = invoke(database_url, "add", str(described), "--key-field", "id", "--metadata-field", "url")
+    assert result.exit_code == 0 and "updated 8, unchanged 0" in result.output, result.output
+    again = invoke(database_url, "add", str(described), "--key-field", "id", "--metadata-field", "url")
+    assert "updated 0, unchanged 8" in again.output, again.output
+    corrected = [{**r, "url": f"http://old/{n}"} for n, r in enumerate(records)]
+    corrected[3]["url"] = "http://new/3"
+    path = write(corrected, tmp_path / "new.jsonl")
+    result = invoke(database_url, "add", str(path), "--key-field", "id", "--metadata-field", "url")
+    assert "updated 1, unchanged 7" in result.output, result.output
+    # without --metadata-field, what is stored stays
+    assert "unchanged 8" in invoke(database_url, "add", str(plain), "--key-field", "id").output
+    with Store(database_url) as store:
+        assert store.get(records[3]["id"]).metadata == {"url": "http://new/3"}
+        assert store.get(records[4]["id"]).metadata == {"url": "http://old/4"}
+    assert stored(database_url) == {r["id"]: fingerprint(r["text"]) for r in records}
+
+
 @pytest.mark.parametrize("form", ALL_FORMATS)
 def test_dedup_reads_every_format(database_url, tmp_path, form):
     records = wiki()

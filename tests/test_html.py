@@ -92,6 +92,33 @@ def test_a_declared_charset_that_the_bytes_contradict_is_passed_over():
     assert "这是用UTF-8保存的页面" in decoded.text
 
 
+def test_a_latin1_header_gives_way_to_the_pages_own_charset_and_to_utf8():
+    # windows-1252 reads any bytes, so a GB2312 page served under a server's default
+    # `charset=ISO-8859-1` was read as Latin letters (ÖÐ»ªÈËÃñ), and a UTF-8 one as `Ã©`:
+    # its fingerprint was another page's, its copies elsewhere missed.
+    article = "<p>" + "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。" * 10 + "</p>"
+    says_gb2312 = f'<html><head><meta charset="gb2312"><title>t</title></head><body>{article}</body></html>'
+    latin = "text/html; charset=ISO-8859-1"
+    decoded = decode_page(says_gb2312.encode("gbk"), latin)
+    assert (decoded.encoding, decoded.source) == ("gb18030", META) and "惩罚犯罪" in decoded.text
+    assert extract(says_gb2312.encode("gbk"), latin).text == extract(says_gb2312.encode("gbk")).text
+    bare = f"<html><body>{article}<p>café</p></body></html>"
+    assert decode_page(bare.encode("utf-8"), latin).text == bare
+    assert decode_page(bare.encode("utf-8"), "text/html; charset=us-ascii").encoding == "utf-8"
+    # any charset of one byte a character reads almost any bytes: KOI8-R, windows-1251 alike
+    assert decode_page(says_gb2312.encode("gbk"), "text/html; charset=koi8-r").encoding == "gb18030"
+    assert decode_page(bare.encode("utf-8"), "text/html; charset=windows-1251").text == bare
+    russian = "<html><body><p>Съешь же ещё этих мягких французских булок, да выпей чаю.</p></body></html>"
+    for label in ("koi8-r", "windows-1251", "iso-8859-5"):
+        assert decode_page(russian.encode(label), f"text/html; charset={label}").text == russian
+    # Latin text in windows-1252 stays so, and so does a page whose meta tag fails its bytes.
+    french = "<html><body><p>Le café est très bon, déjà vu à Noël.</p></body></html>"
+    assert decode_page(french.encode("cp1252"), latin).text == french
+    assert (decode_page(french.encode("cp1252"), latin).source) == HEADER
+    says_utf8 = french.replace("<body>", '<head><meta charset="utf-8"></head><body>')
+    assert decode_page(says_utf8.encode("cp1252"), latin).text == says_utf8
+
+
 def test_an_unknown_charset_label_is_ignored_and_an_empty_page_is_said_so():
     assert decode_page("<p>正文内容</p>".encode(), "text/html; charset=no-such-thing").source == DETECTED
     with pytest.raises(DecodeError, match="empty"):
@@ -289,6 +316,45 @@ def _raw_response(uri: str, body: bytes, declared: int | None = None, encoding: 
         f"Content-Length: {length}\r\n\r\n"
     ).encode()
     return head + http + body + b"\r\n\r\n"
+
+
+def test_a_body_whose_content_encoding_cannot_be_undone_is_a_failed_page_not_a_binary_or_partial_one(tmp_path, capfd):
+    import random
+
+    from simhash_store.corpus import UNREADABLE, Skip
+    from simhash_store.formats import read_records
+
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    noise = random.Random(7).randbytes(400_000)  # a body of more than warcio's first block when gzipped
+    long_page = b"<html><body><p>" + noise.hex().encode() + b"</p></body></html>"
+    packed = gzip.compress(long_page)
+    damaged = bytearray(packed)
+    damaged[len(packed) // 2 : len(packed) // 2 + 64] = bytes(64)
+    archive = b"".join(
+        (
+            _raw_response("http://e/plain", zh),
+            # brotli (without the brotli module) and zstd were passed through still compressed
+            # and counted as binary, a deliberate skip with exit 0
+            _raw_response("http://e/br", random.Random(1).randbytes(900), encoding="br"),
+            _raw_response("http://e/zstd", b"\x28\xb5\x2f\xfd" + random.Random(2).randbytes(900), encoding="zstd"),
+            # damaged past warcio's first block: its error went raw to stderr, the page cut there
+            _raw_response("http://e/damaged", bytes(damaged), encoding="gzip"),
+            # cut short: half a page stored as the page, silently
+            _raw_response("http://e/cut", packed[: len(packed) // 2], encoding="gzip"),
+            _raw_response("http://e/gzip", gzip.compress(zh), encoding="gzip"),
+            _raw_response("http://e/stored-decoded", zh, encoding="gzip"),  # some crawlers keep the header
+        )
+    )
+    (tmp_path / "codings.warc").write_bytes(archive)
+    rows = {where.split(": ", 1)[1]: record for where, record in read_records(str(tmp_path / "codings.warc"))}
+    failed = {uri: str(record) for uri, record in rows.items() if isinstance(record, Skip)}
+    assert set(failed) == {"http://e/br", "http://e/zstd", "http://e/damaged", "http://e/cut"}
+    assert all(record.reason == UNREADABLE for record in rows.values() if isinstance(record, Skip))
+    assert "'br' is not one this reads" in failed["http://e/br"] and "damaged" in failed["http://e/damaged"]
+    assert "cut short" in failed["http://e/cut"]
+    texts = {uri: record["text"] for uri, record in rows.items() if isinstance(record, dict)}
+    assert texts["http://e/plain"] == texts["http://e/gzip"] == texts["http://e/stored-decoded"] != ""
+    assert capfd.readouterr().err == ""  # nothing of warcio's on stderr
 
 
 def test_a_warc_header_line_over_the_bound_is_damage_not_a_read_of_any_length(tmp_path):
@@ -551,6 +617,21 @@ def test_a_charset_naming_no_text_encoding_is_passed_over_not_a_crash(label):
     header = _raw_response("http://e/x", english.encode()).replace(b"charset=utf-8", f"charset={label}".encode())
     pages = list(read_pages(io.BytesIO(header)))
     assert ARTICLE_EN in extract(pages[0].body, pages[0].content_type).text
+
+
+@pytest.mark.parametrize("label", ["cp037", "IBM500", "cp1140", "cp273", "utf-7"])
+def test_a_charset_that_reads_markup_as_other_characters_is_passed_over(label):
+    # EBCDIC reads every byte, so `<meta charset=cp037>` on a UTF-8 page was taken at its word:
+    # the page's text became other characters throughout (`\x14\x07ÈÑÈ%Á`), fingerprinted as such,
+    # its copies missed; utf-7 reads `+` as the start of base64. No browser reads either.
+    zh = page("zh-news-gbk.html").decode("gbk")
+    declared = zh.replace('charset="gbk"', f'charset="{label}"').replace("charset=gbk", f"charset={label}")
+    assert label in declared
+    got = decode_page(declared.encode("utf-8"))
+    assert (got.source, got.encoding) == (DETECTED, "utf-8")
+    by_header = decode_page(declared.encode("utf-8"), f"text/html; charset={label}")
+    assert (by_header.source, by_header.encoding) == (DETECTED, "utf-8")
+    assert ARTICLE_ZH in extract(declared.encode("utf-8"), f"text/html; charset={label}").text
 
 
 def test_add_of_pages_declaring_no_text_encoding_stores_them_and_the_rest(database_url, tmp_path):

@@ -722,3 +722,32 @@ def test_judging_a_long_text_with_one_stray_byte_costs_memory_of_its_alphabet_no
         tracemalloc.stop()
     assert decoded.encoding == "utf-8" and decoded.replaced >= 1
     assert peak < 8 * len(data), f"{peak:,} bytes at the peak for {len(data):,}"
+
+
+def test_sixteen_decimal_digits_are_read_as_the_files_other_fingerprints_are(database_url, tmp_path):
+    # A decimal fingerprint of exactly 16 digits (about 1 in 2,000 of them) was read as hex, and
+    # a signed one of 16 characters refused; a hex file's all-digit values stay hex.
+    decimal = tmp_path / "decimal.csv"
+    decimal.write_text(
+        "key,fingerprint\nfirst,1234567890123456\nlong,12345678901234567890\n"
+        "signed,-123456789012345\nlater,9876543210987654\n",
+        encoding="utf-8",
+    )
+    hexadecimal = tmp_path / "hex.csv"
+    hexadecimal.write_text("key,fingerprint\nh1,1111111111111111\nh2,1a9ffed40a667204\n", encoding="utf-8")
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text('{"key": "only", "fingerprint": "0000000000000010"}\n', encoding="utf-8")
+    for path in (decimal, hexadecimal, alone):
+        result = invoke(database_url, "import", str(path), "--scheme", "zh-jieba-v1", "--no-bulk")
+        assert result.exit_code == 0, result.output
+    assert stored(database_url) == {
+        "first": 1234567890123456,
+        "long": 12345678901234567890,
+        "signed": (1 << 64) - 123456789012345,
+        "later": 9876543210987654,
+        "h1": 0x1111111111111111,
+        "h2": 0x1A9FFED40A667204,
+        "only": 0x10,
+    }
+    rows = list(read_fingerprints(io.BytesIO(decimal.read_bytes()), "d.csv", format="csv"))
+    assert [row.key for row in rows] == ["first", "long", "signed", "later"]  # in the file's order

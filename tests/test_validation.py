@@ -115,6 +115,7 @@ _KEY_TAKERS = {
     "remove": lambda store, key: store.remove([key]),
     "memberships": lambda store, key: store.memberships([key]),
     "stored_digests": lambda store, key: store.stored_digests([key]),
+    "stored_metadata": lambda store, key: store.stored_metadata([key]),
     "set_stamps": lambda store, key: store.set_stamps({key: "1:2"}),
     "add": lambda store, key: store.add([NewDocument(key, 1)]),
 }

@@ -213,7 +213,10 @@ def import_(
     fingerprint_field: Annotated[str, typer.Option(help="Column or field holding the fingerprint.")] = "fingerprint",
     fingerprint_format: Annotated[
         str,
-        typer.Option(metavar=choices(FINGERPRINT_FORMATS), help="auto: 16 characters are hex, else decimal."),
+        typer.Option(
+            metavar=choices(FINGERPRINT_FORMATS),
+            help="auto: 16 hex digits, or decimal; 16 decimal digits read as the file's other values.",
+        ),
     ] = "auto",
     bulk: Annotated[
         bool,

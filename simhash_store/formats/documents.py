@@ -168,9 +168,10 @@ _DECIMAL = re.compile(r"[+-]?[0-9]+", re.ASCII)
 def parse_fingerprint(value: object, form: str = "auto") -> int:
     """An unsigned 64-bit fingerprint from 16 hex digits or a decimal (unsigned or signed) integer.
 
-    ``auto``: a JSON integer or a string of digits with a sign or not of length other
-    than 16 is decimal; exactly 16 characters (or ``0x`` and 16) is hex, as
-    ``simhash-store fingerprint`` prints it. ``hex`` and ``decimal`` force one reading.
+    ``auto``: a JSON integer, a string of digits of length other than 16, or one with a sign,
+    is decimal; exactly 16 characters (or ``0x`` and 16) is hex, as ``simhash-store
+    fingerprint`` prints it. ``hex`` and ``decimal`` force one reading. (A file of them reads
+    16 decimal digits as its other values show: :func:`fingerprint_records`.)
 
     >>> parse_fingerprint("ffffffffffffffff"), parse_fingerprint(-1)
     (18446744073709551615, 18446744073709551615)
@@ -184,7 +185,7 @@ def parse_fingerprint(value: object, form: str = "auto") -> int:
     else:
         text = value.strip()
         bare = text[2:] if text[:2].lower() == "0x" else text
-        as_hex = form == "hex" or (form == "auto" and (len(bare) == 16 or bare is not text))
+        as_hex = form == "hex" or (form == "auto" and (bare is not text or (len(bare) == 16 and text[:1] not in "+-")))
         if as_hex:
             if len(bare) != 16 or not _HEX_DIGITS.issuperset(bare):
                 raise ValueError(f"expected 16 hex digits, got {short(text, 40)}")
@@ -230,19 +231,68 @@ def read_fingerprints(
     return fingerprint_records(rows, key_field, fingerprint_field, fingerprint_form)
 
 
+_EITHER = "either"  # 16 decimal digits: hex or decimal alike
+_HELD_ROWS = 10_000  # rows held while no value has shown whether a file is hex or decimal
+
+
+def _form_of(value: object) -> str | None:
+    """How ``auto`` can read a fingerprint: "hex" or "decimal" when only one way, _EITHER for 16
+    decimal digits, None for a value neither reads (a bad record whatever the file's form)."""
+    if isinstance(value, bool) or isinstance(value, HugeInteger):
+        return None
+    if isinstance(value, int):
+        return "decimal"
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text[:2].lower() == "0x":
+        return "hex"
+    if len(text) == 16 and _HEX_DIGITS.issuperset(text):
+        return _EITHER if text.isdigit() else "hex"
+    return "decimal" if _DECIMAL.fullmatch(text) else None
+
+
 def fingerprint_records(rows, key_field: str, fingerprint_field: str, form: str) -> Iterator[FingerprintRecord | Skip]:
+    """(key, fingerprint) of each row, a Skip for each bad one; a key's second row is a collision.
+
+    Under ``auto``, 16 decimal digits (``1234567890123456``) read as hex or decimal alike, and
+    are read as the file's other values are: a decimal file (one value with a sign, of another
+    length, or a JSON integer) has them decimal, a hex file (a letter, ``0x``) hex. Rows are held,
+    in order, until a value shows which (at most 10,000 rows; then, and in a file that never
+    shows it, they are hex, as ``simhash-store fingerprint`` prints a fingerprint): otherwise
+    about 1 in 2,000 decimal fingerprints would be stored as another value, silently.
+    """
     seen = _Seen()
-    for where, record in rows:
+    decided = None if form == "auto" else form
+    held: list[tuple[str, dict | Skip]] = []
+
+    def parsed(where: str, record: dict | Skip) -> FingerprintRecord | Skip:
         if isinstance(record, Skip):
-            yield record
-            continue
+            return record
         key = record_key(record, key_field, "", where)
         if isinstance(key, Skip):
-            yield key
-            continue
+            return key
+        value = record.get(fingerprint_field)
         try:
-            value = parse_fingerprint(record.get(fingerprint_field), form)
+            number = parse_fingerprint(value, decided if decided and _form_of(value) is _EITHER else form)
         except ValueError as exc:
-            yield Skip(where, BAD_RECORD, str(exc))
-            continue
-        yield FingerprintRecord(key, value) if seen.first(key) else collision(where, key)
+            return Skip(where, BAD_RECORD, str(exc))
+        return FingerprintRecord(key, number) if seen.first(key) else collision(where, key)
+
+    for where, record in rows:
+        if decided is None:
+            shown = None if isinstance(record, Skip) else _form_of(record.get(fingerprint_field))
+            if shown in ("hex", "decimal"):
+                decided = shown
+            elif (held or shown is _EITHER) and len(held) < _HELD_ROWS:
+                held.append((where, record))
+                continue
+            else:
+                decided = "hex" if held else None
+            for row in held:
+                yield parsed(*row)
+            held.clear()
+        yield parsed(where, record)
+    decided = decided or "hex"
+    for row in held:
+        yield parsed(*row)

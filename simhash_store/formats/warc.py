@@ -44,6 +44,9 @@ def read(source: Input, options: ReadOptions) -> Iterator[tuple[str, dict[str, A
                 )
                 yield where, Skip(where, UNREADABLE, short)
                 continue
+            if page.undecoded:
+                yield where, Skip(where, UNREADABLE, page.undecoded)
+                continue
             if page.over_budget:
                 yield (
                     where,

@@ -462,6 +462,14 @@ class Store:
             return reads.versions(connection, keys)
 
     @_database_errors
+    def stored_metadata(self, keys: Sequence[str]) -> dict[str, object]:
+        """The metadata (None for none) of each of the given keys that is stored."""
+        keys = validate_keys(keys)
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return reads.stored_metadata(connection, keys)
+
+    @_database_errors
     def count(self) -> int:
         self._prepare(record=False)
         with self.engine.connect() as connection:

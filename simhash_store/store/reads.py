@@ -58,6 +58,15 @@ def versions(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[byt
     return {key: (bytes(digest) if digest is not None else None, stamp) for key, digest, stamp in rows}
 
 
+def stored_metadata(connection: Connection, keys: Sequence[str]) -> dict[str, object]:
+    """The metadata (None for none) of each of the given keys that is stored."""
+    c = documents.c
+    rows = connection.execute(
+        select(c.key, c["metadata"]).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))), {"keys": list(keys)}
+    )
+    return {key: metadata for key, metadata in rows}
+
+
 def stored_digests(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
     """(digest, unsigned fingerprint, length) of each of the given keys that is stored."""
     c = documents.c
