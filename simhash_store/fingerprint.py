@@ -35,6 +35,14 @@ from .tokenizers import Feature, is_script_word, parse_weighted, segment_text, t
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\ufeff]")
 _WHITESPACE = re.compile(r"\s+")
+# Unicode's default-ignorable code points (DerivedCoreProperties.txt, Default_Ignorable_Code_Point):
+# drawn as nothing, so one between every two characters (a soft hyphen, a variation selector, a
+# tag character) left a text that reads the same without a single feature.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff]"
+)
 
 
 # Characters of scripts that separate words with spaces (Latin, Greek, Cyrillic, digits, ...):
@@ -84,6 +92,9 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     ``nfkc-casefold-v2``: the same, but a line that comes again (after stripping, and
     after the steps before) is kept only where it first comes, and whitespace is dropped
     only next to a CJK character: "users' café, 1,000" keeps its word boundaries.
+    ``nfkc-casefold-v3``: ``nfkc-casefold-v2``, and every default-ignorable character goes too
+    (soft hyphens, variation selectors, tag characters, directional isolates): a text that
+    holds none is normalised exactly as by ``nfkc-casefold-v2``.
     """
     if kind == "none":
         return text
@@ -92,7 +103,9 @@ def normalize(text: str, kind: str = "nfkc-casefold") -> str:
     text = _SURROGATES.sub("\ufffd", text)
     text = _nfkc(text)
     text = _CONTROLS.sub("", text).casefold()
-    if kind == "nfkc-casefold-v2":
+    if kind == "nfkc-casefold-v3":
+        text = _IGNORABLE.sub("", text)
+    if kind in ("nfkc-casefold-v2", "nfkc-casefold-v3"):
         text = _WHITESPACE.sub(" ", _unique_lines(text)).strip()
         return _SPACE_NEAR_CJK.sub("", text)
     text = _WHITESPACE.sub(" ", text).strip()

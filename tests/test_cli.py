@@ -534,7 +534,7 @@ def test_db_is_accepted_before_or_after_the_command(database_url):
 
 def test_schemes_marks_the_default_and_what_the_store_holds():
     lines = CliRunner().invoke(app, ["schemes"]).output.splitlines()
-    default = [line for line in lines if line.startswith("* multi-v2")]
+    default = [line for line in lines if line.startswith("* multi-v3")]
     assert len(default) == 1 and "store and fingerprint" in default[0]
     assert sum(line.startswith("* ") for line in lines) == 1
     narrow = [line for line in lines if "seed-murmur32" in line]
@@ -587,7 +587,7 @@ def test_explain_of_texts_without_words_says_so_and_fails():
         for extra in ([], ["--json"]):
             result = invoke(None, "explain", "--text", *texts, *extra)
             assert result.exit_code == 1 and result.stdout == ""
-            assert result.stderr.startswith(f"Error: {who} no features under scheme multi-v2")
+            assert result.stderr.startswith(f"Error: {who} no features under scheme multi-v3")
             assert result.stderr.count("\n") == 1
 
 
@@ -706,7 +706,7 @@ def test_keys_and_paths_are_printed_visibly_escaped_and_json_stays_exact(databas
 
     legacy = write(tmp_path / "legacy\x1b[2J.csv", f"key,fingerprint\n{HOSTILE['zero-width']}x,zz\n")
     imported = invoke(
-        database_url, "import", str(legacy), "--scheme", "multi-v2"
+        database_url, "import", str(legacy), "--scheme", "multi-v3"
     )  # the scheme the store was created with
     assert imported.exit_code == 1 and f"failed: {tmp_path}/legacy\\x1b[2J.csv:2: " in _inert(imported.stderr)
 
@@ -777,7 +777,7 @@ def test_records_named_as_a_fifo_or_a_device_are_refused_by_every_command(databa
         (["add", "--jsonl", str(fifo)], fifo, "a named pipe"),
         (["add", str(zero), "--max-file-size", "1M"], zero, "a character device"),
         (["query", "--jsonl", str(fifo)], fifo, "a named pipe"),
-        (["import", str(zero), "--scheme", "multi-v2"], zero, "a character device"),
+        (["import", str(zero), "--scheme", "multi-v3"], zero, "a character device"),
         (["calibrate", "--format", "jsonl", str(fifo)], fifo, "a named pipe"),
     ):
         done = run_process(database_url, *arguments, timeout=120)

@@ -95,7 +95,7 @@ json.dump({s: [fingerprint(t, s) for t in texts] for s in schemes}, sys.stdout)
 def test_fingerprints_do_not_depend_on_the_process():
     """Python salts str hashes per process; fingerprints must not notice."""
     texts = [CRIMINAL_LAW, RAILWAY, "Mixed 中英文 text, ＦＵＬＬ width"]
-    schemes = ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2"]
+    schemes = ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2", "multi-v3"]
     here = {s: [fingerprint(t, s) for t in texts] for s in schemes}
     for seed in ("1", "4242"):
         result = subprocess.run(
@@ -124,7 +124,7 @@ def test_fingerprint_of_any_unicode_string_is_a_64_bit_value_or_no_features(text
     assert fingerprint(text) == value
 
 
-@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2"])
+@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "zh-rjieba-v1", "classic-tfidf-top50", "multi-v2", "multi-v3"])
 @pytest.mark.parametrize("text", ["", " ", "\n\t\u3000 \r\n", "，。！？……", "\x00\x01\ufeff"])
 def test_text_without_words_has_no_fingerprint(scheme, text):
     """Not 0, which would put every such text at distance 0 from every other: a typed error."""
@@ -313,7 +313,7 @@ def test_long_text_is_segmented_in_pieces_with_the_same_result(scheme, sample_la
     assert fingerprint(text, scheme) == fingerprint_segmented(whole, scheme)
 
 
-@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "classic-tfidf-top50", "multi-v2"])
+@pytest.mark.parametrize("scheme", ["zh-jieba-v1", "classic-tfidf-top50", "multi-v2", "multi-v3"])
 def test_fingerprint_is_the_simhash_of_its_features(scheme, sample_laws, sample_paragraphs, revision_pairs):
     # The default schemes sum hash values looked up by word number (and pairs hashed from
     # their words' bytes); hashing each feature's name must give the same bits.

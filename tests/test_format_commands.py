@@ -174,7 +174,7 @@ def test_stdin_through_every_command_that_reads_it(database_url, tmp_path):
     )
     assert len(queried.stdout.splitlines()) == 40
     csv_in = "key,fingerprint\nx,0000000000000001\n"
-    imported = invoke(database_url, "import", "--format", "csv", "-", "--scheme", "multi-v2", "--no-bulk", input=csv_in)
+    imported = invoke(database_url, "import", "--format", "csv", "-", "--scheme", "multi-v3", "--no-bulk", input=csv_in)
     assert imported.exit_code == 0 and stored(database_url)["x"] == 1
     calibrated = invoke(
         None, "calibrate", "--format", "jsonl", "-", "--scheme", SCHEME, "--sample", "40", "--json", input=jsonl

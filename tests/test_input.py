@@ -696,7 +696,7 @@ def test_a_json_record_with_a_repeated_member_costs_only_itself(database_url, tm
         encoding="utf-8",
     )
     imported = invoke(
-        database_url, "import", str(prints), "--scheme", "multi-v2"
+        database_url, "import", str(prints), "--scheme", "multi-v3"
     )  # the scheme the store was created with
     assert imported.exit_code == 1
     assert f"failed: {prints}:2: bad record (the member 'fingerprint' appears twice in one object)" in imported.output

@@ -270,7 +270,7 @@ def test_load_gives_up_on_a_held_lock_and_readers_do_not_queue_behind_it(databas
         assert reads and set(reads) == {0}  # readers kept reading while the load waited
         source = tmp_path / "legacy.csv"
         source.write_text("key,fingerprint\na,0123456789abcdef\n")
-        result = invoke(database_url, "import", str(source), "--scheme", "multi-v2", "--lock-timeout", "0.5")
+        result = invoke(database_url, "import", str(source), "--scheme", "multi-v3", "--lock-timeout", "0.5")
         assert result.exit_code == 1
         assert result.output.startswith("Error: could not lock simhash.documents") and result.output.count("\n") == 1
     finally:

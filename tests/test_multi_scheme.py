@@ -1,4 +1,4 @@
-"""The multi-v2 scheme, the default for new stores: every script counts. No database.
+"""The multi-v2 scheme and multi-v3 (multi-v2 blind to invisible characters, the default for new stores): every script counts.
 
 Its fingerprints are a data format like zh-jieba-v1's: the pinned values below fail as
 soon as anything changes what it computes (a change is a new scheme name).
@@ -14,7 +14,7 @@ import pytest
 
 from simhash_store import DEFAULT_MAX_DISTANCE, SCHEMES, SchemeError, features, fingerprint, hamming, to_hex
 from simhash_store.fingerprint import fingerprint_segmented, segment, tokens
-from simhash_store.scheme import DEFAULT, MULTI_V2, ZH_RJIEBA_V1
+from simhash_store.scheme import DEFAULT, MULTI_V2, MULTI_V3, ZH_RJIEBA_V1
 from simhash_store.tokenizers import script_words
 
 CRIMINAL_LAW = (
@@ -42,8 +42,32 @@ def test_multi_v2_definition_is_frozen():
     assert SCHEMES["multi-v2"] is MULTI_V2
 
 
-def test_new_stores_default_to_multi_v2():
-    assert DEFAULT is MULTI_V2
+def test_multi_v3_definition_is_frozen():
+    assert MULTI_V3.to_json() == MULTI_V2.to_json().replace('"multi-v2"', '"multi-v3"').replace(
+        '"nfkc-casefold-v2"', '"nfkc-casefold-v3"'
+    )
+    assert SCHEMES["multi-v3"] is MULTI_V3
+
+
+def test_new_stores_default_to_multi_v3():
+    assert DEFAULT is MULTI_V3
+
+
+# Unicode's default-ignorable characters, drawn as nothing (DerivedCoreProperties.txt).
+IGNORABLE = "\u00ad\u034f\u061c\u115f\u180b\u180e\u200b\u2060\u2066\u2069\u3164\ufe0f\ufeff\uffa0\U0001d173\U000e0041"
+
+
+@pytest.mark.parametrize("hidden", list(IGNORABLE))
+def test_invisible_characters_between_every_two_change_nothing_under_multi_v3(hidden, sample_paragraphs):
+    # One of them between every two characters left multi-v2 without a single feature: `add`
+    # skipped the text as "no words" and `dedup` kept it beside the copy it was made from.
+    for text in (CRIMINAL_LAW, ENGLISH, MIXED, sample_paragraphs[0]):
+        assert fingerprint(hidden.join(text), "multi-v3") == fingerprint(text, "multi-v3")
+
+
+def test_multi_v3_is_multi_v2_on_texts_without_invisible_characters(sample_laws, sample_paragraphs):
+    for text in [CRIMINAL_LAW, ENGLISH, RUSSIAN, MIXED, *sample_laws[:5], *sample_paragraphs[:50]]:
+        assert fingerprint(text, "multi-v3") == fingerprint(text, "multi-v2")
 
 
 @pytest.mark.parametrize(
@@ -57,7 +81,7 @@ def test_new_stores_default_to_multi_v2():
 )
 def test_multi_v2_gives_the_recorded_fingerprints(text, expected):
     assert to_hex(fingerprint(text, "multi-v2")) == expected
-    assert to_hex(fingerprint(text)) == expected  # the default
+    assert to_hex(fingerprint(text)) == expected  # the default, multi-v3: the same on such texts
 
 
 def test_english_text_has_features_and_distinct_fingerprints():
@@ -191,14 +215,14 @@ def _add_files(url, folder, *extra: str):
 
 
 @pytest.mark.db
-def test_a_new_store_records_multi_v2_and_an_old_store_keeps_zh_jieba_v1(database_url, empty_database_url, tmp_path):
+def test_a_new_store_records_multi_v3_and_an_old_store_keeps_zh_jieba_v1(database_url, empty_database_url, tmp_path):
     from simhash_store.store import Store
 
     (tmp_path / "law.txt").write_text(CRIMINAL_LAW + "\n" + ENGLISH, encoding="utf-8")
     _add_files(database_url, tmp_path)
     with Store(database_url) as store:
-        assert store.scheme.name == "multi-v2"
-        assert [m.key for m in store.query(fingerprint(CRIMINAL_LAW + "\n" + ENGLISH, "multi-v2"), 0)] != []
+        assert store.scheme.name == "multi-v3"
+        assert [m.key for m in store.query(fingerprint(CRIMINAL_LAW + "\n" + ENGLISH, "multi-v3"), 0)] != []
 
     # A store made before multi-v2 became the default records zh-jieba-v1: a later add
     # without --scheme fingerprints with zh-jieba-v1, so its answers do not change.

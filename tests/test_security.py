@@ -27,7 +27,7 @@ from simhash_store.cli import app
 from simhash_store.errors import ConfigError, DatabaseError, SchemeError
 from simhash_store.lookup import Lookup
 from simhash_store.ownership import group_of_one
-from simhash_store.scheme import MULTI_V2, Scheme
+from simhash_store.scheme import MULTI_V2, MULTI_V3, Scheme
 from simhash_store.store import NewDocument, Store
 from simhash_store.trust import CITUS_FUNCTIONS, LIBRARY_FUNCTIONS
 
@@ -1284,7 +1284,7 @@ def test_a_role_that_may_write_the_stores_own_records_is_refused_until_revoked(d
 
 def test_a_scheme_record_deleted_under_stored_documents_is_refused_until_given_again(database_url):
     # A member of pg_write_all_data deleted the row of simhash.store_info of a zh-jieba-v1 store: the owner's
-    # next add (no --scheme) recorded multi-v2 and fingerprinted with it, silently
+    # next add (no --scheme) recorded the default scheme and fingerprinted with it, silently
     # (hostile/scheme_record_deleted.sh).
     plain = database_url.render_as_string(hide_password=False)
     with Store(database_url, scheme="zh-jieba-v1") as store:
@@ -1448,7 +1448,7 @@ def test_a_scheme_record_rewritten_by_a_role_that_needs_no_grant_is_refused(data
     runner = CliRunner()
     for record, says in (
         ('{"name": "multi-v2"}', "is not the definition of multi-v2 v1"),
-        ("jsonb_set(scheme, '{min_token_length}', '3')", "is not the definition of multi-v2 v1"),
+        ("jsonb_set(scheme, '{min_token_length}', '3')", "is not the definition of multi-v3 v1"),
     ):
         value = f"'{record}'" if record.startswith("{") else record
         _changed_by_a_member_of_pg_write_all_data(database_url, f"UPDATE simhash.store_info SET scheme = {value}")
@@ -1456,7 +1456,7 @@ def test_a_scheme_record_rewritten_by_a_role_that_needs_no_grant_is_refused(data
             line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
             assert says in line and "a role that may write simhash.store_info changed it" in line, line
         with create_engine(database_url, isolation_level="AUTOCOMMIT").connect() as connection:
-            connection.execute(text("UPDATE simhash.store_info SET scheme = :s"), {"s": MULTI_V2.to_json()})
+            connection.execute(text("UPDATE simhash.store_info SET scheme = :s"), {"s": MULTI_V3.to_json()})
     with Store(database_url) as store:
         assert store.count() == 1
     # A record of an earlier version, written before later fields existed, is read with their defaults.
@@ -1495,7 +1495,7 @@ def test_a_scheme_record_no_version_can_read_is_one_line_for_every_command(datab
             line = _one_error_line(runner.invoke(app, ["--db", plain, *args], input='{"key": "b", "text": "新闻"}\n'))
             assert "the store records a scheme this version cannot read" in line, line
     with create_engine(database_url, isolation_level="AUTOCOMMIT").connect() as connection:
-        connection.execute(text("UPDATE simhash.store_info SET scheme = :s"), {"s": MULTI_V2.to_json()})
+        connection.execute(text("UPDATE simhash.store_info SET scheme = :s"), {"s": MULTI_V3.to_json()})
     assert runner.invoke(app, ["--db", plain, "query", "-f", "0000000000000005"]).exit_code == 0
 
 
@@ -1697,7 +1697,7 @@ def test_a_search_path_in_the_url_runs_none_of_a_neighbours_look_alikes(
             ["init"],
             ["add", str(corpus), "-q"],
             ["add", "--jsonl", str(records), "--skip-near-duplicates", "-q"],
-            ["import", str(legacy), "--scheme", "multi-v2"],  # the scheme the store was created with
+            ["import", str(legacy), "--scheme", "multi-v3"],  # the scheme the store was created with
             ["query", str(one)],
             ["query", "-f", "0000000000000005", "-k", "12", "--json"],
             ["dups", "-k", "8"],

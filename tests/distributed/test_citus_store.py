@@ -116,7 +116,7 @@ def test_an_existing_store_is_distributed_in_place(citus_url):
         query = documents[42].fingerprint
         for k in (0, 5, 11, 30):
             assert answers(store.query(query, k)) == brute_force(documents, query, k)
-        assert store.scheme.name == "multi-v2"  # the default of new stores
+        assert store.scheme.name == "multi-v3"  # the default of new stores
     with psycopg.connect(citus_url) as connection:
         shell = connection.execute(
             "SELECT pg_relation_size('simhash.documents'), pg_relation_size('simhash.store_info')"
@@ -606,8 +606,8 @@ def test_cli_commands_against_the_coordinator(citus_url, single_node_url, tmp_pa
     for url in (citus_url, single_node_url):
         steps = [
             ["init", "--distributed"] if url == citus_url else ["init"],
-            ["import", str(csv), "--scheme", "multi-v2"],  # empty store: the bulk load
-            ["import", str(jsonl), "--scheme", "multi-v2"],  # then through add
+            ["import", str(csv), "--scheme", "multi-v3"],  # empty store: the bulk load
+            ["import", str(jsonl), "--scheme", "multi-v3"],  # then through add
             ["query", "-f", f"{base[0]:016x}", "-f", f"{base[12]:016x}", "-k", "3", "--json"],
             ["dups", "-k", "3", "--json"],
             ["dups", "-k", "3", "--clusters", "--json"],
