@@ -110,6 +110,7 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
       unless the URL sets them: a partitioned network or a frozen host is noticed
       within about that time even while waiting for an answer. (Unix sockets ignore them.)
     """
+    refuse_a_service_file_others_could_write(url)
     settings = {}
     locks = lock_timeout()
     settings["lock_timeout"] = f"{round(locks * 1000)}ms"
@@ -213,3 +214,39 @@ __all__ = [
     "trusted_owners",
     "uses_embedded",
 ]
+
+
+def refuse_a_service_file_others_could_write(url: URL | UrlParts) -> None:
+    """One line (:class:`ConfigError`) when a service is named (the URL's ``service``, or
+    ``PGSERVICE``) and a service file libpq would read it from may be written, or replaced, by
+    another user: whatever the URL leaves out comes from there (its socket directory, its host,
+    its port, ``sslrootcert``), so a shared profile naming a file in a folder the team may write
+    gave its other users the connection, and the password sent on it."""
+    if os.name != "posix":
+        return
+    service = url.query.get("service") or os.environ.get("PGSERVICE")
+    if not service:
+        return
+    from .ownership import links_replaceable, replaceable_by_others, writable_by_others
+
+    files = [Path(os.environ.get("PGSERVICEFILE") or Path.home() / ".pg_service.conf")]
+    if os.environ.get("PGSYSCONFDIR"):
+        files.append(Path(os.environ["PGSYSCONFDIR"]) / "pg_service.conf")
+    for file in files:
+        try:
+            status = file.lstat()
+        except OSError:
+            continue  # nothing there to read
+        why = None
+        if status.st_uid not in (0, os.geteuid()):
+            why = "it belongs to another user"
+        elif writable_by_others(status, file):
+            why = "other users may write it"
+        else:
+            why = replaceable_by_others(file.absolute().parent, itself=True) or links_replaceable(file.absolute())
+        if why:
+            raise ConfigError(
+                f"the service file {file} (for the service {service!r}) could be written by another user ({why}), "
+                "and the connection would go where it says: keep it where only you (or root) may write, or "
+                "unset PGSERVICE"
+            )

@@ -2924,3 +2924,29 @@ def test_a_client_encoding_from_a_service_file_or_the_environment_changes_nothin
     monkeypatch.setenv("PGCLIENTENCODING", "SQL_ASCII")
     with Store(str(database_url)) as store:
         assert [match.key for match in store.query(fingerprint(text_), max_distance=0)] == ["法律/第二条.txt"]
+
+
+def test_a_service_file_another_user_could_write_is_refused(database_url, tmp_path, monkeypatch):
+    # A shared profile's PGSERVICE and PGSERVICEFILE, the file in a folder the team may write:
+    # whatever the URL leaves out (a --db postgresql:///news has no host: its socket directory,
+    # its port) came from whoever wrote the file last, and the password went with it.
+    team = tmp_path / "team"
+    team.mkdir()
+    service_file = team / "pg_service.conf"
+    service_file.write_text("[team]\napplication_name=planted\n")
+    monkeypatch.setenv("PGSERVICE", "team")
+    monkeypatch.setenv("PGSERVICEFILE", str(service_file))
+    service_file.chmod(0o600)
+    with Store(str(database_url)) as store:  # the user's own file, in a folder of theirs: used
+        store.stats()
+    for writable, mode in ((service_file, 0o666), (team, 0o777)):
+        writable.chmod(mode)
+        with pytest.raises(ConfigError, match="could be written by another user"), Store(str(database_url)) as store:
+            store.stats()
+        result = CliRunner().invoke(app, ["--db", str(database_url), "stats"])
+        assert result.exit_code == 1 and "could be written by another user" in result.output, result.output
+        writable.chmod(0o700 if writable == team else 0o600)
+    monkeypatch.delenv("PGSERVICE")
+    service_file.chmod(0o666)
+    with Store(str(database_url)) as store:  # no service named: the file is not read, and not checked
+        store.stats()
