@@ -1,5 +1,6 @@
 """A listener that asks every client for a clear-text password and prints what it gets.
 Run as the other user: python3 h18_fake_server.py PORT SECONDS"""
+
 import socket
 import struct
 import sys

@@ -1,5 +1,6 @@
 """Another local user opens N TCP connections to a `serve --listen` port and sends nothing
 (no startup packet), holding them; then reports. Run as that user: python3 h18_hold_connections.py PORT N SECONDS"""
+
 import socket
 import sys
 import time
