@@ -105,10 +105,12 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
       timeouts), then ``search_path`` pinned to :data:`SEARCH_PATH`, last, so that no
       ``options=-csearch_path=...`` in a URL can unpin it (the last setting of a name wins).
       All are set when the session starts: no round trip per query.
+    - ``client_encoding`` UTF8, whatever the environment, a service file or the database says.
     - TCP keepalives and ``tcp_user_timeout`` from ``SIMHASH_STORE_NETWORK_TIMEOUT``
       unless the URL sets them: a partitioned network or a frozen host is noticed
       within about that time even while waiting for an answer. (Unix sockets ignore them.)
     """
+    refuse_a_service_file_others_could_write(url)
     settings = {}
     locks = lock_timeout()
     settings["lock_timeout"] = f"{round(locks * 1000)}ms"
@@ -124,7 +126,10 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     if given:
         options += " " + (given if isinstance(given, str) else " ".join(given))
     options += f" -c search_path={SEARCH_PATH.replace(' ', '')}"
-    arguments = {"options": options}
+    # The library reads and writes text as UTF-8: a client_encoding from PGCLIENTENCODING, a service
+    # file PGSERVICE names (a shared profile's, which others may write) or the database's defaults
+    # would change that (SQL_ASCII: psycopg hands back bytes, and every command ended in a traceback).
+    arguments = {"options": options, "client_encoding": "UTF8"}
     network = network_timeout()
     if network:
         idle = max(1, round(network / 3))
@@ -209,3 +214,39 @@ __all__ = [
     "trusted_owners",
     "uses_embedded",
 ]
+
+
+def refuse_a_service_file_others_could_write(url: URL | UrlParts) -> None:
+    """One line (:class:`ConfigError`) when a service is named (the URL's ``service``, or
+    ``PGSERVICE``) and a service file libpq would read it from may be written, or replaced, by
+    another user: whatever the URL leaves out comes from there (its socket directory, its host,
+    its port, ``sslrootcert``), so a shared profile naming a file in a folder the team may write
+    gave its other users the connection, and the password sent on it."""
+    if os.name != "posix":
+        return
+    service = url.query.get("service") or os.environ.get("PGSERVICE")
+    if not service:
+        return
+    from .ownership import links_replaceable, replaceable_by_others, writable_by_others
+
+    files = [Path(os.environ.get("PGSERVICEFILE") or Path.home() / ".pg_service.conf")]
+    if os.environ.get("PGSYSCONFDIR"):
+        files.append(Path(os.environ["PGSYSCONFDIR"]) / "pg_service.conf")
+    for file in files:
+        try:
+            status = file.lstat()
+        except OSError:
+            continue  # nothing there to read
+        why = None
+        if status.st_uid not in (0, os.geteuid()):
+            why = "it belongs to another user"
+        elif writable_by_others(status, file):
+            why = "other users may write it"
+        else:
+            why = replaceable_by_others(file.absolute().parent, itself=True) or links_replaceable(file.absolute())
+        if why:
+            raise ConfigError(
+                f"the service file {file} (for the service {service!r}) could be written by another user ({why}), "
+                "and the connection would go where it says: keep it where only you (or root) may write, or "
+                "unset PGSERVICE"
+            )

