@@ -105,6 +105,10 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
       timeouts), then ``search_path`` pinned to :data:`SEARCH_PATH`, last, so that no
       ``options=-csearch_path=...`` in a URL can unpin it (the last setting of a name wins).
       All are set when the session starts: no round trip per query.
+    - ``client_encoding`` UTF8, whatever the URL, ``PGCLIENTENCODING`` or a default of the database
+      or role says: the startup packet's setting wins over ``ALTER DATABASE ... SET``, which the
+      database's owner may make ``SQL_ASCII`` (psycopg then reads every text as ``bytes``: every
+      command ended in a traceback) or ``LATIN1`` (keys it cannot encode: tracebacks).
     - TCP keepalives and ``tcp_user_timeout`` from ``SIMHASH_STORE_NETWORK_TIMEOUT``
       unless the URL sets them: a partitioned network or a frozen host is noticed
       within about that time even while waiting for an answer. (Unix sockets ignore them.)
@@ -124,7 +128,7 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     if given:
         options += " " + (given if isinstance(given, str) else " ".join(given))
     options += f" -c search_path={SEARCH_PATH.replace(' ', '')}"
-    arguments = {"options": options}
+    arguments = {"options": options, "client_encoding": "UTF8"}
     network = network_timeout()
     if network:
         idle = max(1, round(network / 3))

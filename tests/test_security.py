@@ -2722,6 +2722,37 @@ def test_database_defaults_set_by_its_owner_end_a_command_in_one_line(database_u
         assert store.count() == 0
 
 
+@pytest.mark.parametrize("encoding", ["SQL_ASCII", "LATIN1"])
+def test_a_client_encoding_set_for_the_database_changes_no_command(database_url, tmp_path, encoding):
+    # The database's owner sets client_encoding for every session: under SQL_ASCII psycopg read every
+    # text as bytes and every command ended in a traceback (or took the revision b'0013' for a newer
+    # one's); under LATIN1 a Chinese key could not be sent (hostile/h18r_client_encoding.sh).
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps({"key": key, "text": "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。" + extra}) + "\n"
+            for key, extra in (("中文键", ""), ("other", "第二条"))
+        )
+    )
+    url = database_url.render_as_string(hide_password=False)
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        connection.execute(f"ALTER DATABASE \"{database_url.database}\" SET client_encoding = '{encoding}'")
+    try:
+        added = CliRunner().invoke(app, ["--db", url, "add", "--jsonl", str(records)])
+        queried = CliRunner().invoke(app, ["--db", url, "query", "--key", "中文键", "--json"])
+        with Store(database_url) as store, Lookup(url) as lookup:
+            keys = sorted(store.fingerprints(["other", "中文键", "absent"]))
+            found = [m.key for m in lookup.query_many([store.fingerprints(["other"])["other"]], 11)[0]]
+        removed = CliRunner().invoke(app, ["--db", url, "remove", "中文键"])
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER DATABASE "{database_url.database}" RESET ALL')
+    assert added.exit_code == 0, added.output
+    assert queried.exit_code == 0 and '"other"' in queried.output, queried.output
+    assert keys == ["other", "中文键"] and found[0] == "other" and "中文键" in found
+    assert removed.exit_code == 0 and "removed 1 of 1" in removed.output, removed.output
+
+
 class _SeesVacuumSettings(psycopg.Connection):
     """A real connection that reads the session's cost-based delay just before each VACUUM it sends."""
 
