@@ -2753,6 +2753,41 @@ def test_a_client_encoding_set_for_the_database_changes_no_command(database_url,
     assert removed.exit_code == 0 and "removed 1 of 1" in removed.output, removed.output
 
 
+def test_a_role_the_database_sets_for_every_session_never_makes_the_store_a_groups(empty_database_url, make_role):
+    # The database's owner sets role for every session (ALTER DATABASE ... SET role = 'team'): a
+    # member of that group acted as it in every session, so its init made the store the group's, and
+    # another member replaced simhash.near_many, which ran in the owner's next query and went back to
+    # the owner's own rights with set_config('role', session_user, true) (hostile/h18r_database_role.sh).
+    database = empty_database_url.database
+    team = make_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}", prefix="simhash_team")
+    owner = make_role(
+        empty_database_url,
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        f'GRANT "{team}" TO {{role}}',
+        prefix="simhash_owner",
+    )
+    url = empty_database_url.set(username=owner, password=None)
+    with psycopg.connect(_plain(empty_database_url), autocommit=True) as connection:
+        connection.execute(f"ALTER DATABASE \"{database}\" SET role = '{team}'")
+    try:
+        result = CliRunner().invoke(app, ["--db", url.render_as_string(hide_password=False), "init"])
+        with Store(url) as store:
+            store.add([NewDocument("a", 5)])
+            found = [m.key for m in store.query(5, 0)]
+        # Even a superuser's session acts as the group now: this one asks for itself.
+        with psycopg.connect(_plain(empty_database_url), autocommit=True, options="-c role=none") as connection:
+            owners = connection.execute(
+                "SELECT DISTINCT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'simhash' "
+                "UNION SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class "
+                "WHERE relnamespace = to_regnamespace('simhash')"
+            ).fetchall()
+    finally:
+        with psycopg.connect(_plain(empty_database_url), autocommit=True, options="-c role=none") as connection:
+            connection.execute(f'ALTER DATABASE "{database}" RESET ALL')
+    assert result.exit_code == 0, result.output
+    assert owners == [(owner,)] and found == ["a"]
+
+
 class _SeesVacuumSettings(psycopg.Connection):
     """A real connection that reads the session's cost-based delay just before each VACUUM it sends."""
 
