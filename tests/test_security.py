@@ -2788,6 +2788,28 @@ def test_a_role_the_database_sets_for_every_session_never_makes_the_store_a_grou
     assert owners == [(owner,)] and found == ["a"]
 
 
+def test_parallel_mode_forced_for_the_database_is_one_line_not_a_traceback(database_url):
+    # The database's owner forces parallel mode for every session: simhash.near and near_many, which
+    # set enable_seqscan when they scan (parallel unsafe), failed inside the owner's query and
+    # add --skip-near-duplicates with a traceback (hostile/h18r_parallel_near.sh; still open: limitations).
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5), NewDocument("b", 6)])
+    database = database_url.database
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        version = connection.info.server_version
+        name = "force_parallel_mode" if version < 160000 else "debug_parallel_query"
+        connection.execute(f'ALTER DATABASE "{database}" SET {name} = on')
+    try:
+        result = CliRunner().invoke(
+            app, ["--db", database_url.render_as_string(hide_password=False), "query", "-f", "0000000000000005", "-k", "20"]
+        )
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER DATABASE "{database}" RESET ALL')
+    line = _one_error_line(result)
+    assert "ran in parallel mode" in line and name in line, line
+
+
 class _SeesVacuumSettings(psycopg.Connection):
     """A real connection that reads the session's cost-based delay just before each VACUUM it sends."""
 
