@@ -2730,7 +2730,8 @@ def test_a_client_encoding_set_for_the_database_changes_no_command(database_url,
     records = tmp_path / "records.jsonl"
     records.write_text(
         "".join(
-            json.dumps({"key": key, "text": "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。" + extra}) + "\n"
+            json.dumps({"key": key, "text": "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。" + extra})
+            + "\n"
             for key, extra in (("中文键", ""), ("other", "第二条"))
         )
     )
@@ -2801,7 +2802,8 @@ def test_parallel_mode_forced_for_the_database_is_one_line_not_a_traceback(datab
         connection.execute(f'ALTER DATABASE "{database}" SET {name} = on')
     try:
         result = CliRunner().invoke(
-            app, ["--db", database_url.render_as_string(hide_password=False), "query", "-f", "0000000000000005", "-k", "20"]
+            app,
+            ["--db", database_url.render_as_string(hide_password=False), "query", "-f", "0000000000000005", "-k", "20"],
         )
     finally:
         with psycopg.connect(_plain(database_url), autocommit=True) as connection:
