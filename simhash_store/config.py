@@ -100,12 +100,16 @@ def trusted_owners() -> list[str]:
 def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     """libpq parameters for the library's own connections, on top of what the URL says.
 
-    - ``options``: ``lock_timeout``, ``default_transaction_deferrable`` off, and (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set)
+    - ``options``: ``lock_timeout``, ``default_transaction_deferrable`` off, ``role`` none (you, not a
+      group a database default names), and (when ``SIMHASH_STORE_STATEMENT_TIMEOUT`` is set)
       ``statement_timeout``, then the URL's own options (so a URL may still change the
       timeouts), then ``search_path`` pinned to :data:`SEARCH_PATH`, last, so that no
       ``options=-csearch_path=...`` in a URL can unpin it (the last setting of a name wins).
       All are set when the session starts: no round trip per query.
-    - ``client_encoding`` UTF8, whatever the environment, a service file or the database says.
+    - ``client_encoding`` UTF8, whatever the URL, ``PGCLIENTENCODING``, a service file or a default
+      of the database or role says: the startup packet's setting wins over ``ALTER DATABASE ... SET``, which the
+      database's owner may make ``SQL_ASCII`` (psycopg then reads every text as ``bytes``: every
+      command ended in a traceback) or ``LATIN1`` (keys it cannot encode: tracebacks).
     - TCP keepalives and ``tcp_user_timeout`` from ``SIMHASH_STORE_NETWORK_TIMEOUT``
       unless the URL sets them: a partitioned network or a frozen host is noticed
       within about that time even while waiting for an answer. (Unix sockets ignore them.)
@@ -118,6 +122,11 @@ def session_arguments(url: URL | UrlParts) -> dict[str, str]:
     # ... SET): each read then waits for a safe snapshot, for as long as any role keeps a serializable
     # transaction open, and no lock_timeout bounds that wait.
     settings["default_transaction_deferrable"] = "off"
+    # The database's owner may also set role (ALTER DATABASE ... SET role = 'team'): every session of a
+    # member of that group then acted as the group, so init made the store the group's, and any other
+    # member could replace its functions, which ran in your sessions and could SET ROLE back to you.
+    # A URL's own options (after these) may still choose a role.
+    settings["role"] = "none"
     statements = _seconds_setting(STATEMENT_TIMEOUT_VARIABLE, 0.0)
     if statements:
         settings["statement_timeout"] = f"{round(statements * 1000)}ms"

@@ -2722,6 +2722,96 @@ def test_database_defaults_set_by_its_owner_end_a_command_in_one_line(database_u
         assert store.count() == 0
 
 
+@pytest.mark.parametrize("encoding", ["SQL_ASCII", "LATIN1"])
+def test_a_client_encoding_set_for_the_database_changes_no_command(database_url, tmp_path, encoding):
+    # The database's owner sets client_encoding for every session: under SQL_ASCII psycopg read every
+    # text as bytes and every command ended in a traceback (or took the revision b'0013' for a newer
+    # one's); under LATIN1 a Chinese key could not be sent (hostile/h18r_client_encoding.sh).
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps({"key": key, "text": "中华人民共和国刑法第一条：为了惩罚犯罪，保护人民，制定本法。" + extra})
+            + "\n"
+            for key, extra in (("中文键", ""), ("other", "第二条"))
+        )
+    )
+    url = database_url.render_as_string(hide_password=False)
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        connection.execute(f"ALTER DATABASE \"{database_url.database}\" SET client_encoding = '{encoding}'")
+    try:
+        added = CliRunner().invoke(app, ["--db", url, "add", "--jsonl", str(records)])
+        queried = CliRunner().invoke(app, ["--db", url, "query", "--key", "中文键", "--json"])
+        with Store(database_url) as store, Lookup(url) as lookup:
+            keys = sorted(store.fingerprints(["other", "中文键", "absent"]))
+            found = [m.key for m in lookup.query_many([store.fingerprints(["other"])["other"]], 11)[0]]
+        removed = CliRunner().invoke(app, ["--db", url, "remove", "中文键"])
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER DATABASE "{database_url.database}" RESET ALL')
+    assert added.exit_code == 0, added.output
+    assert queried.exit_code == 0 and '"other"' in queried.output, queried.output
+    assert keys == ["other", "中文键"] and found[0] == "other" and "中文键" in found
+    assert removed.exit_code == 0 and "removed 1 of 1" in removed.output, removed.output
+
+
+def test_a_role_the_database_sets_for_every_session_never_makes_the_store_a_groups(empty_database_url, make_role):
+    # The database's owner sets role for every session (ALTER DATABASE ... SET role = 'team'): a
+    # member of that group acted as it in every session, so its init made the store the group's, and
+    # another member replaced simhash.near_many, which ran in the owner's next query and went back to
+    # the owner's own rights with set_config('role', session_user, true) (hostile/h18r_database_role.sh).
+    database = empty_database_url.database
+    team = make_role(empty_database_url, "GRANT CREATE ON DATABASE {database} TO {role}", prefix="simhash_team")
+    owner = make_role(
+        empty_database_url,
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        f'GRANT "{team}" TO {{role}}',
+        prefix="simhash_owner",
+    )
+    url = empty_database_url.set(username=owner, password=None)
+    with psycopg.connect(_plain(empty_database_url), autocommit=True) as connection:
+        connection.execute(f"ALTER DATABASE \"{database}\" SET role = '{team}'")
+    try:
+        result = CliRunner().invoke(app, ["--db", url.render_as_string(hide_password=False), "init"])
+        with Store(url) as store:
+            store.add([NewDocument("a", 5)])
+            found = [m.key for m in store.query(5, 0)]
+        # Even a superuser's session acts as the group now: this one asks for itself.
+        with psycopg.connect(_plain(empty_database_url), autocommit=True, options="-c role=none") as connection:
+            owners = connection.execute(
+                "SELECT DISTINCT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'simhash' "
+                "UNION SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class "
+                "WHERE relnamespace = to_regnamespace('simhash')"
+            ).fetchall()
+    finally:
+        with psycopg.connect(_plain(empty_database_url), autocommit=True, options="-c role=none") as connection:
+            connection.execute(f'ALTER DATABASE "{database}" RESET ALL')
+    assert result.exit_code == 0, result.output
+    assert owners == [(owner,)] and found == ["a"]
+
+
+def test_parallel_mode_forced_for_the_database_is_one_line_not_a_traceback(database_url):
+    # The database's owner forces parallel mode for every session: simhash.near and near_many, which
+    # set enable_seqscan when they scan (parallel unsafe), failed inside the owner's query and
+    # add --skip-near-duplicates with a traceback (hostile/h18r_parallel_near.sh; still open: limitations).
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 5), NewDocument("b", 6)])
+    database = database_url.database
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        version = connection.info.server_version
+        name = "force_parallel_mode" if version < 160000 else "debug_parallel_query"
+        connection.execute(f'ALTER DATABASE "{database}" SET {name} = on')
+    try:
+        result = CliRunner().invoke(
+            app,
+            ["--db", database_url.render_as_string(hide_password=False), "query", "-f", "0000000000000005", "-k", "20"],
+        )
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER DATABASE "{database}" RESET ALL')
+    line = _one_error_line(result)
+    assert "ran in parallel mode" in line and name in line, line
+
+
 class _SeesVacuumSettings(psycopg.Connection):
     """A real connection that reads the session's cost-based delay just before each VACUUM it sends."""
 
