@@ -27,9 +27,9 @@ SQL_DIRECTORY = Path(__file__).with_name("sql")
 # the one of the store's layout, and updates this.
 # lean (revision 0012) keeps four16's block columns: it runs four16's functions.
 LAYOUT_FUNCTIONS = {
-    "four16": ("near.v3", "near_many.v1"),
-    "wide3": ("near.wide3.v1", "near_many.wide3.v1"),
-    "lean": ("near.v3", "near_many.v1"),
+    "four16": ("near.v4", "near_many.v2"),
+    "wide3": ("near.wide3.v2", "near_many.wide3.v2"),
+    "lean": ("near.v4", "near_many.v2"),
 }
 VERSIONS_DIRECTORY = Path(__file__).with_name("versions")
 CITUS_SUFFIX = ".citus.sql"

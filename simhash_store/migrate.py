@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 SCHEMA = "simhash"
 
 # The newest revision in migrations/versions; a test checks it against Alembic's view.
-HEAD_REVISION = "0014"
+HEAD_REVISION = "0015"
 # How long a store or lookup that stays open trusts the checks it made (the schema, its grants,
 # the masks tables, the scheme record) before it makes them again, on its next call: a role that
 # may write the store's tables without a grant the checks see (pg_write_all_data) could change

@@ -52,13 +52,13 @@ def library_error(
             f"{message} (the session is read-only: default_transaction_read_only is set for the database or "
             "role, or the server is a standby; nothing of this write was stored)"
         )
-    # simhash.near and near_many change a setting (parallel unsafe) when they scan: in a statement run in
-    # parallel mode, which the database's owner can force for every session (force_parallel_mode, PostgreSQL
-    # 16 on debug_parallel_query), they fail (docs/limitations.md).
+    # Before revision 0015, simhash.near and near_many were labelled parallel safe but change a setting
+    # when they scan: in a statement run in parallel mode, which the database's owner can force for every
+    # session (force_parallel_mode, PostgreSQL 16 on debug_parallel_query), they failed.
     if sqlstate == "25000" and "during a parallel operation" in message:
         return DatabaseError(
-            f"{message} (the statement ran in parallel mode, in which simhash.near and near_many cannot scan: "
-            "force_parallel_mode, or debug_parallel_query, is set for the database or role)"
+            f"{message} (the statement ran in parallel mode, in which simhash.near and near_many of a store "
+            "before revision 0015 cannot scan: run simhash-store init to upgrade the store)"
         )
     if sqlstate in ("40001", "40P01"):
         return DatabaseError(f"{message} (this transaction was rolled back: run the command again)")

@@ -38,12 +38,18 @@ SQL_FILES_SHA256 = {
     "near_many.v1.citus.sql": "60db165f4faaab18cb854028723a9ab85476f4b64cbbd9d415d88993d1edda11",
     "near_many.v1.sql": "6c106b1a9e6a71d5c70e87413a9c1d9cb986730fa5940da3a5697456c4238f8c",
     "near_many.wide3.v1.sql": "6b0ca265c391b9200ea24ccb405dc6f2b69526f6fa3faa540fff2d1682a53703",
+    "near.v4.sql": "702a0e5ce24c2162fe8715c0b7eefca4d903c9e4b44052e2daab93a582a42567",
+    "near.v4.citus.sql": "972654dd38d56adbeaac57895c7636567ee3d03b0a83b9f307f3a8b4af9e7350",
+    "near_many.v2.sql": "2572bd09c2812def7856a42ae823545733b25a4ce845a335e7c16563b19559bf",
+    "near_many.v2.citus.sql": "c01fa6ddf5741ad9baa5e3fc53dc861d19938601db9d0ba6bf30a9fc27637167",
+    "near.wide3.v2.sql": "722cde8fe87e5a24a7a89ae312612764498fd6f048ed910167e9501b9574917a",
+    "near_many.wide3.v2.sql": "a5b43d440adf888150cd6261030b640ca0e0e6676650267b3be5b3a9936e54cd",
     "to_hex.v1.sql": "a9fe9ef27415c1a564564f45c7615f5c19064df010f949569e31f0710603f76e",
 }
 # The functions revision 0008 adds; every other one it re-creates from files exactly as 0007 left it.
 NEW_IN_0008 = {"simhash.from_hex(text)", "simhash.to_hex(bigint)"}
 NEW_IN_0009 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
-REVISIONS = [f"{n:04d}" for n in range(1, 15)]
+REVISIONS = [f"{n:04d}" for n in range(1, 16)]
 # The functions revision 0013 gives a new version (containment counted per distinct fingerprint); the rest it keeps.
 CHANGED_IN_0013 = {"simhash.contained(bigint[],integer)", "simhash.containment_pairs(integer)"}
 
@@ -116,6 +122,13 @@ def test_a_store_of_the_first_release_upgrades_in_place_and_back(empty_database_
     kept = [[f for f in functions[r] if f[0] not in CHANGED_IN_0013] for r in ("0012", "0013")]
     assert kept[0] == kept[1] and functions["0013"] != functions["0012"]
     assert functions["0014"] == functions["0013"]  # 0014 sets the segments' replica identity, no function
+    relabelled = {"simhash.near(bigint,integer,text,integer)", "simhash.near_many(bigint[],integer,text,integer)"}
+    assert [f for f in functions["0015"] if f[0] not in relabelled] == [
+        f for f in functions["0014"] if f[0] not in relabelled
+    ]
+    for before, after in zip(functions["0014"], functions["0015"]):  # 0015 changes only the label
+        label = (" STABLE PARALLEL SAFE", " STABLE") if after[0] in relabelled else ("", "")
+        assert after[1] == before[1].replace(*label) and after[2:] == before[2:], after[0]
     with Store(empty_database_url) as store:  # the library reads the upgraded store
         assert [m.key for m in store.query(query, 7)] == [key for key, _ in states["0001"][1]]
         assert [len(found) for found in store.query_many([query, query ^ 1], 2)] == [3, 4]
@@ -210,7 +223,7 @@ def test_each_citus_file_is_what_the_coordinator_ran_before_files(database_url):
 
     versions = [p.name.removesuffix(".citus.sql") for p in SQL_FILES.glob("*.citus.sql")]
     versions = [v for v in versions if sqlfiles.path(v).exists()]
-    assert sorted(versions) == ["near.v3", "near_many.v1"]
+    assert sorted(versions) == ["near.v3", "near.v4", "near_many.v1", "near_many.v2"]
     definition = "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = 'simhash'::regnamespace AND p.proname = %s"
     with psycopg.connect(_plain(database_url)) as connection:  # PostgreSQL prints both: the same layout
         for version in versions:
