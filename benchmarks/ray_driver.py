@@ -128,7 +128,9 @@ def run(options, fingerprinted, workers_write: bool, count: int):
 
 
 def print_table(options, count, workers_write, wall, driver, total, total_cpu, duplicates, loads) -> None:
-    labels = {"columns": "records checked on the workers, the decisions' columns read by the driver (`_decision_columns`)"}
+    labels = {
+        "columns": "records checked on the workers, the decisions' columns read by the driver (`_decision_columns`)"
+    }
     if workers_write:
         labels.update(
             {

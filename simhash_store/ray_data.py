@@ -622,6 +622,7 @@ def _decided_in_memory(
     values = columns.column(_FINGERPRINT).filter(chosen).to_numpy().astype(np.uint64)
     batches = positions // batch_size
     staged: np.ndarray | None | bool = False
+    ids: Any
     if url is not None and _stageable(document_keys, columns.column(LENGTH).filter(chosen)):
         leader = clusters.leaders_with_copies(values, k, near)
         staged = _stored_from_the_workers(store, url, blocks, compared, positions, document_keys, leader, batches, k)

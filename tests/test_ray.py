@@ -374,6 +374,37 @@ def test_dedup_dataset_in_memory_gives_the_rows_of_the_batches(connected, databa
     assert any(r["duplicate_of"] for r in batches) and list(batches[0])[:3] == ["cluster", "key", "text"]
 
 
+def test_dedup_dataset_failing_before_the_move_stores_nothing(connected, database_url, monkeypatch):
+    """The workers wrote every block into the staging table, then the run failed before the move
+    into the store: the store holds no document and no cluster, and no staging table is left."""
+    from simhash_store import ray_data
+
+    staged: list[int] = []
+
+    def fails(store, name, distance, blocks, first_batch):
+        with store.engine.connect() as connection:
+            staged.append(connection.exec_driver_sql(f"SELECT pg_catalog.count(*) FROM simhash.{name}").scalar())
+        raise RuntimeError("the driver failed before the move")
+
+    url = database_url.render_as_string(hide_password=False)
+    monkeypatch.setattr(Store, "move_staged", fails)
+    monkeypatch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+    with pytest.raises(RuntimeError, match="before the move"):
+        dedup_dataset(ray.data.from_items(edit_walks()[:60]).repartition(3), url, 4, batch_size=13)
+    assert staged and staged[0] > 0  # the workers wrote their blocks
+    with Store(url) as store:
+        assert store.count() == 0
+    assert json.loads(stored_clusters(url)["heads"]) == []
+    assert _contents(url) == []
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain) as connection:
+        left = connection.execute("SELECT relname FROM pg_catalog.pg_class WHERE relname LIKE 'dedup_staging_%'")
+        assert left.fetchall() == []
+
+
 @pytest.mark.parametrize("bad", ["repeated key", "no text"])
 def test_dedup_dataset_with_a_bad_record_fails_as_dedup_does(connected, database_url, pg_server, bad):
     """A bad record: the in-memory path stores nothing and leaves it to the batches, which store
@@ -672,8 +703,9 @@ def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, cit
             expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=9)]
         with monkeypatch.context() as patch:
             patch.setattr(clusters, "_stored_candidates", _no_search)
-            if in_memory:
+            if in_memory:  # the documents written by the workers, moved on every shard
                 patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+                patch.setattr(writes, "add_decided", _driver_copy_refused)
             annotated = dedup_dataset(
                 ray.data.from_items(records), citus_url, 4, batch_size=9, in_memory=in_memory
             ).take_all()

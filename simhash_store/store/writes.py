@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -582,7 +582,7 @@ STAGING_LOCK = (ADVISORY_LOCK_SPACE, 3)  # 1: --skip-near-duplicates, 2: the clu
 _STAGED_COLUMNS = ("block", "key", "fingerprint", "digest", "length", "rank", "leader", "arrival")
 
 
-def binary_copy(columns: Sequence[tuple[str, object]]) -> bytes:
+def binary_copy(columns: Sequence[tuple[str, Any]]) -> bytes:
     """The rows of ``columns`` as a PostgreSQL binary COPY stream, built column by column.
 
     Each column is (kind, values): ``int8`` or ``int4`` (a numpy integer array), or ``text`` or
@@ -590,9 +590,10 @@ def binary_copy(columns: Sequence[tuple[str, object]]) -> bytes:
     session must use that client encoding)."""
     import pyarrow as pa
 
-    count = len(columns[0][1])  # type: ignore[arg-type]
+    count = len(columns[0][1])
     widths: list[np.ndarray] = []
-    pieces: list[tuple[str, object, np.ndarray | None]] = []
+    pieces: list[tuple[str, Any, np.ndarray | None]] = []
+    array: Any
     for kind, values in columns:
         if kind in ("int8", "int4"):
             size = 8 if kind == "int8" else 4
@@ -618,14 +619,15 @@ def binary_copy(columns: Sequence[tuple[str, object]]) -> bytes:
     field_count = np.array([len(columns)], dtype=">i2").view(np.uint8)
     out[starts[:, None] + np.arange(2)] = field_count
     at = starts + 2
-    for (_, array, lengths), width in zip(pieces, widths):
-        if lengths is None:  # fixed width: the length, then the value, big-endian
+    for (_, array, sizes_or_none), width in zip(pieces, widths):
+        if sizes_or_none is None:  # fixed width: the length, then the value, big-endian
             size = width[0] - 4 if count else 0
             fixed = np.empty((count, 4 + size), dtype=np.uint8)
             fixed[:, :4] = np.array([size], dtype=">i4").view(np.uint8)
             fixed[:, 4:] = np.asarray(array).view(np.uint8).reshape(count, size)
             out[at[:, None] + np.arange(4 + size)] = fixed
         else:
+            lengths = sizes_or_none
             out[at[:, None] + np.arange(4)] = lengths.astype(">i4").view(np.uint8).reshape(count, 4)
             data = np.frombuffer(array.buffers()[2], dtype=np.uint8) if array.buffers()[2] is not None else None
             offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + count + 1]
@@ -662,7 +664,7 @@ def decided_order(engine: Engine, keys: object, batches: np.ndarray) -> np.ndarr
         )
         with cursor.copy("COPY pg_temp.simhash_decided (position, batch, key) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(payload)
-        chunks = []
+        chunks: list[bytes] = []
         with cursor.copy(
             "COPY (SELECT position FROM pg_temp.simhash_decided ORDER BY batch, key) TO STDOUT (FORMAT BINARY)"
         ) as copy:
@@ -704,7 +706,8 @@ def create_staging(cursor: psycopg.Cursor, name: str) -> None:
     whose driver is gone (only if no run is live), then make this run's (unlogged; on Citus
     distributed by key, colocated with simhash.documents, so the move runs on every shard)."""
     space, key = STAGING_LOCK
-    if cursor.execute("SELECT pg_catalog.pg_try_advisory_lock(%s, %s)", (space, key)).fetchone()[0]:
+    row = cursor.execute("SELECT pg_catalog.pg_try_advisory_lock(%s, %s)", (space, key)).fetchone()
+    if row is not None and row[0]:
         try:
             stale = cursor.execute(
                 "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
