@@ -4,9 +4,10 @@ The fingerprinting (the costly part: segmentation, about 1 MB/s a core) runs on 
 each loading the scheme's dictionaries and weights once; the writes go from the workers to the
 store in parallel; deduplication decides on the driver. With keep ``first`` into a store that
 holds no documents, it decides in memory over the run's pairs within k (:func:`clusters.leaders`,
-``dedup``'s rule) and stores the documents and clusters in one COPY, with the ids, clusters and
-arrivals ``dedup``'s batches give them, the records staying on the workers (they check them and
-add the annotations; the driver reads keys, fingerprints, digests and lengths); otherwise with the very code of ``dedup``
+``dedup``'s rule) and stores the documents and clusters with the ids, clusters and arrivals
+``dedup``'s batches give them, the records staying on the workers (they check them, write the
+documents into a staging table the driver moves into the store in one transaction, and add the
+annotations; the driver reads keys and fingerprints); otherwise with the very code of ``dedup``
 (:func:`dedup.dedup_rows`), batch by batch through the store, its fingerprints taken from the
 workers. Either way its verdicts, cluster ids and annotations are those of the ``dedup`` command
 over the same records in the same order. At a distance where exact-match block tables have keys
@@ -329,7 +330,8 @@ def dedup_dataset(
     ``longest``, ``shortest``, ``field:NAME[:asc|desc]``; None: the store's policy), clusters and
     verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
     made on the workers; the leader-based clustering (input order) is decided on the driver: with
-    keep ``first`` into a store holding no documents, in memory and stored in one COPY (a bad record,
+    keep ``first`` into a store holding no documents, in memory, the documents written by the workers
+    (given ``url``, by a role owning the store; else by the driver, in one COPY) (a bad record,
     or a store written meanwhile: batch by batch, as otherwise), else batch by batch through the store.
     ``join``: the workers also join the fingerprints on exact-match block keys, for the pairs the
     in-memory decisions run over, or for each batch to read the representatives near its records by
@@ -588,9 +590,11 @@ def _decided_in_memory(
     url: str | None = None,
 ) -> tuple[Dataset, Dataset | None]:
     """With keep ``first``, into a store that keeps clusters and holds no documents: every record
-    decided in memory, in input order, and the documents and clusters stored in one COPY, each
-    with the id, cluster and arrival that :func:`dedup.dedup_rows` in batches of ``batch_size``
-    gives it (:func:`dedup.decided_clusters`, over the pairs from the workers' join, or found on the driver).
+    decided in memory, in input order, and the documents and clusters stored, each with the id,
+    cluster and arrival that :func:`dedup.dedup_rows` in batches of ``batch_size`` gives it (the
+    leaders over the pairs from the workers' join, or found on the driver): written by the workers
+    and moved into the store in one transaction (:func:`_stored_from_the_workers`, given ``url``),
+    else by the driver in one COPY (:func:`dedup.decided_clusters`).
 
     The records stay on the workers: ``fingerprinted`` is materialized, the workers check each record
     and send the driver only what the decisions need (:func:`_checked`: keys, fingerprints, digests,
