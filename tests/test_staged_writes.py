@@ -203,3 +203,26 @@ def test_binary_copy_writes_what_it_is_given(database_url):
             copy.write(payload)
         got = connection.execute("SELECT a, k, d, l FROM t ORDER BY n").fetchall()
     assert got == list(zip(big.tolist(), keys.to_pylist(), digests.to_pylist(), small.tolist()))
+
+
+def test_the_staging_table_is_the_store_owners_alone(database_url, make_role):
+    """Default privileges of schema simhash (as `grant` sets for readers) give no other role the staged
+    rows: the table is the owner's alone while the run lasts."""
+    reader = make_role(database_url, prefix="simhash_stage_reader")
+    with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+        connection.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT SELECT, INSERT ON TABLES TO "{reader}"')
+        connection.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT SELECT ON TABLES TO PUBLIC")
+    try:
+        with Store(database_url) as store, store.staging() as name:
+            assert name is not None
+            for role in (reader, "public"):
+                for privilege in ("SELECT", "INSERT"):
+                    allowed = _query(
+                        database_url,
+                        f"SELECT pg_catalog.has_table_privilege('{role}', 'simhash.{name}', '{privilege}')",
+                    )
+                    assert allowed == [(False,)], (role, privilege)
+    finally:
+        with psycopg.connect(_plain(database_url), autocommit=True) as connection:
+            connection.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA simhash REVOKE ALL ON TABLES FROM "{reader}"')
+            connection.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA simhash REVOKE SELECT ON TABLES FROM PUBLIC")

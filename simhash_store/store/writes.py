@@ -730,6 +730,16 @@ def create_staging(cursor: psycopg.Cursor, name: str) -> None:
             "digest pg_catalog.bytea, length integer, rank bigint NOT NULL, leader bigint NOT NULL, arrival bigint NOT NULL)"
         ).format(_staging(name))
     )
+    # Only the store's owner sees it: default privileges of schema simhash (a reader's SELECT) are revoked.
+    grantees = cursor.execute(
+        "SELECT DISTINCT r.rolname FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+        "JOIN pg_catalog.pg_roles r ON r.oid = a.grantee "
+        "WHERE c.oid = pg_catalog.to_regclass(%s) AND a.grantee <> c.relowner",
+        (f"simhash.{_checked_name(name)}",),
+    ).fetchall()
+    for (grantee,) in grantees:
+        cursor.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(_staging(name), sql.Identifier(grantee)))
+    cursor.execute(sql.SQL("REVOKE ALL ON {} FROM PUBLIC").format(_staging(name)))
     if distributed.is_distributed(cursor):
         cursor.execute(
             "SELECT pg_catalog.create_distributed_table(%s, 'key', colocate_with => 'simhash.documents')",
