@@ -68,7 +68,7 @@ def main() -> None:
         print(f"fingerprinted on the cluster in {time.perf_counter() - started:.1f} s", flush=True)
         timed(ray_data, "_decision_columns", "columns")
         timed(ray_data, "_documents", "documents")
-        timed(clusters, "near_pairs", "pairs")
+        timed(clusters, "distinct_pairs", "pairs")
         timed(clusters, "leaders_with_copies", "leaders")
         timed(writes, "add_decided", "transaction")
         timed(Store, "add_decided", "storing")
@@ -134,7 +134,7 @@ def print_table(options, count, workers_write, wall, driver, total, total_cpu, d
     if workers_write:
         labels.update(
             {
-                "pairs": "pairs within k (`pairs.near_pairs`)",
+                "pairs": "pairs within k (`pairs.distinct_pairs`)",
                 "leaders": "leader pass over the pairs (`clusters.leaders_with_copies` less the pairs)",
                 "order": "ids: the documents' order asked of the database (`writes.decided_order`, one COPY of keys)",
                 "staged": "the workers write the documents into the staging table (the driver waits)",
@@ -146,7 +146,7 @@ def print_table(options, count, workers_write, wall, driver, total, total_cpu, d
         labels.update(
             {
                 "documents": "the documents to store built from the columns (`_documents`)",
-                "pairs": "pairs within k (`pairs.near_pairs`)",
+                "pairs": "pairs within k (`pairs.distinct_pairs`)",
                 "leaders": "leader pass over the pairs (`clusters.leaders_with_copies` less the pairs)",
                 "transaction": "store: one transaction, COPY of keys, documents and heads (`writes.add_decided`)",
                 "upkeep": "store: upkeep after it (ANALYZE/VACUUM, `Store.add_decided` less the transaction)",

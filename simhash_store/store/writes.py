@@ -644,11 +644,7 @@ def binary_copy(columns: Sequence[tuple[str, Any]]) -> bytes:
     return out.tobytes()
 
 
-def _read_int8_copy(data: bytes) -> np.ndarray:
-    """The values of a binary COPY of one non-null bigint column."""
-    body = np.frombuffer(data, dtype=np.uint8)[len(_COPY_SIGNATURE) : len(data) - 2]
-    rows = np.frombuffer(body.tobytes(), dtype=np.dtype([("fields", ">i2"), ("size", ">i4"), ("value", ">i8")]))
-    return rows["value"].astype(np.int64)
+_ORDER_PART = 50_000_000  # documents whose order is read back in one value (8 bytes each)
 
 
 def decided_order(engine: Engine, keys: object, batches: np.ndarray) -> np.ndarray:
@@ -664,12 +660,25 @@ def decided_order(engine: Engine, keys: object, batches: np.ndarray) -> np.ndarr
         )
         with cursor.copy("COPY pg_temp.simhash_decided (position, batch, key) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(payload)
-        chunks: list[bytes] = []
-        with cursor.copy(
-            "COPY (SELECT position FROM pg_temp.simhash_decided ORDER BY batch, key) TO STDOUT (FORMAT BINARY)"
-        ) as copy:
-            chunks.extend(bytes(chunk) for chunk in copy)
-    return _read_int8_copy(b"".join(chunks))
+        # Read back as one bytea of big-endian bigints per part (one value, not a row a document),
+        # each part some batches whole, well under the 1 GB a value may hold.
+        parts: list[np.ndarray] = []
+        ends = np.flatnonzero(np.diff(batches)) + 1
+        start = 0
+        while start < count:
+            end = count
+            if start + _ORDER_PART < count:  # at the last batch boundary within the part, else the next one
+                within = ends[(ends > start) & (ends <= start + _ORDER_PART)]
+                later = ends[ends > start]
+                end = int(within[-1]) if len(within) else int(later[0]) if len(later) else count
+            row = cursor.execute(
+                "SELECT pg_catalog.string_agg(pg_catalog.int8send(position), ''::pg_catalog.bytea ORDER BY batch, key) "
+                "FROM pg_temp.simhash_decided WHERE batch BETWEEN %s AND %s",
+                (int(batches[start]), int(batches[end - 1])),
+            ).fetchone()
+            parts.append(np.frombuffer(row[0] if row and row[0] else b"", dtype=">i8").astype(np.int64))
+            start = end
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
 
 def staging_name() -> str:
