@@ -42,7 +42,8 @@ from .keep import KeepPolicy, Representative, leaders_keeping, stored_value
 from .pairs import TooManyPairs, distinct_pairs
 
 # Two-integer advisory lock: (project, purpose), the project constant of store.ADVISORY_LOCK_SPACE
-# ("SIMH"; purpose 1 is --skip-near-duplicates). The wait is bounded by the pinned lock_timeout.
+# ("SIMH"; purpose 1 is --skip-near-duplicates, 3 the staging tables of dedup_dataset: store.writes).
+# The wait is bounded by the pinned lock_timeout.
 PROJECT_LOCK_SPACE = 0x53494D48
 CLUSTER_LOCK = 2
 

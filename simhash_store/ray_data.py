@@ -4,9 +4,10 @@ The fingerprinting (the costly part: segmentation, about 1 MB/s a core) runs on 
 each loading the scheme's dictionaries and weights once; the writes go from the workers to the
 store in parallel; deduplication decides on the driver. With keep ``first`` into a store that
 holds no documents, it decides in memory over the run's pairs within k (:func:`clusters.leaders`,
-``dedup``'s rule) and stores the documents and clusters in one COPY, with the ids, clusters and
-arrivals ``dedup``'s batches give them, the records staying on the workers (they check them and
-add the annotations; the driver reads keys, fingerprints, digests and lengths); otherwise with the very code of ``dedup``
+``dedup``'s rule) and stores the documents and clusters with the ids, clusters and arrivals
+``dedup``'s batches give them, the records staying on the workers (they check them, write the
+documents into a staging table the driver moves into the store in one transaction, and add the
+annotations; the driver reads keys and fingerprints); otherwise with the very code of ``dedup``
 (:func:`dedup.dedup_rows`), batch by batch through the store, its fingerprints taken from the
 workers. Either way its verdicts, cluster ids and annotations are those of the ``dedup`` command
 over the same records in the same order. At a distance where exact-match block tables have keys
@@ -40,7 +41,7 @@ from .dedup import _check_distance as check_distance
 from .errors import InputError
 from .ingest import Prepared, Progress, prepare
 from .keep import KeepPolicy
-from .scheme import Scheme, get_scheme
+from .scheme import DEFAULT, Scheme, get_scheme
 
 if TYPE_CHECKING:
     import pyarrow
@@ -132,7 +133,7 @@ class FingerprintBatch:
 def fingerprint_dataset(
     ds: Dataset,
     *,
-    scheme: Scheme | str = "multi-v2",
+    scheme: Scheme | str = DEFAULT,
     text_field: str = "text",
     key_field: str = "key",
     concurrency: int | None = None,
@@ -329,7 +330,8 @@ def dedup_dataset(
     ``longest``, ``shortest``, ``field:NAME[:asc|desc]``; None: the store's policy), clusters and
     verdicts. A record the command would call bad raises :class:`InputError`. Fingerprints are
     made on the workers; the leader-based clustering (input order) is decided on the driver: with
-    keep ``first`` into a store holding no documents, in memory and stored in one COPY (a bad record,
+    keep ``first`` into a store holding no documents, in memory, the documents written by the workers
+    (given ``url``, by a role owning the store; else by the driver, in one COPY) (a bad record,
     or a store written meanwhile: batch by batch, as otherwise), else batch by batch through the store.
     ``join``: the workers also join the fingerprints on exact-match block keys, for the pairs the
     in-memory decisions run over, or for each batch to read the representatives near its records by
@@ -356,6 +358,7 @@ def dedup_dataset(
             batch_size=batch_size,
             join=join,
             in_memory=in_memory,
+            url=url if isinstance(url, str) else None,
         )
     return out
 
@@ -381,11 +384,13 @@ def _dedup_fingerprinted(
     batch_size: int = DEFAULT_BATCH_SIZE,
     join: bool | None = None,
     in_memory: bool = True,
+    url: str | None = None,
 ) -> Dataset:
     """The decisions of :func:`dedup_dataset` over records that went through :func:`fingerprint_dataset`
     with the store's ``scheme``: each record with its annotations, in input order. ``in_memory``:
     with keep ``first`` into a store holding no documents, decide in memory and store in bulk
-    (:func:`_decided_in_memory`); False: batch by batch through the store, always."""
+    (:func:`_decided_in_memory`); False: batch by batch through the store, always. ``url``: the
+    store's URL, with which the workers write the decided documents (None: the driver writes them)."""
     policy = KeepPolicy.parse(keep) if keep is not None else store.keep_policy()
     read: list[Mapping[str, Any]] | None = None  # the rows, once read by the in-memory path
     if in_memory and not policy.needs_every_record:
@@ -393,7 +398,9 @@ def _dedup_fingerprinted(
             raise ValueError(f"batch size must be at least 1, not {batch_size}")
         check_distance(store, max_distance, policy)  # an empty store starts keeping clusters at the distance asked
         if store.is_empty():
-            fingerprinted, decided = _decided_in_memory(fingerprinted, store, key_field, text_field, batch_size, join)
+            fingerprinted, decided = _decided_in_memory(
+                fingerprinted, store, key_field, text_field, batch_size, join, url
+            )
             if decided is not None:
                 return decided
             read = _rows_of(fingerprinted)  # materialized: read once more, for the batches
@@ -574,12 +581,20 @@ def _annotated(block: Any, decided: pyarrow.Table) -> pyarrow.Table:
 
 
 def _decided_in_memory(
-    fingerprinted: Dataset, store: Store, key_field: str, text_field: str, batch_size: int, join: bool | None
+    fingerprinted: Dataset,
+    store: Store,
+    key_field: str,
+    text_field: str,
+    batch_size: int,
+    join: bool | None,
+    url: str | None = None,
 ) -> tuple[Dataset, Dataset | None]:
     """With keep ``first``, into a store that keeps clusters and holds no documents: every record
-    decided in memory, in input order, and the documents and clusters stored in one COPY, each
-    with the id, cluster and arrival that :func:`dedup.dedup_rows` in batches of ``batch_size``
-    gives it (:func:`dedup.decided_clusters`, over the pairs from the workers' join, or found on the driver).
+    decided in memory, in input order, and the documents and clusters stored, each with the id,
+    cluster and arrival that :func:`dedup.dedup_rows` in batches of ``batch_size`` gives it (the
+    leaders over the pairs from the workers' join, or found on the driver): written by the workers
+    and moved into the store in one transaction (:func:`_stored_from_the_workers`, given ``url``),
+    else by the driver in one COPY (:func:`dedup.decided_clusters`).
 
     The records stay on the workers: ``fingerprinted`` is materialized, the workers check each record
     and send the driver only what the decisions need (:func:`_checked`: keys, fingerprints, digests,
@@ -599,7 +614,7 @@ def _decided_in_memory(
     fingerprinted, joined = _uses_join(fingerprinted, store, k, join)
     fingerprinted = _materialized(fingerprinted)  # read twice: the decisions' columns, then the annotations
     near = near_fingerprints(fingerprinted, k) if joined else None
-    columns = _decision_columns(fingerprinted, key_field, text_field)
+    columns, blocks = _decision_columns(fingerprinted, key_field, text_field)
     count = columns.num_rows
     keys = columns.column(_KEY).combine_chunks()
     if columns.column(_PROBLEM).null_count != count or pc.count_distinct(keys).as_py() != count:
@@ -609,13 +624,24 @@ def _decided_in_memory(
     chosen = pa.array(compared)
     document_keys = keys.filter(chosen)
     values = columns.column(_FINGERPRINT).filter(chosen).to_numpy().astype(np.uint64)
-    documents = _documents(
-        document_keys, values, columns.column(DIGEST).filter(chosen), columns.column(LENGTH).filter(chosen)
-    )
-    found = decided_clusters(store, documents, values, (positions // batch_size).tolist(), k, near)
-    if found is None:
+    batches = positions // batch_size
+    staged: np.ndarray | None | bool = False
+    ids: Any
+    if url is not None and _stageable(document_keys, columns.column(LENGTH).filter(chosen)):
+        leader = clusters.leaders_with_copies(values, k, near)
+        staged = _stored_from_the_workers(store, url, blocks, compared, positions, document_keys, leader, batches, k)
+    if staged is False:  # the driver writes them (one COPY)
+        documents = _documents(
+            document_keys, values, columns.column(DIGEST).filter(chosen), columns.column(LENGTH).filter(chosen)
+        )
+        found = decided_clusters(store, documents, values, batches.tolist(), k, near)
+        if found is None:
+            return fingerprinted, None  # the store was written meanwhile
+        leader, ids = found
+    elif staged is None:
         return fingerprinted, None  # the store was written meanwhile
-    leader, ids = found
+    else:
+        ids = staged
     if count == 0:
         return fingerprinted, _ray().data.from_items([])
     # The decisions of every record, by position (None for a record passed through, not compared).
@@ -629,18 +655,155 @@ def _decided_in_memory(
     return fingerprinted, _annotated_dataset(fingerprinted, cluster, distance, ~compared, document_keys, head)
 
 
-def _decision_columns(fingerprinted: Dataset, key_field: str, text_field: str) -> pyarrow.Table:
+def _decision_columns(
+    fingerprinted: Dataset, key_field: str, text_field: str
+) -> tuple[pyarrow.Table, list[tuple[Any, int]]]:
     """What the decisions need of every record of a materialized ``fingerprinted``, in input order:
-    checked on the workers (:func:`_checked`), read by the driver as Arrow columns."""
+    checked on the workers (:func:`_checked`), read by the driver as Arrow columns; and the checked
+    blocks where they are (in Ray's object store: references and row counts, in order), from which
+    the workers write the documents."""
     import pyarrow as pa
 
     checked = fingerprinted.map_batches(
         _checked, fn_args=(key_field, text_field), batch_format="pyarrow", batch_size=TASK_ROWS
     )
     checked.context.execution_options.preserve_order = True
+    blocks: list[tuple[Any, int]] = []
     with _ordered():
-        parts = list(checked.iter_batches(batch_size=None, batch_format="pyarrow"))
-    return pa.concat_tables(parts) if parts else _checked(pa.table({}), key_field, text_field)
+        for bundle in checked.iter_internal_ref_bundles():
+            blocks.extend((block, int(metadata.num_rows)) for block, metadata in bundle.blocks)
+    parts = [_arrow_block(part) for part in _ray().get([block for block, _ in blocks])]
+    table = pa.concat_tables(parts) if parts else _checked(pa.table({}), key_field, text_field)
+    return table, blocks
+
+
+def _arrow_block(block: Any) -> pyarrow.Table:
+    from ray.data.block import BlockAccessor
+
+    return BlockAccessor.for_block(block).to_arrow()
+
+
+def _stageable(keys: Any, lengths: Any) -> bool:
+    """Whether every document can be written from the workers as the driver's COPY writes it (a key of
+    at most ``MAX_KEY_BYTES`` bytes without NUL, a length that fits the column); else the driver
+    writes them (and its checks name the document that does not fit)."""
+    import pyarrow.compute as pc
+
+    from .validation import INT4, MAX_KEY_BYTES
+
+    if not len(keys):
+        return False
+    if lengths.null_count or pc.any(pc.match_substring(keys, "\x00")).as_py():
+        return False
+    if pc.max(pc.binary_length(keys)).as_py() > MAX_KEY_BYTES:
+        return False
+    return bool(pc.min(lengths).as_py() >= 0 and pc.max(lengths).as_py() <= INT4[1])
+
+
+def _stored_from_the_workers(
+    store: Store,
+    url: str,
+    blocks: list[tuple[Any, int]],
+    compared: np.ndarray,
+    positions: np.ndarray,
+    document_keys: Any,
+    leader: np.ndarray,
+    batches: np.ndarray,
+    k: int,
+) -> np.ndarray | None | bool:
+    """The decided documents stored from the workers: the driver asks the database for the order in
+    which the batches number them (by batch, then key), and makes a staging table; each task writes
+    the documents of consecutive checked blocks (their keys, fingerprints, digests and lengths, where
+    they are) with their ranks, their leaders' ranks and their arrivals, in one transaction that
+    first deletes its block's rows (a task Ray runs again writes nothing twice); then the driver moves
+    them into the store in one transaction under the cluster lock. Each document's id (a numpy array);
+    None, nothing stored, if the store was written meanwhile; False where this role may not make the
+    staging table (the driver writes them then)."""
+    ray = _ray()
+    rank, leader_rank, arrival, first_batch = decided_ranks(store, document_keys, leader, batches)
+    records = len(compared)
+    ranks, leaders, arrivals = (np.zeros(records, dtype=np.int64) for _ in range(3))
+    ranks[positions], leaders[positions], arrivals[positions] = rank, leader_rank, arrival
+    stage = ray.remote(_staged_blocks)
+    with store.staging() as name:
+        if name is None:
+            return False
+        expected: dict[int, int] = {}
+        pending = []
+        group: list[Any] = []
+        start = end = 0
+
+        def send() -> None:
+            number = len(expected)
+            decided = {
+                "compared": compared[start:end],
+                "rank": ranks[start:end],
+                "leader": leaders[start:end],
+                "arrival": arrivals[start:end],
+            }
+            expected[number] = int(np.count_nonzero(compared[start:end]))
+            pending.append(stage.remote(url, name, number, ray.put(decided), *group))
+
+        for block, rows in blocks:
+            group.append(block)
+            end += rows
+            if end - start >= TASK_ROWS:
+                send()
+                group, start = [], end
+        if group:
+            send()
+        if end != records:
+            raise RuntimeError(f"the checked records hold {end} rows, the decisions read {records}")
+        try:
+            ray.get(pending)
+        except ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            raise (cause if isinstance(cause, Exception) else exc) from None
+        first_id = store.move_staged(name, k, expected, first_batch)
+    if first_id is None:
+        return None
+    return first_id + rank
+
+
+def decided_ranks(
+    store: Store, keys: Any, leader: np.ndarray, batches: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """What the staged rows of decided documents carry (:meth:`Store.move_staged` adds the store's
+    base to each): each document's rank (its id less the base: the batches number their documents by
+    batch, then by key in the database's collation, which is asked), its leader's rank, its arrival,
+    and how many documents the first batch holds (arriving from 1 on, into an empty store; each later
+    batch arrives after the ids of those before it, so its arrivals take the base too)."""
+    count = len(batches)
+    rank = np.empty(count, dtype=np.int64)
+    rank[store.decided_order(keys, batches)] = np.arange(1, count + 1, dtype=np.int64)
+    first_batch = int(np.count_nonzero(batches == batches[0])) if count else 0
+    return rank, rank[leader], np.arange(1, count + 1, dtype=np.int64), first_batch
+
+
+def _staged_blocks(url: str, name: str, number: int, decided: Mapping[str, np.ndarray], *blocks: Any) -> int:
+    """The documents of consecutive checked blocks (:func:`_checked`) into the run's staging table, as
+    block ``number`` (a Ray task, on the workers), with their ranks, leaders' ranks and arrivals
+    (``decided``: the blocks' rows, by position); how many."""
+    import pyarrow as pa
+
+    from .store import Store, writes
+
+    table = pa.concat_tables([_arrow_block(block) for block in blocks])
+    chosen = pa.array(decided["compared"])
+    mask = decided["compared"]
+    payload = writes.staged_payload(
+        number,
+        table.column(_KEY).filter(chosen),
+        table.column(_FINGERPRINT).filter(chosen).to_numpy().astype(np.uint64),
+        table.column(DIGEST).filter(chosen),
+        table.column(LENGTH).filter(chosen).to_numpy(),
+        decided["rank"][mask],
+        decided["leader"][mask],
+        decided["arrival"][mask],
+    )
+    with Store(url) as store:
+        store.stage_block(name, number, payload)
+    return int(np.count_nonzero(mask))
 
 
 def _documents(keys: Any, values: np.ndarray, digests: Any, lengths: Any) -> list[NewDocument]:

@@ -33,7 +33,7 @@ from stored_clusters import stored_clusters  # tests/stored_clusters.py
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test,ray]' to run these")
 from simhash_store.ray_data import dedup_dataset, fingerprint_dataset, write_dataset  # noqa: E402
 from simhash_store.scheme import DEFAULT  # noqa: E402
-from simhash_store.store import Store  # noqa: E402
+from simhash_store.store import Store, writes  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -278,6 +278,22 @@ def _batch_path_refused(*arguments, **options):
     raise AssertionError("dedup_dataset decided batch by batch through the store: the in-memory path was not taken")
 
 
+def _driver_copy_refused(*arguments, **options):
+    raise AssertionError("the driver wrote the decided documents: the workers did not")
+
+
+def _contents(url: str) -> list[tuple]:
+    """What stored_clusters leaves out of each document: digest, metadata, stamp, keep value."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain) as connection:
+        return connection.execute(
+            "SELECT id, key, digest, metadata, stamp, keep_value FROM simhash.documents ORDER BY id"
+        ).fetchall()
+
+
 @pytest.mark.parametrize(("join", "collation"), [(False, "C"), (True, "C"), (False, "icu")])
 def test_dedup_dataset_decided_in_memory_equals_single_machine_dedup(
     connected, database_url, pg_server, monkeypatch, join, collation
@@ -297,11 +313,12 @@ def test_dedup_dataset_decided_in_memory_equals_single_machine_dedup(
             url, other_url = (pg_server.url(n).render_as_string(hide_password=False) for n in names)
         with monkeypatch.context() as patch:
             patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+            patch.setattr(writes, "add_decided", _driver_copy_refused)
             ds = ray.data.from_items(records).repartition(5)
             annotated = dedup_dataset(ds, url, 4, join=join, batch_size=13).take_all()
         with Store(other_url) as store:
             expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=13)]
-        stored = [stored_clusters(u) for u in (url, other_url)]
+        stored = [(stored_clusters(u), _contents(u)) for u in (url, other_url)]
     finally:
         for name in [other, *names]:
             pg_server.drop_database(name)
@@ -346,6 +363,7 @@ def test_dedup_dataset_in_memory_gives_the_rows_of_the_batches(connected, databa
         url = database_url.render_as_string(hide_password=False)
         with monkeypatch.context() as patch:
             patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+            patch.setattr(writes, "add_decided", _driver_copy_refused)
             in_memory = dedup_dataset(ray.data.from_items(records).repartition(3), url, 4, batch_size=13).take_all()
         batches = dedup_dataset(ray.data.from_items(records), other_url, 4, batch_size=13, in_memory=False).take_all()
         stored = [stored_clusters(u) for u in (url, other_url)]
@@ -354,6 +372,37 @@ def test_dedup_dataset_in_memory_gives_the_rows_of_the_batches(connected, databa
     assert _typed(in_memory) == _typed(batches)
     assert stored[0] == stored[1]
     assert any(r["duplicate_of"] for r in batches) and list(batches[0])[:3] == ["cluster", "key", "text"]
+
+
+def test_dedup_dataset_failing_before_the_move_stores_nothing(connected, database_url, monkeypatch):
+    """The workers wrote every block into the staging table, then the run failed before the move
+    into the store: the store holds no document and no cluster, and no staging table is left."""
+    from simhash_store import ray_data
+
+    staged: list[int] = []
+
+    def fails(store, name, distance, blocks, first_batch):
+        with store.engine.connect() as connection:
+            staged.append(connection.exec_driver_sql(f"SELECT pg_catalog.count(*) FROM simhash.{name}").scalar())
+        raise RuntimeError("the driver failed before the move")
+
+    url = database_url.render_as_string(hide_password=False)
+    monkeypatch.setattr(Store, "move_staged", fails)
+    monkeypatch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+    with pytest.raises(RuntimeError, match="before the move"):
+        dedup_dataset(ray.data.from_items(edit_walks()[:60]).repartition(3), url, 4, batch_size=13)
+    assert staged and staged[0] > 0  # the workers wrote their blocks
+    with Store(url) as store:
+        assert store.count() == 0
+    assert json.loads(stored_clusters(url)["heads"]) == []
+    assert _contents(url) == []
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain) as connection:
+        left = connection.execute("SELECT relname FROM pg_catalog.pg_class WHERE relname LIKE 'dedup_staging_%'")
+        assert left.fetchall() == []
 
 
 @pytest.mark.parametrize("bad", ["repeated key", "no text"])
@@ -654,8 +703,9 @@ def test_dedup_dataset_into_citus_joins_on_the_workers_by_default(connected, cit
             expected = [{**r, **v.annotation()} for r, v in dedup(records, store=store, max_distance=4, batch_size=9)]
         with monkeypatch.context() as patch:
             patch.setattr(clusters, "_stored_candidates", _no_search)
-            if in_memory:
+            if in_memory:  # the documents written by the workers, moved on every shard
                 patch.setattr(ray_data, "dedup_rows", _batch_path_refused)
+                patch.setattr(writes, "add_decided", _driver_copy_refused)
             annotated = dedup_dataset(
                 ray.data.from_items(records), citus_url, 4, batch_size=9, in_memory=in_memory
             ).take_all()

@@ -35,6 +35,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 
 from .. import clusters, maintenance, migrate
 from .. import distributed as citus
@@ -371,6 +372,63 @@ class Store:
             self._upkeep.changes += len(ids)
             self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
         return ids
+
+    # The decided documents of ``dedup_dataset`` written from its workers (see ``writes.move_staged``).
+
+    @_database_errors
+    def decided_order(self, keys: Any, batches: Any) -> Any:
+        """The positions of documents (``keys``: a pyarrow string array; ``batches``: each one's batch
+        number, a numpy array) in the order ``dedup``'s batches number them (by batch, then by key in
+        the database's collation), as a numpy array."""
+        self._prepare(record=True)
+        return writes.decided_order(self.engine, keys, batches)
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[str | None]:
+        """A staging table for documents written from many connections (:meth:`stage_block`) and moved
+        into the store in one transaction (:meth:`move_staged`): its name (in schema simhash) while the
+        block runs, dropped after; None where this role may not make one (it is not the store's owner).
+        The driver's own connection is held meanwhile: a table whose run died is dropped by a later run."""
+        self._prepare(record=True)
+        try:
+            held = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            cursor = held.connection.driver_connection.cursor()
+            if not writes.may_stage(cursor):
+                name = None
+            else:
+                name = writes.staging_name()
+                writes.create_staging(cursor, name)
+        except (psycopg.Error, DBAPIError) as exc:
+            connection._raise_mapped(self, exc)
+        try:
+            yield name
+        finally:
+            try:
+                if name is not None:
+                    writes.drop_staging(cursor, name)
+            except (psycopg.Error, DBAPIError):
+                pass  # left for a later run to drop (its name says what it is)
+            finally:
+                cursor.close()
+                held.close()
+
+    @_database_errors
+    def stage_block(self, name: str, block: int, payload: bytes) -> None:
+        """One block's rows (``writes.staged_payload``) into the staging table ``name``, replacing any
+        rows of that block already there (a task run again writes nothing twice)."""
+        writes.stage_block(self.engine, name, block, payload)
+
+    @_database_errors
+    def move_staged(self, name: str, distance: int, blocks: dict[int, int], first_batch: int) -> int | None:
+        """The staged documents into this store (holding none; clusters at ``distance``, keep ``first``)
+        in one transaction, with the heads; the staging table dropped. The highest id used before
+        (each document's id is it plus its rank); None, nothing written, if the store is not so."""
+        self._prepare(record=True)
+        first_id = writes.move_staged(self.engine, name, distance, blocks, first_batch)
+        if first_id is not None:
+            self._upkeep.changes += sum(blocks.values())
+            self._upkeep.optimize_if_grown(self.engine, DEFAULT_LOCK_TIMEOUT)
+        return first_id
 
     @_database_errors
     def remove(self, keys: str | Iterable[str]) -> RemoveResult:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -564,3 +564,303 @@ def _may_retire(connection: Connection) -> bool:
     return connection.execute(
         text("SELECT pg_catalog.has_column_privilege('simhash.store_info', 'highest_retired_id', 'UPDATE')")
     ).scalar_one()
+
+
+# ------------------------------------------------------------ decided documents written from many writers
+#
+# ``dedup_dataset`` (keep first, an empty store) decides on its driver; the documents' rows are written
+# by the Ray workers that hold the records, each block in one transaction into a staging table the
+# driver made for the run, and moved into the store by the driver in one transaction under the
+# cluster lock. The rows are built as whole columns (numpy, Arrow): no Python object a document.
+
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8  # header: signature, flags, no extension
+_COPY_TRAILER = b"\xff\xff"
+STAGING_PREFIX = "dedup_staging_"  # simhash.dedup_staging_<32 hex digits>: one a run, dropped at its end
+# Held shared by each run while its staging table exists (a session lock of the driver's): a stale
+# table (a driver that died) is dropped only by a run that gets it exclusively, when no run is live.
+STAGING_LOCK = (ADVISORY_LOCK_SPACE, 3)  # 1: --skip-near-duplicates, 2: the cluster lock (clusters.py)
+_STAGED_COLUMNS = ("block", "key", "fingerprint", "digest", "length", "rank", "leader", "arrival")
+
+
+def binary_copy(columns: Sequence[tuple[str, Any]]) -> bytes:
+    """The rows of ``columns`` as a PostgreSQL binary COPY stream, built column by column.
+
+    Each column is (kind, values): ``int8`` or ``int4`` (a numpy integer array), or ``text`` or
+    ``bytea`` (a pyarrow string or binary array; a null is NULL). Text goes as UTF-8 (the caller's
+    session must use that client encoding)."""
+    import pyarrow as pa
+
+    count = len(columns[0][1])
+    widths: list[np.ndarray] = []
+    pieces: list[tuple[str, Any, np.ndarray | None]] = []
+    array: Any
+    for kind, values in columns:
+        if kind in ("int8", "int4"):
+            size = 8 if kind == "int8" else 4
+            array = np.asarray(values).astype(f">i{size}")
+            widths.append(np.full(count, 4 + size, dtype=np.int64))
+            pieces.append((kind, array, None))
+            continue
+        array = pa.array(values) if not isinstance(values, (pa.Array, pa.ChunkedArray)) else values
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        array = array.cast(pa.large_binary())  # 64-bit offsets; a string's bytes are its UTF-8
+        offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + count + 1]
+        lengths = np.diff(offsets)
+        valid = ~np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        lengths = np.where(valid, lengths, 0)
+        widths.append(4 + lengths)
+        pieces.append((kind, array, np.where(valid, lengths, -1)))
+    row_sizes = 2 + np.sum(widths, axis=0) if widths else np.full(count, 2, dtype=np.int64)
+    starts = len(_COPY_SIGNATURE) + np.concatenate(([0], np.cumsum(row_sizes)[:-1])).astype(np.int64)
+    out = np.zeros(len(_COPY_SIGNATURE) + int(row_sizes.sum()) + 2, dtype=np.uint8)
+    out[: len(_COPY_SIGNATURE)] = np.frombuffer(_COPY_SIGNATURE, dtype=np.uint8)
+    out[-2:] = 0xFF
+    field_count = np.array([len(columns)], dtype=">i2").view(np.uint8)
+    out[starts[:, None] + np.arange(2)] = field_count
+    at = starts + 2
+    for (_, array, sizes_or_none), width in zip(pieces, widths):
+        if sizes_or_none is None:  # fixed width: the length, then the value, big-endian
+            size = width[0] - 4 if count else 0
+            fixed = np.empty((count, 4 + size), dtype=np.uint8)
+            fixed[:, :4] = np.array([size], dtype=">i4").view(np.uint8)
+            fixed[:, 4:] = np.asarray(array).view(np.uint8).reshape(count, size)
+            out[at[:, None] + np.arange(4 + size)] = fixed
+        else:
+            lengths = sizes_or_none
+            out[at[:, None] + np.arange(4)] = lengths.astype(">i4").view(np.uint8).reshape(count, 4)
+            data = np.frombuffer(array.buffers()[2], dtype=np.uint8) if array.buffers()[2] is not None else None
+            offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + count + 1]
+            sizes = np.maximum(lengths, 0)
+            total = int(sizes.sum())
+            if total and data is not None:
+                # Each byte of each value, from its place in the array's data to its place in the row.
+                source = np.repeat(offsets[:-1], sizes) + (
+                    np.arange(total) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+                )
+                target = source - np.repeat(offsets[:-1], sizes) + np.repeat(at + 4, sizes)
+                out[target] = data[source]
+        at = at + width
+    return out.tobytes()
+
+
+_ORDER_PART = 50_000_000  # documents whose order is read back in one value (8 bytes each)
+
+
+def decided_order(engine: Engine, keys: object, batches: np.ndarray) -> np.ndarray:
+    """The positions of the documents (``keys``, a pyarrow string array, with each one's batch
+    number) in the order their batches number them: by batch, then by key in the database's collation."""
+    count = len(batches)
+    payload = binary_copy([("int8", np.arange(count, dtype=np.int64)), ("int8", batches), ("text", keys)])
+    with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+        cursor.execute("SELECT pg_catalog.set_config('client_encoding', 'UTF8', true)")
+        cursor.execute(
+            "CREATE TEMP TABLE pg_temp.simhash_decided (position bigint, batch bigint, key pg_catalog.text) "
+            "ON COMMIT DROP"
+        )
+        with cursor.copy("COPY pg_temp.simhash_decided (position, batch, key) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(payload)
+        # Read back as one bytea of big-endian bigints per part (one value, not a row a document),
+        # each part some batches whole, well under the 1 GB a value may hold.
+        parts: list[np.ndarray] = []
+        ends = np.flatnonzero(np.diff(batches)) + 1
+        start = 0
+        while start < count:
+            end = count
+            if start + _ORDER_PART < count:  # at the last batch boundary within the part, else the next one
+                within = ends[(ends > start) & (ends <= start + _ORDER_PART)]
+                later = ends[ends > start]
+                end = int(within[-1]) if len(within) else int(later[0]) if len(later) else count
+            row = cursor.execute(
+                "SELECT pg_catalog.string_agg(pg_catalog.int8send(position), ''::pg_catalog.bytea ORDER BY batch, key) "
+                "FROM pg_temp.simhash_decided WHERE batch BETWEEN %s AND %s",
+                (int(batches[start]), int(batches[end - 1])),
+            ).fetchone()
+            parts.append(np.frombuffer(row[0] if row and row[0] else b"", dtype=">i8").astype(np.int64))
+            start = end
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+def staging_name() -> str:
+    """A fresh name for a run's staging table (in schema simhash)."""
+    import secrets
+
+    return STAGING_PREFIX + secrets.token_hex(16)
+
+
+def _checked_name(name: str) -> str:
+    if len(name) != len(STAGING_PREFIX) + 32 or not name.startswith(STAGING_PREFIX):
+        raise ValueError(f"not a staging table's name: {name!r}")
+    int(name[len(STAGING_PREFIX) :], 16)
+    return name
+
+
+def _staging(name: str) -> sql.Composed:
+    return sql.SQL("simhash.{}").format(sql.Identifier(_checked_name(name)))
+
+
+def may_stage(cursor: psycopg.Cursor) -> bool:
+    """Whether this role may make the run's staging table: it may create tables in schema simhash
+    and is (a member of) the owner of simhash.documents, so the table is the store owner's."""
+    row = cursor.execute(
+        "SELECT pg_catalog.has_schema_privilege('simhash', 'CREATE') "
+        "AND pg_catalog.pg_has_role(current_user, c.relowner, 'USAGE') "
+        "FROM pg_catalog.pg_class c WHERE c.oid = 'simhash.documents'::pg_catalog.regclass"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def create_staging(cursor: psycopg.Cursor, name: str) -> None:
+    """On the driver's own session (autocommit), held for the run: drop the staging tables of runs
+    whose driver is gone (only if no run is live), then make this run's (unlogged; on Citus
+    distributed by key, colocated with simhash.documents, so the move runs on every shard)."""
+    space, key = STAGING_LOCK
+    row = cursor.execute("SELECT pg_catalog.pg_try_advisory_lock(%s, %s)", (space, key)).fetchone()
+    if row is not None and row[0]:
+        try:
+            stale = cursor.execute(
+                "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname OPERATOR(pg_catalog.=) 'simhash' AND c.relkind OPERATOR(pg_catalog.=) 'r' "
+                "AND pg_catalog.starts_with(c.relname::pg_catalog.text, %s) "
+                "AND pg_catalog.pg_has_role(current_user, c.relowner, 'USAGE')",
+                (STAGING_PREFIX,),
+            ).fetchall()
+            for (old,) in stale:
+                try:
+                    cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(old)))
+                except ValueError:
+                    continue  # not a name this module makes: not ours to drop
+        finally:
+            cursor.execute("SELECT pg_catalog.pg_advisory_unlock(%s, %s)", (space, key))
+    cursor.execute("SELECT pg_catalog.pg_advisory_lock_shared(%s, %s)", (space, key))
+    cursor.execute(
+        sql.SQL(
+            "CREATE UNLOGGED TABLE {} (block integer NOT NULL, key pg_catalog.text NOT NULL, fingerprint bigint NOT NULL, "
+            "digest pg_catalog.bytea, length integer, rank bigint NOT NULL, leader bigint NOT NULL, arrival bigint NOT NULL)"
+        ).format(_staging(name))
+    )
+    # Only the store's owner sees it: default privileges of schema simhash (a reader's SELECT) are revoked.
+    grantees = cursor.execute(
+        "SELECT DISTINCT r.rolname FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+        "JOIN pg_catalog.pg_roles r ON r.oid = a.grantee "
+        "WHERE c.oid = pg_catalog.to_regclass(%s) AND a.grantee <> c.relowner",
+        (f"simhash.{_checked_name(name)}",),
+    ).fetchall()
+    for (grantee,) in grantees:
+        cursor.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(_staging(name), sql.Identifier(grantee)))
+    cursor.execute(sql.SQL("REVOKE ALL ON {} FROM PUBLIC").format(_staging(name)))
+    if distributed.is_distributed(cursor):
+        cursor.execute(
+            "SELECT pg_catalog.create_distributed_table(%s, 'key', colocate_with => 'simhash.documents')",
+            (f"simhash.{_checked_name(name)}",),
+        )
+
+
+def drop_staging(cursor: psycopg.Cursor, name: str) -> None:
+    """On the driver's session: the run's staging table dropped (if the move did not), its lock let go."""
+    try:
+        cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(name)))
+    finally:
+        cursor.execute("SELECT pg_catalog.pg_advisory_unlock_shared(%s, %s)", STAGING_LOCK)
+
+
+def stage_block(engine: Engine, name: str, block: int, payload: bytes) -> None:
+    """One block's rows (a binary COPY of :data:`_STAGED_COLUMNS`, every row of block ``block``)
+    into the run's staging table, in one transaction that first deletes the block's rows: a block
+    written again (a task Ray retried) is there once."""
+    table = _staging(name)
+
+    def work() -> None:
+        with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+            cursor.execute("SELECT pg_catalog.set_config('client_encoding', 'UTF8', true)")
+            cursor.execute(sql.SQL("DELETE FROM {} WHERE block = %s").format(table), (block,))
+            statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+                table, sql.SQL(", ").join(map(sql.Identifier, _STAGED_COLUMNS))
+            )
+            with cursor.copy(statement) as copy:
+                copy.write(payload)
+
+    retry(engine, work)
+
+
+def staged_payload(
+    block: int,
+    keys: object,
+    values: np.ndarray,
+    digests: object,
+    lengths: np.ndarray,
+    ranks: np.ndarray,
+    leaders: np.ndarray,
+    arrivals: np.ndarray,
+) -> bytes:
+    """The staged rows of one block (see :func:`stage_block`), from its documents' columns."""
+    count = len(values)
+    return binary_copy(
+        [
+            ("int4", np.full(count, block, dtype=np.int32)),
+            ("text", keys),
+            ("int8", np.asarray(values, dtype=np.uint64).view(np.int64)),
+            ("bytea", digests),
+            ("int4", np.asarray(lengths, dtype=np.int64).astype(np.int32)),
+            ("int8", ranks),
+            ("int8", leaders),
+            ("int8", arrivals),
+        ]
+    )
+
+
+def move_staged(engine: Engine, name: str, distance: int, blocks: dict[int, int], first_batch: int) -> int | None:
+    """Under the cluster lock, in one transaction: the staged documents into a store that holds none
+    and keeps clusters at ``distance`` with keep ``first``, each with its id (the highest id the store
+    has used, plus its rank), cluster (its leader's id) and arrival (each batch after everything stored
+    before it: the first ``first_batch`` documents from 1 on, the later ones after their ids too), the
+    heads of the clusters, and the staging table dropped. ``blocks``: how many rows each block staged
+    (checked first: a block missing or written twice is an error, nothing stored). Returns the highest
+    id used before (ids are it plus the ranks); None, writing nothing, if the store is not so."""
+    table = _staging(name)
+
+    def work() -> int | None:
+        with engine.begin() as connection, connection.connection.driver_connection.cursor() as cursor:
+            if clusters.lock_for_write(cursor) != distance or clusters.keep_policy(cursor).kind != "first":
+                return None
+            if cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.documents)").fetchone()[0]:
+                return None
+            staged = dict(
+                cursor.execute(
+                    sql.SQL("SELECT block, pg_catalog.count(*) FROM {} GROUP BY block").format(table)
+                ).fetchall()
+            )
+            if staged != {block: rows for block, rows in blocks.items() if rows}:
+                wrong = sorted(b for b in set(staged) | set(blocks) if staged.get(b, 0) != blocks.get(b, 0))
+                raise SimhashStoreError(
+                    f"the staged documents of blocks {wrong[:5]} are not the rows the run decided: nothing was stored"
+                )
+            count = sum(blocks.values())
+            bare = _may_rebuild(cursor) if count else False
+            if bare is None:
+                return None
+            first_id = clusters.allocate_ids(cursor, count)
+            citus = distributed.is_distributed(cursor)
+            order = sql.SQL("" if citus else " ORDER BY s.rank")  # Citus: on each shard, in parallel
+            values = {"first_id": first_id, "first_batch": first_batch}
+            with rebuild.indexes_dropped(cursor, DECIDED_INDEX_MEMORY) if bare else nullcontext():
+                cursor.execute(
+                    sql.SQL(
+                        "INSERT INTO simhash.documents (id, key, fingerprint, digest, length, cluster, arrival) "
+                        "SELECT %(first_id)s + s.rank, s.key, s.fingerprint, s.digest, s.length, %(first_id)s + s.leader, "
+                        "s.arrival + CASE WHEN s.arrival > %(first_batch)s THEN %(first_id)s ELSE 0 END "
+                        "FROM {} s{}"
+                    ).format(table, order),
+                    values,
+                )
+            cursor.execute(
+                sql.SQL(
+                    "INSERT INTO simhash.cluster_heads (cluster, representative_id) "
+                    "SELECT %(first_id)s + s.rank, %(first_id)s + s.rank FROM {} s WHERE s.leader = s.rank{}"
+                ).format(table, order),
+                values,
+            )
+            cursor.execute(sql.SQL("DROP TABLE {}").format(table))
+        return first_id
+
+    return retry(engine, work)
