@@ -425,11 +425,18 @@ def add(
             # record whose stored metadata differs is written again, not taken as unchanged.
             described = [s.key for s in sources if s.metadata is not None and s.key in stored]
             stored_metadata = store.stored_metadata(described) if described else {}
+            # So is a record whose keep field's value was corrected under the same text: its
+            # cluster then ranks it again (writes: a changed keep value is placed again).
+            ranked = [s.key for s in sources if s.keep_value is not None and s.key in stored]
+            stored_keep = store.stored_keep_values(ranked) if ranked else {}
             tasks, unchanged = [], []
             for source in sources:
                 digest_stored, stamp_stored = stored.get(source.key, (None, None))
                 if source.metadata is not None and stored_metadata.get(source.key) != source.metadata:
                     digest_stored = None  # fingerprinted and written again (the write compares it as stored)
+                if source.keep_value is not None and source.key in stored_keep:
+                    if stored_keep[source.key] != _stored_form(source.keep_value):
+                        digest_stored = None
                 if not checksum and source.stamp is not None and source.stamp == stamp_stored:
                     unchanged.append(Prepared(source.key, source.size, unchanged=True, stamp=source.stamp))
                 elif source.text is not None and digest_stored is not None and _text_digest(source) == digest_stored:
@@ -447,6 +454,13 @@ def add(
         if finished is not None:
             _write(store, finished, summary, skip_near_duplicates, max_distance, keep_values)
     return summary
+
+
+def _stored_form(value: object) -> object:
+    """A keep value as the store holds it: a number or a string; anything else is stored as none."""
+    from .keep import comparable
+
+    return value if comparable(value) else None
 
 
 def _text_digest(source: Source) -> bytes:

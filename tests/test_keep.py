@@ -373,6 +373,38 @@ def test_cli_add_jsonl_stores_the_keep_field_of_each_record(database_url, tmp_pa
         assert store.memberships(["late"])["late"].representative == "early"
 
 
+def test_a_keep_value_corrected_under_the_same_text_ranks_the_copy_again(database_url, tmp_path, sample_paragraphs):
+    # A record whose keep field was corrected but whose text was not was taken as unchanged: the stale
+    # value stayed, and so did the wrong representative (hostile/keep_field_corrected_same_text).
+    text = sample_paragraphs[6]
+    source = tmp_path / "in.jsonl"
+
+    def add(records: list[dict]) -> str:
+        source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        result = CliRunner().invoke(app, ["add", "--jsonl", str(source)], env={"SIMHASH_STORE_URL": str(database_url)})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    with Store(database_url) as store:
+        store.init()
+        store.recluster(keep="field:published_at")
+    add(
+        [
+            {"key": "a", "text": text, "published_at": "2024-06-02"},
+            {"key": "b", "text": "【转载】" + text, "published_at": "2024-06-03"},
+        ]
+    )
+    with Store(database_url) as store:
+        assert store.memberships(["b"])["b"].representative == "a"
+    said = add([{"key": "b", "text": "【转载】" + text, "published_at": "2024-06-01"}])  # the date corrected
+    assert "replaced: a by b" in said and "unchanged 1" not in said, said
+    with Store(database_url) as store:
+        assert store.stored_keep_values(["b"]) == {"b": "2024-06-01"}
+        assert store.memberships(["a"])["a"].representative == "b"
+    again = add([{"key": "b", "text": "【转载】" + text, "published_at": "2024-06-01"}])  # nothing new: unchanged
+    assert "unchanged 1" in again, again
+
+
 def _write_records(path, records: list[dict], kind: str) -> None:
     """The records in one input format (every field a string in CSV and TSV, as a crawl exports them)."""
     if kind == "jsonl":

@@ -528,6 +528,14 @@ class Store:
             return reads.stored_metadata(connection, keys)
 
     @_database_errors
+    def stored_keep_values(self, keys: Sequence[str]) -> dict[str, object]:
+        """The value of the keep policy's field (None for none) of each of the given keys that is stored."""
+        keys = validate_keys(keys)
+        self._prepare(record=False)
+        with self.engine.connect() as connection:
+            return reads.stored_keep_values(connection, keys)
+
+    @_database_errors
     def count(self) -> int:
         self._prepare(record=False)
         with self.engine.connect() as connection:

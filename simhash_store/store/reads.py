@@ -67,6 +67,15 @@ def stored_metadata(connection: Connection, keys: Sequence[str]) -> dict[str, ob
     return {key: metadata for key, metadata in rows}
 
 
+def stored_keep_values(connection: Connection, keys: Sequence[str]) -> dict[str, object]:
+    """The keep policy's field value (None for none) of each of the given keys that is stored."""
+    c = documents.c
+    rows = connection.execute(
+        select(c.key, c.keep_value).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))), {"keys": list(keys)}
+    )
+    return {key: value for key, value in rows}
+
+
 def stored_digests(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
     """(digest, unsigned fingerprint, length) of each of the given keys that is stored."""
     c = documents.c

@@ -52,7 +52,8 @@ _RETRYABLE = {"40P01", "40001"}  # deadlock detected, serialization failure
 
 # Insert or update from the staging table (``rows`` selects at most one row per key); returns
 # the counts of inserted and updated rows, and of updated rows that left their cluster (a new
-# fingerprint: the write's clustering places them again). An unchanged row is left alone.
+# fingerprint, or a new value of the keep policy's field: the write's clustering places them
+# again, so a corrected value ranks the copy again). An unchanged row is left alone.
 _UPSERT = """
     WITH written AS (
         INSERT INTO simhash.documents AS d ({columns})
@@ -61,7 +62,8 @@ _UPSERT = """
             SET fingerprint = excluded.fingerprint, digest = excluded.digest,
                 length = excluded.length, metadata = excluded.metadata, stamp = excluded.stamp,
                 keep_value = excluded.keep_value, updated_at = excluded.updated_at,
-                cluster = CASE WHEN d.fingerprint = excluded.fingerprint THEN d.cluster END
+                cluster = CASE WHEN d.fingerprint = excluded.fingerprint
+                                    AND d.keep_value IS NOT DISTINCT FROM excluded.keep_value THEN d.cluster END
             WHERE (d.fingerprint, d.digest, d.length, d.metadata, d.stamp, d.keep_value)
                   IS DISTINCT FROM (excluded.fingerprint, excluded.digest, excluded.length,
                                     excluded.metadata, excluded.stamp, excluded.keep_value)
