@@ -660,7 +660,7 @@ def _check_field_values(cursor: psycopg.Cursor, chosen: KeepPolicy) -> None:
     current = keep_policy(cursor)
     if current.kind == "field" and current.field == chosen.field:
         return
-    if not cursor.execute("SELECT EXISTS (SELECT FROM simhash.documents WHERE keep_value IS NOT NULL)").fetchone()[0]:
+    if not cursor.execute("SELECT EXISTS (SELECT 1 FROM simhash.documents WHERE keep_value IS NOT NULL)").fetchone()[0]:
         return
     if current.kind == "field":
         raise InvalidValueError(

@@ -405,6 +405,39 @@ def test_a_keep_value_corrected_under_the_same_text_ranks_the_copy_again(databas
     assert "unchanged 1" in again, again
 
 
+def test_dedup_takes_up_a_keep_value_corrected_under_the_same_text(database_url, tmp_path, sample_paragraphs):
+    # dedup read a stored record's verdict back whatever its keep field now said: a date corrected
+    # under the same text kept the stale value, and the wrong copy stayed the representative.
+    text = sample_paragraphs[6]
+    source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+
+    def dedup_run(records: list[dict]) -> dict[str, dict]:
+        source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        result = CliRunner().invoke(
+            app,
+            ["dedup", str(source), "-o", str(output), "--annotate", "--keep", "field:published_at"],
+            env={"SIMHASH_STORE_URL": str(database_url)},
+        )
+        assert result.exit_code == 0, result.output
+        lines = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+        return {line["key"]: line for line in lines}
+
+    records = [
+        {"key": "a", "text": text, "published_at": "2024-06-02"},
+        {"key": "b", "text": "【转载】" + text, "published_at": "2024-06-03"},
+    ]
+    first = dedup_run(records)
+    assert first["a"]["duplicate_of"] is None and first["b"]["duplicate_of"] == "a", first
+    records[1]["published_at"] = "2024-06-01"  # the date corrected, the text the same
+    second = dedup_run(records)
+    assert second["b"]["duplicate_of"] is None and second["a"]["duplicate_of"] == "b", second
+    assert second["a"]["cluster"] == second["b"]["cluster"]
+    with Store(database_url) as store:
+        assert store.stored_keep_values(["a", "b"]) == {"a": "2024-06-02", "b": "2024-06-01"}
+        assert store.memberships(["a"])["a"].representative == "b"
+    assert dedup_run(records) == second  # a rerun of the corrected input writes the same
+
+
 def _write_records(path, records: list[dict], kind: str) -> None:
     """The records in one input format (every field a string in CSV and TSV, as a crawl exports them)."""
     if kind == "jsonl":

@@ -312,6 +312,8 @@ def _add_new_and_cluster(
             placement = clusters.place(cursor, keys, new, distance, known=known)
             cursor.execute(_INSERT_PLACED, placement.parameters())
             replaced = placement.replaced
+        if clusters.keep_policy(cursor).kind == "field":
+            replaced += _take_up_corrected_keep_values(cursor, distance)
         found = clusters.memberships(cursor, keys)
         if known is not None and known.state is not None:
             state = clusters.store_state(cursor)  # what the next batch must find: nobody else wrote
@@ -319,6 +321,33 @@ def _add_new_and_cluster(
         known.state = state
         known.record(found)
     return found, len(new), replaced
+
+
+# Stored keys given again with the same text but another value of the field the store keeps by: a
+# value corrected at the source. (key, keep value as JSON text), in input order.
+_CORRECTED_KEEP_VALUES = """
+    SELECT i.key, i.keep_value::pg_catalog.text
+    FROM pg_temp.simhash_incoming i
+    JOIN simhash.documents d ON d.key = i.key
+    WHERE d.digest = i.digest AND d.keep_value IS DISTINCT FROM i.keep_value
+    ORDER BY i.position
+"""
+
+
+def _take_up_corrected_keep_values(cursor: psycopg.Cursor, distance: int) -> list[tuple[str, str]]:
+    """Write the corrected keep values of the staged documents stored with the same text, and rank
+    those copies again in their clusters (a better one takes over, as ``add`` of it does): the
+    replacements, (key replaced, key replacing). A stored key otherwise keeps what it has."""
+    corrected = cursor.execute(_CORRECTED_KEEP_VALUES).fetchall()
+    if not corrected:
+        return []
+    cursor.executemany(
+        "UPDATE simhash.documents SET keep_value = %s::pg_catalog.jsonb, cluster = NULL, "
+        "updated_at = pg_catalog.now() WHERE key = %s",
+        [(value, key) for key, value in corrected],
+    )
+    placement = clusters.assign(cursor, [key for key, _ in corrected], distance=distance, moved=True)
+    return placement.replaced if placement is not None else []
 
 
 def add_decided(

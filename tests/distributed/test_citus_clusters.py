@@ -216,3 +216,40 @@ def test_dedup_reads_its_clusters_back_when_citus_writes_over_several_connection
             outputs.append(output.read_bytes())
     assert outputs[:2] == outputs[2:]
     assert b'"duplicate_of": "' in outputs[1]
+
+
+def test_a_keep_value_corrected_under_the_same_text_is_taken_up_on_citus_as_on_one_server(
+    citus_url, single_node_url, tmp_path
+):
+    """dedup into a store kept by a field, then again with one copy's date corrected (same texts): the
+    corrected copy takes over its cluster on Citus as on one server, and the outputs are the same."""
+    rng = random.Random(7)
+    originals = [(f"wiki/{r['id']}", r["text"]) for r in paragraph_records()[:12]]
+    records = [
+        {"key": key, "text": text, "published_at": f"2024-06-{10 + n:02}"} for n, (key, text) in enumerate(originals)
+    ] + [
+        {"key": f"copy/{key}", "text": near_copy(text, rng), "published_at": f"2024-07-{10 + n:02}"}
+        for n, (key, text) in enumerate(originals[:6])
+    ]
+    source = tmp_path / "in.jsonl"
+    seen = {}
+    for url in (single_node_url, citus_url):
+        cli(url, *(["init", "--distributed"] if url == citus_url else ["init"]))
+        outputs = []
+        records[-1]["published_at"] = "2024-07-15"
+        for corrected in (False, True):
+            if corrected:
+                records[-1]["published_at"] = "2024-01-01"  # copy/<sixth original> was published first
+            source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            output = tmp_path / f"out-{len(seen)}-{corrected}.jsonl"
+            cli(url, "dedup", str(source), "-o", str(output), "--annotate", "-j", "1", "--keep", "field:published_at")
+            outputs.append(output.read_text())
+        seen[url] = outputs
+    assert seen[citus_url] == seen[single_node_url]
+    before, after = ({json.loads(line)["key"]: json.loads(line) for line in o.splitlines()} for o in seen[citus_url])
+    copy, original = records[-1]["key"], originals[5][0]
+    assert before[copy]["duplicate_of"] == original, before[copy]
+    assert after[copy]["duplicate_of"] is None and after[original]["duplicate_of"] == copy, (
+        after[copy],
+        after[original],
+    )
