@@ -57,6 +57,10 @@ Progress = Callable[[int, int], None]  # (documents done, bytes done)
 # unless they were started early (Fingerprinter.start) to load dictionaries meanwhile.
 PARALLEL_THRESHOLD = 16
 
+# How long stopping the workers waits for each killed one to be gone (a process in uninterruptible
+# sleep, on a hung disk, outlives SIGKILL for a while): the command ends meanwhile.
+WORKER_EXIT_SECONDS = 10
+
 
 @dataclass(frozen=True)
 class Prepared:
@@ -229,6 +233,7 @@ class Fingerprinter:
         self.segments = False  # also the segments of each document (a store that keeps them)
         self.submitted = 0  # documents given to fingerprint (a rerun of unchanged records gives none)
         self._pool = None
+        self._others: set = set()  # the process's other children when the pool was made
         self._exiting: list = []  # the executors' manager threads, still ending their workers
 
     def start(self, workers: int | None = None) -> None:
@@ -255,6 +260,7 @@ class Fingerprinter:
             from concurrent.futures import ProcessPoolExecutor
 
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+            self._others = set(multiprocessing.active_children())  # children not of this pool
             # An executor, not multiprocessing.Pool: when a worker dies (kill -9, the kernel's OOM
             # killer) Pool starts another and waits forever for the lost tasks; the executor raises.
             self._pool = ProcessPoolExecutor(
@@ -332,14 +338,21 @@ class Fingerprinter:
 
     def terminate(self) -> None:
         if self._pool is not None:
-            # The executor cannot stop running work before Python 3.14 (terminate_workers): stop its processes.
-            workers = list((getattr(self._pool, "_processes", None) or {}).values())
+            import multiprocessing
+
+            # The executor cannot stop running work before Python 3.14 (terminate_workers): stop its
+            # processes, and any child forked since the pool was made that it has not recorded yet (an
+            # interrupt landing just after a fork: at exit multiprocessing waits for every child).
+            workers = {*(getattr(self._pool, "_processes", None) or {}).values()}
+            workers.update(child for child in multiprocessing.active_children() if child not in self._others)
             self._exiting.append(getattr(self._pool, "_executor_manager_thread", None))
             self._pool.shutdown(wait=False, cancel_futures=True)
             for worker in workers:
-                worker.terminate()
+                # SIGKILL: a SIGTERM that reaches a worker as it is forked, before Python has set up
+                # its signal handling, is lost, and the worker waits for work forever.
+                worker.kill()
             for worker in workers:
-                worker.join()
+                worker.join(timeout=WORKER_EXIT_SECONDS)
             self._pool = None
 
     def _wait_for_exits(self) -> None:

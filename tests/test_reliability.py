@@ -384,12 +384,15 @@ def test_fingerprinting_workers_exit_when_the_add_is_killed(database_url, tmp_pa
 
 
 _INTERRUPTED_WHILE_WORKERS_START = """
+import signal
 import sys
 from concurrent.futures import process
+from multiprocessing.process import BaseProcess
 
 from simhash_store import ingest
 
-launch = process.ProcessPoolExecutor._launch_processes
+where = sys.argv[1]
+launch, start = process.ProcessPoolExecutor._launch_processes, BaseProcess.start
 
 
 def interrupted(self):
@@ -397,7 +400,18 @@ def interrupted(self):
     raise KeyboardInterrupt
 
 
-process.ProcessPoolExecutor._launch_processes = interrupted
+def forked(self):
+    start(self)  # a worker forked: the executor has not recorded it among its processes yet
+    raise KeyboardInterrupt
+
+
+if where == "before-the-manager":
+    process.ProcessPoolExecutor._launch_processes = interrupted
+elif where == "before-the-worker-is-recorded":
+    BaseProcess.start = forked
+else:  # a SIGTERM lost as the worker is forked (before Python's handler is set up there): it never ends
+    process.ProcessPoolExecutor._launch_processes = interrupted
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 try:
     ingest.early_fingerprinter(None, 2, None)
 except KeyboardInterrupt:
@@ -406,13 +420,17 @@ except KeyboardInterrupt:
 """
 
 
-def test_an_interrupt_while_the_workers_start_ends_the_process_instead_of_hanging():
+@pytest.mark.parametrize("where", ["before-the-manager", "before-the-worker-is-recorded", "sigterm-lost"])
+def test_an_interrupt_while_the_workers_start_ends_the_process_instead_of_hanging(where):
     # Ctrl-C or SIGTERM (handled as Ctrl-C by query -o, dedup) landing while the executor forks
     # its workers, before its manager thread runs: the command printed its one line, then at exit
     # multiprocessing waited for workers nobody would ever stop (seen with `query --jsonl - -o OUT`
-    # signalled as it claimed OUT). The interrupt arrives at that point here, every time.
+    # signalled as it claimed OUT). The interrupt arrives at that point here, every time; also just
+    # after a worker is forked, before the executor records it (the stop passed it over, and exit
+    # waited for it), and where the SIGTERM that stopped the workers is lost (one that reaches a
+    # worker as it is forked is: it waited for work forever, and the stop for it).
     process = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED_WHILE_WORKERS_START],
+        [sys.executable, "-c", _INTERRUPTED_WHILE_WORKERS_START, where],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
