@@ -190,10 +190,44 @@ def decode_page(data: bytes, content_type: str | None = None) -> Page:
                 return Page(data.decode("utf-8"), "utf-8", DETECTED)
             except UnicodeDecodeError:
                 pass
+            if encoding in _LATIN and _bytes_past_ascii_come_in_pairs(data):
+                chinese = _chinese_reading(data)
+                if chinese is not None:
+                    return chinese
         text, replaced = _decode_counting(data, encoding)
         if replaced <= max(4, len(data) // 200):
             return Page(text, encoding, source, replaced)
     decoded = decode(data)
+    return Page(decoded.text, decoded.encoding, DETECTED, decoded.replaced)
+
+
+# Charsets of Latin letters, the labels servers and templates give by default: their text has letters
+# past ASCII one at a time between ASCII ones (é, ü, ç), or two (ção), seldom more.
+_LATIN = frozenset({"cp1252", "iso8859-1", "iso8859-15"})
+_PAST_ASCII = re.compile(rb"[\x80-\xff]+")
+
+
+def _bytes_past_ascii_come_in_pairs(data: bytes) -> bool:
+    """Whether most bytes past ASCII come in runs of two or more, as GBK's and Big5's characters do
+    (two bytes each, side by side in a sentence), not one at a time as Latin text's letters do."""
+    alone = total = 0
+    for run in _PAST_ASCII.finditer(data):
+        length = run.end() - run.start()
+        total += length
+        alone += length == 1
+    return total >= 16 and alone <= total // 4
+
+
+def _chinese_reading(data: bytes) -> Page | None:
+    """The page read as GB18030 or Big5, where the decoding rules find it is: a Chinese page served
+    or saved under a Latin label (the server's default ``charset=ISO-8859-1``, a template's meta
+    tag), which windows-1252 reads as Latin letters (ÖÐ»ªÈËÃñ) without a byte contradicting it."""
+    try:
+        decoded = decode(data)
+    except DecodeError:
+        return None
+    if decoded.encoding not in ("gb18030", "big5"):
+        return None
     return Page(decoded.text, decoded.encoding, DETECTED, decoded.replaced)
 
 

@@ -30,6 +30,8 @@ from simhash_store.html import (
 )
 from simhash_store.warc import WarcCounts, read_pages
 
+from sample_text import laws  # tests/sample_text.py: the text shipped in tests/data
+
 PAGES = Path(__file__).parent / "data" / "html"
 ARTICLE_ZH = "锣鼓经是大陆传统器乐及戏曲里面常用的打击乐记谱方法"
 ARTICLE_EN = "The harbour town of Westmere voted on Tuesday to rebuild its old stone pier"
@@ -117,6 +119,34 @@ def test_a_latin1_header_gives_way_to_the_pages_own_charset_and_to_utf8():
     assert (decode_page(french.encode("cp1252"), latin).source) == HEADER
     says_utf8 = french.replace("<body>", '<head><meta charset="utf-8"></head><body>')
     assert decode_page(says_utf8.encode("cp1252"), latin).text == says_utf8
+
+
+def test_a_chinese_page_under_a_latin1_label_alone_is_read_in_its_own_charset():
+    # A GBK or Big5 page naming no charset of its own, served under a server's default
+    # `charset=ISO-8859-1` (or saved with a template's <meta charset=iso-8859-1>), was read as
+    # windows-1252, which every byte fits: its text Latin letters (ÖÐ»ªÈËÃñ), its copies missed.
+    law = laws()[0][:600]
+    traditional = "中華人民共和國刑法第一條：為了懲罰犯罪，保護人民，根據憲法，結合我國同犯罪作鬥爭的具體經驗及實際情況，制定本法。"
+    for text, charset in ((law, "gbk"), (law, "gb18030"), (traditional * 4, "big5")):
+        page = f"<html><head><title>t</title></head><body><p>{text}</p></body></html>"
+        for content_type, data in (
+            ("text/html; charset=ISO-8859-1", page.encode(charset)),
+            (None, page.replace("<title>", '<meta charset="iso-8859-1"><title>').encode(charset)),
+        ):
+            decoded = decode_page(data, content_type)
+            assert (text in decoded.text, decoded.source) == (True, DETECTED), (charset, decoded.encoding)
+            assert extract(data, content_type).text == extract(page.encode("utf-8")).text
+    # Latin text stays windows-1252, in every language whose letters past ASCII come one at a time or two.
+    latin = {
+        "fr": "Le café est très bon, déjà vu à Noël. « Ça » dit-il, « où ? » Été, hôtel, forêt, élève.",
+        "pt": "A informação das eleições não são ações, são opções. Comunicações, atenção, coração, irmãos.",
+        "de": "Über die Brücke gehen Mädchen und Jungen; Größe, Fuß, schön, müde, Bär, Öl, Äpfel.",
+        "is": "Þjóðin á Íslandi hefur ætíð átt sér sögu; hæð, bæði, þær, ýmis, æðri, útþrá, ævintýri.",
+    }
+    for language, text in latin.items():
+        page = f"<html><body><p>{text * 8}</p></body></html>"
+        decoded = decode_page(page.encode("cp1252"), "text/html; charset=ISO-8859-1")
+        assert (decoded.text, decoded.source) == (page, HEADER), language
 
 
 def test_an_unknown_charset_label_is_ignored_and_an_empty_page_is_said_so():
