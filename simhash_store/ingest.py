@@ -219,6 +219,22 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _recording(context: Any, forked: list) -> Any:
+    """A fork context like ``context`` whose processes are added to ``forked`` before each is forked:
+    an interrupt landing just after a fork, before the executor records the worker, must not leave
+    it out of the stop (at exit, multiprocessing waits for every child it started)."""
+
+    class Worker(context.Process):  # type: ignore[name-defined,misc]
+        def start(self) -> None:
+            forked.append(self)
+            super().start()
+
+    class Context(type(context)):  # type: ignore[misc]
+        Process = Worker
+
+    return Context()
+
+
 class Fingerprinter:
     """Runs :func:`prepare` over many Sources, on ``jobs`` processes when there is enough work."""
 
@@ -233,7 +249,7 @@ class Fingerprinter:
         self.segments = False  # also the segments of each document (a store that keeps them)
         self.submitted = 0  # documents given to fingerprint (a rerun of unchanged records gives none)
         self._pool = None
-        self._others: set = set()  # the process's other children when the pool was made
+        self._forked: list = []  # the pool's worker processes, each recorded before it is forked
         self._exiting: list = []  # the executors' manager threads, still ending their workers
 
     def start(self, workers: int | None = None) -> None:
@@ -260,7 +276,8 @@ class Fingerprinter:
             from concurrent.futures import ProcessPoolExecutor
 
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-            self._others = set(multiprocessing.active_children())  # children not of this pool
+            if hasattr(os, "fork"):
+                context = _recording(context, self._forked)
             # An executor, not multiprocessing.Pool: when a worker dies (kill -9, the kernel's OOM
             # killer) Pool starts another and waits forever for the lost tasks; the executor raises.
             self._pool = ProcessPoolExecutor(
@@ -335,16 +352,14 @@ class Fingerprinter:
             self._exiting.append(getattr(self._pool, "_executor_manager_thread", None))
             self._pool.shutdown(wait=False)
             self._pool = None
+            self._forked.clear()
 
     def terminate(self) -> None:
         if self._pool is not None:
-            import multiprocessing
-
             # The executor cannot stop running work before Python 3.14 (terminate_workers): stop its
-            # processes, and any child forked since the pool was made that it has not recorded yet (an
-            # interrupt landing just after a fork: at exit multiprocessing waits for every child).
-            workers = {*(getattr(self._pool, "_processes", None) or {}).values()}
-            workers.update(child for child in multiprocessing.active_children() if child not in self._others)
+            # processes, every one forked (the executor's own record of them may lack the last).
+            workers = [worker for worker in self._forked if worker.pid is not None]
+            self._forked.clear()
             self._exiting.append(getattr(self._pool, "_executor_manager_thread", None))
             self._pool.shutdown(wait=False, cancel_futures=True)
             for worker in workers:

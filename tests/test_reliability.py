@@ -443,3 +443,24 @@ def test_an_interrupt_while_the_workers_start_ends_the_process_instead_of_hangin
         process.communicate()
         pytest.fail("the process waited forever for its workers after the interrupt")
     assert (process.returncode, out) == (130, "interrupted\n"), err
+
+
+def test_stopping_one_fingerprinter_leaves_the_workers_of_another_in_the_same_process():
+    # An application fingerprinting in two threads at once: the stop of one (an error, an interrupt
+    # it handles) must end its own workers only, not those of a pool made before or after it.
+    from simhash_store.corpus import Source
+    from simhash_store.ingest import Fingerprinter
+    from simhash_store.scheme import DEFAULT
+
+    texts = [p["text"] for p in sample_text.paragraph_records()[:20]]
+    tasks = [(Source(f"p{n}", text=text, size=len(text.encode())), None) for n, text in enumerate(texts)]
+    expected = [fingerprint(text, DEFAULT) for text in texts]
+    with Fingerprinter(DEFAULT, 2) as before:
+        before.start()
+        stopped = Fingerprinter(DEFAULT, 2)
+        stopped.start()
+        with Fingerprinter(DEFAULT, 2) as after:
+            after.start()
+            stopped.terminate()
+            for pool in (before, after):
+                assert [p.fingerprint for p in pool.submit(tasks)(None)] == expected
