@@ -735,22 +735,28 @@ def create_staging(cursor: psycopg.Cursor, name: str) -> None:
         finally:
             cursor.execute("SELECT pg_catalog.pg_advisory_unlock(%s, %s)", (space, key))
     cursor.execute("SELECT pg_catalog.pg_advisory_lock_shared(%s, %s)", (space, key))
-    cursor.execute(
-        sql.SQL(
-            "CREATE UNLOGGED TABLE {} (block integer NOT NULL, key pg_catalog.text NOT NULL, fingerprint bigint NOT NULL, "
-            "digest pg_catalog.bytea, length integer, rank bigint NOT NULL, leader bigint NOT NULL, arrival bigint NOT NULL)"
-        ).format(_staging(name))
-    )
-    # Only the store's owner sees it: default privileges of schema simhash (a reader's SELECT) are revoked.
-    grantees = cursor.execute(
-        "SELECT DISTINCT r.rolname FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
-        "JOIN pg_catalog.pg_roles r ON r.oid = a.grantee "
-        "WHERE c.oid = pg_catalog.to_regclass(%s) AND a.grantee <> c.relowner",
-        (f"simhash.{_checked_name(name)}",),
-    ).fetchall()
-    for (grantee,) in grantees:
-        cursor.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(_staging(name), sql.Identifier(grantee)))
-    cursor.execute(sql.SQL("REVOKE ALL ON {} FROM PUBLIC").format(_staging(name)))
+    # Only the store's owner sees it: the grants default privileges of schema simhash give (a reader's
+    # SELECT; TRIGGER, with which another role put a trigger of its own function on the table, run by
+    # the workers' COPY with the owner's rights) are revoked in the transaction that makes it, so no
+    # other session ever sees the table with them.
+    with cursor.connection.transaction():
+        cursor.execute(
+            sql.SQL(
+                "CREATE UNLOGGED TABLE {} (block integer NOT NULL, key pg_catalog.text NOT NULL, "
+                "fingerprint bigint NOT NULL, digest pg_catalog.bytea, length integer, rank bigint NOT NULL, "
+                "leader bigint NOT NULL, arrival bigint NOT NULL)"
+            ).format(_staging(name))
+        )
+        grantees = cursor.execute(
+            "SELECT DISTINCT r.rolname FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+            "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee "
+            "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+            "AND a.grantee OPERATOR(pg_catalog.<>) c.relowner",
+            (f"simhash.{_checked_name(name)}",),
+        ).fetchall()
+        for (grantee,) in grantees:
+            cursor.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(_staging(name), sql.Identifier(grantee)))
+        cursor.execute(sql.SQL("REVOKE ALL ON {} FROM PUBLIC").format(_staging(name)))
     if distributed.is_distributed(cursor):
         cursor.execute(
             "SELECT pg_catalog.create_distributed_table(%s, 'key', colocate_with => 'simhash.documents')",
