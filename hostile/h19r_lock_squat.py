@@ -12,6 +12,7 @@ DB = os.environ.get("DB", "h19r_db")
 OWNER = os.environ.get("OWNER", "h19r_owner")
 OTHER = os.environ.get("OTHER", "h19r_app")
 READER = os.environ.get("READER", "h19r_reader")
+WRITER = os.environ.get("WRITER", "h19r_writer")
 URL = f"postgresql://{OWNER}@127.0.0.1:5432/{DB}"
 CLI = os.path.join(os.path.dirname(sys.executable), "simhash-store")
 
@@ -23,7 +24,27 @@ CASES = [
     (READER, "BEGIN; LOCK TABLE simhash.documents IN ACCESS SHARE MODE", ["optimize"]),
     (READER, "BEGIN; LOCK TABLE simhash.store_info IN ACCESS SHARE MODE", ["init", "--segments"]),
     (READER, "BEGIN; LOCK TABLE simhash.documents IN ACCESS SHARE MODE", ["calibrate", "--apply", "/tmp/h19r_in.txt"]),
+    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
+     ["recluster", "-k", "3", "--keep", "first"]),
+    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
+     ["add", "/tmp/h19r_docs.jsonl"]),
+    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
+     ["remove", "d2"]),
+    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.segments IN ACCESS SHARE MODE",
+     ["dedup", "/tmp/h19r_docs.jsonl", "-o", "/tmp/h19r_dedup_out.jsonl", "-k", "3"]),
+    (OTHER, "SELECT pg_advisory_lock(1397312840, 2)", ["add", "/tmp/h19r_docs.jsonl"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["add", "/tmp/h19r_t.jsonl"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["recluster", "-k", "3", "--keep", "first"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["remove", "d1"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["init", "--segments"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["calibrate", "--apply", "/tmp/h19r_docs.jsonl"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["grant-read", "h19r_reader"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["stats"]),
+    (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["query", "/tmp/h19r_in.txt"]),
+    (OTHER, "SELECT pg_advisory_lock_shared(1397312840, 2)", ["recluster", "-k", "3", "--keep", "first"]),
 ]
+if len(sys.argv) > 1:
+    CASES = CASES[int(sys.argv[1]):]
 for role, hold, command in CASES:
     with psycopg.connect(f"postgresql://{role}@127.0.0.1:5432/{DB}", autocommit=True) as held:
         for statement in hold.split("; "):
