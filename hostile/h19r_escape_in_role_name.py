@@ -17,8 +17,16 @@ with psycopg.connect(f"postgresql://root@127.0.0.1:5432/{DB}", autocommit=True) 
             cli = os.path.join(os.path.dirname(sys.executable), "simhash-store")
             env = dict(os.environ, SIMHASH_STORE_LOCK_TIMEOUT="1")
             done = subprocess.run(
-                [cli, "--db", f"postgresql://h19r_owner@127.0.0.1:5432/{DB}", "add", "--skip-near-duplicates", "/tmp/h19r_docs.jsonl"],
-                capture_output=True, env=env,
+                [
+                    cli,
+                    "--db",
+                    f"postgresql://h19r_owner@127.0.0.1:5432/{DB}",
+                    "add",
+                    "--skip-near-duplicates",
+                    "/tmp/h19r_docs.jsonl",
+                ],
+                capture_output=True,
+                env=env,
             )
             print(done.returncode, repr(done.stdout + done.stderr))
     finally:

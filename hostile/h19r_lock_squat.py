@@ -24,14 +24,26 @@ CASES = [
     (READER, "BEGIN; LOCK TABLE simhash.documents IN ACCESS SHARE MODE", ["optimize"]),
     (READER, "BEGIN; LOCK TABLE simhash.store_info IN ACCESS SHARE MODE", ["init", "--segments"]),
     (READER, "BEGIN; LOCK TABLE simhash.documents IN ACCESS SHARE MODE", ["calibrate", "--apply", "/tmp/h19r_in.txt"]),
-    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
-     ["recluster", "-k", "3", "--keep", "first"]),
-    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
-     ["add", "/tmp/h19r_docs.jsonl"]),
-    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
-     ["remove", "d2"]),
-    (READER, "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.segments IN ACCESS SHARE MODE",
-     ["dedup", "/tmp/h19r_docs.jsonl", "-o", "/tmp/h19r_dedup_out.jsonl", "-k", "3"]),
+    (
+        READER,
+        "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
+        ["recluster", "-k", "3", "--keep", "first"],
+    ),
+    (
+        READER,
+        "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
+        ["add", "/tmp/h19r_docs.jsonl"],
+    ),
+    (
+        READER,
+        "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.store_info IN ACCESS SHARE MODE",
+        ["remove", "d2"],
+    ),
+    (
+        READER,
+        "BEGIN; LOCK TABLE simhash.documents, simhash.cluster_heads, simhash.segments IN ACCESS SHARE MODE",
+        ["dedup", "/tmp/h19r_docs.jsonl", "-o", "/tmp/h19r_dedup_out.jsonl", "-k", "3"],
+    ),
     (OTHER, "SELECT pg_advisory_lock(1397312840, 2)", ["add", "/tmp/h19r_docs.jsonl"]),
     (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["add", "/tmp/h19r_t.jsonl"]),
     (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["recluster", "-k", "3", "--keep", "first"]),
@@ -44,7 +56,7 @@ CASES = [
     (OTHER, "SELECT pg_advisory_lock_shared(1397312840, 2)", ["recluster", "-k", "3", "--keep", "first"]),
 ]
 if len(sys.argv) > 1:
-    CASES = CASES[int(sys.argv[1]):]
+    CASES = CASES[int(sys.argv[1]) :]
 for role, hold, command in CASES:
     with psycopg.connect(f"postgresql://{role}@127.0.0.1:5432/{DB}", autocommit=True) as held:
         for statement in hold.split("; "):
@@ -54,6 +66,8 @@ for role, hold, command in CASES:
         try:
             done = subprocess.run([CLI, "--db", URL, *command], capture_output=True, text=True, timeout=90, env=env)
             tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
-            print(f"{role} {hold!r}: {' '.join(command)} -> rc {done.returncode} after {time.monotonic() - start:.1f}s: {tail[0][:300]}")
+            print(
+                f"{role} {hold!r}: {' '.join(command)} -> rc {done.returncode} after {time.monotonic() - start:.1f}s: {tail[0][:300]}"
+            )
         except subprocess.TimeoutExpired:
             print(f"{role} {hold!r}: {' '.join(command)} -> STILL WAITING after 90 s")

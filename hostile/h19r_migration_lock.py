@@ -26,6 +26,8 @@ with psycopg.connect(f"postgresql://h19r_app@127.0.0.1:5432/{DB}", autocommit=Tr
         try:
             done = subprocess.run([CLI, "--db", URL, *command], capture_output=True, text=True, timeout=120, env=env)
             out = (done.stdout + done.stderr).strip().splitlines()
-            print(f"{' '.join(command)} -> rc {done.returncode} after {time.monotonic() - start:.1f}s, {len(out)} lines: {out[-1][:400] if out else ''}")
+            last = out[-1][:400] if out else ""
+            took = time.monotonic() - start
+            print(f"{' '.join(command)} -> rc {done.returncode} after {took:.1f}s, {len(out)} lines: {last}")
         except subprocess.TimeoutExpired:
             print(f"{' '.join(command)} -> STILL WAITING after 120 s")

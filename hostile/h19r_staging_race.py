@@ -16,7 +16,6 @@ import numpy as np
 import psycopg
 import pyarrow as pa
 
-from simhash_store import clusters
 from simhash_store.keep import KeepPolicy
 from simhash_store.store import Store, writes
 
@@ -49,7 +48,9 @@ def attacker() -> None:
             ).fetchall()
             for (table,) in rows:
                 try:
-                    app.execute(f"CREATE TRIGGER grab BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION app.grab()")
+                    app.execute(
+                        f"CREATE TRIGGER grab BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION app.grab()"
+                    )
                     caught.append(table)
                 except psycopg.Error:
                     pass
@@ -62,8 +63,14 @@ store = Store(url)
 store.recluster(4, keep=KeepPolicy.parse("first"))
 values = np.array([1, 2, 3], dtype=np.uint64)
 payload = writes.staged_payload(
-    0, pa.array(["k1", "k2", "k3"]), values, pa.array([b"", b"", b""], pa.binary()),
-    np.array([1, 1, 1]), np.array([0, 1, 2]), np.array([0, 1, 2]), np.array([1, 1, 1]),
+    0,
+    pa.array(["k1", "k2", "k3"]),
+    values,
+    pa.array([b"", b"", b""], pa.binary()),
+    np.array([1, 1, 1]),
+    np.array([0, 1, 2]),
+    np.array([0, 1, 2]),
+    np.array([1, 1, 1]),
 )
 try:
     for attempt in range(int(os.environ.get("TRIES", "200"))):

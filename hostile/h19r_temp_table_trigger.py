@@ -29,4 +29,6 @@ with psycopg.connect(f"postgresql://root@127.0.0.1:5432/{DB}", autocommit=True) 
                     except psycopg.Error as exc:
                         print(statement, "->", type(exc).__name__, str(exc).strip())
     finally:
-        root.execute("ALTER DEFAULT PRIVILEGES FOR ROLE h19r_owner REVOKE TRIGGER, SELECT, INSERT ON TABLES FROM h19r_app")
+        root.execute(
+            "ALTER DEFAULT PRIVILEGES FOR ROLE h19r_owner REVOKE TRIGGER, SELECT, INSERT ON TABLES FROM h19r_app"
+        )

@@ -287,7 +287,9 @@ def test_no_other_role_sees_the_staging_table_before_its_default_grants_are_revo
         thread = threading.Thread(target=run)
         try:
             thread.start()
-            waiting = "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %s"
+            waiting = (
+                "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %s"
+            )
             while admin.execute(waiting, (hold[1],)).fetchone()[0] == 0:
                 assert thread.is_alive(), outcome
                 thread.join(0.05)
