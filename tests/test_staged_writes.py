@@ -312,3 +312,42 @@ def test_no_other_role_sees_the_staging_table_before_its_default_grants_are_revo
         assert len(outcome) == 1 and isinstance(outcome[0], str), outcome
         assert admin.execute("SELECT who FROM app.stolen").fetchall() == []  # app.grab() never ran
         assert planted == []
+
+
+def test_a_reader_holding_the_staging_table_fails_no_run(database_url, make_role, monkeypatch):
+    """A member of pg_read_all_data (no grant needed) reads the run's staging table and keeps its
+    transaction open: the move, which dropped the table in its transaction, failed after the lock
+    timeout with nothing stored; and a stale table of a dead driver, held the same way, stopped every
+    later run at its start. Now the move stores the documents and a held table is left for a later
+    run, which drops it once it is let go."""
+    monkeypatch.setenv("SIMHASH_STORE_LOCK_TIMEOUT", "3")
+    reader = make_role(database_url, "GRANT pg_read_all_data TO {role}", prefix="simhash_stage_holder")
+    reader_url = _plain(database_url.set(username=reader, password=None))
+    documents, values = _documents(20)
+    keys = pa.array([d.key for d in documents], pa.string())
+    with _clustering(database_url, 0) as store:
+        leader = clusters.leaders_with_copies(values, K, None)
+        rank, leader_rank, arrival, first_batch = decided_ranks(store, keys, leader, np.zeros(20, dtype=np.int64))
+        payload = writes.staged_payload(
+            0,
+            keys,
+            values,
+            pa.array([d.digest for d in documents], pa.binary()),
+            np.array([d.length for d in documents]),
+            rank,
+            leader_rank,
+            arrival,
+        )
+        with psycopg.connect(reader_url) as holder:  # not autocommit: what it reads stays locked
+            with store.staging() as name:
+                store.stage_block(name, 0, payload)
+                holder.execute(f"SELECT count(*) FROM simhash.{name}")
+                assert store.move_staged(name, K, {0: 20}, first_batch) == 0
+            assert _query(database_url, "SELECT count(*) FROM simhash.documents") == [(20,)]
+            assert [row[0] for row in _query(database_url, STAGING)] == [name]  # held: left
+            with store.staging() as later:  # the held one is not this run's stop
+                assert later is not None and later != name
+            holder.rollback()
+        with store.staging() as last:
+            assert [row[0] for row in _query(database_url, STAGING)] == [last]  # let go: dropped
+        assert _query(database_url, STAGING) == []

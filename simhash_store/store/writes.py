@@ -729,7 +729,7 @@ def create_staging(cursor: psycopg.Cursor, name: str) -> None:
             ).fetchall()
             for (old,) in stale:
                 try:
-                    cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(old)))
+                    _drop_unless_held(cursor, old)
                 except ValueError:
                     continue  # not a name this module makes: not ours to drop
         finally:
@@ -764,10 +764,29 @@ def create_staging(cursor: psycopg.Cursor, name: str) -> None:
         )
 
 
-def drop_staging(cursor: psycopg.Cursor, name: str) -> None:
-    """On the driver's session: the run's staging table dropped (if the move did not), its lock let go."""
+# How long dropping a staging table waits for another session's lock on it: any role that may read it
+# (a member of pg_read_all_data needs no grant) can hold it in an open transaction. A table held is
+# left for a later run to drop, rather than failing this one (or every later one, a stale table held).
+_DROP_WAIT = "1s"
+
+
+def _drop_unless_held(cursor: psycopg.Cursor, name: str) -> bool:
+    """Drop the staging table ``name`` (autocommit session) unless another session holds a lock on it
+    past :data:`_DROP_WAIT`; whether it is gone."""
     try:
-        cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(name)))
+        with cursor.connection.transaction():
+            cursor.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (_DROP_WAIT,))
+            cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(name)))
+        return True
+    except psycopg.errors.LockNotAvailable:
+        return False
+
+
+def drop_staging(cursor: psycopg.Cursor, name: str) -> None:
+    """On the driver's session: the run's staging table dropped (unless another session holds it: then
+    a later run drops it), its lock let go."""
+    try:
+        _drop_unless_held(cursor, name)
     finally:
         cursor.execute("SELECT pg_catalog.pg_advisory_unlock_shared(%s, %s)", STAGING_LOCK)
 
@@ -822,7 +841,8 @@ def move_staged(engine: Engine, name: str, distance: int, blocks: dict[int, int]
     and keeps clusters at ``distance`` with keep ``first``, each with its id (the highest id the store
     has used, plus its rank), cluster (its leader's id) and arrival (each batch after everything stored
     before it: the first ``first_batch`` documents from 1 on, the later ones after their ids too), the
-    heads of the clusters, and the staging table dropped. ``blocks``: how many rows each block staged
+    heads of the clusters (the staging table is dropped after, by :func:`drop_staging`: dropping it
+    here waited for any session that read it and held it, and the move failed). ``blocks``: how many rows each block staged
     (checked first: a block missing or written twice is an error, nothing stored). Returns the highest
     id used before (ids are it plus the ranks); None, writing nothing, if the store is not so."""
     table = _staging(name)
@@ -868,7 +888,6 @@ def move_staged(engine: Engine, name: str, distance: int, blocks: dict[int, int]
                 ).format(table, order),
                 values,
             )
-            cursor.execute(sql.SQL("DROP TABLE {}").format(table))
         return first_id
 
     return retry(engine, work)
