@@ -39,4 +39,6 @@ with Store(f"postgresql://h19r_owner@127.0.0.1:5432/{DB}") as store:
                 store.add([NewDocument(f"{clause[10:12]}{round_}-{i}-{time.time()}", i * 7919 + round_)])
             results[clause].append((time.perf_counter() - start) / 200 * 1000)
 for clause, values in results.items():
-    print(f"{clause}: median {statistics.median(values):.2f} ms a one-document add, rounds {[f'{v:.2f}' for v in values]}")
+    print(
+        f"{clause}: median {statistics.median(values):.2f} ms a one-document add, rounds {[f'{v:.2f}' for v in values]}"
+    )

@@ -9,7 +9,9 @@ import psycopg
 
 os.environ.setdefault("SIMHASH_STORE_LOCK_TIMEOUT", "3")
 DB = os.environ.get("DB", "h19r_db3")
-with psycopg.connect(f"postgresql://h19r_owner@127.0.0.1:5432/{DB}", autocommit=True, options="-c lock_timeout=3s") as owner:
+with psycopg.connect(
+    f"postgresql://h19r_owner@127.0.0.1:5432/{DB}", autocommit=True, options="-c lock_timeout=3s"
+) as owner:
     owner.execute("CREATE TEMP TABLE simhash_incoming (k text) ON COMMIT DELETE ROWS")
     schema = owner.execute("SELECT pg_my_temp_schema()::regnamespace::text").fetchone()[0]
     with psycopg.connect(f"postgresql://h19r_readall@127.0.0.1:5432/{DB}") as reader:
