@@ -54,6 +54,9 @@ CASES = [
     (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["stats"]),
     (WRITER, "BEGIN; SELECT * FROM simhash.store_info FOR UPDATE", ["query", "/tmp/h19r_in.txt"]),
     (OTHER, "SELECT pg_advisory_lock_shared(1397312840, 2)", ["recluster", "-k", "3", "--keep", "first"]),
+    (WRITER, "BEGIN; LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE", ["query", "/tmp/h19r_in.txt"]),
+    (WRITER, "BEGIN; LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE", ["stats"]),
+    (WRITER, "BEGIN; LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE", ["dups", "-k", "3"]),
 ]
 if len(sys.argv) > 1:
     CASES = CASES[int(sys.argv[1]) :]
