@@ -2269,6 +2269,26 @@ def test_grant_read_refuses_a_role_that_could_do_more_than_read(database_url, ma
     assert granted == 0
 
 
+@pytest.mark.parametrize("predefined", ["pg_signal_backend", "pg_execute_server_program", "pg_database_owner"])
+def test_grant_read_refuses_a_predefined_role_itself_as_it_refuses_its_members(database_url, predefined):
+    # A member of pg_signal_backend (it cancels the owner's statements), pg_execute_server_program (it
+    # runs programs as the server's account) or pg_database_owner (the database's owner) is refused as
+    # a reader, but the predefined role itself was not: grant-read granted it the store and printed
+    # "it cannot write", exit 0, for a role whose every member reaches past the store.
+    with Store(database_url) as store:
+        store.add([NewDocument("a", 1)])
+    url = database_url.render_as_string(hide_password=False)
+    line = _one_error_line(CliRunner().invoke(app, ["--db", url, "grant-read", predefined]))
+    assert f"role '{predefined}' is one of PostgreSQL's predefined roles" in line and "nothing granted" in line
+    with psycopg.connect(_plain(database_url)) as connection:
+        granted = connection.execute(
+            "SELECT count(*) FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = 'simhash.documents'::regclass "
+            "AND a.grantee = %s::regrole",
+            (predefined,),
+        ).fetchone()[0]
+    assert granted == 0
+
+
 def test_grant_read_refuses_a_role_that_may_call_an_extensions_c_function_public_may_not(database_url, make_role):
     # dblink_connect_u (revoked from PUBLIC by the extension) connects without a password check as
     # any role the server trusts: granted to a role, grant-read called it read-only, and it connected

@@ -226,3 +226,128 @@ def test_the_staging_table_is_the_store_owners_alone(database_url, make_role):
         with psycopg.connect(_plain(database_url), autocommit=True) as connection:
             connection.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA simhash REVOKE ALL ON TABLES FROM "{reader}"')
             connection.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA simhash REVOKE SELECT ON TABLES FROM PUBLIC")
+
+
+def test_no_other_role_sees_the_staging_table_before_its_default_grants_are_revoked(database_url, make_role):
+    """The owner's default privileges in schema simhash (set by a superuser at another role's request)
+    give that role TRIGGER on new tables. The staging table was made in one statement and its grants
+    revoked in later ones, so between them the role saw it with TRIGGER, put a trigger of its own
+    function on it, and the workers' COPY ran that function with the owner's rights. Here the owner's
+    REVOKE is held (a superuser's event trigger waits on an advisory lock the test holds) while the
+    role looks: the table is made and its grants revoked in one transaction, so it sees nothing."""
+    import threading
+
+    other = make_role(
+        database_url,
+        "GRANT CREATE ON DATABASE {database} TO {role}",
+        "GRANT USAGE ON SCHEMA simhash TO {role}",  # a reader's or writer's
+        prefix="simhash_stager",
+    )
+    other_url = _plain(database_url.set(username=other, password=None))
+    with psycopg.connect(other_url, autocommit=True) as connection:
+        connection.execute("CREATE SCHEMA app; CREATE TABLE app.stolen (who text)")
+        connection.execute("GRANT USAGE ON SCHEMA app TO PUBLIC; GRANT INSERT ON app.stolen TO PUBLIC")
+        connection.execute(
+            "CREATE FUNCTION app.grab() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN INSERT INTO app.stolen VALUES (current_user); RETURN NEW; END $$"
+        )
+    hold = (1919, 1919)
+    with Store(database_url) as store, psycopg.connect(_plain(database_url), autocommit=True) as admin:
+        store.stats()  # the store made before the default privileges
+        admin.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA simhash GRANT TRIGGER ON TABLES TO "{other}"')
+        admin.execute(
+            "CREATE FUNCTION public.simhash_test_hold() RETURNS event_trigger LANGUAGE plpgsql "
+            f"AS $$ BEGIN PERFORM pg_catalog.pg_advisory_xact_lock({hold[0]}, {hold[1]}); END $$"
+        )
+        admin.execute(
+            "CREATE EVENT TRIGGER simhash_test_hold ON ddl_command_start WHEN TAG IN ('REVOKE') "
+            "EXECUTE FUNCTION public.simhash_test_hold()"
+        )
+        admin.execute("SELECT pg_catalog.pg_advisory_lock(%s, %s)", hold)
+        outcome: list[object] = []
+
+        def run() -> None:
+            try:
+                with store.staging() as name:
+                    payload = writes.staged_payload(
+                        0,
+                        pa.array(["k"]),
+                        np.array([5], dtype=np.uint64),
+                        pa.array([b""], pa.binary()),
+                        np.array([1]),
+                        np.array([0]),
+                        np.array([0]),
+                        np.array([1]),
+                    )
+                    store.stage_block(name, 0, payload)
+                    outcome.append(name)
+            except Exception as exc:  # reported by the assertion below
+                outcome.append(exc)
+
+        thread = threading.Thread(target=run)
+        try:
+            thread.start()
+            waiting = (
+                "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %s"
+            )
+            while admin.execute(waiting, (hold[1],)).fetchone()[0] == 0:
+                assert thread.is_alive(), outcome
+                thread.join(0.05)
+            planted = []
+            with psycopg.connect(other_url, autocommit=True) as connection:
+                tables = connection.execute(
+                    "SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.relname LIKE 'dedup_staging_%' "
+                    "AND pg_catalog.has_table_privilege(c.oid, 'TRIGGER')"
+                ).fetchall()
+                for (table,) in tables:
+                    connection.execute(
+                        f"CREATE TRIGGER grab BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION app.grab()"
+                    )
+                    planted.append(table)
+        finally:
+            admin.execute("SELECT pg_catalog.pg_advisory_unlock(%s, %s)", hold)
+            thread.join()
+            admin.execute("DROP EVENT TRIGGER simhash_test_hold; DROP FUNCTION public.simhash_test_hold()")
+            admin.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA simhash REVOKE TRIGGER ON TABLES FROM "{other}"')
+        assert len(outcome) == 1 and isinstance(outcome[0], str), outcome
+        assert admin.execute("SELECT who FROM app.stolen").fetchall() == []  # app.grab() never ran
+        assert planted == []
+
+
+def test_a_reader_holding_the_staging_table_fails_no_run(database_url, make_role, monkeypatch):
+    """A member of pg_read_all_data (no grant needed) reads the run's staging table and keeps its
+    transaction open: the move, which dropped the table in its transaction, failed after the lock
+    timeout with nothing stored; and a stale table of a dead driver, held the same way, stopped every
+    later run at its start. Now the move stores the documents and a held table is left for a later
+    run, which drops it once it is let go."""
+    monkeypatch.setenv("SIMHASH_STORE_LOCK_TIMEOUT", "3")
+    reader = make_role(database_url, "GRANT pg_read_all_data TO {role}", prefix="simhash_stage_holder")
+    reader_url = _plain(database_url.set(username=reader, password=None))
+    documents, values = _documents(20)
+    keys = pa.array([d.key for d in documents], pa.string())
+    with _clustering(database_url, 0) as store:
+        leader = clusters.leaders_with_copies(values, K, None)
+        rank, leader_rank, arrival, first_batch = decided_ranks(store, keys, leader, np.zeros(20, dtype=np.int64))
+        payload = writes.staged_payload(
+            0,
+            keys,
+            values,
+            pa.array([d.digest for d in documents], pa.binary()),
+            np.array([d.length for d in documents]),
+            rank,
+            leader_rank,
+            arrival,
+        )
+        with psycopg.connect(reader_url) as holder:  # not autocommit: what it reads stays locked
+            with store.staging() as name:
+                store.stage_block(name, 0, payload)
+                holder.execute(f"SELECT count(*) FROM simhash.{name}")
+                assert store.move_staged(name, K, {0: 20}, first_batch) == 0
+            assert _query(database_url, "SELECT count(*) FROM simhash.documents") == [(20,)]
+            assert [row[0] for row in _query(database_url, STAGING)] == [name]  # held: left
+            with store.staging() as later:  # the held one is not this run's stop
+                assert later is not None and later != name
+            holder.rollback()
+        with store.staging() as last:
+            assert [row[0] for row in _query(database_url, STAGING)] == [last]  # let go: dropped
+        assert _query(database_url, STAGING) == []

@@ -421,7 +421,7 @@ class Store:
     @_database_errors
     def move_staged(self, name: str, distance: int, blocks: dict[int, int], first_batch: int) -> int | None:
         """The staged documents into this store (holding none; clusters at ``distance``, keep ``first``)
-        in one transaction, with the heads; the staging table dropped. The highest id used before
+        in one transaction, with the heads (the staging table is dropped when :meth:`staging` ends). The highest id used before
         (each document's id is it plus its rank); None, nothing written, if the store is not so."""
         self._prepare(record=True)
         first_id = writes.move_staged(self.engine, name, distance, blocks, first_batch)

@@ -51,7 +51,9 @@ def superuser_reach(cursor: psycopg.Cursor[Any]) -> list[str]:
 READ_ONLY_MEMBERSHIPS = ("pg_stat_scan_tables",)
 # What makes a role more than a reader of the store, the first reason found: attributes that
 # reach past the store, membership in any role but the read-only ones above (whether or not it
-# inherits: SET ROLE switches to it), owning the database or anything in the schema, CREATE on
+# inherits: SET ROLE switches to it), being a predefined role other than those (pg_signal_backend,
+# pg_execute_server_program, pg_database_owner: its members, refused as readers, would be the
+# readers, and the role was called one that "cannot write"), owning the database or anything in the schema, CREATE on
 # the schema, and any write privilege on its tables (to the role or to PUBLIC, whole or on a
 # column) or sequences, and a catalog column or function of pg_catalog that PUBLIC is not given
 # (SELECT on pg_authid reads every role's SCRAM verifier, as pg_read_all_data does; EXECUTE on
@@ -72,6 +74,9 @@ UNION ALL
 SELECT 'is a member of ' || m.rolname FROM pg_catalog.pg_roles m
     WHERE m.rolname <> %(role)s AND m.rolname <> ALL(%(read_only_roles)s)
       AND pg_catalog.pg_has_role(%(role)s, m.oid, 'MEMBER')
+UNION ALL
+SELECT 'is one of PostgreSQL''s predefined roles, whose rights reach past the store' FROM pg_catalog.pg_roles r
+    WHERE r.rolname = %(role)s AND r.oid < 16384 AND r.rolname LIKE 'pg\\_%%' AND r.rolname <> ALL(%(read_only_roles)s)
 UNION ALL
 SELECT 'owns the database' FROM pg_catalog.pg_database d
     WHERE d.datname = pg_catalog.current_database() AND d.datdba = (SELECT t.oid FROM pg_catalog.pg_roles t WHERE t.rolname = %(role)s)

@@ -758,28 +758,34 @@ def create_staging(cursor: psycopg.Cursor, name: str) -> None:
             ).fetchall()
             for (old,) in stale:
                 try:
-                    cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(old)))
+                    _drop_unless_held(cursor, old)
                 except ValueError:
                     continue  # not a name this module makes: not ours to drop
         finally:
             cursor.execute("SELECT pg_catalog.pg_advisory_unlock(%s, %s)", (space, key))
     cursor.execute("SELECT pg_catalog.pg_advisory_lock_shared(%s, %s)", (space, key))
-    cursor.execute(
-        sql.SQL(
-            "CREATE UNLOGGED TABLE {} (block integer NOT NULL, key pg_catalog.text NOT NULL, fingerprint bigint NOT NULL, "
-            "digest pg_catalog.bytea, length integer, rank bigint NOT NULL, leader bigint NOT NULL, arrival bigint NOT NULL)"
-        ).format(_staging(name))
-    )
-    # Only the store's owner sees it: default privileges of schema simhash (a reader's SELECT) are revoked.
-    grantees = cursor.execute(
-        "SELECT DISTINCT r.rolname FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
-        "JOIN pg_catalog.pg_roles r ON r.oid = a.grantee "
-        "WHERE c.oid = pg_catalog.to_regclass(%s) AND a.grantee <> c.relowner",
-        (f"simhash.{_checked_name(name)}",),
-    ).fetchall()
-    for (grantee,) in grantees:
-        cursor.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(_staging(name), sql.Identifier(grantee)))
-    cursor.execute(sql.SQL("REVOKE ALL ON {} FROM PUBLIC").format(_staging(name)))
+    # Only the store's owner sees it: the grants default privileges of schema simhash give (a reader's
+    # SELECT; TRIGGER, with which another role put a trigger of its own function on the table, run by
+    # the workers' COPY with the owner's rights) are revoked in the transaction that makes it, so no
+    # other session ever sees the table with them.
+    with cursor.connection.transaction():
+        cursor.execute(
+            sql.SQL(
+                "CREATE UNLOGGED TABLE {} (block integer NOT NULL, key pg_catalog.text NOT NULL, "
+                "fingerprint bigint NOT NULL, digest pg_catalog.bytea, length integer, rank bigint NOT NULL, "
+                "leader bigint NOT NULL, arrival bigint NOT NULL)"
+            ).format(_staging(name))
+        )
+        grantees = cursor.execute(
+            "SELECT DISTINCT r.rolname FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+            "JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee "
+            "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+            "AND a.grantee OPERATOR(pg_catalog.<>) c.relowner",
+            (f"simhash.{_checked_name(name)}",),
+        ).fetchall()
+        for (grantee,) in grantees:
+            cursor.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(_staging(name), sql.Identifier(grantee)))
+        cursor.execute(sql.SQL("REVOKE ALL ON {} FROM PUBLIC").format(_staging(name)))
     if distributed.is_distributed(cursor):
         cursor.execute(
             "SELECT pg_catalog.create_distributed_table(%s, 'key', colocate_with => 'simhash.documents')",
@@ -787,10 +793,29 @@ def create_staging(cursor: psycopg.Cursor, name: str) -> None:
         )
 
 
-def drop_staging(cursor: psycopg.Cursor, name: str) -> None:
-    """On the driver's session: the run's staging table dropped (if the move did not), its lock let go."""
+# How long dropping a staging table waits for another session's lock on it: any role that may read it
+# (a member of pg_read_all_data needs no grant) can hold it in an open transaction. A table held is
+# left for a later run to drop, rather than failing this one (or every later one, a stale table held).
+_DROP_WAIT = "1s"
+
+
+def _drop_unless_held(cursor: psycopg.Cursor, name: str) -> bool:
+    """Drop the staging table ``name`` (autocommit session) unless another session holds a lock on it
+    past :data:`_DROP_WAIT`; whether it is gone."""
     try:
-        cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(name)))
+        with cursor.connection.transaction():
+            cursor.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (_DROP_WAIT,))
+            cursor.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_staging(name)))
+        return True
+    except psycopg.errors.LockNotAvailable:
+        return False
+
+
+def drop_staging(cursor: psycopg.Cursor, name: str) -> None:
+    """On the driver's session: the run's staging table dropped (unless another session holds it: then
+    a later run drops it), its lock let go."""
+    try:
+        _drop_unless_held(cursor, name)
     finally:
         cursor.execute("SELECT pg_catalog.pg_advisory_unlock_shared(%s, %s)", STAGING_LOCK)
 
@@ -845,7 +870,8 @@ def move_staged(engine: Engine, name: str, distance: int, blocks: dict[int, int]
     and keeps clusters at ``distance`` with keep ``first``, each with its id (the highest id the store
     has used, plus its rank), cluster (its leader's id) and arrival (each batch after everything stored
     before it: the first ``first_batch`` documents from 1 on, the later ones after their ids too), the
-    heads of the clusters, and the staging table dropped. ``blocks``: how many rows each block staged
+    heads of the clusters (the staging table is dropped after, by :func:`drop_staging`: dropping it
+    here waited for any session that read it and held it, and the move failed). ``blocks``: how many rows each block staged
     (checked first: a block missing or written twice is an error, nothing stored). Returns the highest
     id used before (ids are it plus the ranks); None, writing nothing, if the store is not so."""
     table = _staging(name)
@@ -891,7 +917,6 @@ def move_staged(engine: Engine, name: str, distance: int, blocks: dict[int, int]
                 ).format(table, order),
                 values,
             )
-            cursor.execute(sql.SQL("DROP TABLE {}").format(table))
         return first_id
 
     return retry(engine, work)
