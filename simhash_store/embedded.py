@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_may_be_others, links_replaceable, plantable, replaceable_by_others
+from .ownership import group_may_be_others, links_replaceable, make_directories, plantable, replaceable_by_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -621,7 +621,7 @@ def _make_data_directory(pgdata: Path) -> None:
                 f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)"
             )
     try:
-        pgdata.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_directories(pgdata.parent)  # its missing parents 0700 too (~/.local/share under umask 000)
         _refuse_a_data_directory_of_others(pgdata.parent)
         pgdata.mkdir(exist_ok=True, mode=0o700)
     except OSError as exc:
@@ -693,7 +693,7 @@ def _runtime_directory() -> Path:
     else:
         directory = Path(tempfile.gettempdir()) / f"simhash-store-{os.getuid() if os.name == 'posix' else 'user'}"
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_directories(directory)
     except OSError as exc:
         raise DatabaseUnavailableError(f"cannot create the runtime directory {directory}: {exc.strerror}") from None
     # As root the server runs as the package's system user, who must pass through it: others

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import pwd
@@ -16,6 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy
 import psutil
 import psycopg
 import pytest
@@ -3049,3 +3051,43 @@ def test_a_service_file_another_user_could_write_is_refused(database_url, tmp_pa
     service_file.chmod(0o666)
     with Store(str(database_url)) as store:  # no service named: the file is not read, and not checked
         store.stats()
+
+
+def test_directories_the_store_makes_are_private_under_any_umask(tmp_path, monkeypatch):
+    # Python makes the missing parents of mkdir(parents=True) with the umask's mode alone, whatever
+    # mode it is given: under umask 000 the first command of a fresh account made ~/.local and
+    # ~/.local/share writable by every user (another user could put ~/.local/bin, on the PATH of
+    # Debian's login shells, with programs of theirs), then refused the data directory below them.
+    from simhash_store import cache
+    from simhash_store.embedded import _make_data_directory
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv(cache.CACHE_DIR_VARIABLE, str(home / ".cache" / "simhash-store"))
+    made = [
+        home / ".local",
+        home / ".local" / "share",
+        home / ".local" / "share" / "simhash-store",
+        home / ".local" / "share" / "simhash-store" / "pgdata",
+        home / ".cache",
+        home / ".cache" / "simhash-store",
+    ]
+    previous = os.umask(0)
+    try:
+        _make_data_directory(made[3])
+        cache.store("test", {"umask": 0}, {"values": numpy.arange(3)})
+    finally:
+        os.umask(previous)
+    assert {str(path.relative_to(home)): oct(stat.S_IMODE(path.stat().st_mode)) for path in made} == {
+        str(path.relative_to(home)): "0o700" for path in made
+    }
+    assert cache.load("test", {"umask": 0}) is not None
+    if importlib.util.find_spec("starlette") is not None:  # the http extra: the tokens' directory
+        from simhash_store import http_service
+
+        previous = os.umask(0)
+        try:
+            http_service.tokens(home / "service" / "tokens")
+        finally:
+            os.umask(previous)
+        assert oct(stat.S_IMODE((home / "service").stat().st_mode)) == "0o700"
