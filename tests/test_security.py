@@ -3091,3 +3091,25 @@ def test_directories_the_store_makes_are_private_under_any_umask(tmp_path, monke
         finally:
             os.umask(previous)
         assert oct(stat.S_IMODE((home / "service").stat().st_mode)) == "0o700"
+
+
+def test_python_m_simhash_store_imports_nothing_from_the_working_directory(tmp_path):
+    # `python -m` puts the working directory first on sys.path: run from a folder others may write
+    # (/tmp, a shared folder), modules of theirs named typing, typer, json or numpy ran as the user.
+    ran = tmp_path / "ran"
+    planted = ("typing", "dataclasses", "logging", "typer", "json", "numpy")
+    for name in planted:
+        (tmp_path / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write({name!r} + ' ')\n")
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONSAFEPATH"}
+    for module in ("simhash_store", "simhash_store.cli"):
+        result = subprocess.run(
+            [sys.executable, "-m", module, "--help"],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert not ran.exists(), f"python -m {module} ran {ran.read_text()}from {tmp_path}"
+        assert result.returncode == 0, result.stderr
+        assert "Usage" in result.stdout
