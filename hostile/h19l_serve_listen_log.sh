@@ -1,7 +1,8 @@
 #!/bin/sh
 # As root: h19l_victim runs `serve --listen 127.0.0.1:54919`; h19l_mallory, with no password, opens
 # refused connections (a database pg_hba.conf does not name) for 20 s; the embedded server's log grows
-# by one FATAL line each, and nothing rotates it. Open (docs/limitations.md).
+# by one FATAL line each, and nothing rotated it. Fixed: past 16 MiB it is cut down to its last 1 MiB
+# (at each command's start, and every second while serve runs).
 set -u
 L=/home/h19l_victim/.local/share/simhash-store/pgdata/log
 cd /home/h19l_victim

@@ -326,6 +326,7 @@ def serve(
     while not stop.wait(1.0):
         if not embedded.server_is_running(server):
             fail("the embedded server stopped (was it killed?)")
+        embedded.bound_server_log(server)  # refused TCP connections add to it (--listen)
 
 
 def url(
