@@ -5,12 +5,28 @@
 True
 """
 
-from __future__ import annotations
-
-import importlib
 import sys
-import types
-from typing import TYPE_CHECKING, Any
+
+# `python -m simhash_store` (and `-m simhash_store.cli`) puts the working directory first on sys.path,
+# before the standard library and the installed packages: run from a folder others may write (/tmp, a
+# shared folder), a typing.py, typer.py or numpy.py of theirs there ran as the user. The package has
+# been found by now; nothing it imports is taken from there (what `python -P` does). Python sets
+# argv[0] to "-m" only while it looks for the module to run. (No `from __future__` import above: that
+# module is not loaded at start-up outside a virtual environment, and would be looked for there too.)
+if sys.argv[:1] == ["-m"] and sys.path and not getattr(sys.flags, "safe_path", False):
+    import os
+
+    try:
+        _here = os.getcwd()
+    except OSError:
+        _here = ""
+    if sys.path[0] == "" or (_here and os.path.realpath(sys.path[0]) == os.path.realpath(_here)):
+        del sys.path[0]
+    del os, _here
+
+import importlib  # noqa: E402 - after the working directory left sys.path
+import types  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 if TYPE_CHECKING:
     from .bits import blocks, from_hex, from_signed, hamming, join_blocks, similarity, to_hex, to_signed

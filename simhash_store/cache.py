@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from .ownership import writable_by_others
+from .ownership import make_directories, writable_by_others
 
 CACHE_DIR_VARIABLE = "SIMHASH_STORE_CACHE_DIR"
 _MAGIC = b"simhash-store cache 1\n"
@@ -120,7 +120,7 @@ def store(kind: str, key: dict[str, Any], arrays: dict[str, np.ndarray]) -> None
     }
     temporary = None
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_directories(path.parent)  # ~/.cache too, 0700 under any umask
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(_MAGIC + json.dumps(header, ensure_ascii=False).encode() + b"\n")

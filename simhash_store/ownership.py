@@ -139,6 +139,28 @@ def links_replaceable(path: Path) -> str | None:
     return None
 
 
+def make_directories(path: Path, mode: int = 0o700) -> None:
+    """``path.mkdir(mode, parents=True, exist_ok=True)``, with every missing parent made with ``mode``
+    too (under the umask), as the XDG base directory specification asks of the directories it names.
+
+    Python (as ``mkdir -p``) makes missing parents with the umask's mode alone: under ``umask 000``
+    (some containers and shared setups) the store's first command made ``~/.local`` and
+    ``~/.local/share`` writable by every user, where another user could put ``~/.local/bin`` (on the
+    PATH of Debian's and Ubuntu's login shells) with programs of theirs, and then refused the data
+    directory below them as one another user could move away."""
+    path = Path(path)
+    try:
+        os.mkdir(path, mode)
+    except FileNotFoundError:
+        if path.parent == path:
+            raise
+        make_directories(path.parent, mode)
+        make_directories(path, mode)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+
+
 def tcp_sockets() -> list[tuple[tuple[Any, int], tuple[Any, int], str, int]]:
     """(local address and port, remote address and port, state, owner's uid) of every TCP socket in
     this network namespace, from /proc/net/tcp and tcp6 (none where there is no /proc), with

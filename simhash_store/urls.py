@@ -72,9 +72,12 @@ def raw_secrets(raw: str) -> list[str]:
     if not at and (match := _URL_PATTERN.match(raw.strip())) is not None:
         # No "@" before the first "?": the password may hold the "?" (user:pa?ss@host), as _parse reads it.
         found, query = [match["password"] or ""], match["query"] or ""
+    from urllib.parse import unquote_plus
+
     for pair in query.split("&"):
         name, _, value = pair.partition("=")
-        if name in _SECRET_OPTIONS:
+        # Names are decoded as the URL is parsed to connect (parse_qsl): ?pass%77ord=... is a password too.
+        if unquote_plus(name) in _SECRET_OPTIONS:
             found.append(value)
     return [secret for secret in found if secret]
 

@@ -749,6 +749,27 @@ def test_an_output_written_over_another_users_file_gets_the_umask_not_their_perm
         os.umask(umask)
 
 
+def test_a_lock_file_another_user_left_beside_the_output_is_refused(tmp_path):
+    # In a shared folder (/tmp) a lock file of another user's at .OUT.lock was taken as it was: they
+    # could remove it while a run held it, and a second run of the user's writing the same output
+    # then made a lock file of its own, went ahead at once and removed the first run's temporary
+    # file; the first failed at its end (`.OUT.xxxxxxxx.partial: No such file or directory`), its
+    # output lost. (The other user staged as root.)
+    from simhash_store.formats.output import OutputError, OutputFile
+
+    lock = tmp_path / ".out.jsonl.lock"
+    lock.write_text("", encoding="utf-8")
+    os.chown(lock, 65534, 65534)
+    lock.chmod(0o666)
+    with pytest.raises(OutputError, match="belongs to another user"):
+        OutputFile(str(tmp_path / "out.jsonl"))
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".out.jsonl.lock"]  # nothing made, theirs left
+    lock.unlink()
+    with OutputFile(str(tmp_path / "out.jsonl")) as output:  # a lock file of one's own, as before
+        output.file.write("kept\n")
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == "kept\n"
+
+
 def test_a_second_run_writing_the_same_output_stops_in_one_line_and_never_interleaves(database_url, tmp_path):
     import subprocess
     import time

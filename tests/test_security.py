@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import pwd
@@ -16,6 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy
 import psutil
 import psycopg
 import pytest
@@ -385,6 +387,31 @@ def test_a_password_holding_a_question_mark_is_blanked_from_the_command_line(url
     # The URL is parsed to connect with the password ending at the first "@" (a "?" in it is the
     # password's), but the entry point took everything after the first "?" for the options: such a
     # password, and the options after it, stayed in the process list for the whole run.
+    program = (
+        "import sys; from simhash_store.__main__ import hide_secrets_from_process_list as hide; "
+        "hide(sys.argv[1:]); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", program, "--db", url, "stats"], capture_output=True, check=True, timeout=60
+    ).stdout
+    assert b"--db" in shown and b"SECRET" not in shown, shown
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="blanked through /proc/self/mem")
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u@127.0.0.1:5432/db?pass%77ord=SECRET1",
+        "postgresql://u@127.0.0.1:5432/db?%70assword=SECRET1&sslpass%77ord=SECRET2",
+    ],
+)
+def test_a_password_option_whose_name_is_percent_encoded_is_blanked_from_the_command_line(url):
+    # The URL's options are decoded, names too, as it is parsed to connect: ?pass%77ord=... gave the
+    # connection its password, but the entry point compared the names as written and blanked nothing:
+    # another local user read the password in /proc/PID/cmdline for the whole run.
+    from simhash_store.urls import normalized_parts
+
+    assert normalized_parts(url).query["password"] == "SECRET1"  # the password the connection is given
     program = (
         "import sys; from simhash_store.__main__ import hide_secrets_from_process_list as hide; "
         "hide(sys.argv[1:]); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
@@ -3069,3 +3096,65 @@ def test_a_service_file_another_user_could_write_is_refused(database_url, tmp_pa
     service_file.chmod(0o666)
     with Store(str(database_url)) as store:  # no service named: the file is not read, and not checked
         store.stats()
+
+
+def test_directories_the_store_makes_are_private_under_any_umask(tmp_path, monkeypatch):
+    # Python makes the missing parents of mkdir(parents=True) with the umask's mode alone, whatever
+    # mode it is given: under umask 000 the first command of a fresh account made ~/.local and
+    # ~/.local/share writable by every user (another user could put ~/.local/bin, on the PATH of
+    # Debian's login shells, with programs of theirs), then refused the data directory below them.
+    from simhash_store import cache
+    from simhash_store.embedded import _make_data_directory
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv(cache.CACHE_DIR_VARIABLE, str(home / ".cache" / "simhash-store"))
+    made = [
+        home / ".local",
+        home / ".local" / "share",
+        home / ".local" / "share" / "simhash-store",
+        home / ".local" / "share" / "simhash-store" / "pgdata",
+        home / ".cache",
+        home / ".cache" / "simhash-store",
+    ]
+    previous = os.umask(0)
+    try:
+        _make_data_directory(made[3])
+        cache.store("test", {"umask": 0}, {"values": numpy.arange(3)})
+    finally:
+        os.umask(previous)
+    assert {str(path.relative_to(home)): oct(stat.S_IMODE(path.stat().st_mode)) for path in made} == {
+        str(path.relative_to(home)): "0o700" for path in made
+    }
+    assert cache.load("test", {"umask": 0}) is not None
+    if importlib.util.find_spec("starlette") is not None:  # the http extra: the tokens' directory
+        from simhash_store import http_service
+
+        previous = os.umask(0)
+        try:
+            http_service.tokens(home / "service" / "tokens")
+        finally:
+            os.umask(previous)
+        assert oct(stat.S_IMODE((home / "service").stat().st_mode)) == "0o700"
+
+
+def test_python_m_simhash_store_imports_nothing_from_the_working_directory(tmp_path):
+    # `python -m` puts the working directory first on sys.path: run from a folder others may write
+    # (/tmp, a shared folder), modules of theirs named typing, typer, json or numpy ran as the user.
+    ran = tmp_path / "ran"
+    planted = ("typing", "dataclasses", "logging", "typer", "json", "numpy")
+    for name in planted:
+        (tmp_path / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write({name!r} + ' ')\n")
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONSAFEPATH"}
+    for module in ("simhash_store", "simhash_store.cli"):
+        result = subprocess.run(
+            [sys.executable, "-m", module, "--help"],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert not ran.exists(), f"python -m {module} ran {ran.read_text()}from {tmp_path}"
+        assert result.returncode == 0, result.stderr
+        assert "Usage" in result.stdout

@@ -1059,3 +1059,45 @@ def test_the_server_account_is_made_with_useradd_outside_the_callers_path(monkey
     monkeypatch.setattr(embedded, "_ADMIN_DIRECTORIES", ())
     with pytest.raises(PermissionDeniedError, match=r"useradd was not found.*create it"):
         embedded._ensure_server_user(name)
+
+
+def _wait_for(condition, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+LOG_BOUND = 16 << 20  # the server's log is cut down past this (LOG_LIMIT_BYTES in embedded.py)
+
+
+def test_the_servers_log_is_cut_down_at_a_commands_start_and_while_serve_listens(data_dir):
+    # PostgreSQL never rotates the log pg_ctl writes into the data directory, and while serve --listen
+    # runs every connection it refuses adds a line: another local user's loop of refused connections,
+    # with no password, added 2 MB in 20 s, on the disk of the store, kept from one start to the next.
+    log = data_dir / "pgdata" / "log"
+    refused = b'2026-11-27 08:33:23.581 UTC [23876] FATAL:  no pg_hba.conf entry for host "127.0.0.1", user "u"\n'
+
+    def grow(last: bytes) -> None:
+        with open(log, "ab") as file:
+            file.write(refused * ((LOG_BOUND + (4 << 20)) // len(refused)) + last + b"\n")
+
+    grow(b"the last line before stats")
+    result = cli(data_dir, "stats")
+    assert result.returncode == 0, result.stderr
+    kept = log.read_bytes()
+    assert len(kept) < LOG_BOUND
+    assert b"bytes of older lines removed" in kept and b"the last line before stats" in kept
+    port = _free_port()
+    serving = Serving(data_dir, "--listen", f"127.0.0.1:{port}")
+    try:
+        grow(b"the last line while serving")
+        _wait_for(lambda: log.stat().st_size <= LOG_BOUND)
+        assert log.stat().st_size <= LOG_BOUND
+        # The server goes on writing at the new end: a connection it refuses now comes after what was kept.
+        with pytest.raises(psycopg.OperationalError, match="pg_hba.conf"):
+            psycopg.connect(f"postgresql://127.0.0.1:{port}/not_the_store?user=nobody_here", connect_timeout=10)
+        _wait_for(lambda: b'database "not_the_store"' in log.read_bytes())
+        kept = log.read_bytes()
+        assert kept.index(b"the last line while serving") < kept.index(b'database "not_the_store"')
+    finally:
+        assert serving.stop() == 0

@@ -257,6 +257,7 @@ def serve(
     address = _listen_address(listen)
     from .. import embedded
     from ..config import EMBEDDED_DATABASE, data_dir, uses_embedded
+    from ..ownership import make_directories
 
     if http is not None:
         unix_socket = None
@@ -278,7 +279,7 @@ def serve(
         try:
             tls = http_service.tls(tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
             if unix_socket is not None:
-                Path(unix_socket).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_directories(Path(unix_socket).parent)
                 listening = [http_service.listen_unix(Path(unix_socket))]
             else:
                 listening = http_service.listen_on_every_address(host, port)
@@ -325,6 +326,7 @@ def serve(
     while not stop.wait(1.0):
         if not embedded.server_is_running(server):
             fail("the embedded server stopped (was it killed?)")
+        embedded.bound_server_log(server)  # refused TCP connections add to it (--listen)
 
 
 def url(

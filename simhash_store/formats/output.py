@@ -208,6 +208,15 @@ class _Lock:
             if not stat.S_ISREG(opened.st_mode):
                 os.close(descriptor)
                 raise OutputError(f"cannot write {path}: {lock_path} is not a regular file (remove it)")
+            # Another user's lock file (in /tmp, a shared folder) is theirs to remove, even while this run
+            # holds it: a second run writing the same output then made a lock of its own, went ahead at
+            # once and removed this run's temporary file, and this run's output was lost at its end.
+            if opened.st_uid != os.geteuid():
+                os.close(descriptor)
+                raise OutputError(
+                    f"cannot write {path}: {lock_path} belongs to another user, who could remove it while this "
+                    "run holds it and let a second run in: have it removed, or write elsewhere"
+                )
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
