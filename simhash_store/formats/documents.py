@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from ..corpus import BAD_KEY, BAD_RECORD, KEY_COLLISION, Skip, Source
 from ..errors import InvalidValueError, SimhashStoreError
+from ..keep import keep_form
 from ..validation import validate_key, validate_metadata
 from .html import field_text
 from .lines import DEFAULT_MAX_BYTES, HugeInteger, short
@@ -102,7 +103,7 @@ def record_documents(rows: Iterable[tuple[str, dict | Skip]], options: ReadOptio
         if isinstance(metadata, str):
             yield Skip(where, BAD_RECORD, metadata)
             continue
-        keep_value = record.get(options.keep_field) if options.keep_field is not None else None
+        keep_value = keep_form(record.get(options.keep_field)) if options.keep_field is not None else None
         yield Source(
             key,
             text=text,
