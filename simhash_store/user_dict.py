@@ -129,10 +129,11 @@ def check_words(content: bytes, path: str) -> None:
     was reported as not UTF-8). Lines are split as jieba's ``load_userdict`` splits them.
 
     >>> check_words("中华人民 5 n\\n共和国\\n".encode(), "d.txt")
-    >>> check_words(("中" * 101).encode(), "d.txt")
-    Traceback (most recent call last):
-    ...
-    simhash_store.errors.UserDictionaryError: user dictionary d.txt, line 1: a word of 101 characters; at most 100 (jieba keeps every prefix of a word, so its memory grows with the square of the word's length)
+    >>> try:
+    ...     check_words(("中" * 101).encode(), "d.txt")
+    ... except UserDictionaryError as exc:
+    ...     print(str(exc).split(";")[0])
+    user dictionary d.txt, line 1: a word of 101 characters
     """
     prefixes = 0
     for number, raw in enumerate(content.split(b"\n"), 1):
