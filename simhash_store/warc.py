@@ -11,6 +11,8 @@ record where it breaks, after the pages before it.
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -101,6 +103,14 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     # as well as any, but refuses it after its first record, since a whole-file gzip cannot be
     # seeked into by replay tools. Read here from start to end, it is read whole.
     archive._raise_invalid_gzip_err = lambda: None
+    # warcio parses a record's HTTP head with its target URI's scheme in hand, and a response,
+    # request or revisit record without a WARC-Target-URI was an AttributeError inside its parser:
+    # the archive counted as damaged there, and every record after it was lost. Such a record is
+    # read as one of an empty URI (its HTTP head parsed here), a bad key that costs only itself.
+    load_http_headers = archive.loader.load_http_headers
+    archive.loader.load_http_headers = lambda kind, uri, stream, length: load_http_headers(
+        kind, "" if uri is None else uri, stream, length
+    )
     next_record = _bound_lines(archive.reader, counted)
     cut_short = _watch_gzip_end(archive.reader)
     reported = False  # the last record read was reported as cut short
@@ -437,4 +447,16 @@ def _warcio() -> tuple[Any, Any]:
         from warcio.exceptions import ArchiveLoadFailed
     except ImportError as error:
         raise InputError("reading WARC files needs the html extra: pip install 'simhash-store[html]'") from error
+    _quiet_warcio()
     return ArchiveIterator, ArchiveLoadFailed
+
+
+@functools.cache
+def _quiet_warcio() -> None:
+    """warcio logs a warning holding the record's target URI as it is where the URI has a space
+    (``Replacing spaces in invalid WARC-Target-URI: ...``), which Python prints to stderr when the
+    application configured no logging: an escape sequence in the URI reached the terminal raw
+    (retitling or clearing it), and the line was not one of the command's. The URI is read as
+    warcio reads it (spaces as ``%20``) and printed escaped where a message names it; warcio's
+    records go nowhere unless the application routes them (they still propagate)."""
+    logging.getLogger("warcio").addHandler(logging.NullHandler())
