@@ -3,6 +3,8 @@ missing, so every copy tied and the first was kept whatever the direction.
 
 Run: SIMHASH_STORE_URL=postgresql://.../EMPTY_DB python hostile/parquet_keep_types.py
 Before the fix: kept ['a'] for every line; after: the newest / cheapest.
+Then `add --metadata-field published_at` of the same file (into that store): before, every row
+failed (`metadata value at published_at is a datetime, which JSON cannot hold`); after, stored as text.
 """
 
 import datetime
@@ -47,3 +49,16 @@ with tempfile.TemporaryDirectory() as folder:
         ]
     )
     print("kept (want ['c'], the newest):", [r["key"] for r in pq.read_table(out).to_pylist()])
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simhash_store",
+            "add",
+            str(source),
+            "--prefix",
+            "m/",
+            "--metadata-field",
+            "published_at",
+        ]
+    )
