@@ -62,6 +62,7 @@ class WarcCounts:
 
     other_records: int = 0
     not_html: int = 0
+    not_successful: int = 0  # responses whose HTTP status is not 2xx, or is 206 (a part of the page)
     by_type: dict[str, int] = field(default_factory=dict)
 
     def count_type(self, kind: str) -> None:
@@ -120,7 +121,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
         try:
             next_record()
             record = next(records)
-            reported = False
+            reported = passed_over = False
             if not str(record.format).startswith("warc"):
                 # warcio reads the older ARC format too, and takes almost any first line for an
                 # ARC header: a gzipped page or text file would come out as one bogus record
@@ -141,7 +142,12 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             else:
                 content_type = record.http_headers.get_header("Content-Type")
                 room = MAX_PAGE_BYTES + INFLATION_RATIO * counted.count - inflated
-                if room <= 0 or (content_type and not _is_html(content_type, b"")):
+                if not _successful(record.http_headers.statusline):
+                    # an error page, a redirect, a part of a page: not the page at its URI (a recrawl in
+                    # which a page answered 503 replaced its stored fingerprint with the error page's)
+                    counts.not_successful += 1
+                    content_type, body, passed_over = None, b"", True
+                elif room <= 0 or (content_type and not _is_html(content_type, b"")):
                     body = None if room <= 0 else b""  # past the budget, or not a page: not decompressed
                 else:
                     body, undecoded = _read_body(record, min(max_bytes, room))
@@ -172,7 +178,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             reported = True  # where the file is cut short in it, that is said here
             yield WarcPage(uri, content_type, b"", missing)
             continue
-        if record.rec_type != "response":
+        if record.rec_type != "response" or passed_over:
             continue
         if body is None:  # over the bound: an HTML page by its type, or a body of no type too large to tell
             if content_type and not _is_html(content_type, b""):
@@ -185,6 +191,19 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             continue
         inflated += len(body)
         yield WarcPage(uri, content_type, body)
+
+
+def _successful(statusline: str | None) -> bool:
+    """Whether an HTTP status line gives the page itself: 2xx but 206 (a part of it). A status line
+    that names no number is read as before, as a page.
+
+    >>> [_successful(line) for line in ("200 OK", "204 No Content", "206 Partial Content", "301 Moved", "404", "x")]
+    [True, True, False, False, False, True]
+    """
+    code = (statusline or "").split(" ", 1)[0]
+    if not (len(code) == 3 and code.isdigit() and code.isascii()):
+        return True
+    return code.startswith("2") and code != "206"
 
 
 # The longest header line read (a WARC header, an HTTP header, a chunk size, the blank lines

@@ -835,3 +835,26 @@ def test_a_warc_record_without_a_target_uri_costs_itself_and_warcios_warning_sta
         "http://e/u3",
     ]
     assert capfd.readouterr().err == ""
+
+
+def test_a_warc_response_of_an_error_status_is_not_the_page_at_its_uri(tmp_path):
+    # A recrawl in which a page answered 503 replaced the page's stored fingerprint with the error
+    # page's, exit 0 (hostile/warc_error_status.py): a 404, a 500, a redirect's body or a part of the
+    # page (206) is not the page at that URI. They are passed over as responses that are not HTML are.
+    from simhash_store.formats import read_records
+
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    statuses = {"ok": b"200 OK", "gone": b"404 Not Found", "busy": b"503 Service Unavailable"}
+    statuses |= {"moved": b"301 Moved Permanently", "part": b"206 Partial Content", "made": b"201 Created"}
+    head = b"\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+    archive = b"".join(
+        _raw_response(f"http://e/{name}", zh, declared=len(b"HTTP/1.1 " + status + head) + len(zh)).replace(
+            b"HTTP/1.1 200 OK", b"HTTP/1.1 " + status
+        )
+        for name, status in statuses.items()
+    )
+    (tmp_path / "statuses.warc").write_bytes(archive)
+    assert [record["key"] for _, record in read_records(str(tmp_path / "statuses.warc"))] == [
+        "http://e/ok",
+        "http://e/made",
+    ]
