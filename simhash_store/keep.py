@@ -9,6 +9,8 @@ document's arrival (input order, then the order of storing), so no two documents
   Numbers compare numerically and come before strings; strings compare by code point, so ISO
   dates and times (``2024-05-01``, ``2024-05-01T08:00:00Z``) compare as dates when written alike.
   A missing field, ``null``, ``true``/``false``, an object or a list ranks last, in both directions.
+  A Parquet date or time compares as the text outputs write for it (``2024-05-01 08:00:00``), a
+  Parquet decimal as the number it is (:func:`keep_form`).
 
 >>> policy = KeepPolicy.parse("field:published_at:asc")
 >>> sorted(["b", "a", None], key=lambda v: policy.rank(0, None, v)) == ["a", "b", None]
@@ -24,6 +26,8 @@ run over the same input in one go end with the same clusters.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
 from dataclasses import dataclass
@@ -83,7 +87,7 @@ class KeepPolicy:
         """What the policy stores of a record (a mapping): the field's value, or None."""
         if self.kind != "field" or not hasattr(record, "get"):
             return None
-        value = record.get(self.field)
+        value = keep_form(record.get(self.field))
         return value if comparable(value) else None
 
     def rank(self, arrival: int, length: int | None, value: Any) -> Rank:
@@ -95,6 +99,31 @@ class KeepPolicy:
                 return (1, 0, arrival)
             return (0, -length if self.kind == "longest" else length, arrival)
         return (*_value_rank(value, self.descending), arrival)
+
+
+def keep_form(value: Any) -> Any:
+    """A field value in the form the policy compares and the store keeps: a date or time (a Parquet
+    ``timestamp``, ``date32``, ``time64``) as the text every output writes for it, which compares as
+    the values do within a column (``2024-05-01 08:00:00``, ``2024-05-01``); a decimal (Parquet
+    ``decimal128``/``decimal256``) as an integer when it is whole, else as a float. Any other value as
+    it is. Such values ranked as missing before, so ``field:published_at:desc`` over a Parquet
+    timestamp column kept the first copy, not the newest.
+
+    >>> keep_form(datetime.datetime(2024, 5, 1, 8)), keep_form(datetime.date(2024, 5, 1))
+    ('2024-05-01 08:00:00', '2024-05-01')
+    >>> keep_form(decimal.Decimal("2.50")), keep_form(decimal.Decimal("1E+30")), keep_form("x")
+    (2.5, 1000000000000000000000000000000, 'x')
+    """
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            return None
+        whole = value == value.to_integral_value()
+        return int(value) if whole and value.adjusted() < 4300 else float(value)
+    return value
 
 
 def comparable(value: Any) -> bool:

@@ -173,7 +173,7 @@ class Scheme:
 
     def with_user_dict(self, path: str | Path, name: str | None = None) -> Scheme:
         """This scheme with a jieba user dictionary; its content digest becomes part of the scheme."""
-        from .user_dict import not_utf8, read_regular
+        from .user_dict import check_words, not_utf8, read_regular
 
         path = Path(path)
         content = read_regular(path, "give a UTF-8 text file of words, one a line, as jieba reads them")
@@ -181,6 +181,7 @@ class Scheme:
             content.decode("utf-8")
         except UnicodeDecodeError:
             raise not_utf8(str(path)) from None
+        check_words(content, str(path))
         digest = hashlib.sha256(content).hexdigest()
         return replace(
             self,

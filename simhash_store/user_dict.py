@@ -17,12 +17,22 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 
 from .errors import UserDictionaryError
 
 # jieba's own dictionary of 349,000 words is 5 MB; a user dictionary is a list of words.
 USER_DICT_MAX_BYTES = 64 << 20
+# jieba keeps every prefix of every word (a word of n characters makes n strings of 1 to n characters),
+# so its memory grows with the square of a word's length: one word of a million characters (a 3 MB
+# file) took 23 GB before the kernel killed the process, and a text holding a run of a long word's
+# prefix is cut in time growing with that square too. jieba's own longest word has 16 characters, and
+# its 349,046 words make 1,016,260 prefixes.
+USER_WORD_MAX_CHARACTERS = 100
+USER_DICT_MAX_PREFIXES = 5_000_000
+_FREQUENCY_MAX_DIGITS = 18  # within 64 bits; jieba adds every frequency to a total it divides by
+_USER_LINE = re.compile("^(.+?)( [0-9]+)?( [a-z]+)?$", re.U)  # jieba's re_userdict, as load_userdict reads a line
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -107,7 +117,51 @@ def checked_user_dictionary(path: str, sha256: str | None) -> bytes:
             "since the scheme was made, and fingerprints made with it would not compare with those stored; "
             "put the original back, or make a new scheme of the new file (Scheme.with_user_dict) for a new store"
         )
+    check_words(content, path)
     return content
+
+
+def check_words(content: bytes, path: str) -> None:
+    """Refuse, in one line naming the line, a dictionary jieba would read into memory growing with the
+    square of a word's length, or with a frequency it cannot add up: a word over
+    :data:`USER_WORD_MAX_CHARACTERS`, words making more than :data:`USER_DICT_MAX_PREFIXES` prefixes
+    in all, a frequency of more than 18 digits (jieba raised Python's ``ValueError`` for 4,300, which
+    was reported as not UTF-8). Lines are split as jieba's ``load_userdict`` splits them.
+
+    >>> check_words("中华人民 5 n\\n共和国\\n".encode(), "d.txt")
+    >>> try:
+    ...     check_words(("中" * 101).encode(), "d.txt")
+    ... except UserDictionaryError as exc:
+    ...     print(str(exc).split(";")[0])
+    user dictionary d.txt, line 1: a word of 101 characters
+    """
+    prefixes = 0
+    for number, raw in enumerate(content.split(b"\n"), 1):
+        try:
+            line = raw.strip().decode("utf-8").lstrip("\ufeff")
+        except UnicodeDecodeError:
+            raise not_utf8(path) from None
+        if not line:
+            continue
+        word, frequency, _ = _USER_LINE.match(line).groups()  # type: ignore[union-attr]  # .+? matches any line
+        if len(word) > USER_WORD_MAX_CHARACTERS:
+            raise UserDictionaryError(
+                f"user dictionary {path}, line {number}: a word of {len(word):,} characters; at most "
+                f"{USER_WORD_MAX_CHARACTERS} (jieba keeps every prefix of a word, so its memory grows with the "
+                "square of the word's length)"
+            )
+        if frequency is not None and len(frequency.strip()) > _FREQUENCY_MAX_DIGITS:
+            raise UserDictionaryError(
+                f"user dictionary {path}, line {number}: a frequency of {len(frequency.strip()):,} digits; "
+                f"at most {_FREQUENCY_MAX_DIGITS}"
+            )
+        prefixes += len(word)
+        if prefixes > USER_DICT_MAX_PREFIXES:
+            raise UserDictionaryError(
+                f"user dictionary {path}: its words make more than {USER_DICT_MAX_PREFIXES:,} prefixes by line "
+                f"{number} (a word of n characters makes n; jieba's own dictionary makes 1,016,260), which jieba "
+                "would all keep in memory"
+            )
 
 
 def not_utf8(path: str) -> UserDictionaryError:

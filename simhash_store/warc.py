@@ -11,6 +11,8 @@ record where it breaks, after the pages before it.
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -60,6 +62,7 @@ class WarcCounts:
 
     other_records: int = 0
     not_html: int = 0
+    not_successful: int = 0  # responses whose HTTP status is not 2xx, or is 206 (a part of the page)
     by_type: dict[str, int] = field(default_factory=dict)
 
     def count_type(self, kind: str) -> None:
@@ -101,6 +104,14 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
     # as well as any, but refuses it after its first record, since a whole-file gzip cannot be
     # seeked into by replay tools. Read here from start to end, it is read whole.
     archive._raise_invalid_gzip_err = lambda: None
+    # warcio parses a record's HTTP head with its target URI's scheme in hand, and a response,
+    # request or revisit record without a WARC-Target-URI was an AttributeError inside its parser:
+    # the archive counted as damaged there, and every record after it was lost. Such a record is
+    # read as one of an empty URI (its HTTP head parsed here), a bad key that costs only itself.
+    load_http_headers = archive.loader.load_http_headers
+    archive.loader.load_http_headers = lambda kind, uri, stream, length: load_http_headers(
+        kind, "" if uri is None else uri, stream, length
+    )
     next_record = _bound_lines(archive.reader, counted)
     cut_short = _watch_gzip_end(archive.reader)
     reported = False  # the last record read was reported as cut short
@@ -110,7 +121,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
         try:
             next_record()
             record = next(records)
-            reported = False
+            reported = passed_over = False
             if not str(record.format).startswith("warc"):
                 # warcio reads the older ARC format too, and takes almost any first line for an
                 # ARC header: a gzipped page or text file would come out as one bogus record
@@ -131,7 +142,12 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             else:
                 content_type = record.http_headers.get_header("Content-Type")
                 room = MAX_PAGE_BYTES + INFLATION_RATIO * counted.count - inflated
-                if room <= 0 or (content_type and not _is_html(content_type, b"")):
+                if not _successful(record.http_headers.statusline):
+                    # an error page, a redirect, a part of a page: not the page at its URI (a recrawl in
+                    # which a page answered 503 replaced its stored fingerprint with the error page's)
+                    counts.not_successful += 1
+                    content_type, body, passed_over = None, b"", True
+                elif room <= 0 or (content_type and not _is_html(content_type, b"")):
                     body = None if room <= 0 else b""  # past the budget, or not a page: not decompressed
                 else:
                     body, undecoded = _read_body(record, min(max_bytes, room))
@@ -162,7 +178,7 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             reported = True  # where the file is cut short in it, that is said here
             yield WarcPage(uri, content_type, b"", missing)
             continue
-        if record.rec_type != "response":
+        if record.rec_type != "response" or passed_over:
             continue
         if body is None:  # over the bound: an HTML page by its type, or a body of no type too large to tell
             if content_type and not _is_html(content_type, b""):
@@ -175,6 +191,19 @@ def read_pages(stream: IO[bytes], counts: WarcCounts | None = None, max_bytes: i
             continue
         inflated += len(body)
         yield WarcPage(uri, content_type, body)
+
+
+def _successful(statusline: str | None) -> bool:
+    """Whether an HTTP status line gives the page itself: 2xx but 206 (a part of it). A status line
+    that names no number is read as before, as a page.
+
+    >>> [_successful(line) for line in ("200 OK", "204 No Content", "206 Partial Content", "301 Moved", "404", "x")]
+    [True, True, False, False, False, True]
+    """
+    code = (statusline or "").split(" ", 1)[0]
+    if not (len(code) == 3 and code.isdigit() and code.isascii()):
+        return True
+    return code.startswith("2") and code != "206"
 
 
 # The longest header line read (a WARC header, an HTTP header, a chunk size, the blank lines
@@ -437,4 +466,16 @@ def _warcio() -> tuple[Any, Any]:
         from warcio.exceptions import ArchiveLoadFailed
     except ImportError as error:
         raise InputError("reading WARC files needs the html extra: pip install 'simhash-store[html]'") from error
+    _quiet_warcio()
     return ArchiveIterator, ArchiveLoadFailed
+
+
+@functools.cache
+def _quiet_warcio() -> None:
+    """warcio logs a warning holding the record's target URI as it is where the URI has a space
+    (``Replacing spaces in invalid WARC-Target-URI: ...``), which Python prints to stderr when the
+    application configured no logging: an escape sequence in the URI reached the terminal raw
+    (retitling or clearing it), and the line was not one of the command's. The URI is read as
+    warcio reads it (spaces as ``%20``) and printed escaped where a message names it; warcio's
+    records go nowhere unless the application routes them (they still propagate)."""
+    logging.getLogger("warcio").addHandler(logging.NullHandler())

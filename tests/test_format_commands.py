@@ -352,3 +352,42 @@ def test_sigterm_or_ctrl_c_during_query_output_removes_its_files_and_keeps_the_p
     assert "Traceback" not in err and err.startswith("Interrupted:") and err.count("\n") == 1, (code, err)
     assert set(tmp_path.iterdir()) == before  # its temporary and lock files gone
     assert out.read_text(encoding="utf-8") == "the previous output\n"
+
+
+def test_parquet_dates_and_times_named_as_metadata_are_stored_as_text(database_url, tmp_path):
+    # jsonb has no type for a date: every row of a Parquet file naming a timestamp or date column in
+    # --metadata-field failed ("metadata value at published_at is a datetime, which JSON cannot hold"),
+    # nothing stored (hostile/parquet_keep_types.py).
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = wiki()[:3]
+    utc = datetime.timezone.utc
+    path = tmp_path / "in.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "id": [r["id"] for r in records],
+                "text": [r["text"] for r in records],
+                "published_at": pa.array(
+                    [datetime.datetime(2024, 6, n + 1, 8, tzinfo=utc) for n in range(3)], pa.timestamp("us", tz="UTC")
+                ),
+                "day": pa.array([datetime.date(2024, 6, n + 1) for n in range(3)]),
+                "seen": pa.array([[datetime.datetime(2024, 7, 1)], [], None], pa.list_(pa.timestamp("ms"))),
+            }
+        ),
+        path,
+    )
+    fields = ["--metadata-field", "published_at", "--metadata-field", "day", "--metadata-field", "seen"]
+    result = invoke(database_url, "add", str(path), "--key-field", "id", *fields)
+    assert result.exit_code == 0 and "added 3" in result.output, result.output
+    with Store(database_url) as store:
+        assert store.get(records[0]["id"]).metadata == {
+            "published_at": "2024-06-01 08:00:00+00:00",
+            "day": "2024-06-01",
+            "seen": ["2024-07-01 00:00:00"],
+        }
+    again = invoke(database_url, "add", str(path), "--key-field", "id", *fields)
+    assert "unchanged 3" in again.output, again.output

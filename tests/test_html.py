@@ -836,3 +836,55 @@ def test_a_charset_of_thousands_of_spaces_is_read_in_one_pass():
     assert charset_of_meta(b"<meta content='text/html; charset= ' gbk'>") == html._codec("gbk")
     assert charset_of_header("text/html; charset=" + spaces) is None
     assert charset_of_header("text/html; charset=" + spaces + '"' + spaces + "GB2312") == "gb18030"
+
+
+def test_a_warc_record_without_a_target_uri_costs_itself_and_warcios_warning_stays_off_the_terminal(tmp_path, capfd):
+    # A response without WARC-Target-URI was an AttributeError inside warcio's parser: the archive
+    # counted as damaged there and every record after it was lost. A URI holding a space made warcio
+    # log a warning holding the URI raw, escape sequences and all, on stderr (hostile/warc_uris.py).
+    from simhash_store.corpus import Skip
+    from simhash_store.formats import read_records
+
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    without_uri = _raw_response("http://e/gone", zh).replace(b"WARC-Target-URI: http://e/gone\r\n", b"")
+    archive = b"".join(
+        (
+            _raw_response("http://e/u1", zh),
+            without_uri,
+            _raw_response("http://e/a b\x1b]0;retitled\x07", zh),
+            _raw_response("http://e/u3", zh),
+        )
+    )
+    (tmp_path / "uris.warc").write_bytes(archive)
+    rows = list(read_records(str(tmp_path / "uris.warc")))
+    assert not any(isinstance(record, Skip) for _, record in rows), rows
+    assert [record["key"] for _, record in rows] == [
+        "http://e/u1",
+        "",  # no key: a bad record of its own where the key is taken
+        "http://e/a%20b\x1b]0;retitled\x07",  # as warcio reads it; printed escaped where a message names it
+        "http://e/u3",
+    ]
+    assert capfd.readouterr().err == ""
+
+
+def test_a_warc_response_of_an_error_status_is_not_the_page_at_its_uri(tmp_path):
+    # A recrawl in which a page answered 503 replaced the page's stored fingerprint with the error
+    # page's, exit 0 (hostile/warc_error_status.py): a 404, a 500, a redirect's body or a part of the
+    # page (206) is not the page at that URI. They are passed over as responses that are not HTML are.
+    from simhash_store.formats import read_records
+
+    zh = page("zh-news-gbk.html").decode("gbk").encode()
+    statuses = {"ok": b"200 OK", "gone": b"404 Not Found", "busy": b"503 Service Unavailable"}
+    statuses |= {"moved": b"301 Moved Permanently", "part": b"206 Partial Content", "made": b"201 Created"}
+    head = b"\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+    archive = b"".join(
+        _raw_response(f"http://e/{name}", zh, declared=len(b"HTTP/1.1 " + status + head) + len(zh)).replace(
+            b"HTTP/1.1 200 OK", b"HTTP/1.1 " + status
+        )
+        for name, status in statuses.items()
+    )
+    (tmp_path / "statuses.warc").write_bytes(archive)
+    assert [record["key"] for _, record in read_records(str(tmp_path / "statuses.warc"))] == [
+        "http://e/ok",
+        "http://e/made",
+    ]

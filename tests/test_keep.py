@@ -891,3 +891,51 @@ def test_recluster_by_another_field_than_the_one_whose_values_are_stored_is_refu
         assert refused.output.count("\n") == 1, refused.output
     with Store(database_url) as store:
         assert str(store.keep_policy()) == "longest"
+
+
+@pytest.mark.parametrize(
+    ("field", "direction", "kept"),
+    [("published_at", "desc", "c"), ("published_at", "asc", "b"), ("day", "desc", "c"), ("price", "asc", "c")],
+)
+def test_parquet_dates_times_and_decimals_rank_by_their_values(
+    database_url, tmp_path, sample_paragraphs, field, direction, kept
+):
+    # A Parquet timestamp[us], date32 or decimal keep field ranked as missing: every copy tied and
+    # the first was kept, silently, whatever the direction (hostile/parquet_keep_types.py).
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = sample_paragraphs[3]
+    utc = datetime.timezone.utc
+    table = pa.table(
+        {
+            "key": ["a", "b", "c"],
+            "text": [text, "【转载】" + text, text + "（完）"],
+            "published_at": pa.array(
+                [
+                    datetime.datetime(2024, 6, 2, 8, tzinfo=utc),
+                    datetime.datetime(2024, 6, 1, tzinfo=utc),
+                    datetime.datetime(2024, 6, 3, tzinfo=utc),
+                ],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "day": pa.array([datetime.date(2024, 6, 2), datetime.date(2024, 6, 1), datetime.date(2024, 6, 3)]),
+            "price": pa.array(
+                [decimal.Decimal("10.50"), decimal.Decimal("9.75"), decimal.Decimal("2.00")], pa.decimal128(6, 2)
+            ),
+        }
+    )
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source)
+    output = tmp_path / "out.parquet"
+    env = {"SIMHASH_STORE_URL": str(database_url)}
+    result = CliRunner().invoke(
+        app, ["dedup", str(source), "-o", str(output), "--keep", f"field:{field}:{direction}"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert [r["key"] for r in pq.read_table(output).to_pylist()] == [kept]
+    with Store(database_url) as store:
+        assert store.memberships(["a"])["a"].representative == kept

@@ -240,3 +240,44 @@ def test_with_user_dict_refuses_what_is_not_a_file_of_words_without_blocking(tmp
     assert len(answers) == len(cases), done.stdout
     for (path, expected), answer in zip(cases.items(), answers):
         assert answer.startswith("UserDictionaryError: ") and str(path) in answer and expected in answer, answer
+
+
+def test_a_dictionary_jieba_would_hold_in_memory_growing_with_a_words_square_is_refused(database_url, tmp_path):
+    # jieba keeps every prefix of a word: one word of a million characters (a 3 MB file, within the
+    # 64 MiB bound) took 23 GB before the kernel killed the process; a frequency of 5,000 digits was
+    # jieba's ValueError, reported as "not UTF-8" (hostile/user_dict_long_word.py). The scheme records
+    # the file's SHA-256, so a role that may write the store can name such a file as well as make one.
+    import hashlib
+
+    long_word = tmp_path / "long.txt"
+    long_word.write_text("近似重复检测 5 n\n" + "近" * 200_000 + " 5 n\n", encoding="utf-8")
+    huge_frequency = tmp_path / "frequency.txt"
+    huge_frequency.write_text("近似重复检测 " + "9" * 5000 + " n\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", WITH_USER_DICT, str(long_word), str(huge_frequency)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_bounded,
+    )
+    assert done.stdout.splitlines() == [
+        f"UserDictionaryError: user dictionary {long_word}, line 2: a word of 200,000 characters; at most 100 "
+        "(jieba keeps every prefix of a word, so its memory grows with the square of the word's length)",
+        f"UserDictionaryError: user dictionary {huge_frequency}, line 1: a frequency of 5,000 digits; at most 18",
+    ], done.stderr[-2000:]
+
+    _store_with_dictionary(database_url, tmp_path)
+    engine = create_engine(database_url)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "UPDATE simhash.store_info SET scheme = scheme || jsonb_build_object('user_dict', CAST(:p AS text), "
+                "'user_dict_sha256', CAST(:d AS text))"
+            ),
+            {"p": str(long_word), "d": hashlib.sha256(long_word.read_bytes()).hexdigest()},
+        )
+    engine.dispose()
+    document = tmp_path / "doc.txt"
+    document.write_text(TEXT, encoding="utf-8")
+    _one_error_line(cli(database_url, "query", str(document)), "line 2: a word of 200,000 characters; at most 100")
+    assert _stored(database_url) == (1, {"stored.txt": PINNED})

@@ -8,6 +8,7 @@ collision. No database here.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import IO, Any
 
 from ..corpus import BAD_KEY, BAD_RECORD, KEY_COLLISION, Skip, Source
 from ..errors import InvalidValueError, SimhashStoreError
+from ..keep import keep_form
 from ..validation import validate_key, validate_metadata
 from .html import field_text
 from .lines import DEFAULT_MAX_BYTES, HugeInteger, short
@@ -102,7 +104,7 @@ def record_documents(rows: Iterable[tuple[str, dict | Skip]], options: ReadOptio
         if isinstance(metadata, str):
             yield Skip(where, BAD_RECORD, metadata)
             continue
-        keep_value = record.get(options.keep_field) if options.keep_field is not None else None
+        keep_value = keep_form(record.get(options.keep_field)) if options.keep_field is not None else None
         yield Source(
             key,
             text=text,
@@ -123,7 +125,28 @@ def _metadata(record: dict, fields: tuple[str, ...]) -> dict[str, Any] | str | N
     try:
         return validate_metadata(kept)
     except InvalidValueError as exc:
+        refused = str(exc)
+    try:  # dates and times (Parquet) are kept as text; looked for only where something was refused
+        dated = {name: _dates_as_text(value) for name, value in kept.items()}
+        return validate_metadata(dated)
+    except RecursionError:
+        return refused
+    except InvalidValueError as exc:
         return str(exc)
+
+
+def _dates_as_text(value: Any) -> Any:
+    """A value with each date and time in it (a Parquet ``timestamp``, ``date32``, ``time64``, also in
+    lists and structs) as the text every output writes for it (``2024-06-03 08:00:00+00:00``): jsonb
+    has no type for them, and every record of a Parquet file naming such a column in
+    ``--metadata-field`` failed (``metadata value at published_at is a datetime``)."""
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
+    if type(value) is dict:
+        return {name: _dates_as_text(member) for name, member in value.items()}
+    if type(value) is list:
+        return [_dates_as_text(item) for item in value]
+    return value
 
 
 def read_jsonl(
