@@ -843,6 +843,23 @@ def test_an_output_that_cannot_be_written_is_one_line_and_keeps_what_was_stored(
     assert {key for key in stored(database_url) if key.startswith("full/")} == {f"full/r{i}" for i in range(5)}
 
 
+def test_a_short_output_into_a_pipe_its_reader_closed_ends_silently_with_status_1(database_url, tmp_path):
+    """`simhash-store dups --json | head -0`: a short output is written only at the end, where the
+    interpreter's last flush printed "Exception ignored ... BrokenPipeError" and exited 120. Now as
+    for a long output (click's rule for a reader that went away): nothing on stderr, exit status 1."""
+    source = write(tmp_path / "a.txt", TRADITIONAL)
+    other = write(tmp_path / "b.txt", "城际铁路东线本月底开通运营，沿线设站十二座。")
+    assert _run_with_stdout(database_url, subprocess.DEVNULL, "add", str(source), str(other)).returncode == 0
+    for command in (["dups", "--json", "-k", "64"], ["stats", "--json"], ["fingerprint", str(source)]):
+        reader, writer = os.pipe()
+        os.close(reader)  # the reader has gone before the command writes anything
+        try:
+            result = _run_with_stdout(database_url, writer, *command)
+        finally:
+            os.close(writer)
+        assert (result.returncode, result.stderr) == (1, ""), command
+
+
 def test_a_batch_size_past_any_transaction_is_a_usage_error_not_a_traceback(tmp_path):
     # --batch-size 99999999999999999999 reached itertools.islice: a ValueError traceback, exit 1.
     source = tmp_path / "in.jsonl"

@@ -72,7 +72,8 @@ def _output_failed(error: OSError) -> None:
     at /dev/null, so that the interpreter's last flush of it does not fail again on the way out."""
     from .common import err
 
-    err.print(f"Error: cannot write the output: {error.strerror or error}", markup=False)
+    if error.errno != errno.EPIPE:  # a reader that went away (`| head`) is no error: exit 1 silently, as click does
+        err.print(f"Error: cannot write the output: {error.strerror or error}", markup=False)
     try:
         if sys.stdout is not None:
             null = os.open(os.devnull, os.O_WRONLY)
