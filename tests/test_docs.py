@@ -135,3 +135,15 @@ def test_sql_examples_run_and_give_the_values_their_comments_show(database_url):
     finally:
         engine.dispose()
     assert checked >= 3
+
+
+def test_every_test_the_docs_name_exists():
+    """A reader checks a claim in docs/reliability.md by running the test it names: each name must
+    be a test (or a test module) of tests/, not one renamed or removed since."""
+    defined = set()
+    for path in (REPO / "tests").rglob("*.py"):
+        defined.add(path.stem)
+        defined.update(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), flags=re.M))
+    for page in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        named = set(re.findall(r"\b(test_\w+)", page.read_text(encoding="utf-8")))
+        assert named <= defined, f"{page.name} names tests that do not exist: {sorted(named - defined)}"
