@@ -789,6 +789,9 @@ def test_records_named_as_a_fifo_or_a_device_are_refused_by_every_command(databa
 
 def _run_with_stdout(url, stdout, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
+    # As in a user's shell: standard output buffered, so a short output is only written, and
+    # fails, at the command's end (PYTHONUNBUFFERED=1, set where the tests ran, hid that).
+    env.pop("PYTHONUNBUFFERED", None)
     env["SIMHASH_STORE_URL"] = url_text(url)
     return subprocess.run(
         [sys.executable, "-m", "simhash_store.cli", *args],
@@ -827,12 +830,34 @@ def test_an_output_that_cannot_be_written_is_one_line_and_keeps_what_was_stored(
             "query --json": _run_with_stdout(database_url, full, "query", str(records), "--json"),
             "query": _run_with_stdout(database_url, full, "query", str(records)),
             "dups --json": _run_with_stdout(database_url, full, "dups", "--json"),
+            "dups": _run_with_stdout(database_url, full, "dups"),
+            "stats --json": _run_with_stdout(database_url, full, "stats", "--json"),
             "fingerprint": _run_with_stdout(database_url, full, "fingerprint", str(records)),
         }
     for command, result in results.items():
         assert result.returncode == 1, (command, result.stderr)
-        assert result.stderr.splitlines() == ["Error: cannot write the output: No space left on device"], command
+        lines = result.stderr.splitlines()
+        if command == "dups":  # its count of what it found comes first, then the error
+            lines = lines[1:]
+        assert lines == ["Error: cannot write the output: No space left on device"], command
     assert {key for key in stored(database_url) if key.startswith("full/")} == {f"full/r{i}" for i in range(5)}
+
+
+def test_a_short_output_into_a_pipe_its_reader_closed_ends_silently_with_status_1(database_url, tmp_path):
+    """`simhash-store dups --json | head -0`: a short output is written only at the end, where the
+    interpreter's last flush printed "Exception ignored ... BrokenPipeError" and exited 120. Now as
+    for a long output (click's rule for a reader that went away): nothing on stderr, exit status 1."""
+    source = write(tmp_path / "a.txt", TRADITIONAL)
+    other = write(tmp_path / "b.txt", "城际铁路东线本月底开通运营，沿线设站十二座。")
+    assert _run_with_stdout(database_url, subprocess.DEVNULL, "add", str(source), str(other)).returncode == 0
+    for command in (["dups", "--json", "-k", "64"], ["stats", "--json"], ["fingerprint", str(source)]):
+        reader, writer = os.pipe()
+        os.close(reader)  # the reader has gone before the command writes anything
+        try:
+            result = _run_with_stdout(database_url, writer, *command)
+        finally:
+            os.close(writer)
+        assert (result.returncode, result.stderr) == (1, ""), command
 
 
 def test_a_batch_size_past_any_transaction_is_a_usage_error_not_a_traceback(tmp_path):

@@ -91,3 +91,59 @@ def test_no_example_puts_a_token_on_a_command_line():
         for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
             if "curl" in line or line.lstrip().startswith(("-H", "--header")):
                 assert not re.search(r"-H\s+['\"]?Authorization", line), f"{page.name}:{number}: {line}"
+
+
+def _sql_examples(page: Path) -> list[list[tuple[str, str]]]:
+    """The ```sql blocks of a page: each a list of (statement, the comment on its last line)."""
+    blocks = []
+    for block in re.findall(r"```sql\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S):
+        statements: list[tuple[str, str]] = []
+        pending: list[str] = []
+        for line in block.splitlines():
+            code, _, comment = line.partition("--")
+            if code.strip():
+                pending.append(code)
+            if code.rstrip().endswith(";"):
+                statements.append(("\n".join(pending), comment.strip()))
+                pending = []
+        blocks.append(statements)
+    return blocks
+
+
+def test_sql_examples_run_and_give_the_values_their_comments_show(database_url):
+    """A reader pastes the SQL of README.md and docs/sql.md into psql: every statement runs on a
+    new store, and a comment that shows a value (`-- 'a0138063aca2cebe'`, `-- 255: ...`) is what the
+    statement before it returns."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(database_url)
+    checked = 0
+    try:
+        for page in (REPO / "README.md", REPO / "docs" / "sql.md", REPO / "docs" / "dedup.md"):
+            with engine.connect() as connection:  # each page on a new store, its blocks in order: rolled back
+                for block in _sql_examples(page):
+                    for statement, comment in block:
+                        result = connection.execute(text(statement.replace(":", r"\:")))
+                        rows = result.all() if result.returns_rows else []
+                        shown = re.match(r"('[^']*'|-?\d+)(?=$|[:\s])", comment)
+                        if shown and rows:
+                            assert repr(rows[0][0]) == shown.group(1), (page.name, statement, rows)
+                            checked += 1
+                        elif shown:
+                            raise AssertionError(f"{page.name}: {statement} returns no row, its comment shows one")
+                connection.rollback()
+    finally:
+        engine.dispose()
+    assert checked >= 3
+
+
+def test_every_test_the_docs_name_exists():
+    """A reader checks a claim in docs/reliability.md by running the test it names: each name must
+    be a test (or a test module) of tests/, not one renamed or removed since."""
+    defined = set()
+    for path in (REPO / "tests").rglob("*.py"):
+        defined.add(path.stem)
+        defined.update(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), flags=re.M))
+    for page in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        named = set(re.findall(r"\b(test_\w+)", page.read_text(encoding="utf-8")))
+        assert named <= defined, f"{page.name} names tests that do not exist: {sorted(named - defined)}"

@@ -542,6 +542,27 @@ def test_a_missing_key_field_is_one_line(database_url, tmp_path):
     ]
 
 
+def test_dedup_of_records_without_the_named_fields_says_which_options_name_them(database_url, tmp_path):
+    # dedup said which fields the first record has, but not, as add does, which options choose them.
+    path = tmp_path / "pages.jsonl"
+    path.write_text("\n".join(json.dumps({"url": f"u{i}", "body": TEXT_A}) for i in range(5)), encoding="utf-8")
+    output = tmp_path / "clean.jsonl"
+    result = invoke(database_url, "dedup", str(path), "-o", str(output))
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"Error: {path}:1: the first record has no field 'key' (the key) or 'text' (the text); "
+        "its fields are 'url', 'body' (choose them with --key-field and --text-field)"
+    ]
+    result = invoke(database_url, "dedup", str(path), "--key-field", "url", "--html-field", "html", "-o", str(output))
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"Error: {path}:1: the first record has no field 'html' (the page); "
+        "its fields are 'url', 'body' (choose them with --key-field and --html-field)"
+    ]
+    assert not output.exists() and stored(database_url) == {}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pages.jsonl"]  # no lock or temporary file left
+
+
 def test_import_hostile_csv_and_tsv_stores_every_good_row(database_url, tmp_path):
     (tmp_path / "legacy.csv").write_bytes(
         b"key,fingerprint\r" + f'a1,{HEX}\rb2,"{HEX}\rc3,{HEX}\rbig,'.encode() + b"9" * 5000 + f"\rd4,{HEX}\r".encode()

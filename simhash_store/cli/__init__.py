@@ -72,7 +72,8 @@ def _output_failed(error: OSError) -> None:
     at /dev/null, so that the interpreter's last flush of it does not fail again on the way out."""
     from .common import err
 
-    err.print(f"Error: cannot write the output: {error.strerror or error}", markup=False)
+    if error.errno != errno.EPIPE:  # a reader that went away (`| head`) is no error: exit 1 silently, as click does
+        err.print(f"Error: cannot write the output: {error.strerror or error}", markup=False)
     try:
         if sys.stdout is not None:
             null = os.open(os.devnull, os.O_WRONLY)
@@ -83,6 +84,15 @@ def _output_failed(error: OSError) -> None:
     raise SystemExit(1)
 
 
+def _flush_standard_output() -> None:
+    """Write what is still buffered for standard output before the interpreter's own last flush:
+    a short output (``dups --json > /dev/full``) fails only there, where the error is printed as
+    "Exception ignored" and the exit status is 120. Here it is an OSError like any other write's."""
+    stdout = sys.stdout
+    if stdout is not None and not stdout.closed:
+        stdout.flush()
+
+
 def main() -> None:
     # A connection cut off by Ctrl-C or SIGTERM in the middle of a statement cannot be reset, and
     # SQLAlchemy's pool logs that with a traceback; the command says "Interrupted" in one line.
@@ -90,7 +100,11 @@ def main() -> None:
     # psycopg logs the rollback it could not send on such a connection ("error ignored in rollback").
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     try:
-        app()
+        try:
+            app()
+        except SystemExit:
+            _flush_standard_output()
+            raise
     except UnicodeEncodeError as exc:
         if not _is_a_stream_encoding(exc.encoding):
             raise

@@ -313,23 +313,27 @@ def dedup_command(
             fingerprinter = ingest.early_fingerprinter(None, jobs, 0)
         with fingerprinter, opened_store() as store:
             with progress("deduplicating", quiet, None if many else size) as on_progress:
-                counts = dedup_files(
-                    inputs,
-                    input_formats,
-                    writer,
-                    store=store,
-                    key=key_field,
-                    text=html_field or text_field,
-                    max_distance=max_distance,
-                    keep=policy,
-                    annotate=annotate,
-                    fingerprinter=fingerprinter,
-                    batch_size=batch_size,
-                    html=html_field is not None,
-                    on_failure=lambda message: warn(f"failed: {message}"),
-                    on_progress=on_progress,
-                    in_memory=ray_address is not None,  # the decisions of dedup_dataset (docs/scale-out.md)
-                )
+                try:
+                    counts = dedup_files(
+                        inputs,
+                        input_formats,
+                        writer,
+                        store=store,
+                        key=key_field,
+                        text=html_field or text_field,
+                        max_distance=max_distance,
+                        keep=policy,
+                        annotate=annotate,
+                        fingerprinter=fingerprinter,
+                        batch_size=batch_size,
+                        html=html_field is not None,
+                        on_failure=lambda message: warn(f"failed: {message}"),
+                        on_progress=on_progress,
+                        in_memory=ray_address is not None,  # the decisions of dedup_dataset (docs/scale-out.md)
+                    )
+                except formats.MissingFieldError as exc:  # the first record lacks the key or the text field
+                    fields = "--key-field and " + ("--html-field" if html_field else "--text-field")
+                    fail(f"{exc} (choose them with {fields})")
             if not quiet:
                 note = dedup_distance_note(store, max_distance)
                 passed = "".join(
