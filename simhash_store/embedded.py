@@ -360,11 +360,36 @@ def _stopped_postmaster(pgdata: Path) -> int | None:
     import psutil
 
     try:
-        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        pid = int(_server_file_lines(pgdata / "postmaster.pid")[0])
         process = psutil.Process(pid)
         return pid if process.status() == psutil.STATUS_STOPPED and _of_the_servers_user(process) else None
-    except (OSError, ValueError, psutil.Error):
+    except (OSError, ValueError, IndexError, psutil.Error):
         return None
+
+
+def _server_file_lines(path: Path, limit: int = 64 << 10) -> list[str]:
+    """The lines of a small file the server writes (``postmaster.pid``, a socket's lock file), read
+    without following a link or waiting, at most ``limit`` bytes; OSError when it is not a regular file.
+
+    As root the data directory belongs to the server's account: a FIFO of that account's at
+    ``postmaster.pid`` hung every command of root's for good (before the lock's 60 s had any say), and a
+    link put another file's lines in its place."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        return os.pread(descriptor, limit, 0).decode(errors="replace").split("\n")
+    finally:
+        os.close(descriptor)
+
+
+def _own_socket_directory(directory: Path, pgdata: Path) -> bool:
+    """Whether ``directory`` is where the package puts a socket of the server in ``pgdata``: that data
+    directory itself, or a directory of its own in this user's runtime directory."""
+    if directory == pgdata:
+        return True
+    runtime = os.path.normpath(_runtime_directory() / "server")
+    return os.path.normpath(directory.parent) == runtime and directory.name not in ("", ".", "..")
 
 
 def _live_users(pgdata: Path) -> list[int]:
@@ -386,22 +411,29 @@ def _remove_stale_pid_file(pgdata: Path) -> None:
     pid_file = pgdata / "postmaster.pid"
     socket_directories = {pgdata}
     try:
-        lines = pid_file.read_text().split("\n")
+        lines = _server_file_lines(pid_file)
         pid = int(lines[0])
     except (OSError, ValueError):
         pid = None
+        # Not a regular file (a FIFO, a link: as root, of the server's account's): not one PostgreSQL wrote.
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.lstat(pid_file).st_mode):
+                pid_file.unlink()
     if pid is not None:
         if _is_running_server(pid):
             return  # a real server: join it
-        if len(lines) > 4 and lines[4].strip():
-            socket_directories.add(Path(lines[4].strip()))  # line 5: where its socket is
+        # Line 5: where its socket is. Only where the package puts it: the line is as the data directory's
+        # owner wrote it (as root, the server's account), and a lock file elsewhere (the machine's own
+        # PostgreSQL's, in /run/postgresql, whose server runs as another user) is no lock of this server's.
+        if len(lines) > 4 and lines[4].strip() and _own_socket_directory(Path(lines[4].strip()), pgdata):
+            socket_directories.add(Path(lines[4].strip()))
         _log.info("removing stale %s (pid %s is not a running server)", pid_file, pid)
         pid_file.unlink(missing_ok=True)
     # Checked even without a pid file: a start that failed on the lock has already removed it.
     for directory in socket_directories:
         for lock in directory.glob(".s.PGSQL.*.lock"):
             try:
-                owner = int(lock.read_text().split("\n", 1)[0])
+                owner = int(_server_file_lines(lock)[0])
             except (OSError, ValueError):
                 continue
             if not _is_running_server(owner):
@@ -1435,7 +1467,7 @@ def tcp_address(directory: Path, database: str, user: str, password: str | None)
     """Where ``user`` reaches ``database`` over TCP while the running server in ``directory``
     listens there (a ``serve --listen``), else None."""
     try:
-        lines = (directory / "pgdata" / "postmaster.pid").read_text().split("\n")
+        lines = _server_file_lines(directory / "pgdata" / "postmaster.pid")
         port, listening = int(lines[3]), lines[5].strip()  # as PostgreSQL documents its lines 4 and 6
     except (OSError, ValueError, IndexError):
         return None

@@ -1092,6 +1092,31 @@ def test_the_servers_log_bound_cuts_only_the_servers_own_file(tmp_path):
     assert log.stat().st_size < 1000
 
 
+def test_a_stale_pid_file_removes_no_lock_file_outside_the_servers_own_socket_directories(tmp_path):
+    # postmaster.pid's fifth line names the socket's directory, whose lock file is removed when its pid is
+    # no running server of the user's. As root that line is the server's account's to write: naming
+    # /run/postgresql, root removed the machine's own PostgreSQL's socket lock file (its server runs as
+    # another user, so its pid counted as no server). And a FIFO at postmaster.pid hung every command.
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    elsewhere = tmp_path / "run-postgresql"
+    elsewhere.mkdir()
+    others_lock = elsewhere / ".s.PGSQL.5432.lock"
+    others_lock.write_text("1\n/var/lib/postgresql/15/main\n", encoding="utf-8")  # pid 1: not a server of ours
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid_file = pgdata / "postmaster.pid"
+    pid_file.write_text(f"{int(dead.stdout)}\n{pgdata}\n1700000000\n5432\n{elsewhere}\n\n", encoding="utf-8")
+    (pgdata / ".s.PGSQL.5432.lock").write_text(f"{int(dead.stdout)}\n", encoding="utf-8")
+    embedded._remove_stale_pid_file(pgdata)
+    assert not pid_file.exists() and not (pgdata / ".s.PGSQL.5432.lock").exists()  # its own: stale, removed
+    assert others_lock.read_text(encoding="utf-8").startswith("1\n")  # another server's: left alone
+    os.mkfifo(pid_file)  # no writer: reading it would wait for good
+    os.mkfifo(pgdata / ".s.PGSQL.5433.lock")
+    embedded._remove_stale_pid_file(pgdata)
+    assert not pid_file.exists()  # not a file PostgreSQL wrote: removed, and the server starts afresh
+    assert embedded._stopped_postmaster(pgdata) is None
+
+
 def test_the_last_line_of_the_servers_log_is_read_without_following_a_link_or_waiting(tmp_path):
     # Quoted in the error of a server that failed to start; as root the data directory is the server's
     # account's: a FIFO at <pgdata>/log hung the failing command, a link to a file of root's put its
