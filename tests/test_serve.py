@@ -1117,6 +1117,28 @@ def test_a_stale_pid_file_removes_no_lock_file_outside_the_servers_own_socket_di
     assert embedded._stopped_postmaster(pgdata) is None
 
 
+def test_the_list_of_the_servers_users_is_never_written_through_a_link_nor_waited_on(tmp_path):
+    # .handle_pids.json in the data directory: as root the directory is the server's account's, and a
+    # hard link of that account's there (fs.protected_hardlinks off) to a file of root's holding a JSON
+    # list had root rewrite that file when it pruned a dead user; a FIFO there hung every command for good.
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    elsewhere = tmp_path / "roots-file.json"
+    elsewhere.write_text(f"[{int(dead.stdout)}]", encoding="utf-8")
+    users = pgdata / ".handle_pids.json"
+    os.link(elsewhere, users)
+    assert embedded._live_users(pgdata) == []
+    assert elsewhere.read_text(encoding="utf-8") == f"[{int(dead.stdout)}]"  # left as it was
+    assert users.read_text(encoding="utf-8") == "[]" and users.stat().st_nlink == 1
+    users.unlink()
+    os.mkfifo(users)  # no writer: reading it would wait for good
+    assert embedded._live_users(pgdata) == []
+    embedded._UsersList(users).get_and_add(os.getpid())
+    assert embedded._live_users(pgdata) == [os.getpid()] and stat.S_ISREG(users.lstat().st_mode)
+    assert sorted(path.name for path in pgdata.iterdir()) == [".handle_pids.json"]  # no temporary file left
+
+
 def test_the_last_line_of_the_servers_log_is_read_without_following_a_link_or_waiting(tmp_path):
     # Quoted in the error of a server that failed to start; as root the data directory is the server's
     # account's: a FIFO at <pgdata>/log hung the failing command, a link to a file of root's put its
