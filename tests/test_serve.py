@@ -1070,6 +1070,93 @@ def _wait_for(condition, seconds: float = 60) -> None:
 LOG_BOUND = 16 << 20  # the server's log is cut down past this (LOG_LIMIT_BYTES in embedded.py)
 
 
+def test_the_servers_log_bound_cuts_only_the_servers_own_file(tmp_path):
+    # As root the data directory belongs to the server's account: a hard link of that account's at
+    # <pgdata>/log to a large file of root's (fs.protected_hardlinks off) had root cut that file down
+    # to its last MiB at the next command's start. A file with other names, or of another user than
+    # the server's, is left alone; the server's own log is still cut. (The link made here as the user.)
+    other = tmp_path / "other.log"
+    other.write_bytes(b"a line of another file\n" * 200)
+    log = tmp_path / "log"
+    os.link(other, log)
+    assert not embedded.bound_log(tmp_path, limit=1000, keep=100)
+    assert other.read_bytes() == b"a line of another file\n" * 200
+    log.unlink()
+    log.write_bytes(b"a line of the server's\n" * 200)
+    if os.geteuid() == 0:
+        os.chown(log, 65534, 65534)  # nobody: not the server's user
+        assert not embedded.bound_log(tmp_path, limit=1000, keep=100)
+        assert log.stat().st_size == len(b"a line of the server's\n") * 200
+        os.chown(log, 0, 0)
+    assert embedded.bound_log(tmp_path, limit=1000, keep=100)
+    assert log.stat().st_size < 1000
+
+
+def test_a_stale_pid_file_removes_no_lock_file_outside_the_servers_own_socket_directories(tmp_path):
+    # postmaster.pid's fifth line names the socket's directory, whose lock file is removed when its pid is
+    # no running server of the user's. As root that line is the server's account's to write: naming
+    # /run/postgresql, root removed the machine's own PostgreSQL's socket lock file (its server runs as
+    # another user, so its pid counted as no server). And a FIFO at postmaster.pid hung every command.
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    elsewhere = tmp_path / "run-postgresql"
+    elsewhere.mkdir()
+    others_lock = elsewhere / ".s.PGSQL.5432.lock"
+    others_lock.write_text("1\n/var/lib/postgresql/15/main\n", encoding="utf-8")  # pid 1: not a server of ours
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid_file = pgdata / "postmaster.pid"
+    pid_file.write_text(f"{int(dead.stdout)}\n{pgdata}\n1700000000\n5432\n{elsewhere}\n\n", encoding="utf-8")
+    (pgdata / ".s.PGSQL.5432.lock").write_text(f"{int(dead.stdout)}\n", encoding="utf-8")
+    embedded._remove_stale_pid_file(pgdata)
+    assert not pid_file.exists() and not (pgdata / ".s.PGSQL.5432.lock").exists()  # its own: stale, removed
+    assert others_lock.read_text(encoding="utf-8").startswith("1\n")  # another server's: left alone
+    os.mkfifo(pid_file)  # no writer: reading it would wait for good
+    os.mkfifo(pgdata / ".s.PGSQL.5433.lock")
+    embedded._remove_stale_pid_file(pgdata)
+    assert not pid_file.exists()  # not a file PostgreSQL wrote: removed, and the server starts afresh
+    assert embedded._stopped_postmaster(pgdata) is None
+
+
+def test_the_list_of_the_servers_users_is_never_written_through_a_link_nor_waited_on(tmp_path):
+    # .handle_pids.json in the data directory: as root the directory is the server's account's, and a
+    # hard link of that account's there (fs.protected_hardlinks off) to a file of root's holding a JSON
+    # list had root rewrite that file when it pruned a dead user; a FIFO there hung every command for good.
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    elsewhere = tmp_path / "roots-file.json"
+    elsewhere.write_text(f"[{int(dead.stdout)}]", encoding="utf-8")
+    users = pgdata / ".handle_pids.json"
+    os.link(elsewhere, users)
+    assert embedded._live_users(pgdata) == []
+    assert elsewhere.read_text(encoding="utf-8") == f"[{int(dead.stdout)}]"  # left as it was
+    assert users.read_text(encoding="utf-8") == "[]" and users.stat().st_nlink == 1
+    users.unlink()
+    os.mkfifo(users)  # no writer: reading it would wait for good
+    assert embedded._live_users(pgdata) == []
+    embedded._UsersList(users).get_and_add(os.getpid())
+    assert embedded._live_users(pgdata) == [os.getpid()] and stat.S_ISREG(users.lstat().st_mode)
+    assert sorted(path.name for path in pgdata.iterdir()) == [".handle_pids.json"]  # no temporary file left
+
+
+def test_the_last_line_of_the_servers_log_is_read_without_following_a_link_or_waiting(tmp_path):
+    # Quoted in the error of a server that failed to start; as root the data directory is the server's
+    # account's: a FIFO at <pgdata>/log hung the failing command, a link to a file of root's put its
+    # last line in the error, a link to /dev/zero filled the memory.
+    secret = tmp_path / "secret"
+    secret.write_text("root:$6$hash:19000::::::\n", encoding="utf-8")
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    (pgdata / "log").symlink_to(secret)
+    assert embedded._last_log_line(pgdata) == ""
+    (pgdata / "log").unlink()
+    os.mkfifo(pgdata / "log")
+    assert embedded._last_log_line(pgdata) == ""
+    (pgdata / "log").unlink()
+    (pgdata / "log").write_bytes(b"x" * 200_000 + b"\nFATAL:  the real reason\n\n")
+    assert embedded._last_log_line(pgdata) == "FATAL:  the real reason"
+
+
 def test_the_servers_log_is_cut_down_at_a_commands_start_and_while_serve_listens(data_dir):
     # PostgreSQL never rotates the log pg_ctl writes into the data directory, and while serve --listen
     # runs every connection it refuses adds a line: another local user's loop of refused connections,

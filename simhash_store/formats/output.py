@@ -275,8 +275,14 @@ _ACL = "system.posix_acl_access"
 def _permissions_to_keep(path: str, found: os.stat_result) -> tuple[os.stat_result | None, bytes | None]:
     """The status and access ACL of this user's regular file at ``path`` (``found`` when it was
     looked at), read from one handle; (None, None) when the name or the file is not this user's,
-    or is no longer the one found; its mode and an unknown ACL (``b""``) when it cannot be read."""
-    if not _ours(path, found):
+    or is no longer the one found, or has other names; its mode and an unknown ACL (``b""``) when it
+    cannot be read.
+
+    A file with another name (a hard link) may be another file of the user's that someone else
+    linked here: in /tmp, another user who may write a file the user shares with a group linked it
+    at the name of the user's next output, which took its group and mode and became theirs to
+    rewrite. The output replaces only this name, so it keeps nothing of that file."""
+    if not _ours(path, found) or _other_names(found):
         return None, None
     try:
         handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -284,11 +290,16 @@ def _permissions_to_keep(path: str, found: os.stat_result) -> tuple[os.stat_resu
         return found, b""
     try:
         status = os.fstat(handle)
-        if _identity(status) != _identity(found) or not _ours_status(status):
+        if _identity(status) != _identity(found) or not _ours_status(status) or _other_names(status):
             return None, None
         return status, _access_acl(handle)
     finally:
         os.close(handle)
+
+
+def _other_names(status: os.stat_result) -> bool:
+    """Whether the file of ``status`` has names besides the one it was found under (hard links)."""
+    return os.name == "posix" and status.st_nlink > 1
 
 
 def _ours_status(status: os.stat_result) -> bool:
