@@ -149,7 +149,7 @@ def comparable(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
-        return -_KEEP_INTEGER_BOUND < value < _KEEP_INTEGER_BOUND
+        return bool(-_KEEP_INTEGER_BOUND < value < _KEEP_INTEGER_BOUND)
     if isinstance(value, float):
         return math.isfinite(value)
     return isinstance(value, str) and len(value) <= KEEP_TEXT_MAX and text_problem(value) is None
