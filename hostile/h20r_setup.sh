@@ -4,6 +4,7 @@
 P="psql -h 127.0.0.1 -U root -v ON_ERROR_STOP=1 -q"
 $P -d postgres <<SQL
 DROP DATABASE IF EXISTS h20r_db;
+DROP DATABASE IF EXISTS h20r_copy;
 DO \$\$ DECLARE r text; BEGIN
   FOR r IN SELECT rolname FROM pg_roles WHERE rolname LIKE 'h20r\_%' LOOP EXECUTE format('DROP ROLE %I', r); END LOOP;
 END \$\$;
