@@ -38,7 +38,7 @@ from . import distributed
 from . import leaders as leader_search
 from .bits import from_signed
 from .errors import DatabaseError, InvalidValueError
-from .keep import KeepPolicy, Representative, leaders_keeping, stored_value
+from .keep import KeepPolicy, Representative, keep_value_text, leaders_keeping, stored_value
 from .pairs import TooManyPairs, distinct_pairs
 
 # Two-integer advisory lock: (project, purpose), the project constant of store.ADVISORY_LOCK_SPACE
@@ -63,8 +63,8 @@ _NEAR_DOCUMENTS = """
     FROM pg_catalog.unnest(%(fingerprints)s::bigint[]) WITH ORDINALITY AS q(fingerprint, ordinality)
     CROSS JOIN LATERAL simhash.near(q.fingerprint, %(k)s::integer, %(method)s::pg_catalog.text) m
 """
-_REPRESENTATIVES_AMONG = """
-    SELECT d.id, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value::pg_catalog.text, d.key
+_REPRESENTATIVES_AMONG = f"""
+    SELECT d.id, h.cluster, coalesce(d.arrival, d.id), d.length, {keep_value_text("d.keep_value")}, d.key
     FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id
     WHERE h.representative_id = ANY(%(ids)s::bigint[])
 """
@@ -221,7 +221,7 @@ def assign(
     if moved:
         cursor.execute(_HAND_OVER, {"keys": list(keys)})
     rows = cursor.execute(
-        "SELECT id, fingerprint, key, length, keep_value::pg_catalog.text FROM simhash.documents "
+        f"SELECT id, fingerprint, key, length, {keep_value_text('keep_value')} FROM simhash.documents "
         "WHERE key = ANY(%s::pg_catalog.text[]) AND cluster IS NULL",
         (list(keys),),
     ).fetchall()
@@ -312,6 +312,12 @@ class _StoredHead:
     rank: tuple
 
 
+def _policys_value(policy: KeepPolicy, column: str = "d.keep_value") -> str:
+    """SQL for the keep values a scan of every representative (or document) reads: none unless the
+    policy ranks by a field (:func:`keep.keep_value_text`)."""
+    return keep_value_text(column) if policy.kind == "field" else "NULL::pg_catalog.text"
+
+
 def _stored_candidates(
     cursor: psycopg.Cursor, policy: KeepPolicy, signed: list[int], values: np.ndarray, k: int
 ) -> list[list[_StoredHead]]:
@@ -320,7 +326,7 @@ def _stored_candidates(
     all: far cheaper than a radius search per document, a few ms each at k = 11); beyond, in SQL."""
     found: list[list[_StoredHead]] = [[] for _ in signed]
     rows = cursor.execute(
-        "SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value::pg_catalog.text, "
+        f"SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, {_policys_value(policy)}, "
         "d.key FROM simhash.cluster_heads h JOIN simhash.documents d ON d.id = h.representative_id ORDER BY d.id LIMIT %s",
         (IN_MEMORY_REPRESENTATIVES + 1,),
     ).fetchall()
@@ -368,8 +374,8 @@ _STORE_STATE = """
 """
 
 # The representatives among the given keys (on Citus: the shards of those keys only).
-_REPRESENTATIVES_BY_KEY = """
-    SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, d.keep_value::pg_catalog.text, d.key
+_REPRESENTATIVES_BY_KEY = f"""
+    SELECT d.id, d.fingerprint, h.cluster, coalesce(d.arrival, d.id), d.length, {keep_value_text("d.keep_value")}, d.key
     FROM simhash.documents d JOIN simhash.cluster_heads h ON h.representative_id = d.id
     WHERE d.key = ANY(%(keys)s::pg_catalog.text[])
 """
@@ -622,8 +628,8 @@ def recluster(connection, k: int, policy: KeepPolicy | str | None = None) -> tup
         chosen = keep_policy(cursor) if policy is None else KeepPolicy.parse(policy)
         _check_field_values(cursor, chosen)
         rows = cursor.execute(
-            "SELECT id, fingerprint, coalesce(arrival, id), length, keep_value::pg_catalog.text FROM simhash.documents "
-            "ORDER BY coalesce(arrival, id), id"
+            f"SELECT id, fingerprint, coalesce(arrival, id), length, {_policys_value(chosen, 'keep_value')} "
+            "FROM simhash.documents ORDER BY coalesce(arrival, id), id"
         ).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         values = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64)

@@ -8,7 +8,8 @@ document's arrival (input order, then the order of storing), so no two documents
 * ``field:NAME[:asc|desc]``: the value of the record's field NAME, ascending by default.
   Numbers compare numerically and come before strings; strings compare by code point, so ISO
   dates and times (``2024-05-01``, ``2024-05-01T08:00:00Z``) compare as dates when written alike.
-  A missing field, ``null``, ``true``/``false``, an object or a list ranks last, in both directions.
+  A missing field, ``null``, ``true``/``false``, an object or a list ranks last, in both directions,
+  and so does a string of over 1,000 characters or an integer of over 1,000 digits (:func:`comparable`).
   A Parquet date or time compares as the text outputs write for it (``2024-05-01 08:00:00``), a
   Parquet decimal as the number it is (:func:`keep_form`).
 
@@ -43,6 +44,15 @@ from .validation import text_problem
 Rank = tuple[Any, ...]  # a policy's sort key: the lower, the better copy
 
 POLICIES = ("first", "longest", "shortest", "field:NAME[:asc|desc]")
+# The longest string, and the most digits of an integer, that a keep value compares by: past them it
+# ranks as missing and is not stored. Every write into a clustered store reads the values of the
+# representatives it compares with, and another role may store any jsonb there: 40 values of 20 MB
+# made a one-document add take 1.8 GB.
+KEEP_TEXT_MAX = 1_000
+_KEEP_INTEGER_BOUND = 10**KEEP_TEXT_MAX
+# What the store sends of a stored value (its JSON text) at most: a string of KEEP_TEXT_MAX
+# characters, each escaped as six, fits; anything longer could not compare, and is read as none.
+KEEP_VALUE_READ_BYTES = 8_192
 _LAST = (2,)  # after every number (0, ...) and string (1, ...)
 
 
@@ -129,14 +139,33 @@ def keep_form(value: Any) -> Any:
 def comparable(value: Any) -> bool:
     """Whether a field value takes part in the comparison (a finite number or a string), and so is
     stored: a string PostgreSQL cannot hold (NUL, a lone surrogate) counts as missing, as in the
-    store, where its value is NULL (jsonb refuses it, which failed the whole batch)."""
+    store, where its value is NULL (jsonb refuses it, which failed the whole batch); so does a
+    string of over :data:`KEEP_TEXT_MAX` characters or an integer of over as many digits, which
+    the store never reads back (:func:`keep_value_text`).
+
+    >>> comparable("2024-05-01"), comparable("x" * 1001), comparable(10**999), comparable(10**1000)
+    (True, False, True, False)
+    """
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
-        return True
+        return bool(-_KEEP_INTEGER_BOUND < value < _KEEP_INTEGER_BOUND)
     if isinstance(value, float):
         return math.isfinite(value)
-    return isinstance(value, str) and text_problem(value) is None
+    return isinstance(value, str) and len(value) <= KEEP_TEXT_MAX and text_problem(value) is None
+
+
+def keep_value_text(column: str) -> str:
+    """SQL for a stored keep value ``column`` (jsonb) as JSON text, NULL where it is longer than
+    :data:`KEEP_VALUE_READ_BYTES` (no such value compares: it ranks as missing): another role's
+    values of megabytes are never sent. Its size on disk is asked first, which reads no value; a
+    small one that decompresses large is measured in the server."""
+    limit = KEEP_VALUE_READ_BYTES
+    return (
+        f"CASE WHEN pg_catalog.pg_column_size({column}) > {2 * limit} THEN NULL "
+        f"WHEN pg_catalog.octet_length({column}::pg_catalog.text) > {limit} THEN NULL "
+        f"ELSE {column}::pg_catalog.text END"
+    )
 
 
 def stored_value(text: str | None) -> Any:
@@ -261,4 +290,14 @@ def leaders_keeping(values: np.ndarray, ranks: list[Rank], k: int) -> tuple[np.n
     return cluster, head
 
 
-__all__ = ["POLICIES", "KeepPolicy", "Rank", "Representative", "comparable", "leaders_keeping", "stored_value"]
+__all__ = [
+    "KEEP_TEXT_MAX",
+    "POLICIES",
+    "KeepPolicy",
+    "Rank",
+    "Representative",
+    "comparable",
+    "keep_value_text",
+    "leaders_keeping",
+    "stored_value",
+]

@@ -154,6 +154,7 @@ class Lookup:
         with self._cursor() as cursor:
             return stored_fingerprints(cursor, keys)
 
+    @_database_errors
     def stored_digests(self, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
         """(content digest, fingerprint, length) of each of the keys that is stored, as ``Store.stored_digests``."""
         keys = validate_keys(keys)

@@ -939,3 +939,70 @@ def test_parquet_dates_times_and_decimals_rank_by_their_values(
     assert [r["key"] for r in pq.read_table(output).to_pylist()] == [kept]
     with Store(database_url) as store:
         assert store.memberships(["a"])["a"].representative == kept
+
+
+def _as_role(url, role: str) -> str:
+    """A psycopg URL of ``url``'s database for ``role`` (trust authentication)."""
+    return url.set(drivername="postgresql", username=role, password=None).render_as_string(hide_password=False)
+
+
+def test_a_keep_value_too_long_to_compare_ranks_as_missing_wherever_it_comes_from(
+    database_url, make_role, sample_paragraphs
+):
+    # Another role (a writer, a member of pg_write_all_data, another application) may store any
+    # jsonb as a keep value; the owner's writes read the representatives' values. A string of over
+    # 1,000 characters ranks as missing, from the store as from an input, and is never read whole.
+    from roles import WRITER_GRANTS  # tests/roles.py
+
+    policy = KeepPolicy.parse("field:published_at:asc")
+    assert policy.value_of({"published_at": "0" * 1001}) is None
+    assert policy.value_of({"published_at": "0" * 1000}) == "0" * 1000
+    assert policy.value_of({"published_at": 10**1000}) is None and policy.value_of({"published_at": 10**999})
+    text = sample_paragraphs[7]
+    with Store(database_url) as store:
+        store.init()
+        store.recluster(keep="field:published_at:asc")
+        store.add([NewDocument("a", fingerprint(text), keep_value="2024-06-02")])
+    writer = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    with psycopg.connect(_as_role(database_url, writer)) as connection:
+        connection.execute("UPDATE simhash.documents SET keep_value = to_jsonb(repeat('0', 2000)) WHERE key = 'a'")
+    with Store(database_url) as store:
+        result = store.add([NewDocument("b", fingerprint("【转载】" + text), keep_value="2024-06-03")])
+        assert result.replaced == [("a", "b")], result
+        assert store.memberships(["a"])["a"].representative == "b"
+
+
+def test_keep_values_another_role_made_huge_cost_the_owners_writes_no_memory(
+    database_url, make_role, sample_paragraphs
+):
+    # A writer set every representative's keep value to a 5 MB string (50 KB in the table,
+    # compressed): every later write into the clustered store read them all, whatever the keep rule
+    # (a one-document add took 1.8 GB and 9 s with 40 values of 20 MB); so did recluster.
+    import tracemalloc
+
+    from roles import WRITER_GRANTS  # tests/roles.py
+
+    with Store(database_url) as store:
+        store.init()
+        store.recluster(keep="field:published_at")
+        store.add(
+            [
+                NewDocument(f"p{i}", fingerprint(t), keep_value=f"2024-{i:02d}")
+                for i, t in enumerate(sample_paragraphs[:30])
+            ]
+        )
+    writer = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    with psycopg.connect(_as_role(database_url, writer)) as connection:
+        connection.execute("UPDATE simhash.documents SET keep_value = to_jsonb(repeat('x', 5000000) || id)")
+    with Store(database_url) as store:
+        for keep, added in (("field:published_at", 35), ("first", 36)):  # values read up to what compares; none
+            store.recluster(keep=keep)
+            tracemalloc.start()
+            try:
+                store.add([NewDocument(f"new{added}", fingerprint(sample_paragraphs[added]), keep_value="2024")])
+                store.recluster()
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            assert peak < 40_000_000, (keep, peak)  # 30 values of 5 MB: 150 MB as text, more parsed
+            assert store.memberships([f"new{added}"])[f"new{added}"].representative == f"new{added}"

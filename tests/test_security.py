@@ -3158,3 +3158,43 @@ def test_python_m_simhash_store_imports_nothing_from_the_working_directory(tmp_p
         assert not ran.exists(), f"python -m {module} ran {ran.read_text()}from {tmp_path}"
         assert result.returncode == 0, result.stderr
         assert "Usage" in result.stdout
+
+
+def test_a_query_of_records_waiting_on_a_table_another_role_rewrites_is_one_line(database_url, make_role, tmp_path):
+    # A writer's LOCK TABLE (UPDATE allows it), or the database's owner rewriting every table
+    # (VACUUM FULL, which PostgreSQL 15 lets it run on the store's): `query` of records, which looks
+    # up whether their keys are stored with the same text, ended in a LockNotAvailable traceback.
+    writer = make_role(database_url, *WRITER_GRANTS, prefix="simhash_writer")
+    with Store(database_url) as store:
+        store.init()
+        store.add([NewDocument("a", 0x1234)])
+    records = tmp_path / "q.jsonl"
+    records.write_text(
+        json.dumps({"key": "a", "text": "今天的天气很好，我们一起去公园散步吧。"}) + "\n", encoding="utf-8"
+    )
+    url = database_url.set(drivername="postgresql", username=writer, password=None).render_as_string(
+        hide_password=False
+    )
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE simhash.documents IN ACCESS EXCLUSIVE MODE")
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "simhash_store",
+                "query",
+                "--db",
+                database_url.render_as_string(hide_password=False),
+                str(records),
+                "--format",
+                "jsonl",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "SIMHASH_STORE_LOCK_TIMEOUT": "0.5"},
+            timeout=120,
+        )
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr and "╭" not in result.stderr, result.stderr
+    assert result.stderr.startswith("Error: ") and "lock timeout" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr

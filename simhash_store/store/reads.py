@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from ..bits import from_signed
 from ..errors import DatabaseError
+from ..keep import keep_value_text, stored_value
 from ..models import Document
 from ..search import check_query_options, query, query_many, stored_fingerprints  # noqa: F401 - the radius search, without SQLAlchemy
 from .documents import StoredDocument
@@ -68,12 +69,16 @@ def stored_metadata(connection: Connection, keys: Sequence[str]) -> dict[str, ob
 
 
 def stored_keep_values(connection: Connection, keys: Sequence[str]) -> dict[str, object]:
-    """The keep policy's field value (None for none) of each of the given keys that is stored."""
+    """The keep policy's field value (None for none) of each of the given keys that is stored; a
+    value too long to compare, which another role may have stored, as None (never read whole)."""
     c = documents.c
     rows = connection.execute(
-        select(c.key, c.keep_value).where(c.key == any_(bindparam("keys", type_=ARRAY(Text)))), {"keys": list(keys)}
+        select(c.key, literal_column(keep_value_text("keep_value"))).where(
+            c.key == any_(bindparam("keys", type_=ARRAY(Text)))
+        ),
+        {"keys": list(keys)},
     )
-    return {key: value for key, value in rows}
+    return {key: stored_value(value) for key, value in rows}
 
 
 def stored_digests(connection: Connection, keys: Sequence[str]) -> dict[str, tuple[bytes | None, int, int | None]]:
