@@ -38,7 +38,7 @@ import numpy as np
 from .errors import InvalidValueError
 from .leaders import max_pairs, sequential_leaders_keeping
 from .pairs import TooManyPairs, near_pairs
-from .validation import text_problem
+from .validation import MAX_JSONB_BYTES, text_problem, utf8_size
 
 Rank = tuple[Any, ...]  # a policy's sort key: the lower, the better copy
 
@@ -138,14 +138,18 @@ def keep_form(value: Any) -> Any:
 def comparable(value: Any) -> bool:
     """Whether a field value takes part in the comparison (a finite number or a string), and so is
     stored: a string PostgreSQL cannot hold (NUL, a lone surrogate) counts as missing, as in the
-    store, where its value is NULL (jsonb refuses it, which failed the whole batch)."""
+    store, where its value is NULL (jsonb refuses it, which failed the whole batch); so does a string
+    of more than 256 MiB, past what jsonb holds (a record of such a field failed the whole run)."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
         return True
     if isinstance(value, float):
         return math.isfinite(value)
-    return isinstance(value, str) and text_problem(value) is None
+    return isinstance(value, str) and utf8_size(value) <= _MAX_KEEP_BYTES and text_problem(value) is None
+
+
+_MAX_KEEP_BYTES = MAX_JSONB_BYTES - 4096  # checked as {"keep_value": value} too: room for the rest
 
 
 def stored_value(text: str | None) -> Any:

@@ -531,6 +531,30 @@ def test_add_jsonl_reports_each_bad_line_and_stores_every_good_one(database_url,
     assert sorted(stored(database_url)) == ["good1", "good2", "good3"]
 
 
+@pytest.mark.slow
+def test_a_field_past_what_jsonb_holds_costs_only_its_record(database_url, tmp_path):
+    # A field string over jsonb's 256 MiB (a line under --max-file-size) failed the whole run in one
+    # `Error: ... string too long to represent as jsonb string`: as metadata (every record of the run
+    # lost), as a keep field (dedup wrote nothing) (hostile/keep_value_past_jsonb.py).
+    path = tmp_path / "big.jsonl"
+    with path.open("w") as out:
+        out.write(json.dumps({"key": "a", "text": TEXT_A, "x": "2024"}) + "\n")
+        out.write(json.dumps({"key": "big", "text": TEXT_A + " again", "x": "y" * (1 << 28)}) + "\n")
+        out.write(json.dumps({"key": "c", "text": TEXT_C, "x": "2023"}) + "\n")
+    output = tmp_path / "out.jsonl"
+    result = invoke(database_url, "dedup", str(path), "-o", str(output), "--keep", "field:x")
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads(line)["key"] for line in output.read_text().splitlines()) == ["a", "c"]
+    result = invoke(database_url, "add", "--jsonl", str(path), "--metadata-field", "x")
+    assert result.exit_code == 1
+    assert [line for line in result.output.splitlines() if line.startswith("failed:")] == [
+        f"failed: {path}:2: bad record (metadata string at x makes the metadata more than 268,435,455 bytes, "
+        "which jsonb cannot hold)"
+    ]
+    with Store(database_url) as store:
+        assert [store.get(key).metadata for key in ("a", "big", "c")] == [{"x": "2024"}, None, {"x": "2023"}]
+
+
 def test_a_missing_key_field_is_one_line(database_url, tmp_path):
     path = tmp_path / "pages.jsonl"
     path.write_text("\n".join(json.dumps({"url": f"u{i}", "body": TEXT_A}) for i in range(50)), encoding="utf-8")
