@@ -27,8 +27,7 @@ TEXTS = {
     "geïnteresseerd, naïef, België, patiënt, knieën, drieëndertig, beïnvloed, geëerd.",
     "nbsp_layout": "Home\xa0\xa0\xa0\xa0|\xa0\xa0\xa0\xa0About\xa0\xa0\xa0\xa0|\xa0\xa0Contact "
     "© 2024\xa0\xa0All rights reserved\xa0\xa0\xa0\xa0Terms\xa0\xa0\xa0\xa0Privacy",
-    "quotes": "He said “hello” — and ‘goodbye’… ”Quote“ »Zitat« „Anführung“ – ­ ™ ® © "
-    "“—” “…” ’’ ‘‘ ««»» ·· ••",
+    "quotes": "He said “hello” — and ‘goodbye’… ”Quote“ »Zitat« „Anführung“ – ­ ™ ® © “—” “…” ’’ ‘‘ ««»» ·· ••",
     "upper_finnish": "HYVÄÄ PÄIVÄÄ! TÄMÄ ON PÄÄKAUPUNKISEUDUN SÄÄ TÄNÄÄN. JÄÄTELÖ JA "
     "KÄÄRETORTTU OVAT HYVÄÄ. ÄÄNESTÄJÄT PÄÄTTÄVÄT VÄÄJÄÄMÄTTÄ. HÄÄT, LÄÄKÄRI, PÄÄ, SYÖJÄ.",
 }
@@ -42,7 +41,13 @@ if __name__ == "__main__":
                     raw = body.encode("cp1252")
                 except UnicodeEncodeError:
                     raw = body.encode("latin-1", "replace")
-                page = b'<html><head><meta charset="' + label.encode() + b'"></head><body><p>' + raw + b"</p></body></html>"
+                page = (
+                    b'<html><head><meta charset="'
+                    + label.encode()
+                    + b'"></head><body><p>'
+                    + raw
+                    + b"</p></body></html>"
+                )
                 result = decode_page(page)
                 flag = "MISREAD" if result.encoding in ("gb18030", "big5") else "ok"
                 print(f"{flag:8} {label:13} {name:14} x{repeat} -> {result.encoding}  {result.text[60:100]!r}")

@@ -22,10 +22,30 @@ text = "The harbour town of Westmere voted on Tuesday to rebuild its old stone p
 with tempfile.TemporaryDirectory() as folder:
     d = Path(folder)
     utc, ny = datetime.timezone.utc, zoneinfo.ZoneInfo("America/New_York")
-    for name, zone, moment in (("utc", "UTC", datetime.datetime(2024, 6, 3, 10, tzinfo=utc)),
-                               ("ny", "America/New_York", datetime.datetime(2024, 6, 3, 8, tzinfo=ny))):
-        pq.write_table(pa.table({"key": [name], "text": [text], "published_at": pa.array([moment], pa.timestamp("us", tz=zone))}), d / f"{name}.parquet")
+    for name, zone, moment in (
+        ("utc", "UTC", datetime.datetime(2024, 6, 3, 10, tzinfo=utc)),
+        ("ny", "America/New_York", datetime.datetime(2024, 6, 3, 8, tzinfo=ny)),
+    ):
+        pq.write_table(
+            pa.table({"key": [name], "text": [text], "published_at": pa.array([moment], pa.timestamp("us", tz=zone))}),
+            d / f"{name}.parquet",
+        )
     subprocess.run(["simhash-store", "--db", url, "init"], check=False, capture_output=True)
-    run = subprocess.run(["simhash-store", "--db", url, "dedup", str(d / "utc.parquet"), str(d / "ny.parquet"), "-o", str(d / "out.jsonl"), "--keep", "field:published_at:desc"], capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            "simhash-store",
+            "--db",
+            url,
+            "dedup",
+            str(d / "utc.parquet"),
+            str(d / "ny.parquet"),
+            "-o",
+            str(d / "out.jsonl"),
+            "--keep",
+            "field:published_at:desc",
+        ],
+        capture_output=True,
+        text=True,
+    )
     print(run.returncode, run.stderr.strip()[-300:])
     print("kept:", (d / "out.jsonl").read_text()[:120], "(the later copy in real time is 'ny')")

@@ -960,7 +960,11 @@ def test_parquet_timestamps_of_other_time_zones_rank_as_the_moments_they_are(dat
             "Europe/Berlin",
             [
                 ("b1", sample_paragraphs[4], datetime.datetime(2024, 10, 27, 0, 45, tzinfo=utc)),  # 02:45+02:00
-                ("b2", sample_paragraphs[4] + "（完）", datetime.datetime(2024, 10, 27, 1, 15, tzinfo=utc)),  # 02:15+01:00
+                (
+                    "b2",
+                    sample_paragraphs[4] + "（完）",
+                    datetime.datetime(2024, 10, 27, 1, 15, tzinfo=utc),
+                ),  # 02:15+01:00
             ],
         ),
     }
