@@ -75,13 +75,22 @@ def read_text(path: str) -> str:
         mode = os.stat(path).st_mode if path != "-" else stat.S_IFREG
         if not stat.S_ISREG(mode):
             raise InputError(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
+    too_large = InputError(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
     try:
         with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else corpus.open_regular_file(path) as handle:
+            # A file's size is known before reading: a 60 GB sparse file was read to 1 GiB first, 2 GiB
+            # held while it was joined (a MemoryError traceback under a memory limit).
+            with contextlib.suppress(OSError):
+                opened = os.fstat(handle.fileno())
+                if stat.S_ISREG(opened.st_mode) and opened.st_size > limit:
+                    raise too_large
             data = corpus.read_up_to(handle, limit + 1)
     except OSError as exc:
         raise InputError(f"cannot open {visible(path)}: {exc.strerror}") from None
+    except MemoryError:
+        raise InputError(f"{visible(path)}: {corpus.TOO_LARGE} (it does not fit in memory)") from None
     if len(data) > limit:
-        raise InputError(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
+        raise too_large
     try:
         return text_of(data, path).text
     except DecodeError as exc:

@@ -447,6 +447,37 @@ def test_a_sparse_60_gb_file_is_judged_by_its_start_or_refused_by_size(tmp_path)
     assert large.skip.reason == TOO_LARGE and "64,424,509,440 bytes" in large.skip.detail
 
 
+def test_explain_refuses_a_sparse_60_gb_file_by_its_size_in_one_line(tmp_path):
+    # explain read such a file to 1 GiB before judging it, and held 2 GiB joining what it read:
+    # under a memory limit a MemoryError traceback (hostile/explain_sparse_file.py).
+    import resource
+
+    small, zeros = tmp_path / "a.txt", tmp_path / "zeros.txt"
+    small.write_text(TEXT_A, encoding="utf-8")
+    with open(zeros, "wb") as handle:
+        handle.truncate(60 << 30)  # sparse: costs no disk
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
+
+    for args, stdin in (([str(small), str(zeros)], None), ([str(small), "-"], zeros)):
+        with open(stdin if stdin is not None else os.devnull, "rb") as given:
+            done = subprocess.run(
+                [sys.executable, "-m", "simhash_store.cli", "explain", *args],
+                stdin=given,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                preexec_fn=bounded,
+            )
+        shown = str(zeros) if stdin is None else "-"
+        assert (done.returncode, done.stdout, done.stderr) == (
+            1,
+            "",
+            f"Error: {shown}: too large (more than 1024 MiB)\n",
+        )
+
+
 # ------------------------------------------------------------ encodings, no database
 
 
