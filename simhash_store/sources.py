@@ -53,9 +53,15 @@ def argument_sources(
 
 
 def _stdin_source() -> corpus.Source | corpus.Skip:
-    data = corpus.read_up_to(sys.stdin.buffer, DEFAULT_MAX_BYTES + 1)
+    too_large = corpus.Skip("-", corpus.TOO_LARGE, f"over {DEFAULT_MAX_BYTES:,} bytes")
+    if corpus.left_to_read_over(sys.stdin.buffer, DEFAULT_MAX_BYTES):
+        return too_large
+    try:
+        data = corpus.read_up_to(sys.stdin.buffer, DEFAULT_MAX_BYTES + 1)
+    except MemoryError:
+        return corpus.Skip("-", corpus.TOO_LARGE, "it does not fit in memory")
     if len(data) > DEFAULT_MAX_BYTES:
-        return corpus.Skip("-", corpus.TOO_LARGE, f"over {DEFAULT_MAX_BYTES:,} bytes")
+        return too_large
     try:
         return corpus.Source("-", text=decode(data).text, size=len(data))
     except DecodeError as exc:
@@ -78,12 +84,8 @@ def read_text(path: str) -> str:
     too_large = InputError(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
     try:
         with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else corpus.open_regular_file(path) as handle:
-            # A file's size is known before reading: a 60 GB sparse file was read to 1 GiB first, 2 GiB
-            # held while it was joined (a MemoryError traceback under a memory limit).
-            with contextlib.suppress(OSError):
-                opened = os.fstat(handle.fileno())
-                if stat.S_ISREG(opened.st_mode) and opened.st_size > limit:
-                    raise too_large
+            if corpus.left_to_read_over(handle, limit):
+                raise too_large
             data = corpus.read_up_to(handle, limit + 1)
     except OSError as exc:
         raise InputError(f"cannot open {visible(path)}: {exc.strerror}") from None

@@ -447,7 +447,7 @@ def test_a_sparse_60_gb_file_is_judged_by_its_start_or_refused_by_size(tmp_path)
     assert large.skip.reason == TOO_LARGE and "64,424,509,440 bytes" in large.skip.detail
 
 
-def test_explain_refuses_a_sparse_60_gb_file_by_its_size_in_one_line(tmp_path):
+def test_explain_and_stdin_refuse_a_sparse_60_gb_file_by_its_size_in_one_line(tmp_path):
     # explain read such a file to 1 GiB before judging it, and held 2 GiB joining what it read:
     # under a memory limit a MemoryError traceback (hostile/explain_sparse_file.py).
     import resource
@@ -476,6 +476,17 @@ def test_explain_refuses_a_sparse_60_gb_file_by_its_size_in_one_line(tmp_path):
             "",
             f"Error: {shown}: too large (more than 1024 MiB)\n",
         )
+    # fingerprint, add and query read standard input as one document the same way
+    with open(zeros, "rb") as given:
+        done = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "fingerprint", "-"],
+            stdin=given,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=bounded,
+        )
+    assert (done.returncode, done.stderr) == (1, "failed: -: too large (over 1,073,741,824 bytes)\n")
 
 
 # ------------------------------------------------------------ encodings, no database
