@@ -446,6 +446,19 @@ def _too_large(size: int, limit: int) -> str:
     return f"{counted(size, 'byte', grouped=True)}, over the limit of {limit:,}; raise it with --max-file-size"
 
 
+def left_to_read_over(handle: IO[bytes], limit: int) -> bool:
+    """Whether ``handle`` is a regular file (standard input redirected from one too) with more than
+    ``limit`` bytes left from where it stands: refused by its size, unread. A 60 GB sparse file was
+    read to the bound first and its parts joined (twice the bound held), a MemoryError traceback
+    under a memory limit. Streams that cannot tell (pipes) are read."""
+    try:
+        descriptor = handle.fileno()
+        found = os.fstat(descriptor)
+        return stat.S_ISREG(found.st_mode) and found.st_size - os.lseek(descriptor, 0, os.SEEK_CUR) > limit
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both of the first two
+        return False
+
+
 def read_up_to(handle: IO[bytes], size: int) -> bytes:
     parts, remaining = [], size
     while remaining > 0:

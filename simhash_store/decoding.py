@@ -368,6 +368,25 @@ def _plausibility(text: str, *, replacements: bool = False) -> float | None:
     return sum(scores) / counted if counted else None
 
 
+def plainly_chinese(text: str) -> bool:
+    """Whether a GB18030 or Big5 reading is plainly Chinese, not Latin text whose letters past ASCII
+    came in pairs (``ção`` read as ``玢o``): its characters score as Chinese text does (at least
+    :data:`_IMPLAUSIBLE`, whatever its length), and at most a quarter of them sit between two ASCII
+    letters, as the pairs inside Latin words do (``popula玢o``, ``condi珲es``) and Chinese seldom does.
+
+    >>> plainly_chinese("中华人民共和国刑法"), plainly_chinese("A popula玢o e as condi珲es")
+    (True, False)
+    """
+    score = _plausibility(text, replacements=True)
+    if score is None or score < _IMPLAUSIBLE:
+        return False
+    sandwiched = _SANDWICHED.subn("", text)[1]  # counted in C: no list of what matched
+    return sandwiched <= _cjk_count(text) // 4
+
+
+_SANDWICHED = re.compile("(?<=[A-Za-z])[\u2e80-\U0010ffff](?=[A-Za-z])")
+
+
 def _reads_better(text: str, score: float) -> bool:
     """``text`` has CJK characters and they score above ``score``."""
     plausibility = _plausibility(text)

@@ -10,8 +10,8 @@ document's arrival (input order, then the order of storing), so no two documents
   dates and times (``2024-05-01``, ``2024-05-01T08:00:00Z``) compare as dates when written alike.
   A missing field, ``null``, ``true``/``false``, an object or a list ranks last, in both directions,
   and so does a string of over 1,000 characters or an integer of over 1,000 digits (:func:`comparable`).
-  A Parquet date or time compares as the text outputs write for it (``2024-05-01 08:00:00``), a
-  Parquet decimal as the number it is (:func:`keep_form`).
+  A Parquet date or time compares as the text outputs write for it (``2024-05-01 08:00:00``; one
+  with a time zone in UTC), a Parquet decimal as the number it is (:func:`keep_form`).
 
 >>> policy = KeepPolicy.parse("field:published_at:asc")
 >>> sorted(["b", "a", None], key=lambda v: policy.rank(0, None, v)) == ["a", "b", None]
@@ -114,17 +114,26 @@ class KeepPolicy:
 def keep_form(value: Any) -> Any:
     """A field value in the form the policy compares and the store keeps: a date or time (a Parquet
     ``timestamp``, ``date32``, ``time64``) as the text every output writes for it, which compares as
-    the values do within a column (``2024-05-01 08:00:00``, ``2024-05-01``); a decimal (Parquet
+    the values do within a column (``2024-05-01 08:00:00``, ``2024-05-01``), one with a time zone
+    in UTC (``2024-05-01 06:00:00+00:00`` for 08:00 in Berlin), so that moments of any zones compare
+    as moments; a decimal (Parquet
     ``decimal128``/``decimal256``) as an integer when it is whole, else as a float. Any other value as
     it is. Such values ranked as missing before, so ``field:published_at:desc`` over a Parquet
     timestamp column kept the first copy, not the newest.
 
     >>> keep_form(datetime.datetime(2024, 5, 1, 8)), keep_form(datetime.date(2024, 5, 1))
     ('2024-05-01 08:00:00', '2024-05-01')
+    >>> keep_form(datetime.datetime(2024, 6, 3, 8, tzinfo=datetime.timezone(datetime.timedelta(hours=-4))))
+    '2024-06-03 12:00:00+00:00'
     >>> keep_form(decimal.Decimal("2.50")), keep_form(decimal.Decimal("1E+30")), keep_form("x")
     (2.5, 1000000000000000000000000000000, 'x')
     """
     if isinstance(value, datetime.datetime):
+        if value.utcoffset() is not None:
+            # In UTC: the same moment in two zones (two crawlers' files), or either side of the hour
+            # a clock falls back, wrote texts in another order than the moments' (08:00:00-04:00, the
+            # later, sorted before 10:00:00+00:00), and the older copy was kept.
+            value = value.astimezone(datetime.timezone.utc)
         return value.isoformat(sep=" ")
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()

@@ -53,9 +53,15 @@ def argument_sources(
 
 
 def _stdin_source() -> corpus.Source | corpus.Skip:
-    data = corpus.read_up_to(sys.stdin.buffer, DEFAULT_MAX_BYTES + 1)
+    too_large = corpus.Skip("-", corpus.TOO_LARGE, f"over {DEFAULT_MAX_BYTES:,} bytes")
+    if corpus.left_to_read_over(sys.stdin.buffer, DEFAULT_MAX_BYTES):
+        return too_large
+    try:
+        data = corpus.read_up_to(sys.stdin.buffer, DEFAULT_MAX_BYTES + 1)
+    except MemoryError:
+        return corpus.Skip("-", corpus.TOO_LARGE, "it does not fit in memory")
     if len(data) > DEFAULT_MAX_BYTES:
-        return corpus.Skip("-", corpus.TOO_LARGE, f"over {DEFAULT_MAX_BYTES:,} bytes")
+        return too_large
     try:
         return corpus.Source("-", text=decode(data).text, size=len(data))
     except DecodeError as exc:
@@ -75,13 +81,18 @@ def read_text(path: str) -> str:
         mode = os.stat(path).st_mode if path != "-" else stat.S_IFREG
         if not stat.S_ISREG(mode):
             raise InputError(f"cannot open {visible(path)}: not a regular file ({corpus.special_kind(mode)})")
+    too_large = InputError(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
     try:
         with open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else corpus.open_regular_file(path) as handle:
+            if corpus.left_to_read_over(handle, limit):
+                raise too_large
             data = corpus.read_up_to(handle, limit + 1)
     except OSError as exc:
         raise InputError(f"cannot open {visible(path)}: {exc.strerror}") from None
+    except MemoryError:
+        raise InputError(f"{visible(path)}: {corpus.TOO_LARGE} (it does not fit in memory)") from None
     if len(data) > limit:
-        raise InputError(f"{visible(path)}: {corpus.TOO_LARGE} (more than {limit >> 20} MiB)")
+        raise too_large
     try:
         return text_of(data, path).text
     except DecodeError as exc:

@@ -36,6 +36,14 @@ MAX_METADATA_DEPTH = 256
 # jsonb keeps numbers as numeric, but Python prints integers of more than 4,300 digits only
 # on request; nobody's metadata needs more than a few hundred.
 MAX_METADATA_INTEGER_DIGITS = 1000
+# jsonb holds at most 2**28 - 1 bytes in a string, and in an object's or array's elements: past it
+# PostgreSQL refused the whole batch ("string too long to represent as jsonb string").
+MAX_JSONB_BYTES = (1 << 28) - 1
+
+
+def utf8_size(text: str) -> int:
+    """The bytes of ``text`` in UTF-8 (a lone surrogate counted as three)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _is_integer(value: object) -> TypeGuard[SupportsInt]:
@@ -151,18 +159,29 @@ def validate_metadata(metadata: object) -> dict[str, Any] | None:
     if not isinstance(metadata, Mapping):
         raise InvalidValueError(f"metadata must be a JSON object (a dict), not {type(metadata).__name__}")
     stack: list[tuple[object, str, int]] = [(metadata, "", 0)]
+    size = 0  # about what jsonb takes: the strings' bytes, 16 bytes a value besides
     while stack:
         value, where, depth = stack.pop()
         at = f" at {where}" if where else ""
+        size += 16
+        if size > MAX_JSONB_BYTES:
+            raise InvalidValueError(f"metadata is more than {MAX_JSONB_BYTES:,} bytes, which jsonb cannot hold")
         if value is None or isinstance(value, bool):
             continue
         if isinstance(value, str):
             problem = text_problem(value)
             if problem:
                 raise InvalidValueError(f"metadata string{at} {problem}")
+            size += utf8_size(value)
+            if size > MAX_JSONB_BYTES:
+                raise InvalidValueError(
+                    f"metadata string{at} makes the metadata more than {MAX_JSONB_BYTES:,} bytes, which jsonb cannot hold"
+                )
         elif _is_integer(value):
-            if _digits(int(value)) > MAX_METADATA_INTEGER_DIGITS:
+            digits = _digits(int(value))
+            if digits > MAX_METADATA_INTEGER_DIGITS:
                 raise InvalidValueError(f"metadata integer{at} has more than {MAX_METADATA_INTEGER_DIGITS} digits")
+            size += digits
         elif isinstance(value, float):
             if not math.isfinite(value):
                 name = "NaN" if math.isnan(value) else "infinite"
@@ -177,6 +196,7 @@ def validate_metadata(metadata: object) -> dict[str, Any] | None:
                     problem = text_problem(name)
                     if problem:
                         raise InvalidValueError(f"metadata key {_excerpt(name)}{at} {problem}")
+                    size += utf8_size(name)
                     stack.append((item, f"{where}.{name}" if where else name, depth + 1))
             else:
                 stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))

@@ -149,6 +149,27 @@ def test_a_chinese_page_under_a_latin1_label_alone_is_read_in_its_own_charset():
         assert (decoded.text, decoded.source) == (page, HEADER), language
 
 
+def test_a_short_latin_page_whose_letters_come_in_pairs_stays_latin():
+    # The decoding rules take a short text for GB18030 whatever it reads as: a Portuguese page of a
+    # few sentences (ção, ções in pairs) was read as GB18030 (popula玢o, condi珲es), an Estonian one
+    # (hää, jää) as h滗, a footer of raw no-break spaces as 牋, under their own ISO-8859-1 label.
+    latin = {
+        "pt": "A informação sobre a população e as condições de habitação. As eleições, as instituições, "
+        "a educação, a produção, a situação, as ações, os corações, as canções, as estações, as nações.",
+        "et": "Jäätis on väga hää. Öö oli pime ja jää oli õhuke. Õõnes puu, pööre, vääramatu, jäärapäine, "
+        "müüa, tööõhtu, sõõm, nõõ, kõõlus, säästa, pääsuke, hüüe, müüja, püüa.",
+        "fi": "PÄÄKAUPUNKISEUDUN SÄÄ TÄNÄÄN: JÄÄTELÖ JA KÄÄRETORTTU, HÄÄT, LÄÄKÄRI, PÄÄ, VÄÄJÄÄMÄTTÄ, "
+        "ÄÄNESTÄJÄT PÄÄTTÄVÄT, MÄÄRÄÄ, SÄÄSTÄÄ, JÄÄRÄPÄÄ, TÄÄLLÄ, PÄÄSTÄÄ.",
+        "nbsp": "Home\xa0\xa0\xa0\xa0|\xa0\xa0\xa0\xa0About\xa0\xa0\xa0\xa0|\xa0\xa0Contact © 2024\xa0\xa0"
+        "All rights reserved\xa0\xa0\xa0\xa0Terms\xa0\xa0\xa0\xa0Privacy",
+    }
+    for language, text in latin.items():
+        for label, content_type in (("", "text/html; charset=ISO-8859-1"), ('<meta charset="windows-1252">', None)):
+            page = f"<html><head>{label}<title>t</title></head><body><p>{text}</p></body></html>"
+            decoded = decode_page(page.encode("cp1252"), content_type)
+            assert (decoded.text, decoded.encoding) == (page, "cp1252"), (language, decoded.encoding)
+
+
 def test_an_unknown_charset_label_is_ignored_and_an_empty_page_is_said_so():
     assert decode_page("<p>正文内容</p>".encode(), "text/html; charset=no-such-thing").source == DETECTED
     with pytest.raises(DecodeError, match="empty"):

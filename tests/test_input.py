@@ -447,6 +447,48 @@ def test_a_sparse_60_gb_file_is_judged_by_its_start_or_refused_by_size(tmp_path)
     assert large.skip.reason == TOO_LARGE and "64,424,509,440 bytes" in large.skip.detail
 
 
+def test_explain_and_stdin_refuse_a_sparse_60_gb_file_by_its_size_in_one_line(tmp_path):
+    # explain read such a file to 1 GiB before judging it, and held 2 GiB joining what it read:
+    # under a memory limit a MemoryError traceback (hostile/explain_sparse_file.py).
+    import resource
+
+    small, zeros = tmp_path / "a.txt", tmp_path / "zeros.txt"
+    small.write_text(TEXT_A, encoding="utf-8")
+    with open(zeros, "wb") as handle:
+        handle.truncate(60 << 30)  # sparse: costs no disk
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
+
+    for args, stdin in (([str(small), str(zeros)], None), ([str(small), "-"], zeros)):
+        with open(stdin if stdin is not None else os.devnull, "rb") as given:
+            done = subprocess.run(
+                [sys.executable, "-m", "simhash_store.cli", "explain", *args],
+                stdin=given,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                preexec_fn=bounded,
+            )
+        shown = str(zeros) if stdin is None else "-"
+        assert (done.returncode, done.stdout, done.stderr) == (
+            1,
+            "",
+            f"Error: {shown}: too large (more than 1024 MiB)\n",
+        )
+    # fingerprint, add and query read standard input as one document the same way
+    with open(zeros, "rb") as given:
+        done = subprocess.run(
+            [sys.executable, "-m", "simhash_store.cli", "fingerprint", "-"],
+            stdin=given,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=bounded,
+        )
+    assert (done.returncode, done.stderr) == (1, "failed: -: too large (over 1,073,741,824 bytes)\n")
+
+
 # ------------------------------------------------------------ encodings, no database
 
 
@@ -529,6 +571,30 @@ def test_add_jsonl_reports_each_bad_line_and_stores_every_good_one(database_url,
     assert reported == [2, 3, 4, 5, 6, 7, 9]
     assert "added 3, updated 0, unchanged 0, skipped 0, failed 7 (of 10 inputs)" in result.output
     assert sorted(stored(database_url)) == ["good1", "good2", "good3"]
+
+
+@pytest.mark.slow
+def test_a_field_past_what_jsonb_holds_costs_only_its_record(database_url, tmp_path):
+    # A field string over jsonb's 256 MiB (a line under --max-file-size) failed the whole run in one
+    # `Error: ... string too long to represent as jsonb string`: as metadata (every record of the run
+    # lost), as a keep field (dedup wrote nothing) (hostile/keep_value_past_jsonb.py).
+    path = tmp_path / "big.jsonl"
+    with path.open("w") as out:
+        out.write(json.dumps({"key": "a", "text": TEXT_A, "x": "2024"}) + "\n")
+        out.write(json.dumps({"key": "big", "text": TEXT_A + " again", "x": "y" * (1 << 28)}) + "\n")
+        out.write(json.dumps({"key": "c", "text": TEXT_C, "x": "2023"}) + "\n")
+    output = tmp_path / "out.jsonl"
+    result = invoke(database_url, "dedup", str(path), "-o", str(output), "--keep", "field:x")
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads(line)["key"] for line in output.read_text().splitlines()) == ["a", "c"]
+    result = invoke(database_url, "add", "--jsonl", str(path), "--metadata-field", "x")
+    assert result.exit_code == 1
+    assert [line for line in result.output.splitlines() if line.startswith("failed:")] == [
+        f"failed: {path}:2: bad record (metadata string at x makes the metadata more than 268,435,455 bytes, "
+        "which jsonb cannot hold)"
+    ]
+    with Store(database_url) as store:
+        assert [store.get(key).metadata for key in ("a", "big", "c")] == [{"x": "2024"}, None, {"x": "2023"}]
 
 
 def test_a_missing_key_field_is_one_line(database_url, tmp_path):

@@ -1006,3 +1006,46 @@ def test_keep_values_another_role_made_huge_cost_the_owners_writes_no_memory(
                 tracemalloc.stop()
             assert peak < 40_000_000, (keep, peak)  # 30 values of 5 MB: 150 MB as text, more parsed
             assert store.memberships([f"new{added}"])[f"new{added}"].representative == f"new{added}"
+
+
+def test_parquet_timestamps_of_other_time_zones_rank_as_the_moments_they_are(database_url, tmp_path, sample_paragraphs):
+    # Timestamps with a time zone ranked by their text: a copy at 08:00 in New York (12:00 UTC) sorted
+    # before one at 10:00 UTC, and in one Berlin column 02:15+01:00 (after the clocks fell back) before
+    # 02:45+02:00, half an hour earlier: the older copy was kept (hostile/parquet_keep_time_zones.py).
+    import datetime
+    import zoneinfo
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = sample_paragraphs[3]
+    utc, new_york = datetime.timezone.utc, zoneinfo.ZoneInfo("America/New_York")
+    files = {
+        "utc": ("UTC", [("u", text, datetime.datetime(2024, 6, 3, 10, tzinfo=utc))]),
+        "ny": ("America/New_York", [("n", "【转载】" + text, datetime.datetime(2024, 6, 3, 8, tzinfo=new_york))]),
+        "berlin": (
+            "Europe/Berlin",
+            [
+                ("b1", sample_paragraphs[4], datetime.datetime(2024, 10, 27, 0, 45, tzinfo=utc)),  # 02:45+02:00
+                (
+                    "b2",
+                    sample_paragraphs[4] + "（完）",
+                    datetime.datetime(2024, 10, 27, 1, 15, tzinfo=utc),
+                ),  # 02:15+01:00
+            ],
+        ),
+    }
+    sources = []
+    for name, (zone, rows) in files.items():
+        keys, texts, moments = zip(*rows)
+        table = pa.table({"key": keys, "text": texts, "published_at": pa.array(moments, pa.timestamp("us", tz=zone))})
+        sources.append(tmp_path / f"{name}.parquet")
+        pq.write_table(table, sources[-1])
+    output = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        app,
+        ["dedup", *map(str, sources), "-o", str(output), "--keep", "field:published_at:desc"],
+        env={"SIMHASH_STORE_URL": str(database_url)},
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads(line)["key"] for line in output.read_text().splitlines()) == ["b2", "n"]

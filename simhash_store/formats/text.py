@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..corpus import TOO_LARGE, UNREADABLE, Skip, Source, read_file, read_up_to, walk
+from ..corpus import TOO_LARGE, UNREADABLE, Skip, Source, left_to_read_over, read_file, read_up_to, walk
 from ..decoding import DecodeError, decode
 from ..errors import InputError
 from ..html import text_of
@@ -42,10 +42,16 @@ def documents(source: Input, options: ReadOptions) -> Iterator[Source | Skip]:
 
 def _stream_document(source: Input, options: ReadOptions) -> Source | Skip:
     name = source.name
+    too_large = Skip(name, TOO_LARGE, f"over {options.max_bytes:,} bytes")
     with source.open() as stream:
-        data = read_up_to(stream, options.max_bytes + 1)  # one read(n) of a pipe allocates n first
+        if left_to_read_over(stream, options.max_bytes):
+            return too_large
+        try:
+            data = read_up_to(stream, options.max_bytes + 1)  # one read(n) of a pipe allocates n first
+        except MemoryError:
+            return Skip(name, TOO_LARGE, "it does not fit in memory")
     if len(data) > options.max_bytes:
-        return Skip(name, TOO_LARGE, f"over {options.max_bytes:,} bytes")
+        return too_large
     try:
         text = decode(data).text
     except DecodeError as exc:
