@@ -374,6 +374,17 @@ def test_password_never_appears_in_output_or_errors(database_url, form):
     assert "Traceback" not in result.output
 
 
+def _command_line_after_blanking(arguments: list[str]) -> bytes:
+    """/proc/self/cmdline of a process given ``arguments`` once the entry point has blanked its secrets."""
+    program = (
+        "import sys; from simhash_store.__main__ import hide_secrets_from_process_list as hide; "
+        "hide(sys.argv[1:]); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", program, *arguments], capture_output=True, check=True, timeout=60
+    ).stdout
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="blanked through /proc/self/mem")
 @pytest.mark.parametrize(
     "url",
@@ -387,13 +398,7 @@ def test_a_password_holding_a_question_mark_is_blanked_from_the_command_line(url
     # The URL is parsed to connect with the password ending at the first "@" (a "?" in it is the
     # password's), but the entry point took everything after the first "?" for the options: such a
     # password, and the options after it, stayed in the process list for the whole run.
-    program = (
-        "import sys; from simhash_store.__main__ import hide_secrets_from_process_list as hide; "
-        "hide(sys.argv[1:]); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
-    )
-    shown = subprocess.run(
-        [sys.executable, "-c", program, "--db", url, "stats"], capture_output=True, check=True, timeout=60
-    ).stdout
+    shown = _command_line_after_blanking(["--db", url, "stats"])
     assert b"--db" in shown and b"SECRET" not in shown, shown
 
 
@@ -412,13 +417,7 @@ def test_a_password_option_whose_name_is_percent_encoded_is_blanked_from_the_com
     from simhash_store.urls import normalized_parts
 
     assert normalized_parts(url).query["password"] == "SECRET1"  # the password the connection is given
-    program = (
-        "import sys; from simhash_store.__main__ import hide_secrets_from_process_list as hide; "
-        "hide(sys.argv[1:]); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
-    )
-    shown = subprocess.run(
-        [sys.executable, "-c", program, "--db", url, "stats"], capture_output=True, check=True, timeout=60
-    ).stdout
+    shown = _command_line_after_blanking(["--db", url, "stats"])
     assert b"--db" in shown and b"SECRET" not in shown, shown
 
 
